@@ -1,0 +1,242 @@
+//! Differences between two profiles of the same type. Per-node numbers equal
+//! `go tool pprof -diff_base=BASE COMPARE`: compare minus base, percentages of the base
+//! total. On top: regressions/improvements beyond a noise threshold, and per-stack deltas.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::frames::{Filters, FrameTable, Granularity};
+use super::top::{sort_rows, NodeValues, TopRow};
+use crate::{Error, Profile, Result};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DiffOptions {
+    pub sample_index: String,
+    pub granularity: Granularity,
+    pub filters: Filters,
+    /// Scale the base so both totals match before subtracting (pprof `-normalize`).
+    pub normalize: bool,
+    /// A change smaller than this share of the base total (in %) counts as unchanged.
+    pub noise_threshold_pct: f64,
+    /// Longest list of new/removed/changed stacks returned (the counts are always exact).
+    pub max_stacks: usize,
+}
+
+impl Default for DiffOptions {
+    fn default() -> Self {
+        Self {
+            sample_index: String::new(),
+            granularity: Granularity::Functions,
+            filters: Filters::default(),
+            normalize: false,
+            noise_threshold_pct: 1.0,
+            max_stacks: 50,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FunctionDelta {
+    pub name: String,
+    pub base_flat: i64,
+    pub compare_flat: i64,
+    pub flat_delta: i64,
+    pub base_cum: i64,
+    pub compare_cum: i64,
+    pub cum_delta: i64,
+    /// `flat_delta` as a percentage of the base total.
+    pub flat_delta_pct: f64,
+    pub cum_delta_pct: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StackDelta {
+    /// Root first.
+    pub frames: Vec<String>,
+    pub base: i64,
+    pub compare: i64,
+    pub delta: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiffReport {
+    pub sample_type: String,
+    pub unit: String,
+    pub base_total: i64,
+    pub compare_total: i64,
+    /// (compare − base) / base × 100, on the raw totals.
+    pub overall_delta_pct: f64,
+    pub normalized: bool,
+    /// Every node with a change, in pprof's `-diff_base` order (|flat delta| desc).
+    pub functions: Vec<FunctionDelta>,
+    /// Functions whose self value grew beyond the noise threshold, largest first.
+    pub regressions: Vec<FunctionDelta>,
+    /// Functions whose self value shrank beyond the noise threshold, largest first.
+    pub improvements: Vec<FunctionDelta>,
+    /// Functions present in either profile whose change stayed within the threshold.
+    pub unchanged: usize,
+    pub noise_threshold: i64,
+    pub new_stacks: Vec<StackDelta>,
+    pub new_stack_count: usize,
+    pub removed_stacks: Vec<StackDelta>,
+    pub removed_stack_count: usize,
+    /// Stacks in both profiles with the largest absolute change.
+    pub changed_stacks: Vec<StackDelta>,
+}
+
+/// The base profile's sample index with the same type (and unit) as `compare[index]`.
+pub(crate) fn matching_sample_index(base: &Profile, compare: &Profile, index: usize) -> Result<usize> {
+    let (name, unit) = (compare.sample_type_name(index), compare.sample_type_unit(index));
+    (0..base.sample_types.len())
+        .find(|&i| base.sample_type_name(i) == name && base.sample_type_unit(i) == unit)
+        .ok_or_else(|| {
+            let available: Vec<String> = (0..base.sample_types.len()).map(|i| base.sample_type_name(i).to_owned()).collect();
+            Error::Incompatible(format!(
+                "the base profile has no '{name}' ({unit}) samples; it has: {}",
+                available.join(", ")
+            ))
+        })
+}
+
+/// Scales base values so the base total equals the compare total.
+fn scale(value: i64, ratio: f64) -> i64 {
+    (value as f64 * ratio).round() as i64
+}
+
+pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<DiffReport> {
+    let compare_index = compare.sample_index(&options.sample_index)?;
+    let base_index = matching_sample_index(base, compare, compare_index)?;
+    let b = NodeValues::compute(base, base_index, options.granularity, &options.filters)?;
+    let c = NodeValues::compute(compare, compare_index, options.granularity, &options.filters)?;
+    let ratio = if options.normalize && b.total != 0 { c.total as f64 / b.total as f64 } else { 1.0 };
+
+    let mut by_name: HashMap<&str, (i64, i64, i64, i64)> = HashMap::new();
+    for n in 0..b.table.node_count() {
+        let e = by_name.entry(b.table.name(n as u32)).or_default();
+        e.0 += scale(b.flat[n], ratio);
+        e.1 += scale(b.cum[n], ratio);
+    }
+    for n in 0..c.table.node_count() {
+        let e = by_name.entry(c.table.name(n as u32)).or_default();
+        e.2 += c.flat[n];
+        e.3 += c.cum[n];
+    }
+    let base_total = b.total;
+    let pct = |v: i64| if base_total != 0 { v as f64 * 100.0 / base_total as f64 } else { 0.0 };
+    let mut rows: Vec<TopRow> = by_name
+        .iter()
+        .filter(|(_, v)| v.0 != 0 || v.1 != 0 || v.2 != 0 || v.3 != 0)
+        .map(|(name, v)| TopRow { name: (*name).to_owned(), flat: v.2 - v.0, cum: v.3 - v.1, inline: None })
+        .collect();
+    sort_rows(&mut rows, false, |r| (r.flat, r.cum), |a, b| a.name.cmp(&b.name));
+    let functions: Vec<FunctionDelta> = rows
+        .into_iter()
+        .map(|r| {
+            let v = by_name[r.name.as_str()];
+            FunctionDelta {
+                base_flat: v.0,
+                compare_flat: v.2,
+                flat_delta: r.flat,
+                base_cum: v.1,
+                compare_cum: v.3,
+                cum_delta: r.cum,
+                flat_delta_pct: pct(r.flat),
+                cum_delta_pct: pct(r.cum),
+                name: r.name,
+            }
+        })
+        .collect();
+
+    let noise_threshold = (base_total.max(c.total) as f64 * options.noise_threshold_pct / 100.0).round() as i64;
+    let mut regressions: Vec<FunctionDelta> = functions.iter().filter(|f| f.flat_delta > noise_threshold).cloned().collect();
+    let mut improvements: Vec<FunctionDelta> = functions.iter().filter(|f| f.flat_delta < -noise_threshold).cloned().collect();
+    regressions.sort_by(|a, b| b.flat_delta.cmp(&a.flat_delta).then_with(|| a.name.cmp(&b.name)));
+    improvements.sort_by(|a, b| a.flat_delta.cmp(&b.flat_delta).then_with(|| a.name.cmp(&b.name)));
+    let unchanged = functions.len() - regressions.len() - improvements.len();
+
+    let stacks = stack_values(base, base_index, &b.table, compare, compare_index, &c.table, ratio);
+    let mut new_stacks = Vec::new();
+    let mut removed_stacks = Vec::new();
+    let mut changed_stacks = Vec::new();
+    for (frames, (bv, cv)) in stacks {
+        let d = StackDelta { frames, base: bv, compare: cv, delta: cv - bv };
+        match (bv, cv) {
+            (0, 0) => {}
+            (0, _) => new_stacks.push(d),
+            (_, 0) => removed_stacks.push(d),
+            _ if d.delta != 0 => changed_stacks.push(d),
+            _ => {}
+        }
+    }
+    let by_size = |a: &StackDelta, b: &StackDelta| b.delta.unsigned_abs().cmp(&a.delta.unsigned_abs()).then_with(|| a.frames.cmp(&b.frames));
+    for list in [&mut new_stacks, &mut removed_stacks, &mut changed_stacks] {
+        list.sort_by(by_size);
+    }
+    let (new_stack_count, removed_stack_count) = (new_stacks.len(), removed_stacks.len());
+    for list in [&mut new_stacks, &mut removed_stacks, &mut changed_stacks] {
+        list.truncate(options.max_stacks);
+    }
+
+    Ok(DiffReport {
+        sample_type: compare.sample_type_name(compare_index).to_owned(),
+        unit: compare.sample_type_unit(compare_index).to_owned(),
+        base_total,
+        compare_total: c.total,
+        overall_delta_pct: pct(c.total - base_total),
+        normalized: options.normalize,
+        functions,
+        regressions,
+        improvements,
+        unchanged,
+        noise_threshold,
+        new_stacks,
+        new_stack_count,
+        removed_stacks,
+        removed_stack_count,
+        changed_stacks,
+    })
+}
+
+/// Sums values per distinct stack (root-first node names) in both profiles.
+fn stack_values(
+    base: &Profile,
+    base_index: usize,
+    base_table: &FrameTable,
+    compare: &Profile,
+    compare_index: usize,
+    compare_table: &FrameTable,
+    ratio: f64,
+) -> HashMap<Vec<String>, (i64, i64)> {
+    let mut out: HashMap<Vec<String>, (i64, i64)> = HashMap::new();
+    let mut frames: Vec<u32> = Vec::new();
+    for (profile, index, table, is_base) in
+        [(base, base_index, base_table, true), (compare, compare_index, compare_table, false)]
+    {
+        // Aggregate by node ids first (cheap), then translate each distinct stack once.
+        let mut by_ids: HashMap<Vec<u32>, i64> = HashMap::new();
+        for sample in &profile.samples {
+            let value = sample.values.get(index).copied().unwrap_or(0);
+            if value == 0 || !table.keeps(sample) {
+                continue;
+            }
+            frames.clear();
+            table.walk_root_first(sample, |node, _| frames.push(node));
+            *by_ids.entry(frames.clone()).or_default() += value;
+        }
+        for (ids, value) in by_ids {
+            let names: Vec<String> = ids.iter().map(|&n| table.name(n).to_owned()).collect();
+            let e = out.entry(names).or_default();
+            if is_base {
+                e.0 += scale(value, ratio);
+            } else {
+                e.1 += value;
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,256 @@
+//! The bridge from profile locations to report nodes. A location expands to one node per
+//! inline line (innermost first), keyed at the chosen granularity, with pprof's
+//! focus/ignore/hide/show filters applied. Top, tree and diff all walk samples through it.
+
+use std::collections::HashMap;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Location, Profile, Sample};
+use crate::{Error, Result};
+
+/// What one report node stands for, as pprof's `-granularity`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Granularity {
+    #[default]
+    Functions,
+    /// Function and source file.
+    Filefunctions,
+    /// Function, file and line.
+    Lines,
+    /// Each address (with its symbol where known).
+    Addresses,
+}
+
+impl std::str::FromStr for Granularity {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "functions" => Ok(Self::Functions),
+            "filefunctions" => Ok(Self::Filefunctions),
+            "lines" => Ok(Self::Lines),
+            "addresses" => Ok(Self::Addresses),
+            other => Err(format!("unknown granularity '{other}' (functions, filefunctions, lines, addresses)")),
+        }
+    }
+}
+
+/// Regex filters, as pprof's `-focus`, `-ignore`, `-hide` and `-show`. They match a
+/// frame's function name or file, or its binary's name.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Filters {
+    /// Keep only samples with a frame matching this.
+    pub focus: Option<String>,
+    /// Drop samples with a frame matching this.
+    pub ignore: Option<String>,
+    /// Remove matching frames from stacks.
+    pub hide: Option<String>,
+    /// Keep only matching frames in stacks.
+    pub show: Option<String>,
+}
+
+struct CompiledFilters {
+    focus: Option<Regex>,
+    ignore: Option<Regex>,
+    hide: Option<Regex>,
+    show: Option<Regex>,
+}
+
+fn compile(option: &'static str, re: &Option<String>) -> Result<Option<Regex>> {
+    match re.as_deref().map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(re) => Regex::new(re).map(Some).map_err(|e| Error::InvalidRegex { option, reason: e.to_string() }),
+    }
+}
+
+impl Filters {
+    fn compile(&self) -> Result<CompiledFilters> {
+        Ok(CompiledFilters {
+            focus: compile("focus", &self.focus)?,
+            ignore: compile("ignore", &self.ignore)?,
+            hide: compile("hide", &self.hide)?,
+            show: compile("show", &self.show)?,
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        [&self.focus, &self.ignore, &self.hide, &self.show].iter().all(|f| f.as_deref().map_or(true, |s| s.trim().is_empty()))
+    }
+}
+
+/// Per-location node lists and filter verdicts for one profile.
+pub struct FrameTable {
+    names: Vec<String>,
+    /// For each location: (start, len) of its nodes in `nodes`.
+    locations: Vec<(u32, u32)>,
+    nodes: Vec<u32>,
+    /// Whether each node in `nodes` is an inlined call (not the location's outermost line).
+    inlined: Vec<bool>,
+    focus_hit: Vec<bool>,
+    ignore_hit: Vec<bool>,
+    has_focus: bool,
+    has_ignore: bool,
+}
+
+impl FrameTable {
+    pub fn new(profile: &Profile, granularity: Granularity, filters: &Filters) -> Result<Self> {
+        let f = filters.compile()?;
+        let mut index: HashMap<String, u32> = HashMap::new();
+        let mut table = FrameTable {
+            names: Vec::new(),
+            locations: Vec::with_capacity(profile.locations.len()),
+            nodes: Vec::with_capacity(profile.locations.len()),
+            inlined: Vec::with_capacity(profile.locations.len()),
+            focus_hit: Vec::with_capacity(profile.locations.len()),
+            ignore_hit: Vec::with_capacity(profile.locations.len()),
+            has_focus: f.focus.is_some(),
+            has_ignore: f.ignore.is_some(),
+        };
+        let mut key = String::new();
+        for location in &profile.locations {
+            let matches = |re: &Option<Regex>| re.as_ref().is_some_and(|re| location_matches(profile, location, re));
+            table.focus_hit.push(matches(&f.focus));
+            table.ignore_hit.push(matches(&f.ignore));
+            let start = table.nodes.len() as u32;
+            let n_lines = location.lines.len();
+            if n_lines == 0 {
+                let hidden = f.hide.as_ref().is_some_and(|re| mapping_matches(profile, location, re))
+                    || f.show.as_ref().is_some_and(|re| !mapping_matches(profile, location, re));
+                if !hidden {
+                    key.clear();
+                    let name = profile.unsymbolized_name(location);
+                    // Other granularities merge unsymbolized frames per binary, as pprof does.
+                    if granularity == Granularity::Addresses {
+                        key.push_str(&format!("{:016x} ", location.address));
+                    }
+                    key.push_str(&name);
+                    let node = intern(&mut index, &mut table.names, &key);
+                    table.nodes.push(node);
+                    table.inlined.push(false);
+                }
+            }
+            for (i, line) in location.lines.iter().enumerate() {
+                let function = profile.function(line.function);
+                let name = profile.str(function.name);
+                let file = profile.str(function.filename);
+                let visible = |re: &Regex| re.is_match(name) || re.is_match(file);
+                if f.hide.as_ref().is_some_and(visible) || f.show.as_ref().is_some_and(|re| !visible(re)) {
+                    continue;
+                }
+                key.clear();
+                match granularity {
+                    Granularity::Functions => key.push_str(name),
+                    Granularity::Filefunctions => {
+                        key.push_str(name);
+                        if !file.is_empty() {
+                            key.push(' ');
+                            key.push_str(file);
+                        }
+                    }
+                    Granularity::Lines | Granularity::Addresses => {
+                        if granularity == Granularity::Addresses {
+                            key.push_str(&format!("{:016x} ", location.address));
+                        }
+                        key.push_str(name);
+                        if line.line != 0 {
+                            key.push_str(&format!(" {file}:{}", line.line));
+                        } else if !file.is_empty() {
+                            key.push(' ');
+                            key.push_str(file);
+                        }
+                    }
+                }
+                let node = intern(&mut index, &mut table.names, &key);
+                table.nodes.push(node);
+                table.inlined.push(i + 1 != n_lines);
+            }
+            table.locations.push((start, table.nodes.len() as u32 - start));
+        }
+        Ok(table)
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn name(&self, node: u32) -> &str {
+        &self.names[node as usize]
+    }
+
+    /// Nodes of a location, innermost first, with their "inlined call" flag.
+    pub fn nodes(&self, location: u32) -> impl DoubleEndedIterator<Item = (u32, bool)> + '_ {
+        let (start, len) = self.locations[location as usize];
+        let range = start as usize..(start + len) as usize;
+        self.nodes[range.clone()].iter().copied().zip(self.inlined[range].iter().copied())
+    }
+
+    /// pprof's focus/ignore verdict for a sample.
+    pub fn keeps(&self, sample: &Sample) -> bool {
+        if self.has_ignore && sample.locations.iter().any(|l| self.ignore_hit[l.0 as usize]) {
+            return false;
+        }
+        !self.has_focus || sample.locations.iter().any(|l| self.focus_hit[l.0 as usize])
+    }
+
+    /// Calls `visit(node, inlined)` for a sample's frames from the root to the leaf.
+    pub fn walk_root_first(&self, sample: &Sample, mut visit: impl FnMut(u32, bool)) {
+        for location in sample.locations.iter().rev() {
+            for (node, inlined) in self.nodes(location.0).rev() {
+                visit(node, inlined);
+            }
+        }
+    }
+}
+
+fn intern(index: &mut HashMap<String, u32>, names: &mut Vec<String>, key: &str) -> u32 {
+    if let Some(&n) = index.get(key) {
+        return n;
+    }
+    let n = names.len() as u32;
+    names.push(key.to_owned());
+    index.insert(key.to_owned(), n);
+    n
+}
+
+fn mapping_matches(profile: &Profile, location: &Location, re: &Regex) -> bool {
+    location.mapping.is_some_and(|m| re.is_match(profile.str(profile.mapping(m).filename)))
+}
+
+/// pprof's `Location.matchesName`: any line's function name or file, or the binary.
+fn location_matches(profile: &Profile, location: &Location, re: &Regex) -> bool {
+    location.lines.iter().any(|line| {
+        let f = profile.function(line.function);
+        re.is_match(profile.str(f.name)) || re.is_match(profile.str(f.filename))
+    }) || mapping_matches(profile, location, re)
+}
+
+/// A reusable "seen in this sample" set over node ids: O(1) reset per sample.
+pub(crate) struct Stamps {
+    marks: Vec<u32>,
+    current: u32,
+}
+
+impl Stamps {
+    pub fn new(n: usize) -> Self {
+        Self { marks: vec![0; n], current: 0 }
+    }
+
+    pub fn next_sample(&mut self) {
+        self.current = self.current.wrapping_add(1);
+        if self.current == 0 {
+            self.marks.iter_mut().for_each(|m| *m = 0);
+            self.current = 1;
+        }
+    }
+
+    /// True the first time `node` is seen in the current sample.
+    pub fn first_visit(&mut self, node: u32) -> bool {
+        let m = &mut self.marks[node as usize];
+        let first = *m != self.current;
+        *m = self.current;
+        first
+    }
+}

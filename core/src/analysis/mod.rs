@@ -1,0 +1,13 @@
+//! Pure analysis functions over [`crate::Profile`].
+
+pub mod diff;
+pub mod frames;
+pub mod goroutines;
+pub mod top;
+pub mod tree;
+
+pub use diff::{diff, DiffOptions, DiffReport};
+pub use frames::{Filters, Granularity};
+pub use goroutines::{analyze as analyze_goroutines, compare as compare_goroutines, GoroutineOptions};
+pub use top::{top, TopOptions, TopReport};
+pub use tree::{CallTree, TreeOptions};

@@ -1,0 +1,207 @@
+//! Flat and cumulative values per node, sorted like `go tool pprof -top`.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::frames::{Filters, FrameTable, Granularity, Stamps};
+use crate::{Profile, Result};
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TopOptions {
+    /// Sample type: name, index, or empty for the profile's default.
+    pub sample_index: String,
+    pub granularity: Granularity,
+    pub filters: Filters,
+    /// Sort by cumulative value instead of flat (`-cum`).
+    pub cum: bool,
+    /// Keep only the first N rows (`-nodecount`); all when `None`.
+    pub node_count: Option<usize>,
+    /// Drop nodes whose |cum| is below this share of the total (pprof's
+    /// `-nodefraction`, 0.005 in its text reports); 0 keeps every node.
+    pub node_fraction: f64,
+}
+
+/// How a node is reached, as pprof marks it in `-top` output.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Inlining {
+    Inline,
+    PartialInline,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopRow {
+    pub name: String,
+    pub flat: i64,
+    pub cum: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inline: Option<Inlining>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopReport {
+    pub sample_type: String,
+    pub unit: String,
+    /// Sum of |value| over the samples the filters keep (pprof's total).
+    pub total: i64,
+    /// Number of nodes with a non-zero value, before any is dropped.
+    pub node_total: usize,
+    /// Nodes dropped by `node_fraction`, and the cutoff used.
+    pub dropped_nodes: usize,
+    pub node_cutoff: i64,
+    pub functions: Vec<TopRow>,
+}
+
+/// Per-node sums for one sample type; shared by top and diff.
+pub(crate) struct NodeValues {
+    pub table: FrameTable,
+    pub flat: Vec<i64>,
+    pub cum: Vec<i64>,
+    pub total: i64,
+}
+
+impl NodeValues {
+    pub fn compute(profile: &Profile, sample_index: usize, granularity: Granularity, filters: &Filters) -> Result<Self> {
+        let table = FrameTable::new(profile, granularity, filters)?;
+        let n = table.node_count();
+        let mut v = NodeValues {
+            flat: vec![0; n],
+            cum: vec![0; n],
+            total: 0,
+            table,
+        };
+        let mut seen = Stamps::new(n);
+        for sample in &profile.samples {
+            let value = sample.values.get(sample_index).copied().unwrap_or(0);
+            if value == 0 || !v.table.keeps(sample) {
+                continue;
+            }
+            v.total = v.total.saturating_add(value.saturating_abs());
+            seen.next_sample();
+            let mut parent: Option<u32> = None;
+            let cum = &mut v.cum;
+            v.table.walk_root_first(sample, |node, _| {
+                // Recursion must not count a sample twice for one node.
+                if seen.first_visit(node) {
+                    cum[node as usize] += value;
+                }
+                parent = Some(node);
+            });
+            if let Some(leaf) = parent {
+                v.flat[leaf as usize] += value;
+            }
+        }
+        Ok(v)
+    }
+
+    /// pprof's `(inline)` markers for the shown nodes. pprof draws call edges only
+    /// between shown nodes (from the nearest shown caller), and an edge is inline when
+    /// every call along it is; a node is inline when all its incoming edges are.
+    fn inlining(&self, profile: &Profile, sample_index: usize, shown: &[u32]) -> Vec<Option<Inlining>> {
+        let mut position = vec![u32::MAX; self.table.node_count()];
+        for (i, &n) in shown.iter().enumerate() {
+            position[n as usize] = i as u32;
+        }
+        let mut edges: HashMap<(u32, u32), bool> = HashMap::new();
+        let mut seen_in_sample: HashSet<(u32, u32)> = HashSet::new();
+        for sample in &profile.samples {
+            if sample.values.get(sample_index).copied().unwrap_or(0) == 0 || !self.table.keeps(sample) {
+                continue;
+            }
+            seen_in_sample.clear();
+            let mut parent: Option<u32> = None;
+            self.table.walk_root_first(sample, |node, inlined| {
+                let shown_at = position[node as usize];
+                if shown_at == u32::MAX {
+                    return;
+                }
+                if let Some(p) = parent.filter(|&p| p != shown_at) {
+                    if seen_in_sample.insert((p, shown_at)) {
+                        let all_inline = edges.entry((p, shown_at)).or_insert(true);
+                        *all_inline &= inlined;
+                    }
+                }
+                parent = Some(shown_at);
+            });
+        }
+        let mut marks = vec![(false, false); shown.len()];
+        for ((_, to), inline) in edges {
+            let m = &mut marks[to as usize];
+            if inline {
+                m.0 = true;
+            } else {
+                m.1 = true;
+            }
+        }
+        marks
+            .into_iter()
+            .map(|m| match m {
+                (true, true) => Some(Inlining::PartialInline),
+                (true, false) => Some(Inlining::Inline),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// pprof's ordering: |flat| desc, name asc, |cum| desc (or |cum| first with `-cum`).
+/// `values` gives (flat, cum) of a row, `names` compares two rows' names.
+pub(crate) fn sort_rows<T>(
+    rows: &mut [T],
+    by_cum: bool,
+    values: impl Fn(&T) -> (i64, i64),
+    names: impl Fn(&T, &T) -> std::cmp::Ordering,
+) {
+    rows.sort_by(|a, b| {
+        let (fa, ca) = values(a);
+        let (fb, cb) = values(b);
+        let (ka, kb, sa, sb) = if by_cum { (ca, cb, fa, fb) } else { (fa, fb, ca, cb) };
+        kb.unsigned_abs().cmp(&ka.unsigned_abs()).then_with(|| names(a, b)).then_with(|| sb.unsigned_abs().cmp(&sa.unsigned_abs()))
+    });
+}
+
+pub fn top(profile: &Profile, options: &TopOptions) -> Result<TopReport> {
+    let index = profile.sample_index(&options.sample_index)?;
+    let values = NodeValues::compute(profile, index, options.granularity, &options.filters)?;
+    let mut nodes: Vec<u32> =
+        (0..values.table.node_count() as u32).filter(|&n| values.cum[n as usize] != 0 || values.flat[n as usize] != 0).collect();
+    sort_rows(
+        &mut nodes,
+        options.cum,
+        |&n| (values.flat[n as usize], values.cum[n as usize]),
+        |&a, &b| values.table.name(a).cmp(values.table.name(b)),
+    );
+    let node_total = nodes.len();
+    // pprof's cutoff is a share of the summed flat values (for a diff, the net change).
+    let flat_sum: i64 = values.flat.iter().sum();
+    let node_cutoff = ((flat_sum as f64 * options.node_fraction) as i64).abs();
+    nodes.retain(|&n| values.cum[n as usize].unsigned_abs() >= node_cutoff.unsigned_abs());
+    let dropped_nodes = node_total - nodes.len();
+    if let Some(limit) = options.node_count {
+        nodes.truncate(limit);
+    }
+    let inlining = values.inlining(profile, index, &nodes);
+    let functions = nodes
+        .iter()
+        .zip(inlining)
+        .map(|(&n, inline)| TopRow {
+            name: values.table.name(n).to_owned(),
+            flat: values.flat[n as usize],
+            cum: values.cum[n as usize],
+            inline,
+        })
+        .collect();
+    Ok(TopReport {
+        sample_type: profile.sample_type_name(index).to_owned(),
+        unit: profile.sample_type_unit(index).to_owned(),
+        total: values.total,
+        node_total,
+        dropped_nodes,
+        node_cutoff,
+        functions,
+    })
+}

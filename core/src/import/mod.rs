@@ -1,0 +1,85 @@
+//! Importers: one module per format, all producing [`Profile`]. The format is detected
+//! from the bytes, never from a file name (real `.gz` files are sometimes not gzipped).
+
+mod gzip;
+mod pprof_wire;
+pub mod go_dump;
+pub mod go_text;
+pub mod legacy_cpu;
+pub mod legacy_text;
+pub mod pprof;
+mod text;
+
+use crate::{Error, Profile, Result};
+
+/// Limits that keep hostile input from exhausting memory.
+#[derive(Clone, Debug)]
+pub struct ParseOptions {
+    /// Maximum size of gzip-decompressed data (default 1 GiB).
+    pub max_inflated_bytes: u64,
+}
+
+impl Default for ParseOptions {
+    fn default() -> Self {
+        Self { max_inflated_bytes: 1 << 30 }
+    }
+}
+
+/// What [`detect`] found in the bytes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Format {
+    Pprof,
+    GoHeapText,
+    GoContentionText,
+    GoCountText,
+    GoGoroutineDump,
+    LegacyCpu,
+    Threadz,
+    JavaText,
+}
+
+/// Parses any supported profile with default limits.
+pub fn parse(bytes: &[u8]) -> Result<Profile> {
+    parse_with(bytes, &ParseOptions::default())
+}
+
+pub fn parse_with(bytes: &[u8], options: &ParseOptions) -> Result<Profile> {
+    if bytes.is_empty() {
+        return Err(Error::Empty);
+    }
+    if gzip::is_gzip(bytes) {
+        let inflated = gzip::inflate(bytes, options.max_inflated_bytes)?;
+        if inflated.is_empty() {
+            return Err(Error::Empty);
+        }
+        // One level only: a gzip inside a gzip is not a profile format anyone writes.
+        return parse_plain(&inflated);
+    }
+    parse_plain(bytes)
+}
+
+fn parse_plain(bytes: &[u8]) -> Result<Profile> {
+    match detect(bytes) {
+        Format::Pprof => pprof::parse(bytes),
+        Format::GoHeapText => legacy_text::parse_heap(bytes),
+        Format::GoContentionText => legacy_text::parse_contention(bytes),
+        Format::GoCountText => go_text::parse_count(bytes),
+        Format::GoGoroutineDump => go_dump::parse(bytes),
+        Format::LegacyCpu => legacy_cpu::parse(bytes),
+        Format::Threadz => legacy_text::parse_threadz(bytes),
+        Format::JavaText => legacy_text::parse_java(bytes),
+    }
+}
+
+/// Detects the format of uncompressed bytes. Anything that is not a recognised text or
+/// legacy binary header is treated as protobuf, whose decoder then reports where it fails.
+pub fn detect(bytes: &[u8]) -> Format {
+    if legacy_cpu::is_legacy_cpu(bytes) {
+        return Format::LegacyCpu;
+    }
+    if let Some(format) = text::detect(bytes) {
+        return format;
+    }
+    Format::Pprof
+}

@@ -1,0 +1,195 @@
+//! Finds where malformed protobuf goes wrong. prost reports *what* failed but not
+//! *where*; when decoding fails this walker re-reads the wire format along
+//! `profile.proto`'s shape to name the byte offset and field.
+
+/// How a known field is encoded.
+#[derive(Copy, Clone)]
+enum Kind {
+    /// Scalar varint; repeated ones may also be packed (length-delimited varints).
+    Varint,
+    Bytes,
+    Message(&'static Schema),
+}
+
+struct Schema {
+    name: &'static str,
+    fields: &'static [(u32, &'static str, Kind)],
+}
+
+const VALUE_TYPE: Schema = Schema { name: "ValueType", fields: &[(1, "type", Kind::Varint), (2, "unit", Kind::Varint)] };
+const LABEL: Schema = Schema {
+    name: "Label",
+    fields: &[(1, "key", Kind::Varint), (2, "str", Kind::Varint), (3, "num", Kind::Varint), (4, "num_unit", Kind::Varint)],
+};
+const SAMPLE: Schema = Schema {
+    name: "Sample",
+    fields: &[(1, "location_id", Kind::Varint), (2, "value", Kind::Varint), (3, "label", Kind::Message(&LABEL))],
+};
+const MAPPING: Schema = Schema {
+    name: "Mapping",
+    fields: &[
+        (1, "id", Kind::Varint),
+        (2, "memory_start", Kind::Varint),
+        (3, "memory_limit", Kind::Varint),
+        (4, "file_offset", Kind::Varint),
+        (5, "filename", Kind::Varint),
+        (6, "build_id", Kind::Varint),
+        (7, "has_functions", Kind::Varint),
+        (8, "has_filenames", Kind::Varint),
+        (9, "has_line_numbers", Kind::Varint),
+        (10, "has_inline_frames", Kind::Varint),
+    ],
+};
+const LINE: Schema = Schema {
+    name: "Line",
+    fields: &[(1, "function_id", Kind::Varint), (2, "line", Kind::Varint), (3, "column", Kind::Varint)],
+};
+const LOCATION: Schema = Schema {
+    name: "Location",
+    fields: &[
+        (1, "id", Kind::Varint),
+        (2, "mapping_id", Kind::Varint),
+        (3, "address", Kind::Varint),
+        (4, "line", Kind::Message(&LINE)),
+        (5, "is_folded", Kind::Varint),
+    ],
+};
+const FUNCTION: Schema = Schema {
+    name: "Function",
+    fields: &[
+        (1, "id", Kind::Varint),
+        (2, "name", Kind::Varint),
+        (3, "system_name", Kind::Varint),
+        (4, "filename", Kind::Varint),
+        (5, "start_line", Kind::Varint),
+    ],
+};
+const PROFILE: Schema = Schema {
+    name: "Profile",
+    fields: &[
+        (1, "sample_type", Kind::Message(&VALUE_TYPE)),
+        (2, "sample", Kind::Message(&SAMPLE)),
+        (3, "mapping", Kind::Message(&MAPPING)),
+        (4, "location", Kind::Message(&LOCATION)),
+        (5, "function", Kind::Message(&FUNCTION)),
+        (6, "string_table", Kind::Bytes),
+        (7, "drop_frames", Kind::Varint),
+        (8, "keep_frames", Kind::Varint),
+        (9, "time_nanos", Kind::Varint),
+        (10, "duration_nanos", Kind::Varint),
+        (11, "period_type", Kind::Message(&VALUE_TYPE)),
+        (12, "period", Kind::Varint),
+        (13, "comment", Kind::Varint),
+        (14, "default_sample_type", Kind::Varint),
+        (15, "doc_url", Kind::Varint),
+    ],
+};
+
+/// Returns the offset and a description of the first wire-format error, if any.
+pub(crate) fn locate_error(buf: &[u8]) -> Option<(usize, String)> {
+    walk(buf, 0, &PROFILE).err()
+}
+
+fn varint(buf: &[u8], pos: &mut usize, base: usize) -> Result<u64, (usize, String)> {
+    let start = *pos;
+    let mut value = 0u64;
+    for shift in (0..70).step_by(7) {
+        let Some(&b) = buf.get(*pos) else {
+            return Err((base + start, "varint runs past the end of the data (truncated)".into()));
+        };
+        *pos += 1;
+        if shift == 63 && b > 1 {
+            return Err((base + start, "varint is longer than 64 bits".into()));
+        }
+        value |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err((base + start, "varint is longer than 10 bytes".into()))
+}
+
+fn walk(buf: &[u8], base: usize, schema: &Schema) -> Result<(), (usize, String)> {
+    let mut pos = 0;
+    while pos < buf.len() {
+        let tag_at = pos;
+        let key = varint(buf, &mut pos, base)?;
+        let field = (key >> 3) as u32;
+        let wire = key & 7;
+        if field == 0 {
+            return Err((base + tag_at, format!("{}: field number 0 is invalid", schema.name)));
+        }
+        let known = schema.fields.iter().find(|f| f.0 == field);
+        let label = known.map_or_else(|| format!("{}.{field}", schema.name), |f| format!("{}.{}", schema.name, f.1));
+        match wire {
+            0 => {
+                if let Some((_, _, Kind::Bytes | Kind::Message(_))) = known {
+                    return Err((base + tag_at, format!("{label}: expected a length-delimited field, found a varint")));
+                }
+                varint(buf, &mut pos, base)?;
+            }
+            1 | 5 => {
+                if known.is_some() {
+                    return Err((base + tag_at, format!("{label}: unexpected fixed-width wire type {wire}")));
+                }
+                let width = if wire == 1 { 8 } else { 4 };
+                if buf.len() - pos < width {
+                    return Err((base + tag_at, format!("{label}: fixed-width value runs past the end (truncated)")));
+                }
+                pos += width;
+            }
+            2 => {
+                let len_at = pos;
+                let len = varint(buf, &mut pos, base)?;
+                if len > (buf.len() - pos) as u64 {
+                    return Err((
+                        base + len_at,
+                        format!("{label}: length {len} exceeds the {} bytes that remain (truncated)", buf.len() - pos),
+                    ));
+                }
+                let body = &buf[pos..pos + len as usize];
+                match known.map(|f| f.2) {
+                    Some(Kind::Message(inner)) => walk(body, base + pos, inner)?,
+                    Some(Kind::Varint) => {
+                        let mut p = 0;
+                        while p < body.len() {
+                            varint(body, &mut p, base + pos)?;
+                        }
+                    }
+                    _ => {}
+                }
+                pos += len as usize;
+            }
+            _ => return Err((base + tag_at, format!("{label}: invalid or unsupported wire type {wire}"))),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncated_length_is_located() {
+        // field 2 (sample), length 10, only 2 bytes follow
+        let buf = [0x12, 10, 0x08, 0x01];
+        let (offset, reason) = locate_error(&buf).unwrap();
+        assert_eq!(offset, 1);
+        assert!(reason.contains("Profile.sample"), "{reason}");
+    }
+
+    #[test]
+    fn bad_nested_varint_is_located() {
+        // sample { location_id packed: [0xff ...truncated] }
+        let buf = [0x12, 3, 0x0a, 1, 0xff];
+        let (offset, reason) = locate_error(&buf).unwrap();
+        assert_eq!(offset, 4);
+        assert!(reason.contains("varint"), "{reason}");
+    }
+
+    #[test]
+    fn valid_input_has_no_error() {
+        assert!(locate_error(&[0x60, 0x05]).is_none());
+    }
+}

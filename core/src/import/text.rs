@@ -1,0 +1,318 @@
+//! Shared pieces of the legacy text formats: detection, and a builder for profiles whose
+//! stacks are lists of return addresses, optionally named by Go's `#` comment lines and
+//! placed in binaries by a `--- Memory map: ---` section.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use super::Format;
+use crate::model::{Label, LabelValue, Line, LocationId, Mapping, MappingId, Profile, SourceFormat};
+use crate::{Error, Result};
+
+pub(crate) fn decode(bytes: &[u8]) -> Cow<'_, str> {
+    String::from_utf8_lossy(bytes)
+}
+
+pub(crate) fn is_space_or_comment(line: &str) -> bool {
+    let t = line.trim();
+    t.is_empty() || t.starts_with('#')
+}
+
+fn count_header() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"^(\w+) profile: total \d+$").expect("static regex"))
+}
+
+fn goroutine_header() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"^goroutine \d+ (gp=\S+ m=\S+ (mp=\S+ )?)?\[").expect("static regex"))
+}
+
+/// Recognises the text formats from their first meaningful lines.
+pub(crate) fn detect(bytes: &[u8]) -> Option<Format> {
+    // Text formats are ASCII at the start; a quick check keeps binary input cheap.
+    let head = &bytes[..bytes.len().min(64 * 1024)];
+    if head.iter().take(512).any(|&b| b == 0) {
+        return None;
+    }
+    let text = decode(head);
+    let mut meaningful = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = meaningful.clone().find(|l| !l.starts_with('#'))?;
+    if first.starts_with("heap profile:") {
+        return Some(Format::GoHeapText);
+    }
+    if first.starts_with("--- heapz 1 ---") {
+        return Some(Format::JavaText);
+    }
+    if first.starts_with("--- contentionz") {
+        // Java contentionz profiles declare `format = java`; C++ ones never have it.
+        let java = text.lines().take(20).any(|l| l.trim_start().starts_with("format"));
+        return Some(if java { Format::JavaText } else { Format::GoContentionText });
+    }
+    if first.starts_with("--- contention") || first.starts_with("--- mutex:") {
+        return Some(Format::GoContentionText);
+    }
+    if first.starts_with("--- threadz") || first.starts_with("--- Thread ") {
+        return Some(Format::Threadz);
+    }
+    if count_header().is_match(first) {
+        return Some(Format::GoCountText);
+    }
+    // Dumps may be preceded by a panic message or other log lines.
+    if meaningful.by_ref().take(64).any(|l| goroutine_header().is_match(l)) {
+        return Some(Format::GoGoroutineDump);
+    }
+    None
+}
+
+pub(crate) fn text_error(format: &'static str, line: usize, reason: impl Into<String>) -> Error {
+    Error::Text { format, line, reason: reason.into() }
+}
+
+/// Parses the whitespace-separated `0x…` addresses after `@`.
+pub(crate) fn parse_addresses(s: &str, format: &'static str, line: usize) -> Result<Vec<u64>> {
+    s.split_whitespace()
+        .map(|w| {
+            w.strip_prefix("0x")
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+                .ok_or_else(|| text_error(format, line, format!("'{w}' is not a hex address")))
+        })
+        .collect()
+}
+
+/// One `#\t0x4c48ee\tcompress/flate.NewWriter+0x2e\t/usr/lib/go/src/.../deflate.go:666` line.
+struct NoteFrame {
+    name: String,
+    file: String,
+    line: i64,
+}
+
+/// Builds a profile from address stacks, deduplicating locations by address.
+pub(crate) struct AddressProfile {
+    pub profile: Profile,
+    by_address: HashMap<u64, LocationId>,
+    notes: HashMap<u64, Vec<NoteFrame>>,
+}
+
+impl AddressProfile {
+    pub fn new(source: SourceFormat) -> Self {
+        Self { profile: Profile::new(source), by_address: HashMap::new(), notes: HashMap::new() }
+    }
+
+    /// Return addresses point after each call; pprof (as of Go 1.19) moves every frame
+    /// back by one byte to land on the call, and so do we, so addresses match its output.
+    /// Java profiles carry frame ids rather than return addresses: no adjustment.
+    pub fn stack(&mut self, addresses: &[u64], adjust: bool) -> Vec<LocationId> {
+        addresses
+            .iter()
+            .map(|&a| {
+                let address = if adjust { a.wrapping_sub(1) } else { a };
+                *self
+                    .by_address
+                    .entry(address)
+                    .or_insert_with(|| self.profile.add_location(address, Vec::new()))
+            })
+            .collect()
+    }
+
+    pub fn push_sample(&mut self, locations: Vec<LocationId>, values: Vec<i64>, labels: Vec<Label>) {
+        self.profile.samples.push(crate::model::Sample { locations, values, labels });
+    }
+
+    /// Records a Go `#` comment line naming an address; other comments are ignored.
+    pub fn note(&mut self, line: &str) {
+        let Some(rest) = line.trim_start().strip_prefix('#') else { return };
+        let mut fields = rest.split_whitespace();
+        let (Some(addr), Some(name)) = (fields.next(), fields.next()) else { return };
+        let Some(address) = addr.strip_prefix("0x").and_then(|h| u64::from_str_radix(h, 16).ok()) else {
+            return;
+        };
+        let name = name.rsplit_once("+0x").map_or(name, |(n, _)| n);
+        let (file, line) = match fields.last().and_then(|fl| fl.rsplit_once(':')) {
+            Some((f, l)) => (f, l.parse().unwrap_or(0)),
+            None => ("", 0),
+        };
+        self.name_address(address, name, file, line);
+    }
+
+    /// Names the frame at `address`; several names for one address form an inline
+    /// chain, innermost first.
+    pub fn name_address(&mut self, address: u64, name: &str, file: &str, line: i64) {
+        let frame = NoteFrame { name: name.to_owned(), file: file.to_owned(), line };
+        self.notes.entry(address).or_default().push(frame);
+    }
+
+    /// `# labels: {"endpoint":"/api", "tenant":"a"}` in Go's debug=1 goroutine texts.
+    pub fn labels_from_comment(&mut self, line: &str) -> Option<Vec<Label>> {
+        let body = line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("labels:")?.trim();
+        let inner = body.strip_prefix('{')?.strip_suffix('}')?;
+        let mut labels = Vec::new();
+        for pair in split_label_pairs(inner) {
+            if let Some((k, v)) = pair.split_once(':') {
+                let key = self.profile.strings.intern(unquote(k));
+                let value = self.profile.strings.intern(unquote(v));
+                labels.push(Label { key, value: LabelValue::Str(value) });
+            }
+        }
+        Some(labels)
+    }
+
+    /// Parses a memory map section (`/proc/self/maps` lines or `start-limit: file`).
+    pub fn memory_map<'a>(&mut self, lines: impl Iterator<Item = &'a str>) {
+        for line in lines {
+            if let Some(m) = parse_mapping_entry(line.trim()) {
+                let filename = self.profile.strings.intern(&m.2);
+                let id = self.profile.mappings.len() as u64 + 1;
+                self.profile.mappings.push(Mapping {
+                    id,
+                    memory_start: m.0,
+                    memory_limit: m.1,
+                    file_offset: m.3,
+                    filename,
+                    ..Mapping::default()
+                });
+            }
+        }
+    }
+
+    /// Names locations from the `#` notes and attaches locations to mappings.
+    pub fn finish(mut self) -> Profile {
+        let mut functions: HashMap<(String, String), crate::model::FunctionId> = HashMap::new();
+        for i in 0..self.profile.locations.len() {
+            let address = self.profile.locations[i].address;
+            let Some(frames) = self.notes.get(&address) else { continue };
+            let mut lines = Vec::with_capacity(frames.len());
+            for frame in frames {
+                let key = (frame.name.clone(), frame.file.clone());
+                let function = match functions.get(&key) {
+                    Some(&f) => f,
+                    None => {
+                        let f = self.profile.add_function(&frame.name, &frame.name, &frame.file, 0);
+                        functions.insert(key, f);
+                        f
+                    }
+                };
+                lines.push(Line { function, line: frame.line, column: 0 });
+            }
+            self.profile.locations[i].lines = lines;
+        }
+        massage_mappings(&mut self.profile);
+        self.profile
+    }
+}
+
+fn split_label_pairs(s: &str) -> Vec<&str> {
+    // Values are Go-quoted strings; split on commas outside quotes.
+    let mut out = Vec::new();
+    let (mut start, mut in_quotes, mut escaped) = (0, false, false);
+    for (i, c) in s.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => in_quotes = !in_quotes,
+            ',' if !in_quotes => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if start < s.len() {
+        out.push(&s[start..]);
+    }
+    out
+}
+
+fn unquote(s: &str) -> &str {
+    let s = s.trim();
+    s.strip_prefix('"').and_then(|s| s.strip_suffix('"')).unwrap_or(s)
+}
+
+fn proc_maps() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"^([[:xdigit:]]+)-([[:xdigit:]]+)\s+([-rwxp]+)\s+([[:xdigit:]]+)\s+([[:xdigit:]]+):([[:xdigit:]]+)\s+([[:digit:]]+)\s*(\S+)?")
+            .expect("static regex")
+    })
+}
+
+fn brief_maps() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"^\s*([[:xdigit:]]+)-([[:xdigit:]]+):\s*(\S+)(\s.*@)?([[:xdigit:]]+)?").expect("static regex"))
+}
+
+/// (start, limit, file, offset); non-executable `/proc/maps` entries are skipped.
+fn parse_mapping_entry(line: &str) -> Option<(u64, u64, String, u64)> {
+    let hex = |s: &str| u64::from_str_radix(s, 16).ok();
+    if let Some(c) = proc_maps().captures(line) {
+        if !c[3].contains('x') {
+            return None;
+        }
+        let file = c.get(8).map_or("", |m| m.as_str()).to_owned();
+        return Some((hex(&c[1])?, hex(&c[2])?, file, hex(&c[4])?));
+    }
+    let c = brief_maps().captures(line)?;
+    let offset = c.get(5).and_then(|m| hex(m.as_str())).unwrap_or(0);
+    Some((hex(&c[1])?, hex(&c[2])?, c[3].to_owned(), offset))
+}
+
+/// pprof's `remapMappingIDs` heuristics: drop a leading `/anon_hugepage`, normalise a
+/// main binary mapped at 0x400000, attach locations by address, and give unmapped
+/// addresses one fake mapping.
+fn massage_mappings(p: &mut Profile) {
+    if p.mappings.len() > 1
+        && p.str(p.mappings[0].filename).starts_with("/anon_hugepage")
+        && p.mappings[0].memory_limit == p.mappings[1].memory_start
+    {
+        p.mappings.remove(0);
+    }
+    if let Some(m) = p.mappings.first_mut() {
+        if m.memory_start.wrapping_sub(m.file_offset) == 0x400000 {
+            m.memory_start = 0x400000;
+            m.file_offset = 0;
+        }
+    }
+    if p.mappings.is_empty() {
+        return;
+    }
+    let mut fake: Option<MappingId> = None;
+    for i in 0..p.locations.len() {
+        let a = p.locations[i].address;
+        if p.locations[i].mapping.is_some() || a == 0 {
+            continue;
+        }
+        let found = p.mappings.iter().position(|m| m.memory_start <= a && a < m.memory_limit).or_else(|| {
+            let j = p.mappings.iter().position(|m| {
+                m.file_offset != 0 && m.memory_start.wrapping_sub(m.file_offset) <= a && a < m.memory_start
+            })?;
+            let m = &mut p.mappings[j];
+            m.memory_start -= m.file_offset;
+            m.file_offset = 0;
+            Some(j)
+        });
+        let id = match found {
+            Some(j) => MappingId(j as u32),
+            None => *fake.get_or_insert_with(|| {
+                p.mappings.push(Mapping { memory_limit: u64::MAX, ..Mapping::default() });
+                MappingId(p.mappings.len() as u32 - 1)
+            }),
+        };
+        p.locations[i].mapping = Some(id);
+    }
+    for (i, m) in p.mappings.iter_mut().enumerate() {
+        m.id = i as u64 + 1;
+    }
+}
+
+/// Iterates lines with 1-based numbers.
+pub(crate) fn numbered(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines().enumerate().map(|(i, l)| (i + 1, l))
+}
+
+/// True for the lines that start a memory map section.
+pub(crate) fn is_memory_map_trigger(line: &str) -> bool {
+    line.contains("--- Memory map: ---") || line.contains("MAPPED_LIBRARIES:")
+}

@@ -1,0 +1,14 @@
+//! stacklens core: one profile model, importers for every supported format, and pure
+//! analysis functions over it (top, call tree, diff, goroutines, flame-graph layout).
+//! No I/O and no async, so the same code runs natively and in the browser (wasm32).
+
+pub mod analysis;
+mod error;
+pub mod import;
+pub mod layout;
+pub mod model;
+pub mod units;
+
+pub use error::{Error, Result};
+pub use import::{parse, parse_with, ParseOptions};
+pub use model::Profile;

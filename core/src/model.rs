@@ -1,0 +1,376 @@
+//! The one profile model every importer produces, shaped like pprof's `profile.proto`:
+//! strings are interned in a [`StringTable`] and entities live in index arenas, so a
+//! sample's stack is a slice of `u32` indices rather than a tree of pointers.
+
+use std::collections::HashMap;
+
+/// Index of a string in [`Profile::strings`]. Index 0 is always the empty string.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StrId(pub u32);
+
+/// Index into [`Profile::locations`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LocationId(pub u32);
+
+/// Index into [`Profile::functions`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FunctionId(pub u32);
+
+/// Index into [`Profile::mappings`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MappingId(pub u32);
+
+/// Interned strings. The reverse index is built lazily, so importers that receive a ready
+/// table (pprof protobuf) never pay for hashing strings nobody looks up.
+#[derive(Clone, Debug)]
+pub struct StringTable {
+    strings: Vec<String>,
+    index: Option<HashMap<String, StrId>>,
+}
+
+impl Default for StringTable {
+    fn default() -> Self {
+        Self { strings: vec![String::new()], index: None }
+    }
+}
+
+impl StringTable {
+    /// Takes a table as stored in a pprof file; guarantees index 0 is "".
+    pub fn from_vec(mut strings: Vec<String>) -> Self {
+        if strings.first().map_or(true, |s| !s.is_empty()) {
+            strings.insert(0, String::new());
+        }
+        Self { strings, index: None }
+    }
+
+    pub fn get(&self, id: StrId) -> &str {
+        self.strings.get(id.0 as usize).map_or("", String::as_str)
+    }
+
+    pub fn len(&self) -> usize {
+        self.strings.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.strings.len() <= 1
+    }
+
+    pub fn intern(&mut self, s: &str) -> StrId {
+        let strings = &self.strings;
+        let index = self.index.get_or_insert_with(|| {
+            let mut map = HashMap::with_capacity(strings.len());
+            for (i, s) in strings.iter().enumerate() {
+                map.entry(s.clone()).or_insert(StrId(i as u32));
+            }
+            map
+        });
+        if let Some(&id) = index.get(s) {
+            return id;
+        }
+        let id = StrId(self.strings.len() as u32);
+        self.strings.push(s.to_owned());
+        index.insert(s.to_owned(), id);
+        id
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.strings.iter().map(String::as_str)
+    }
+}
+
+/// A sample or period type, e.g. `cpu`/`nanoseconds`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ValueType {
+    pub kind: StrId,
+    pub unit: StrId,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LabelValue {
+    Str(StrId),
+    Num { value: i64, unit: StrId },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Label {
+    pub key: StrId,
+    pub value: LabelValue,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sample {
+    /// Leaf first, as in pprof.
+    pub locations: Vec<LocationId>,
+    /// One value per entry of [`Profile::sample_types`].
+    pub values: Vec<i64>,
+    pub labels: Vec<Label>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Mapping {
+    pub id: u64,
+    pub memory_start: u64,
+    pub memory_limit: u64,
+    pub file_offset: u64,
+    pub filename: StrId,
+    pub build_id: StrId,
+    pub has_functions: bool,
+    pub has_filenames: bool,
+    pub has_line_numbers: bool,
+    pub has_inline_frames: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Line {
+    pub function: FunctionId,
+    pub line: i64,
+    pub column: i64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Location {
+    pub id: u64,
+    pub mapping: Option<MappingId>,
+    pub address: u64,
+    /// Innermost (inlined callee) first; the last line is the physical caller frame.
+    pub lines: Vec<Line>,
+    pub is_folded: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Function {
+    pub id: u64,
+    pub name: StrId,
+    pub system_name: StrId,
+    pub filename: StrId,
+    pub start_line: i64,
+}
+
+/// Which importer produced a profile.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SourceFormat {
+    Pprof,
+    GoHeapText,
+    GoContentionText,
+    GoCountText,
+    GoGoroutineDump,
+    LegacyCpu,
+    LegacyHeap,
+    Contentionz,
+    Threadz,
+    JavaText,
+    Built,
+}
+
+/// `goroutine 17 [chan receive, 12 minutes, locked to thread]:` and what follows it,
+/// from a Go `debug=2` dump.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Goroutine {
+    pub id: u64,
+    /// The bracketed status as Go prints it: a wait reason (`chan send`) or a status
+    /// (`runnable`, `running`, `syscall`).
+    pub state: StrId,
+    pub wait_minutes: Option<u64>,
+    pub locked_to_thread: bool,
+    /// Leaf first; each location carries one line with the frame's function and file:line.
+    pub stack: Vec<LocationId>,
+    pub created_by: Option<CreatedBy>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CreatedBy {
+    pub location: LocationId,
+    /// `created by f in goroutine N` (Go 1.21+); absent in older dumps.
+    pub parent_goroutine: Option<u64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Profile {
+    pub strings: StringTable,
+    pub sample_types: Vec<ValueType>,
+    pub samples: Vec<Sample>,
+    pub mappings: Vec<Mapping>,
+    pub locations: Vec<Location>,
+    pub functions: Vec<Function>,
+    pub drop_frames: StrId,
+    pub keep_frames: StrId,
+    pub time_nanos: i64,
+    pub duration_nanos: i64,
+    pub period_type: Option<ValueType>,
+    pub period: i64,
+    pub comments: Vec<StrId>,
+    pub default_sample_type: StrId,
+    pub doc_url: StrId,
+    /// Per-goroutine records, present only for goroutine dumps.
+    pub goroutines: Vec<Goroutine>,
+    pub source: SourceFormat,
+}
+
+impl Profile {
+    pub fn new(source: SourceFormat) -> Self {
+        Self {
+            strings: StringTable::default(),
+            sample_types: Vec::new(),
+            samples: Vec::new(),
+            mappings: Vec::new(),
+            locations: Vec::new(),
+            functions: Vec::new(),
+            drop_frames: StrId(0),
+            keep_frames: StrId(0),
+            time_nanos: 0,
+            duration_nanos: 0,
+            period_type: None,
+            period: 0,
+            comments: Vec::new(),
+            default_sample_type: StrId(0),
+            doc_url: StrId(0),
+            goroutines: Vec::new(),
+            source,
+        }
+    }
+
+    pub fn str(&self, id: StrId) -> &str {
+        self.strings.get(id)
+    }
+
+    pub fn location(&self, id: LocationId) -> &Location {
+        &self.locations[id.0 as usize]
+    }
+
+    pub fn function(&self, id: FunctionId) -> &Function {
+        &self.functions[id.0 as usize]
+    }
+
+    pub fn mapping(&self, id: MappingId) -> &Mapping {
+        &self.mappings[id.0 as usize]
+    }
+
+    pub fn sample_type_name(&self, index: usize) -> &str {
+        self.sample_types.get(index).map_or("", |t| self.str(t.kind))
+    }
+
+    pub fn sample_type_unit(&self, index: usize) -> &str {
+        self.sample_types.get(index).map_or("", |t| self.str(t.unit))
+    }
+
+    /// pprof's default: `default_sample_type` when it names a type, else the last type.
+    pub fn default_sample_index(&self) -> usize {
+        let wanted = self.str(self.default_sample_type);
+        if !wanted.is_empty() {
+            if let Some(i) = self.sample_types.iter().position(|t| self.str(t.kind) == wanted) {
+                return i;
+            }
+        }
+        self.sample_types.len().saturating_sub(1)
+    }
+
+    /// Resolves `-sample_index` the way pprof does: a number, a type name, or `""` for
+    /// the default. pprof also accepts a legacy `sample_index=` prefix; so do we.
+    pub fn sample_index(&self, spec: &str) -> Result<usize, crate::Error> {
+        let spec = spec.trim();
+        let spec = spec.strip_prefix("sample_index=").unwrap_or(spec);
+        if spec.is_empty() {
+            return Ok(self.default_sample_index());
+        }
+        if let Ok(n) = spec.parse::<usize>() {
+            if n < self.sample_types.len() {
+                return Ok(n);
+            }
+        } else if let Some(i) = self.sample_types.iter().position(|t| self.str(t.kind) == spec) {
+            return Ok(i);
+        } else if let Some(legacy) = spec.strip_prefix("inuse_") {
+            // pprof accepts inuse_space for legacy heap profiles whose type is "space".
+            if let Ok(i) = self.sample_index(legacy) {
+                return Ok(i);
+            }
+        }
+        Err(crate::Error::UnknownSampleType {
+            requested: spec.to_owned(),
+            available: self.sample_types.iter().map(|t| self.str(t.kind).to_owned()).collect(),
+        })
+    }
+
+    /// Sum of `|value|` over samples for one sample type, pprof's "total".
+    pub fn total(&self, sample_index: usize) -> i64 {
+        self.samples
+            .iter()
+            .map(|s| s.values.get(sample_index).copied().unwrap_or(0).saturating_abs())
+            .fold(0i64, i64::saturating_add)
+    }
+
+    /// The display name of the `n`th line of a location: its function, or failing that
+    /// the mapping's file base name in brackets, or `<unknown>` (pprof's rules).
+    pub fn line_function_name(&self, line: &Line) -> &str {
+        self.str(self.function(line.function).name)
+    }
+
+    /// pprof's label for a location that has no function information.
+    pub fn unsymbolized_name(&self, location: &Location) -> String {
+        match location.mapping.map(|m| self.str(self.mapping(m).filename)) {
+            Some(file) if !file.is_empty() => {
+                let base = file.rsplit(['/', '\\']).next().unwrap_or(file);
+                format!("[{base}]")
+            }
+            _ => "<unknown>".to_owned(),
+        }
+    }
+
+    /// Adds a function, interning its strings.
+    pub fn add_function(&mut self, name: &str, system_name: &str, filename: &str, start_line: i64) -> FunctionId {
+        let id = FunctionId(self.functions.len() as u32);
+        let function = Function {
+            id: u64::from(id.0) + 1,
+            name: self.strings.intern(name),
+            system_name: self.strings.intern(system_name),
+            filename: self.strings.intern(filename),
+            start_line,
+        };
+        self.functions.push(function);
+        id
+    }
+
+    /// Adds a location; pprof ids are 1-based positions for locations we build.
+    pub fn add_location(&mut self, address: u64, lines: Vec<Line>) -> LocationId {
+        let id = LocationId(self.locations.len() as u32);
+        self.locations.push(Location {
+            id: u64::from(id.0) + 1,
+            mapping: None,
+            address,
+            lines,
+            is_folded: false,
+        });
+        id
+    }
+
+    pub fn value_type(&mut self, kind: &str, unit: &str) -> ValueType {
+        ValueType { kind: self.strings.intern(kind), unit: self.strings.intern(unit) }
+    }
+
+    /// Attaches each location without a mapping to the mapping whose address range
+    /// holds it, as pprof does after reading a legacy profile's memory map.
+    pub fn assign_mappings_by_address(&mut self) {
+        if self.mappings.is_empty() {
+            return;
+        }
+        let mut ranges: Vec<(u64, u64, MappingId)> = self
+            .mappings
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.memory_start, m.memory_limit, MappingId(i as u32)))
+            .collect();
+        ranges.sort_unstable();
+        for location in &mut self.locations {
+            if location.mapping.is_some() {
+                continue;
+            }
+            let idx = ranges.partition_point(|r| r.0 <= location.address);
+            if idx > 0 {
+                let (start, limit, id) = ranges[idx - 1];
+                if location.address >= start && location.address < limit {
+                    location.mapping = Some(id);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs what the build and the tests need, skipping anything already present at the
+# right version. Safe to run repeatedly; see ../shared/TOOLCHAIN.md for the measured recipe.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TRUNK_VERSION=0.21.14
+# Must equal the wasm-bindgen in Cargo.lock (pinned with "=" in the workspace Cargo.toml).
+WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)
+: "${WASM_BINDGEN_VERSION:?wasm-bindgen not found in Cargo.lock}"
+
+log() { printf '[ensure-tools] %s\n' "$*"; }
+
+apt_updated=0
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ $apt_updated -eq 0 ]; then apt-get update -qq; apt_updated=1; fi
+  log "apt-get install ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+want="${1:-all}"
+
+rustup target list --installed | grep -qx wasm32-unknown-unknown || {
+  log "rustup target add wasm32-unknown-unknown"; rustup target add wasm32-unknown-unknown; }
+
+if [ "$want" = all ] || [ "$want" = web ]; then
+  if [ "$(trunk --version 2>/dev/null)" != "trunk $TRUNK_VERSION" ]; then
+    log "cargo install trunk $TRUNK_VERSION (about 8 minutes)"
+    cargo install --locked trunk --version "$TRUNK_VERSION"
+  fi
+  if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
+    log "cargo install wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 3 minutes)"
+    # No --locked: its lock pins a webpki-roots the registry lacks (TOOLCHAIN.md).
+    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+  fi
+  if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ]; then
+    log "npm ci (playwright-core, binaryen)"
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
+  apt_install chromium chromium-driver
+fi
+
+if [ "$want" = all ]; then
+  apt_install golang-go
+fi
+
+cargo fetch --quiet
+log "tools ready"
