@@ -1,1 +1,21 @@
-fn main() {}
+//! The `stacklens` binary: `serve` runs the web server; `top`, `diff` and `goroutines`
+//! analyse profiles on the command line (for CI jobs). All analysis is stacklens-core.
+
+mod cli;
+mod serve;
+mod text;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Args::parse();
+    match cli::run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("stacklens: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

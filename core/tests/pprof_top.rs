@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use stacklens_core::analysis::diff::{diff, DiffOptions};
+use stacklens_core::analysis::diff::diff_top;
 use stacklens_core::analysis::top::{top, Inlining, TopOptions};
 use stacklens_core::analysis::Granularity;
 use stacklens_core::units::{format_value_in, report_unit};
@@ -150,45 +150,28 @@ struct Actual {
 
 fn run_case(case: &Case) -> Actual {
     let compare = stacklens_core::parse(&common::read(&case.profile)).unwrap_or_else(|e| panic!("{}: {e}", case.profile.display()));
-    match &case.base {
-        None => {
-            let options = TopOptions {
-                sample_index: case.sample_index.clone(),
-                granularity: case.granularity,
-                cum: case.cum,
-                node_count: Some(case.node_count),
-                node_fraction: 0.005,
-                ..TopOptions::default()
-            };
-            let r = top(&compare, &options).unwrap();
-            Actual {
-                sample_type: r.sample_type,
-                unit: r.unit,
-                total: r.total,
-                dropped: r.dropped_nodes,
-                shown_of: r.node_total - r.dropped_nodes,
-                rows: r.functions.into_iter().map(|f| (f.name, f.flat, f.cum, f.inline)).collect(),
-            }
-        }
+    let options = TopOptions {
+        sample_index: case.sample_index.clone(),
+        granularity: case.granularity,
+        cum: case.cum,
+        node_count: Some(case.node_count),
+        node_fraction: 0.005,
+        ..TopOptions::default()
+    };
+    let r = match &case.base {
+        None => top(&compare, &options).unwrap(),
         Some(base_path) => {
             let base = stacklens_core::parse(&common::read(base_path)).unwrap();
-            let options = DiffOptions { sample_index: case.sample_index.clone(), ..DiffOptions::default() };
-            let r = diff(&base, &compare, &options).unwrap();
-            // pprof's cutoff: a share of the summed flat deltas, i.e. the net change.
-            let cutoff = ((r.functions.iter().map(|f| f.flat_delta).sum::<i64>() as f64 * 0.005) as i64).abs();
-            // Like pprof's graph, leave out nodes whose changes cancel to zero.
-            let changed: Vec<_> = r.functions.iter().filter(|f| f.flat_delta != 0 || f.cum_delta != 0).collect();
-            let kept: Vec<_> = changed.iter().filter(|f| f.cum_delta.abs() >= cutoff).collect();
-            Actual {
-                sample_type: r.sample_type.clone(),
-                unit: r.unit.clone(),
-                total: r.base_total,
-                dropped: changed.len() - kept.len(),
-                shown_of: kept.len(),
-                // pprof's inline markers are not compared for diffs (ours has none).
-                rows: kept.iter().take(case.node_count).map(|f| (f.name.clone(), f.flat_delta, f.cum_delta, None)).collect(),
-            }
+            diff_top(&base, &compare, &options).unwrap()
         }
+    };
+    Actual {
+        sample_type: r.sample_type,
+        unit: r.unit,
+        total: r.total,
+        dropped: r.dropped_nodes,
+        shown_of: r.node_total - r.dropped_nodes,
+        rows: r.functions.into_iter().map(|f| (f.name, f.flat, f.cum, f.inline)).collect(),
     }
 }
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::frames::{Filters, FrameTable, Granularity};
-use super::top::{sort_rows, NodeValues, TopRow};
+use super::top::{select_rows, sort_rows, NodeValues, TopOptions, TopReport, TopRow};
 use crate::{Error, Profile, Result};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -108,32 +108,74 @@ fn scale(value: i64, ratio: f64) -> i64 {
     (value as f64 * ratio).round() as i64
 }
 
-pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<DiffReport> {
-    let compare_index = compare.sample_index(&options.sample_index)?;
-    let base_index = matching_sample_index(base, compare, compare_index)?;
-    let b = NodeValues::compute(base, base_index, options.granularity, &options.filters)?;
-    let c = NodeValues::compute(compare, compare_index, options.granularity, &options.filters)?;
-    let ratio = if options.normalize && b.total != 0 { c.total as f64 / b.total as f64 } else { 1.0 };
+/// Per-name values in both profiles: (base flat, base cum, compare flat, compare cum).
+struct Deltas {
+    base: NodeValues,
+    compare: NodeValues,
+    base_index: usize,
+    compare_index: usize,
+    by_name: HashMap<String, (i64, i64, i64, i64)>,
+}
 
-    let mut by_name: HashMap<&str, (i64, i64, i64, i64)> = HashMap::new();
+fn deltas(
+    base: &Profile,
+    compare: &Profile,
+    sample_index: &str,
+    granularity: Granularity,
+    filters: &Filters,
+    normalize: bool,
+) -> Result<Deltas> {
+    let compare_index = compare.sample_index(sample_index)?;
+    let base_index = matching_sample_index(base, compare, compare_index)?;
+    let b = NodeValues::compute(base, base_index, granularity, filters)?;
+    let c = NodeValues::compute(compare, compare_index, granularity, filters)?;
+    let ratio = if normalize && b.total != 0 { c.total as f64 / b.total as f64 } else { 1.0 };
+    let mut by_name: HashMap<String, (i64, i64, i64, i64)> = HashMap::new();
     for n in 0..b.table.node_count() {
-        let e = by_name.entry(b.table.name(n as u32)).or_default();
+        let e = by_name.entry(b.table.name(n as u32).to_owned()).or_default();
         e.0 += scale(b.flat[n], ratio);
         e.1 += scale(b.cum[n], ratio);
     }
     for n in 0..c.table.node_count() {
-        let e = by_name.entry(c.table.name(n as u32)).or_default();
+        let e = by_name.entry(c.table.name(n as u32).to_owned()).or_default();
         e.2 += c.flat[n];
         e.3 += c.cum[n];
     }
+    by_name.retain(|_, v| *v != (0, 0, 0, 0));
+    Ok(Deltas { base: b, compare: c, base_index, compare_index, by_name })
+}
+
+/// `go tool pprof -top -diff_base=BASE COMPARE`: flat and cum are compare − base, the
+/// total is the base total, and rows are trimmed exactly as pprof trims them.
+pub fn diff_top(base: &Profile, compare: &Profile, options: &TopOptions) -> Result<TopReport> {
+    let d = deltas(base, compare, &options.sample_index, options.granularity, &options.filters, false)?;
+    let mut rows: Vec<TopRow> = d
+        .by_name
+        .into_iter()
+        .map(|(name, v)| TopRow { name, flat: v.2 - v.0, cum: v.3 - v.1, inline: None })
+        .collect();
+    let selection = select_rows(&mut rows, options, |r| (r.flat, r.cum), |a, b| a.name.cmp(&b.name));
+    Ok(TopReport {
+        sample_type: compare.sample_type_name(d.compare_index).to_owned(),
+        unit: compare.sample_type_unit(d.compare_index).to_owned(),
+        total: d.base.total,
+        node_total: selection.node_total,
+        dropped_nodes: selection.dropped_nodes,
+        node_cutoff: selection.node_cutoff,
+        functions: rows,
+    })
+}
+
+pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<DiffReport> {
+    let d = deltas(base, compare, &options.sample_index, options.granularity, &options.filters, options.normalize)?;
+    let ratio = if options.normalize && d.base.total != 0 { d.compare.total as f64 / d.base.total as f64 } else { 1.0 };
+    let (b, c, by_name) = (&d.base, &d.compare, &d.by_name);
+    let (base_index, compare_index) = (d.base_index, d.compare_index);
     let base_total = b.total;
     let pct = |v: i64| if base_total != 0 { v as f64 * 100.0 / base_total as f64 } else { 0.0 };
-    let mut rows: Vec<TopRow> = by_name
-        .iter()
-        .filter(|(_, v)| v.0 != 0 || v.1 != 0 || v.2 != 0 || v.3 != 0)
-        .map(|(name, v)| TopRow { name: (*name).to_owned(), flat: v.2 - v.0, cum: v.3 - v.1, inline: None })
-        .collect();
-    sort_rows(&mut rows, false, |r| (r.flat, r.cum), |a, b| a.name.cmp(&b.name));
+    let mut rows: Vec<TopRow> =
+        by_name.iter().map(|(name, v)| TopRow { name: name.clone(), flat: v.2 - v.0, cum: v.3 - v.1, inline: None }).collect();
+    sort_rows(&mut rows, false, &|r: &TopRow| (r.flat, r.cum), |a, b| a.name.cmp(&b.name));
     let functions: Vec<FunctionDelta> = rows
         .into_iter()
         .map(|r| {

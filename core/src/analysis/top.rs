@@ -153,7 +153,7 @@ impl NodeValues {
 pub(crate) fn sort_rows<T>(
     rows: &mut [T],
     by_cum: bool,
-    values: impl Fn(&T) -> (i64, i64),
+    values: &impl Fn(&T) -> (i64, i64),
     names: impl Fn(&T, &T) -> std::cmp::Ordering,
 ) {
     rows.sort_by(|a, b| {
@@ -164,26 +164,45 @@ pub(crate) fn sort_rows<T>(
     });
 }
 
+/// How many rows survive pprof's trimming, and why the others did not.
+pub(crate) struct Selection {
+    pub node_total: usize,
+    pub dropped_nodes: usize,
+    pub node_cutoff: i64,
+}
+
+/// pprof's row selection: nodes with any value, sorted, then those with |cum| below
+/// `node_fraction` of the summed flat values (for a diff, the net change) dropped,
+/// then the first `node_count` kept.
+pub(crate) fn select_rows<T>(
+    items: &mut Vec<T>,
+    options: &TopOptions,
+    values: impl Fn(&T) -> (i64, i64),
+    names: impl Fn(&T, &T) -> std::cmp::Ordering,
+) -> Selection {
+    items.retain(|t| values(t) != (0, 0));
+    let flat_sum: i64 = items.iter().map(|t| values(t).0).sum();
+    sort_rows(items, options.cum, &values, names);
+    let node_total = items.len();
+    let node_cutoff = ((flat_sum as f64 * options.node_fraction) as i64).abs();
+    items.retain(|t| values(t).1.unsigned_abs() >= node_cutoff.unsigned_abs());
+    let dropped_nodes = node_total - items.len();
+    if let Some(limit) = options.node_count {
+        items.truncate(limit);
+    }
+    Selection { node_total, dropped_nodes, node_cutoff }
+}
+
 pub fn top(profile: &Profile, options: &TopOptions) -> Result<TopReport> {
     let index = profile.sample_index(&options.sample_index)?;
     let values = NodeValues::compute(profile, index, options.granularity, &options.filters)?;
-    let mut nodes: Vec<u32> =
-        (0..values.table.node_count() as u32).filter(|&n| values.cum[n as usize] != 0 || values.flat[n as usize] != 0).collect();
-    sort_rows(
+    let mut nodes: Vec<u32> = (0..values.table.node_count() as u32).collect();
+    let selection = select_rows(
         &mut nodes,
-        options.cum,
+        options,
         |&n| (values.flat[n as usize], values.cum[n as usize]),
         |&a, &b| values.table.name(a).cmp(values.table.name(b)),
     );
-    let node_total = nodes.len();
-    // pprof's cutoff is a share of the summed flat values (for a diff, the net change).
-    let flat_sum: i64 = values.flat.iter().sum();
-    let node_cutoff = ((flat_sum as f64 * options.node_fraction) as i64).abs();
-    nodes.retain(|&n| values.cum[n as usize].unsigned_abs() >= node_cutoff.unsigned_abs());
-    let dropped_nodes = node_total - nodes.len();
-    if let Some(limit) = options.node_count {
-        nodes.truncate(limit);
-    }
     let inlining = values.inlining(profile, index, &nodes);
     let functions = nodes
         .iter()
@@ -199,9 +218,9 @@ pub fn top(profile: &Profile, options: &TopOptions) -> Result<TopReport> {
         sample_type: profile.sample_type_name(index).to_owned(),
         unit: profile.sample_type_unit(index).to_owned(),
         total: values.total,
-        node_total,
-        dropped_nodes,
-        node_cutoff,
+        node_total: selection.node_total,
+        dropped_nodes: selection.dropped_nodes,
+        node_cutoff: selection.node_cutoff,
         functions,
     })
 }

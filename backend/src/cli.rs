@@ -1,0 +1,219 @@
+//! Command-line parsing and the analysis subcommands.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use stacklens_core::analysis::diff::{diff, diff_top, DiffOptions};
+use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineOptions};
+use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::{Filters, Granularity};
+use stacklens_core::Profile;
+
+use crate::text;
+
+#[derive(Parser)]
+#[command(name = "stacklens", version, about = "Profile analyzer: pprof-exact numbers, flame graphs, diffs and goroutine analysis")]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Copy, Clone, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(clap::Args, Clone)]
+struct FilterArgs {
+    /// Keep only samples with a frame matching this regex.
+    #[arg(long)]
+    focus: Option<String>,
+    /// Drop samples with a frame matching this regex.
+    #[arg(long)]
+    ignore: Option<String>,
+    /// Remove frames matching this regex from stacks.
+    #[arg(long)]
+    hide: Option<String>,
+    /// Keep only frames matching this regex in stacks.
+    #[arg(long)]
+    show: Option<String>,
+}
+
+impl FilterArgs {
+    fn filters(&self) -> Filters {
+        Filters { focus: self.focus.clone(), ignore: self.ignore.clone(), hide: self.hide.clone(), show: self.show.clone() }
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the page and the API.
+    Serve(crate::serve::ServeArgs),
+    /// Top functions by flat (or cum) value, like `go tool pprof -top`.
+    Top {
+        file: PathBuf,
+        /// Sample type by name (alloc_space, delay, …) or index; default as pprof.
+        #[arg(long)]
+        sample_index: Option<String>,
+        /// Show the difference against this base profile (pprof -diff_base).
+        #[arg(long)]
+        diff_base: Option<PathBuf>,
+        #[command(flatten)]
+        filters: FilterArgs,
+        /// Show at most N rows (all by default).
+        #[arg(long)]
+        nodecount: Option<usize>,
+        /// Drop rows whose |cum| is below this share of the total (pprof uses 0.005).
+        #[arg(long, default_value_t = 0.0)]
+        nodefraction: f64,
+        /// Sort by cumulative value.
+        #[arg(long)]
+        cum: bool,
+        #[arg(long, default_value = "functions")]
+        granularity: Granularity,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Regressions and improvements between two profiles of the same type.
+    Diff {
+        base: PathBuf,
+        new: PathBuf,
+        #[arg(long)]
+        sample_index: Option<String>,
+        #[command(flatten)]
+        filters: FilterArgs,
+        /// Scale the base so both totals match.
+        #[arg(long)]
+        normalize: bool,
+        /// Changes below this % of the base total count as unchanged.
+        #[arg(long, default_value_t = 1.0)]
+        noise_threshold: f64,
+        /// Exit with status 1 when a function's self value grew by more than this % of the base total.
+        #[arg(long)]
+        fail_on_regression: Option<f64>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Goroutine counts by state, grouped stacks, blocked goroutines and growth.
+    Goroutines {
+        file: PathBuf,
+        /// A later snapshot: report new stacks and growth.
+        #[arg(long)]
+        compare: Option<PathBuf>,
+        /// Keep only groups whose frames, state or creator contain this text.
+        #[arg(long)]
+        filter: Option<String>,
+        /// Show at most N groups.
+        #[arg(long)]
+        max_stacks: Option<usize>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+}
+
+/// Errors at the command-line edge, each with its exit status.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {source}")]
+    Parse { path: PathBuf, source: stacklens_core::Error },
+    #[error("{0}")]
+    Analysis(#[from] stacklens_core::Error),
+    #[error("{0}")]
+    Serve(String),
+}
+
+impl CliError {
+    /// 2 is clap's usage error; 3 unreadable input, 4 not a valid profile,
+    /// 5 an analysis that cannot be done (unknown sample type, bad regex, …), 6 server.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Read { .. } => 3,
+            CliError::Parse { .. } => 4,
+            CliError::Analysis(_) => 5,
+            CliError::Serve(_) => 6,
+        }
+    }
+}
+
+fn load(path: &Path) -> Result<Profile, CliError> {
+    let bytes = std::fs::read(path).map_err(|source| CliError::Read { path: path.to_owned(), source })?;
+    stacklens_core::parse(&bytes).map_err(|source| CliError::Parse { path: path.to_owned(), source })
+}
+
+fn print_json(value: &impl serde::Serialize) {
+    println!("{}", serde_json::to_string_pretty(value).expect("reports serialize"));
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    match args.command {
+        Command::Serve(serve) => crate::serve::run(serve).map_err(|e| CliError::Serve(e.to_string()))?,
+        Command::Top { file, sample_index, diff_base, filters, nodecount, nodefraction, cum, granularity, format } => {
+            let profile = load(&file)?;
+            let options = TopOptions {
+                sample_index: sample_index.unwrap_or_default(),
+                granularity,
+                filters: filters.filters(),
+                cum,
+                node_count: nodecount,
+                node_fraction: nodefraction,
+            };
+            let report = match diff_base {
+                Some(base) => diff_top(&load(&base)?, &profile, &options)?,
+                None => top(&profile, &options)?,
+            };
+            match format {
+                Format::Json => print_json(&report),
+                Format::Text => print!("{}", text::top(&report)),
+            }
+        }
+        Command::Diff { base, new, sample_index, filters, normalize, noise_threshold, fail_on_regression, format } => {
+            let options = DiffOptions {
+                sample_index: sample_index.unwrap_or_default(),
+                filters: filters.filters(),
+                normalize,
+                noise_threshold_pct: noise_threshold,
+                ..DiffOptions::default()
+            };
+            let report = diff(&load(&base)?, &load(&new)?, &options)?;
+            match format {
+                Format::Json => print_json(&report),
+                Format::Text => print!("{}", text::diff(&report)),
+            }
+            if let Some(limit) = fail_on_regression {
+                if let Some(worst) = report.regressions.iter().find(|r| r.flat_delta_pct > limit) {
+                    eprintln!(
+                        "stacklens: regression: {} grew by {:.2}% of the base total (limit {limit}%)",
+                        worst.name, worst.flat_delta_pct
+                    );
+                    return Ok(ExitCode::from(1));
+                }
+            }
+        }
+        Command::Goroutines { file, compare: later, filter, max_stacks, format } => {
+            let profile = load(&file)?;
+            let report = analyze(&profile, &GoroutineOptions { filter, max_stacks })?;
+            let comparison = match later {
+                Some(path) => Some(compare(&profile, &load(&path)?)?),
+                None => None,
+            };
+            match format {
+                Format::Json => {
+                    let mut value = serde_json::to_value(&report).expect("reports serialize");
+                    if let (Some(c), Some(obj)) = (&comparison, value.as_object_mut()) {
+                        let c = serde_json::to_value(c).expect("reports serialize");
+                        for key in ["newStacks", "growthCount", "goroutineGrowthRate", "grownStacks", "baseCount", "compareCount"] {
+                            obj.insert(key.to_owned(), c[key].clone());
+                        }
+                    }
+                    print_json(&value);
+                }
+                Format::Text => print!("{}", text::goroutines(&report, comparison.as_ref())),
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
