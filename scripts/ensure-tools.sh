@@ -23,6 +23,9 @@ apt_install() {
 
 want="${1:-all}"
 
+for component in rustfmt clippy; do
+  rustup component list --installed | grep -q "^$component" || rustup component add "$component"
+done
 rustup target list --installed | grep -qx wasm32-unknown-unknown || {
   log "rustup target add wasm32-unknown-unknown"; rustup target add wasm32-unknown-unknown; }
 
@@ -41,10 +44,6 @@ if [ "$want" = all ] || [ "$want" = web ]; then
     npm ci --no-audit --no-fund --loglevel=error
   fi
   apt_install chromium chromium-driver
-fi
-
-if [ "$want" = all ]; then
-  apt_install golang-go
 fi
 
 cargo fetch --quiet

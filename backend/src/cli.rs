@@ -13,7 +13,11 @@ use stacklens_core::Profile;
 use crate::text;
 
 #[derive(Parser)]
-#[command(name = "stacklens", version, about = "Profile analyzer: pprof-exact numbers, flame graphs, diffs and goroutine analysis")]
+#[command(
+    name = "stacklens",
+    version,
+    about = "Profile analyzer: pprof-exact numbers, flame graphs, diffs and goroutine analysis"
+)]
 pub struct Args {
     #[command(subcommand)]
     command: Command,
@@ -43,7 +47,12 @@ struct FilterArgs {
 
 impl FilterArgs {
     fn filters(&self) -> Filters {
-        Filters { focus: self.focus.clone(), ignore: self.ignore.clone(), hide: self.hide.clone(), show: self.show.clone() }
+        Filters {
+            focus: self.focus.clone(),
+            ignore: self.ignore.clone(),
+            hide: self.hide.clone(),
+            show: self.show.clone(),
+        }
     }
 }
 
@@ -205,7 +214,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                     let mut value = serde_json::to_value(&report).expect("reports serialize");
                     if let (Some(c), Some(obj)) = (&comparison, value.as_object_mut()) {
                         let c = serde_json::to_value(c).expect("reports serialize");
-                        for key in ["newStacks", "growthCount", "goroutineGrowthRate", "grownStacks", "baseCount", "compareCount"] {
+                        for key in [
+                            "newStacks",
+                            "growthCount",
+                            "goroutineGrowthRate",
+                            "grownStacks",
+                            "baseCount",
+                            "compareCount",
+                        ] {
                             obj.insert(key.to_owned(), c[key].clone());
                         }
                     }

@@ -31,7 +31,9 @@ pub fn router(dist: &std::path::Path) -> Router {
 
 pub fn run(args: ServeArgs) -> std::io::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,tower_http=info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,tower_http=info".into()),
+        )
         .init();
     if !args.dist.join("index.html").is_file() {
         return Err(std::io::Error::new(

@@ -14,7 +14,13 @@ pub fn top(r: &TopReport) -> String {
     let shown: i64 = r.functions.iter().map(|f| f.flat).sum();
     let mut out = String::new();
     let _ = writeln!(out, "Type: {}", r.sample_type);
-    let _ = writeln!(out, "Showing nodes accounting for {}, {} of {} total", v(shown), percentage(shown, r.total).trim(), v(r.total));
+    let _ = writeln!(
+        out,
+        "Showing nodes accounting for {}, {} of {} total",
+        v(shown),
+        percentage(shown, r.total).trim(),
+        v(r.total)
+    );
     if r.dropped_nodes > 0 {
         let _ = writeln!(out, "Dropped {} nodes (cum <= {})", r.dropped_nodes, v(r.node_cutoff));
     }

@@ -37,7 +37,7 @@ impl Default for StringTable {
 impl StringTable {
     /// Takes a table as stored in a pprof file; guarantees index 0 is "".
     pub fn from_vec(mut strings: Vec<String>) -> Self {
-        if strings.first().map_or(true, |s| !s.is_empty()) {
+        if strings.first().is_none_or(|s| !s.is_empty()) {
             strings.insert(0, String::new());
         }
         Self { strings, index: None }
@@ -333,13 +333,7 @@ impl Profile {
     /// Adds a location; pprof ids are 1-based positions for locations we build.
     pub fn add_location(&mut self, address: u64, lines: Vec<Line>) -> LocationId {
         let id = LocationId(self.locations.len() as u32);
-        self.locations.push(Location {
-            id: u64::from(id.0) + 1,
-            mapping: None,
-            address,
-            lines,
-            is_folded: false,
-        });
+        self.locations.push(Location { id: u64::from(id.0) + 1, mapping: None, address, lines, is_folded: false });
         id
     }
 

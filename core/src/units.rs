@@ -57,7 +57,7 @@ pub fn scale(value: i64, unit: &str) -> (f64, &'static str) {
         let base = value as f64 * units[from].factor;
         let mut best: Option<&Unit> = None;
         for u in units.iter() {
-            if base / u.factor >= 1.0 && best.map_or(true, |b| u.factor >= b.factor) {
+            if base / u.factor >= 1.0 && best.is_none_or(|b| u.factor >= b.factor) {
                 best = Some(u);
             }
         }
@@ -146,7 +146,7 @@ fn format_g2(x: f64) -> String {
     // Rounding can carry into the next power of ten (0.0999 -> 0.1).
     let rounded: f64 = format!("{:.1e}", x).parse().unwrap_or(x);
     let exp = if rounded.abs() >= 10f64.powi(exp + 1) { exp + 1 } else { exp };
-    if exp < -4 || exp >= 2 {
+    if !(-4..2).contains(&exp) {
         let mantissa = rounded / 10f64.powi(exp);
         let m = format!("{mantissa:.1}");
         let m = m.strip_suffix(".0").unwrap_or(&m);
@@ -179,7 +179,7 @@ mod tests {
         assert_eq!(format_value_in(-320_000_000, "nanoseconds", "s"), "-0.32s");
         assert_eq!(format_value_in(60_000_000, "nanoseconds", "s"), "0.06s");
         assert_eq!(format_value_in(52001, "count", "count"), "52001");
-        assert_eq!(format_value(7801_170_000_000, "nanoseconds"), "2.17hrs");
+        assert_eq!(format_value(7_801_170_000_000, "nanoseconds"), "2.17hrs");
     }
 
     #[test]

@@ -30,7 +30,8 @@ struct ExpectedRow {
 }
 
 fn parse_expected(text: &str) -> Expected {
-    let mut e = Expected { sample_type: String::new(), total: String::new(), dropped: None, shown_of: None, rows: vec![] };
+    let mut e =
+        Expected { sample_type: String::new(), total: String::new(), dropped: None, shown_of: None, rows: vec![] };
     let mut in_table = false;
     for line in text.lines() {
         if in_table {
@@ -100,12 +101,15 @@ fn case_for(expected: &Path) -> Option<Case> {
         (name.clone(), String::new())
     } else {
         match name.rsplit_once('.') {
-            Some((f, idx)) if dir.join(f).is_file() || dir.join(format!("{f}.pb.gz")).is_file() => (f.to_owned(), idx.to_owned()),
+            Some((f, idx)) if dir.join(f).is_file() || dir.join(format!("{f}.pb.gz")).is_file() => {
+                (f.to_owned(), idx.to_owned())
+            }
             _ => (name.clone(), String::new()),
         }
     };
     case.sample_index = index;
-    let profile = if dir.join(&file_part).is_file() { dir.join(&file_part) } else { dir.join(format!("{file_part}.pb.gz")) };
+    let profile =
+        if dir.join(&file_part).is_file() { dir.join(&file_part) } else { dir.join(format!("{file_part}.pb.gz")) };
     if !profile.is_file() {
         panic!("no profile found for ground truth {}", expected.display());
     }
@@ -149,7 +153,8 @@ struct Actual {
 }
 
 fn run_case(case: &Case) -> Actual {
-    let compare = stacklens_core::parse(&common::read(&case.profile)).unwrap_or_else(|e| panic!("{}: {e}", case.profile.display()));
+    let compare = stacklens_core::parse(&common::read(&case.profile))
+        .unwrap_or_else(|e| panic!("{}: {e}", case.profile.display()));
     let options = TopOptions {
         sample_index: case.sample_index.clone(),
         granularity: case.granularity,
@@ -202,7 +207,8 @@ fn check(case: &Case) -> Result<(), String> {
     }
     for (i, (e, a)) in expected.rows.iter().zip(&actual.rows).enumerate() {
         // With -addresses pprof knows no names for legacy texts; compare the address.
-        let name_ok = if case.granularity == Granularity::Addresses { a.0.get(..16) == e.name.get(..16) } else { a.0 == e.name };
+        let name_ok =
+            if case.granularity == Granularity::Addresses { a.0.get(..16) == e.name.get(..16) } else { a.0 == e.name };
         let diff_case = case.base.is_some();
         if !name_ok || fmt(a.1) != e.flat || fmt(a.2) != e.cum || (!diff_case && a.3 != e.inline) {
             problems.push(format!(

@@ -1,1 +1,4 @@
-fn main() {}
+fn main() {
+    console_error_panic_hook::set_once();
+    leptos::mount::mount_to_body(stacklens_frontend::app::App);
+}

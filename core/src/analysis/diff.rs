@@ -95,7 +95,8 @@ pub(crate) fn matching_sample_index(base: &Profile, compare: &Profile, index: us
     (0..base.sample_types.len())
         .find(|&i| base.sample_type_name(i) == name && base.sample_type_unit(i) == unit)
         .ok_or_else(|| {
-            let available: Vec<String> = (0..base.sample_types.len()).map(|i| base.sample_type_name(i).to_owned()).collect();
+            let available: Vec<String> =
+                (0..base.sample_types.len()).map(|i| base.sample_type_name(i).to_owned()).collect();
             Error::Incompatible(format!(
                 "the base profile has no '{name}' ({unit}) samples; it has: {}",
                 available.join(", ")
@@ -149,11 +150,8 @@ fn deltas(
 /// total is the base total, and rows are trimmed exactly as pprof trims them.
 pub fn diff_top(base: &Profile, compare: &Profile, options: &TopOptions) -> Result<TopReport> {
     let d = deltas(base, compare, &options.sample_index, options.granularity, &options.filters, false)?;
-    let mut rows: Vec<TopRow> = d
-        .by_name
-        .into_iter()
-        .map(|(name, v)| TopRow { name, flat: v.2 - v.0, cum: v.3 - v.1, inline: None })
-        .collect();
+    let mut rows: Vec<TopRow> =
+        d.by_name.into_iter().map(|(name, v)| TopRow { name, flat: v.2 - v.0, cum: v.3 - v.1, inline: None }).collect();
     let selection = select_rows(&mut rows, options, |r| (r.flat, r.cum), |a, b| a.name.cmp(&b.name));
     Ok(TopReport {
         sample_type: compare.sample_type_name(d.compare_index).to_owned(),
@@ -173,8 +171,10 @@ pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<
     let (base_index, compare_index) = (d.base_index, d.compare_index);
     let base_total = b.total;
     let pct = |v: i64| if base_total != 0 { v as f64 * 100.0 / base_total as f64 } else { 0.0 };
-    let mut rows: Vec<TopRow> =
-        by_name.iter().map(|(name, v)| TopRow { name: name.clone(), flat: v.2 - v.0, cum: v.3 - v.1, inline: None }).collect();
+    let mut rows: Vec<TopRow> = by_name
+        .iter()
+        .map(|(name, v)| TopRow { name: name.clone(), flat: v.2 - v.0, cum: v.3 - v.1, inline: None })
+        .collect();
     sort_rows(&mut rows, false, &|r: &TopRow| (r.flat, r.cum), |a, b| a.name.cmp(&b.name));
     let functions: Vec<FunctionDelta> = rows
         .into_iter()
@@ -195,8 +195,10 @@ pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<
         .collect();
 
     let noise_threshold = (base_total.max(c.total) as f64 * options.noise_threshold_pct / 100.0).round() as i64;
-    let mut regressions: Vec<FunctionDelta> = functions.iter().filter(|f| f.flat_delta > noise_threshold).cloned().collect();
-    let mut improvements: Vec<FunctionDelta> = functions.iter().filter(|f| f.flat_delta < -noise_threshold).cloned().collect();
+    let mut regressions: Vec<FunctionDelta> =
+        functions.iter().filter(|f| f.flat_delta > noise_threshold).cloned().collect();
+    let mut improvements: Vec<FunctionDelta> =
+        functions.iter().filter(|f| f.flat_delta < -noise_threshold).cloned().collect();
     regressions.sort_by(|a, b| b.flat_delta.cmp(&a.flat_delta).then_with(|| a.name.cmp(&b.name)));
     improvements.sort_by(|a, b| a.flat_delta.cmp(&b.flat_delta).then_with(|| a.name.cmp(&b.name)));
     let unchanged = functions.len() - regressions.len() - improvements.len();
@@ -215,7 +217,9 @@ pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<
             _ => {}
         }
     }
-    let by_size = |a: &StackDelta, b: &StackDelta| b.delta.unsigned_abs().cmp(&a.delta.unsigned_abs()).then_with(|| a.frames.cmp(&b.frames));
+    let by_size = |a: &StackDelta, b: &StackDelta| {
+        b.delta.unsigned_abs().cmp(&a.delta.unsigned_abs()).then_with(|| a.frames.cmp(&b.frames))
+    };
     for list in [&mut new_stacks, &mut removed_stacks, &mut changed_stacks] {
         list.sort_by(by_size);
     }

@@ -77,7 +77,9 @@ impl Filters {
     }
 
     pub fn is_empty(&self) -> bool {
-        [&self.focus, &self.ignore, &self.hide, &self.show].iter().all(|f| f.as_deref().map_or(true, |s| s.trim().is_empty()))
+        [&self.focus, &self.ignore, &self.hide, &self.show]
+            .iter()
+            .all(|f| f.as_deref().is_none_or(|s| s.trim().is_empty()))
     }
 }
 

@@ -37,7 +37,8 @@ pub fn is_blocked(state: &str) -> bool {
 }
 
 /// States Go prints that are not wait reasons.
-const NON_WAIT_STATES: &[&str] = &["running", "runnable", "syscall", "idle", "dead", "copystack", "preempted", "unknown"];
+const NON_WAIT_STATES: &[&str] =
+    &["running", "runnable", "syscall", "idle", "dead", "copystack", "preempted", "unknown"];
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -114,7 +115,8 @@ fn frame_name(p: &Profile, loc: &Location) -> Vec<(String, String)> {
         .iter()
         .map(|l| {
             let f = p.function(l.function);
-            let at = if l.line != 0 { format!("{}:{}", p.str(f.filename), l.line) } else { p.str(f.filename).to_owned() };
+            let at =
+                if l.line != 0 { format!("{}:{}", p.str(f.filename), l.line) } else { p.str(f.filename).to_owned() };
             (p.str(f.name).to_owned(), at)
         })
         .collect()
@@ -161,7 +163,10 @@ fn raw_goroutines(p: &Profile) -> Result<(Vec<Raw>, bool)> {
                 count: 1,
                 state: p.str(g.state).to_owned(),
                 frames: g.stack.iter().flat_map(|l| frame_name(p, p.location(*l))).collect(),
-                created_by: g.created_by.as_ref().and_then(|c| frame_name(p, p.location(c.location)).into_iter().next().map(|f| f.0)),
+                created_by: g
+                    .created_by
+                    .as_ref()
+                    .and_then(|c| frame_name(p, p.location(c.location)).into_iter().next().map(|f| f.0)),
                 wait_minutes: g.wait_minutes,
                 id: Some(g.id),
             })
@@ -178,7 +183,8 @@ fn raw_goroutines(p: &Profile) -> Result<(Vec<Raw>, bool)> {
         .samples
         .iter()
         .map(|s| {
-            let frames: Vec<(String, String)> = s.locations.iter().flat_map(|l| frame_name(p, p.location(*l))).collect();
+            let frames: Vec<(String, String)> =
+                s.locations.iter().flat_map(|l| frame_name(p, p.location(*l))).collect();
             let names: Vec<String> = frames.iter().map(|f| f.0.clone()).collect();
             Raw {
                 count: s.values.get(index).copied().unwrap_or(0).max(0) as u64,
@@ -194,8 +200,11 @@ fn raw_goroutines(p: &Profile) -> Result<(Vec<Raw>, bool)> {
     Ok((raws, true))
 }
 
+/// (state, frames with locations, creator): what makes two goroutines one group.
+type GroupKey = (String, Vec<(String, String)>, Option<String>);
+
 fn group(raws: Vec<Raw>) -> Vec<GoroutineGroup> {
-    let mut index: HashMap<(String, Vec<(String, String)>, Option<String>), usize> = HashMap::new();
+    let mut index: HashMap<GroupKey, usize> = HashMap::new();
     let mut groups: Vec<GoroutineGroup> = Vec::new();
     for r in raws {
         let key = (r.state.clone(), r.frames.clone(), r.created_by.clone());
@@ -222,7 +231,9 @@ fn group(raws: Vec<Raw>) -> Vec<GoroutineGroup> {
             }
         }
     }
-    groups.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.state.cmp(&b.state)).then_with(|| a.frames.cmp(&b.frames)));
+    groups.sort_by(|a, b| {
+        b.count.cmp(&a.count).then_with(|| a.state.cmp(&b.state)).then_with(|| a.frames.cmp(&b.frames))
+    });
     groups
 }
 
@@ -285,7 +296,9 @@ pub fn compare(base: &Profile, compare: &Profile) -> Result<GoroutineComparison>
         g.count = count;
         match base_counts.get(&k) {
             None => new_stacks.push(g),
-            Some(&bc) if count > bc => grown_stacks.push(GroupGrowth { delta: count as i64 - bc as i64, base_count: bc, group: g }),
+            Some(&bc) if count > bc => {
+                grown_stacks.push(GroupGrowth { delta: count as i64 - bc as i64, base_count: bc, group: g })
+            }
             Some(_) => {}
         }
     }

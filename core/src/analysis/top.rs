@@ -65,15 +65,15 @@ pub(crate) struct NodeValues {
 }
 
 impl NodeValues {
-    pub fn compute(profile: &Profile, sample_index: usize, granularity: Granularity, filters: &Filters) -> Result<Self> {
+    pub fn compute(
+        profile: &Profile,
+        sample_index: usize,
+        granularity: Granularity,
+        filters: &Filters,
+    ) -> Result<Self> {
         let table = FrameTable::new(profile, granularity, filters)?;
         let n = table.node_count();
-        let mut v = NodeValues {
-            flat: vec![0; n],
-            cum: vec![0; n],
-            total: 0,
-            table,
-        };
+        let mut v = NodeValues { flat: vec![0; n], cum: vec![0; n], total: 0, table };
         let mut seen = Stamps::new(n);
         for sample in &profile.samples {
             let value = sample.values.get(sample_index).copied().unwrap_or(0);
@@ -160,7 +160,10 @@ pub(crate) fn sort_rows<T>(
         let (fa, ca) = values(a);
         let (fb, cb) = values(b);
         let (ka, kb, sa, sb) = if by_cum { (ca, cb, fa, fb) } else { (fa, fb, ca, cb) };
-        kb.unsigned_abs().cmp(&ka.unsigned_abs()).then_with(|| names(a, b)).then_with(|| sb.unsigned_abs().cmp(&sa.unsigned_abs()))
+        kb.unsigned_abs()
+            .cmp(&ka.unsigned_abs())
+            .then_with(|| names(a, b))
+            .then_with(|| sb.unsigned_abs().cmp(&sa.unsigned_abs()))
     });
 }
 

@@ -174,7 +174,10 @@ impl CallTree {
         let mut b = Builder::new();
         b.add(compare, compare_index, options, false)?;
         b.add(base, base_index, options, true)?;
-        Ok(b.finish(compare.sample_type_name(compare_index).to_owned(), compare.sample_type_unit(compare_index).to_owned()))
+        Ok(b.finish(
+            compare.sample_type_name(compare_index).to_owned(),
+            compare.sample_type_unit(compare_index).to_owned(),
+        ))
     }
 
     pub fn children(&self, node: u32) -> &[u32] {

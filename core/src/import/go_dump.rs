@@ -81,7 +81,11 @@ fn file_line(line: &str) -> Option<(&str, i64)> {
 
 pub fn parse(bytes: &[u8]) -> Result<Profile> {
     let text = text::decode(bytes);
-    let mut b = Builder { profile: Profile::new(SourceFormat::GoGoroutineDump), functions: HashMap::new(), locations: HashMap::new() };
+    let mut b = Builder {
+        profile: Profile::new(SourceFormat::GoGoroutineDump),
+        functions: HashMap::new(),
+        locations: HashMap::new(),
+    };
     let vt = b.profile.value_type("goroutine", "count");
     b.profile.sample_types = vec![vt];
     b.profile.period_type = Some(vt);
@@ -112,15 +116,20 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
                 },
                 None => (None, None),
             };
-            let (file, line_no) = match lines.peek().and_then(|&(_, l)| l.starts_with('\t').then(|| file_line(l)).flatten()) {
-                Some(fl) => {
-                    lines.next();
-                    fl
-                }
-                None => {
-                    return Err(text_error(FORMAT, fn_n + 1, format!("goroutine {id} (line {n}): expected '\\t<file>:<line>' after '{fn_line}'")))
-                }
-            };
+            let (file, line_no) =
+                match lines.peek().and_then(|&(_, l)| l.starts_with('\t').then(|| file_line(l)).flatten()) {
+                    Some(fl) => {
+                        lines.next();
+                        fl
+                    }
+                    None => {
+                        return Err(text_error(
+                            FORMAT,
+                            fn_n + 1,
+                            format!("goroutine {id} (line {n}): expected '\\t<file>:<line>' after '{fn_line}'"),
+                        ))
+                    }
+                };
             match creator {
                 Some(f) => {
                     let location = b.frame(f, file, line_no);
@@ -168,7 +177,10 @@ mod tests {
             parse_header("goroutine 17 [chan receive, 12 minutes, locked to thread]:"),
             Some((17, "chan receive", Some(12), true))
         );
-        assert_eq!(parse_header("goroutine 9 gp=0xc000 m=nil [select (no cases)]:"), Some((9, "select (no cases)", None, false)));
+        assert_eq!(
+            parse_header("goroutine 9 gp=0xc000 m=nil [select (no cases)]:"),
+            Some((9, "select (no cases)", None, false))
+        );
         assert_eq!(parse_header("goroutine x [running]:"), None);
     }
 

@@ -63,10 +63,8 @@ pub fn parse_count(bytes: &[u8]) -> Result<Profile> {
         let (count, stack) = trimmed
             .split_once('@')
             .ok_or_else(|| text_error(FORMAT, n, format!("expected '<count> @ <addresses>', found '{trimmed}'")))?;
-        let count: i64 = count
-            .trim()
-            .parse()
-            .map_err(|_| text_error(FORMAT, n, format!("'{}' is not a count", count.trim())))?;
+        let count: i64 =
+            count.trim().parse().map_err(|_| text_error(FORMAT, n, format!("'{}' is not a count", count.trim())))?;
         // pprof rejects an empty stack (`6 @`, which Go writes for threads it could not
         // unwind); we keep it as a sample with no frames so the total stays right.
         let addresses = parse_addresses(stack, FORMAT, n)?;

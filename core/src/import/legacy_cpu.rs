@@ -52,7 +52,11 @@ pub fn parse(b: &[u8]) -> Result<Profile> {
     let period = i64::try_from(period_us).unwrap_or(i64::MAX).saturating_mul(1000);
     let mut pos = 5 * words.size;
     let mut records: Vec<(i64, Vec<u64>)> = Vec::new();
-    let truncated = |offset| Error::Binary { format: FORMAT, offset, reason: "record runs past the end of the data (truncated)".into() };
+    let truncated = |offset| Error::Binary {
+        format: FORMAT,
+        offset,
+        reason: "record runs past the end of the data (truncated)".into(),
+    };
     while pos < b.len() {
         let at = pos;
         let count = words.get(b, pos).ok_or_else(|| truncated(at))?;
@@ -60,7 +64,11 @@ pub fn parse(b: &[u8]) -> Result<Profile> {
         pos += 2 * words.size;
         let remaining = (b.len() - pos) / words.size;
         if depth > remaining as u64 {
-            return Err(Error::Binary { format: FORMAT, offset: at, reason: format!("stack depth {depth} exceeds the {remaining} words left") });
+            return Err(Error::Binary {
+                format: FORMAT,
+                offset: at,
+                reason: format!("stack depth {depth} exceeds the {remaining} words left"),
+            });
         }
         let addrs: Vec<u64> = (0..depth as usize).map(|i| words.get(b, pos + i * words.size).unwrap_or(0)).collect();
         pos += depth as usize * words.size;
@@ -69,7 +77,8 @@ pub fn parse(b: &[u8]) -> Result<Profile> {
         }
         // Return addresses point after the call; the leaf comes from the signal context
         // and is exact. Java profiles hold frame ids.
-        let addrs = addrs.iter().enumerate().map(|(i, &a)| if !java && i > 0 { a.wrapping_sub(1) } else { a }).collect();
+        let addrs =
+            addrs.iter().enumerate().map(|(i, &a)| if !java && i > 0 { a.wrapping_sub(1) } else { a }).collect();
         records.push((i64::try_from(count).unwrap_or(i64::MAX), addrs));
     }
     if !java {
@@ -77,7 +86,8 @@ pub fn parse(b: &[u8]) -> Result<Profile> {
     }
 
     let mut builder = AddressProfile::new(SourceFormat::LegacyCpu);
-    builder.profile.sample_types = vec![builder.profile.value_type("samples", "count"), builder.profile.value_type("cpu", "nanoseconds")];
+    builder.profile.sample_types =
+        vec![builder.profile.value_type("samples", "count"), builder.profile.value_type("cpu", "nanoseconds")];
     builder.profile.period_type = Some(builder.profile.value_type("cpu", "nanoseconds"));
     builder.profile.period = period;
     for (count, addrs) in records {
@@ -106,7 +116,9 @@ fn strip_signal_frames(records: &mut [(i64, Vec<u64>)]) {
             }
         }
         // Deterministic choice where pprof iterates a map: the most common address.
-        let Some((&addr, _)) = counts.iter().filter(|(_, &c)| c >= records.len() - margin).max_by_key(|(&a, &c)| (c, a)) else {
+        let Some((&addr, _)) =
+            counts.iter().filter(|(_, &c)| c >= records.len() - margin).max_by_key(|(&a, &c)| (c, a))
+        else {
             continue;
         };
         for (_, a) in records.iter_mut() {

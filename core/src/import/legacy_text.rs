@@ -17,8 +17,10 @@ const THREADZ: &str = "threadz profile text";
 fn heap_header() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(r"heap profile: *(\d+): *(\d+) *\[ *(\d+): *(\d+) *\] *@ *(heap[_a-z0-9]*|growthz|fragmentationz)/?(\d*)")
-            .expect("static regex")
+        Regex::new(
+            r"heap profile: *(\d+): *(\d+) *\[ *(\d+): *(\d+) *\] *@ *(heap[_a-z0-9]*|growthz|fragmentationz)/?(\d*)",
+        )
+        .expect("static regex")
     })
 }
 
@@ -60,10 +62,8 @@ fn scale_heap_sample(count: i64, size: i64, rate: i64) -> (i64, i64) {
 pub fn parse_heap(bytes: &[u8]) -> Result<Profile> {
     let text = text::decode(bytes);
     let mut lines = numbered(&text);
-    let (header_n, header) = lines
-        .by_ref()
-        .find(|(_, l)| !l.trim().is_empty())
-        .ok_or_else(|| text_error(HEAP, 1, "no header"))?;
+    let (header_n, header) =
+        lines.by_ref().find(|(_, l)| !l.trim().is_empty()).ok_or_else(|| text_error(HEAP, 1, "no header"))?;
     let h = heap_header()
         .captures(header)
         .ok_or_else(|| text_error(HEAP, header_n, format!("unrecognized heap header '{}'", header.trim())))?;
@@ -117,10 +117,11 @@ pub fn parse_heap(bytes: &[u8]) -> Result<Profile> {
             after = Some((n, line));
             break;
         }
-        let c = heap_sample()
-            .captures(t)
-            .ok_or_else(|| text_error(HEAP, n, format!("expected '<inuse>: <bytes> [<alloc>: <bytes>] @ <addresses>', found '{t}'")))?;
-        let num = |i: usize| c[i].parse::<i64>().map_err(|_| text_error(HEAP, n, format!("'{}' is out of range", &c[i])));
+        let c = heap_sample().captures(t).ok_or_else(|| {
+            text_error(HEAP, n, format!("expected '<inuse>: <bytes> [<alloc>: <bytes>] @ <addresses>', found '{t}'"))
+        })?;
+        let num =
+            |i: usize| c[i].parse::<i64>().map_err(|_| text_error(HEAP, n, format!("'{}' is out of range", &c[i])));
         let mut values = Vec::with_capacity(4);
         let mut blocksize = 0;
         let mut add = |count: i64, size: i64, what: &str| -> Result<()> {
@@ -155,10 +156,8 @@ pub fn parse_heap(bytes: &[u8]) -> Result<Profile> {
 pub fn parse_contention(bytes: &[u8]) -> Result<Profile> {
     let text = text::decode(bytes);
     let mut lines = numbered(&text).peekable();
-    let (header_n, header) = lines
-        .by_ref()
-        .find(|(_, l)| !l.trim().is_empty())
-        .ok_or_else(|| text_error(CONTENTION, 1, "no header"))?;
+    let (header_n, header) =
+        lines.by_ref().find(|(_, l)| !l.trim().is_empty()).ok_or_else(|| text_error(CONTENTION, 1, "no header"))?;
     if !header.trim_start().starts_with("--- contention") && !header.trim_start().starts_with("--- mutex:") {
         return Err(text_error(CONTENTION, header_n, "expected '--- contention' or '--- mutex:'"));
     }
@@ -167,7 +166,8 @@ pub fn parse_contention(bytes: &[u8]) -> Result<Profile> {
     } else {
         SourceFormat::GoContentionText
     });
-    b.profile.sample_types = vec![b.profile.value_type("contentions", "count"), b.profile.value_type("delay", "nanoseconds")];
+    b.profile.sample_types =
+        vec![b.profile.value_type("contentions", "count"), b.profile.value_type("delay", "nanoseconds")];
     b.profile.period_type = Some(b.profile.value_type("contentions", "count"));
     b.profile.period = 1;
 
@@ -213,10 +213,12 @@ pub fn parse_contention(bytes: &[u8]) -> Result<Profile> {
             after = Some((n, line));
             break;
         }
-        let c = contention_sample()
-            .captures(t)
-            .ok_or_else(|| text_error(CONTENTION, n, format!("expected '<cycles> <count> @ <addresses>', found '{t}'")))?;
-        let num = |i: usize| c[i].parse::<i64>().map_err(|_| text_error(CONTENTION, n, format!("'{}' is out of range", &c[i])));
+        let c = contention_sample().captures(t).ok_or_else(|| {
+            text_error(CONTENTION, n, format!("expected '<cycles> <count> @ <addresses>', found '{t}'"))
+        })?;
+        let num = |i: usize| {
+            c[i].parse::<i64>().map_err(|_| text_error(CONTENTION, n, format!("'{}' is out of range", &c[i])))
+        };
         let (mut cycles, mut count) = (num(1)?, num(2)?);
         // Delays are scaled from cycles to nanoseconds; both by the sampling period.
         if period > 0 {
@@ -272,7 +274,11 @@ pub fn parse_threadz(bytes: &[u8]) -> Result<Profile> {
             break;
         }
         if !thread_start().is_match(line) {
-            return Err(text_error(THREADZ, n, format!("expected a '--- Thread … stack: ---' line, found '{}'", line.trim())));
+            return Err(text_error(
+                THREADZ,
+                n,
+                format!("expected a '--- Thread … stack: ---' line, found '{}'", line.trim()),
+            ));
         }
         let mut addresses = Vec::new();
         let mut same_as_previous = false;
@@ -287,7 +293,10 @@ pub fn parse_threadz(bytes: &[u8]) -> Result<Profile> {
                 continue;
             }
             for m in hex_number().find_iter(t) {
-                addresses.push(u64::from_str_radix(&m.as_str()[2..], 16).map_err(|_| text_error(THREADZ, n, "address out of range"))?);
+                addresses.push(
+                    u64::from_str_radix(&m.as_str()[2..], 16)
+                        .map_err(|_| text_error(THREADZ, n, "address out of range"))?,
+                );
             }
         }
         if same_as_previous || addresses.is_empty() {
@@ -314,10 +323,8 @@ fn java_sample() -> &'static Regex {
 pub fn parse_java(bytes: &[u8]) -> Result<Profile> {
     let text = text::decode(bytes);
     let mut lines = numbered(&text).peekable();
-    let (header_n, header) = lines
-        .by_ref()
-        .find(|(_, l)| !l.trim().is_empty())
-        .ok_or_else(|| text_error(JAVA, 1, "no header"))?;
+    let (header_n, header) =
+        lines.by_ref().find(|(_, l)| !l.trim().is_empty()).ok_or_else(|| text_error(JAVA, 1, "no header"))?;
     let heap = match header.trim() {
         "--- heapz 1 ---" => true,
         "--- contentionz 1 ---" => false,
@@ -340,14 +347,17 @@ pub fn parse_java(bytes: &[u8]) -> Result<Profile> {
             (_, "format") if value == "java" => {}
             (_, "format") => return Err(text_error(JAVA, n, format!("format '{value}' is not java"))),
             (true, "resolution") => {
-                b.profile.sample_types = vec![b.profile.value_type("inuse_objects", "count"), b.profile.value_type("inuse_space", value)];
+                b.profile.sample_types =
+                    vec![b.profile.value_type("inuse_objects", "count"), b.profile.value_type("inuse_space", value)];
             }
             (false, "resolution") => {
-                b.profile.sample_types = vec![b.profile.value_type("contentions", value), b.profile.value_type("delay", value)];
+                b.profile.sample_types =
+                    vec![b.profile.value_type("contentions", value), b.profile.value_type("delay", value)];
             }
             (false, "sampling period") => {
                 b.profile.period_type = Some(b.profile.value_type("contentions", "count"));
-                b.profile.period = value.parse().map_err(|_| text_error(JAVA, n, format!("'{value}' is not a number")))?;
+                b.profile.period =
+                    value.parse().map_err(|_| text_error(JAVA, n, format!("'{value}' is not a number")))?;
             }
             (false, "ms since reset") => {
                 let ms: i64 = value.parse().map_err(|_| text_error(JAVA, n, format!("'{value}' is not a number")))?;
@@ -368,7 +378,8 @@ pub fn parse_java(bytes: &[u8]) -> Result<Profile> {
         }
         let Some(c) = java_sample().captures(t) else { break };
         lines.next();
-        let num = |i: usize| c[i].parse::<i64>().map_err(|_| text_error(JAVA, n, format!("'{}' is out of range", &c[i])));
+        let num =
+            |i: usize| c[i].parse::<i64>().map_err(|_| text_error(JAVA, n, format!("'{}' is out of range", &c[i])));
         // Java puts the count second.
         let (mut count, mut value) = (num(2)?, num(1)?);
         let mut labels = Vec::new();
@@ -377,7 +388,10 @@ pub fn parse_java(bytes: &[u8]) -> Result<Profile> {
                 return Err(text_error(JAVA, n, "object count must be non-zero"));
             }
             let key = b.profile.strings.intern("bytes");
-            labels.push(Label { key, value: LabelValue::Num { value: value / count, unit: crate::model::StrId::default() } });
+            labels.push(Label {
+                key,
+                value: LabelValue::Num { value: value / count, unit: crate::model::StrId::default() },
+            });
             (count, value) = scale_heap_sample(count, value, 524_288);
         } else if b.profile.period != 0 {
             count = count.saturating_mul(b.profile.period);

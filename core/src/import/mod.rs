@@ -1,13 +1,13 @@
 //! Importers: one module per format, all producing [`Profile`]. The format is detected
 //! from the bytes, never from a file name (real `.gz` files are sometimes not gzipped).
 
-mod gzip;
-mod pprof_wire;
 pub mod go_dump;
 pub mod go_text;
+mod gzip;
 pub mod legacy_cpu;
 pub mod legacy_text;
 pub mod pprof;
+mod pprof_wire;
 mod text;
 
 use crate::{Error, Profile, Result};

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use prost::Message;
 
 use crate::model::{
-    Function, FunctionId, Label, LabelValue, Line, Location, LocationId, Mapping, MappingId,
-    Profile, Sample, SourceFormat, StrId, StringTable, ValueType,
+    Function, FunctionId, Label, LabelValue, Line, Location, LocationId, Mapping, MappingId, Profile, Sample,
+    SourceFormat, StrId, StringTable, ValueType,
 };
 use crate::{Error, Result};
 
@@ -143,8 +143,7 @@ pub(crate) mod proto {
 
 pub fn parse(bytes: &[u8]) -> Result<Profile> {
     let decoded = proto::Profile::decode(bytes).map_err(|e| {
-        let (offset, reason) = super::pprof_wire::locate_error(bytes)
-            .unwrap_or((0, e.to_string()));
+        let (offset, reason) = super::pprof_wire::locate_error(bytes).unwrap_or((0, e.to_string()));
         Error::Protobuf { offset, reason }
     })?;
     if decoded.sample_type.is_empty() && decoded.sample.is_empty() && decoded.string_table.is_empty() {
@@ -230,11 +229,7 @@ fn convert(p: proto::Profile) -> Result<Profile> {
     out.keep_frames = st.get(p.keep_frames, || "keep_frames".into())?;
     out.default_sample_type = st.get(p.default_sample_type, || "default_sample_type".into())?;
     out.doc_url = st.get(p.doc_url, || "doc_url".into())?;
-    out.comments = p
-        .comment
-        .iter()
-        .map(|&c| st.get(c, || "comment".into()))
-        .collect::<Result<_>>()?;
+    out.comments = p.comment.iter().map(|&c| st.get(c, || "comment".into())).collect::<Result<_>>()?;
 
     let mapping_index = IdIndex::new(p.mapping.iter().map(|m| m.id), "mapping")?;
     out.mappings = p
@@ -363,7 +358,9 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
                     .labels
                     .iter()
                     .map(|l| match l.value {
-                        LabelValue::Str(v) => proto::Label { key: l.key.0 as i64, str: v.0 as i64, num: 0, num_unit: 0 },
+                        LabelValue::Str(v) => {
+                            proto::Label { key: l.key.0 as i64, str: v.0 as i64, num: 0, num_unit: 0 }
+                        }
                         LabelValue::Num { value, unit } => {
                             proto::Label { key: l.key.0 as i64, str: 0, num: value, num_unit: unit.0 as i64 }
                         }
@@ -397,7 +394,11 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
                 line: l
                     .lines
                     .iter()
-                    .map(|ln| proto::Line { function_id: profile.function(ln.function).id, line: ln.line, column: ln.column })
+                    .map(|ln| proto::Line {
+                        function_id: profile.function(ln.function).id,
+                        line: ln.line,
+                        column: ln.column,
+                    })
                     .collect(),
                 is_folded: l.is_folded,
             })

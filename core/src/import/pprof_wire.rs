@@ -16,10 +16,16 @@ struct Schema {
     fields: &'static [(u32, &'static str, Kind)],
 }
 
-const VALUE_TYPE: Schema = Schema { name: "ValueType", fields: &[(1, "type", Kind::Varint), (2, "unit", Kind::Varint)] };
+const VALUE_TYPE: Schema =
+    Schema { name: "ValueType", fields: &[(1, "type", Kind::Varint), (2, "unit", Kind::Varint)] };
 const LABEL: Schema = Schema {
     name: "Label",
-    fields: &[(1, "key", Kind::Varint), (2, "str", Kind::Varint), (3, "num", Kind::Varint), (4, "num_unit", Kind::Varint)],
+    fields: &[
+        (1, "key", Kind::Varint),
+        (2, "str", Kind::Varint),
+        (3, "num", Kind::Varint),
+        (4, "num_unit", Kind::Varint),
+    ],
 };
 const SAMPLE: Schema = Schema {
     name: "Sample",

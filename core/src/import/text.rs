@@ -110,10 +110,7 @@ impl AddressProfile {
             .iter()
             .map(|&a| {
                 let address = if adjust { a.wrapping_sub(1) } else { a };
-                *self
-                    .by_address
-                    .entry(address)
-                    .or_insert_with(|| self.profile.add_location(address, Vec::new()))
+                *self.by_address.entry(address).or_insert_with(|| self.profile.add_location(address, Vec::new()))
             })
             .collect()
     }
@@ -241,7 +238,9 @@ fn proc_maps() -> &'static Regex {
 
 fn brief_maps() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"^\s*([[:xdigit:]]+)-([[:xdigit:]]+):\s*(\S+)(\s.*@)?([[:xdigit:]]+)?").expect("static regex"))
+    RE.get_or_init(|| {
+        Regex::new(r"^\s*([[:xdigit:]]+)-([[:xdigit:]]+):\s*(\S+)(\s.*@)?([[:xdigit:]]+)?").expect("static regex")
+    })
 }
 
 /// (start, limit, file, offset); non-executable `/proc/maps` entries are skipped.

@@ -42,16 +42,18 @@ pub fn layout(tree: &CallTree, viewport: &Viewport) -> Vec<Rect> {
     }
     let scale = viewport.width_px / z.total as f64;
     // Ancestors of the zoomed frame fill the width, as in every flame graph tool.
-    let mut ancestor = z.parent;
-    let mut above = Vec::new();
-    while zoom != ROOT {
-        above.push(Rect { node: ancestor, depth: tree.nodes[ancestor as usize].depth, x: 0.0, width: viewport.width_px });
-        if ancestor == ROOT {
-            break;
+    if zoom != ROOT {
+        let mut above = Vec::new();
+        let mut ancestor = z.parent;
+        loop {
+            above.push(Rect { node: ancestor, depth: tree.nodes[ancestor as usize].depth, x: 0.0, width: viewport.width_px });
+            if ancestor == ROOT {
+                break;
+            }
+            ancestor = tree.nodes[ancestor as usize].parent;
         }
-        ancestor = tree.nodes[ancestor as usize].parent;
+        rects.extend(above.into_iter().rev());
     }
-    rects.extend(above.into_iter().rev());
     let mut stack = vec![zoom];
     while let Some(node) = stack.pop() {
         let n = &tree.nodes[node as usize];

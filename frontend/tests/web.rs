@@ -1,0 +1,50 @@
+//! The page's WASM bindings, run in headless Chromium by wasm-bindgen-test-runner.
+
+use stacklens_core::import::pprof::encode;
+use stacklens_core::model::{Line, Profile, Sample, SourceFormat};
+use stacklens_frontend::Loaded;
+use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+/// main -> work -> hot (3 samples), main -> idle (1 sample), in a cpu profile.
+fn small_cpu_profile() -> Vec<u8> {
+    let mut p = Profile::new(SourceFormat::Built);
+    p.sample_types = vec![p.value_type("samples", "count"), p.value_type("cpu", "nanoseconds")];
+    let f = |p: &mut Profile, n: &str| {
+        let f = p.add_function(n, n, "main.go", 1);
+        p.add_location(0x1000 + f.0 as u64, vec![Line { function: f, line: 10, column: 0 }])
+    };
+    let (main, work, hot, idle) = (f(&mut p, "main"), f(&mut p, "work"), f(&mut p, "hot"), f(&mut p, "idle"));
+    p.samples.push(Sample { locations: vec![hot, work, main], values: vec![3, 30], labels: vec![] });
+    p.samples.push(Sample { locations: vec![idle, main], values: vec![1, 10], labels: vec![] });
+    encode(&p)
+}
+
+#[wasm_bindgen_test]
+fn parses_and_ranks_in_the_browser() {
+    let loaded = Loaded::parse("small.pb", &small_cpu_profile()).expect("parses");
+    let (types, default) = loaded.sample_types();
+    assert_eq!(types, ["samples", "cpu"]);
+    assert_eq!(default, 1);
+    let top = loaded.top(default).expect("top");
+    assert_eq!(top.total, 40);
+    let rows: Vec<(&str, i64, i64)> = top.functions.iter().map(|f| (f.name.as_str(), f.flat, f.cum)).collect();
+    assert_eq!(rows, [("hot", 30, 30), ("idle", 10, 10), ("main", 0, 40), ("work", 0, 30)]);
+}
+
+#[wasm_bindgen_test]
+fn goroutine_dumps_parse_in_the_browser() {
+    let dump = "goroutine 1 [chan send, 2 minutes]:\nmain.f()\n\t/src/a.go:3 +0x1\n\ngoroutine 2 [chan send]:\nmain.f()\n\t/src/a.go:3 +0x1\n";
+    let loaded = Loaded::parse("dump.txt", dump.as_bytes()).expect("parses");
+    let top = loaded.top(0).expect("top");
+    assert_eq!(top.total, 2);
+    assert_eq!(top.functions[0].name, "main.f");
+}
+
+#[wasm_bindgen_test]
+fn a_bad_file_names_itself_and_the_problem() {
+    let err = Loaded::parse("broken.pb.gz", &[0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 3, 1]).err().expect("fails");
+    assert!(err.starts_with("broken.pb.gz: "), "{err}");
+    assert!(err.contains("gzip"), "{err}");
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every test: formatting and lints, native tests (core + CLI), core built for
+# wasm32, WASM tests in headless Chromium, the release page, and browser end-to-end
+# tests against a real `stacklens serve`. Installs what is missing first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+export CARGO_TERM_COLOR=never
+
+started=$SECONDS
+step() {
+  local name=$1; shift
+  printf '\n=== %s\n' "$name"
+  local t=$SECONDS
+  "$@"
+  printf '=== %s: ok (%ss)\n' "$name" $((SECONDS - t))
+}
+
+step "tools" bash scripts/ensure-tools.sh
+step "format" cargo fmt --all --check
+step "lint" cargo clippy --workspace --all-targets -- -D warnings
+step "lint (wasm32)" cargo clippy -p stacklens-frontend --target wasm32-unknown-unknown --all-targets -- -D warnings
+step "core builds for wasm32" cargo build -p stacklens-core --target wasm32-unknown-unknown
+step "native tests" cargo test
+step "wasm tests in Chromium" env CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  CHROMEDRIVER=/usr/bin/chromedriver cargo test --target wasm32-unknown-unknown -p stacklens-frontend
+step "page (trunk build --release)" trunk build --release
+step "release binary" cargo build --release -p stacklens-backend
+step "browser end-to-end" node --test tests/e2e/
+printf '\nscreenshots: %s\n' "$PWD/test-results/screenshots"
+printf 'all tests passed in %ss\n' $((SECONDS - started))
