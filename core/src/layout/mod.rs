@@ -46,7 +46,12 @@ pub fn layout(tree: &CallTree, viewport: &Viewport) -> Vec<Rect> {
         let mut above = Vec::new();
         let mut ancestor = z.parent;
         loop {
-            above.push(Rect { node: ancestor, depth: tree.nodes[ancestor as usize].depth, x: 0.0, width: viewport.width_px });
+            above.push(Rect {
+                node: ancestor,
+                depth: tree.nodes[ancestor as usize].depth,
+                x: 0.0,
+                width: viewport.width_px,
+            });
             if ancestor == ROOT {
                 break;
             }
