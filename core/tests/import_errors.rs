@@ -1,0 +1,259 @@
+//! Hostile and broken input: every case gets a typed error naming what is wrong and
+//! where, or imports correctly; nothing panics, hangs or overflows the stack.
+
+use std::io::Write;
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use stacklens_core::analysis::diff::{diff, DiffOptions};
+use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::tree::{CallTree, TreeOptions};
+use stacklens_core::import::pprof::encode;
+use stacklens_core::layout::{layout, Viewport};
+use stacklens_core::model::{Line, Profile, Sample, SourceFormat};
+use stacklens_core::{parse, parse_with, Error, ParseOptions};
+
+/// Minimal protobuf writer for hand-made malformed messages.
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+fn field_varint(field: u32, v: u64, out: &mut Vec<u8>) {
+    varint(u64::from(field) << 3, out);
+    varint(v, out);
+}
+fn field_bytes(field: u32, body: &[u8], out: &mut Vec<u8>) {
+    varint(u64::from(field) << 3 | 2, out);
+    varint(body.len() as u64, out);
+    out.extend_from_slice(body);
+}
+fn message(build: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut v = Vec::new();
+    build(&mut v);
+    v
+}
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut e = GzEncoder::new(Vec::new(), Compression::fast());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+/// A profile with one sample type and string table ["", "samples", "count", extra…].
+fn header(out: &mut Vec<u8>, extra_strings: &[&[u8]]) {
+    field_bytes(
+        1,
+        &message(|m| {
+            field_varint(1, 1, m);
+            field_varint(2, 2, m);
+        }),
+        out,
+    );
+    for s in [b"".as_slice(), b"samples", b"count"].into_iter().chain(extra_strings.iter().copied()) {
+        field_bytes(6, s, out);
+    }
+}
+
+#[test]
+fn empty_input() {
+    assert_eq!(parse(b"").unwrap_err(), Error::Empty);
+}
+
+#[test]
+fn text_that_is_no_profile() {
+    let err = parse(b"hello, this is not a profile\n").unwrap_err();
+    assert!(matches!(err, Error::UnknownFormat { .. } | Error::Protobuf { .. }), "{err:?}");
+}
+
+#[test]
+fn truncated_gzip_names_the_offset() {
+    let body = encode(&deep_profile(2000));
+    let z = gzip(&body);
+    let err = parse(&z[..z.len() / 2]).unwrap_err();
+    let Error::Gzip { offset, reason } = &err else { panic!("{err:?}") };
+    assert!(*offset > 0 && *offset as usize <= z.len() / 2, "{err}");
+    assert!(reason.contains("truncated"), "{err}");
+}
+
+#[test]
+fn gzip_bomb_is_capped() {
+    let bomb = gzip(&vec![0u8; 8 << 20]);
+    let err = parse_with(&bomb, &ParseOptions { max_inflated_bytes: 1 << 20 }).unwrap_err();
+    assert_eq!(err, Error::TooLarge { limit: 1 << 20 });
+    assert_eq!(err.code(), "InputTooLarge");
+}
+
+#[test]
+fn invalid_varint_names_field_and_offset() {
+    let mut buf = message(|m| header(m, &[]));
+    let at = buf.len();
+    // sample { value: packed [ 0xff 0xff ... (never terminated) ] }
+    field_bytes(2, &message(|s| field_bytes(2, &[0xff; 3], s)), &mut buf);
+    let err = parse(&buf).unwrap_err();
+    let Error::Protobuf { offset, reason } = &err else { panic!("{err:?}") };
+    assert_eq!(*offset, at + 4, "{err}");
+    assert!(reason.contains("varint"), "{err}");
+}
+
+#[test]
+fn string_index_out_of_range() {
+    let buf = message(|m| {
+        header(m, &[]);
+        field_bytes(
+            5,
+            &message(|f| {
+                field_varint(1, 1, f);
+                field_varint(2, 99, f);
+            }),
+            m,
+        );
+    });
+    let err = parse(&buf).unwrap_err();
+    assert_eq!(err, Error::DanglingReference { what: "function 1 name".into(), target: "string", id: 99 });
+}
+
+#[test]
+fn location_id_out_of_range() {
+    let buf = message(|m| {
+        header(m, &[]);
+        field_bytes(
+            2,
+            &message(|s| {
+                field_bytes(1, &[7], s);
+                field_bytes(2, &[1], s);
+            }),
+            m,
+        );
+    });
+    let err = parse(&buf).unwrap_err();
+    assert_eq!(err, Error::DanglingReference { what: "sample #0".into(), target: "location", id: 7 });
+}
+
+#[test]
+fn function_id_out_of_range() {
+    let buf = message(|m| {
+        header(m, &[]);
+        field_bytes(
+            4,
+            &message(|l| {
+                field_varint(1, 1, l);
+                field_bytes(4, &message(|line| field_varint(1, 42, line)), l);
+            }),
+            m,
+        );
+    });
+    let err = parse(&buf).unwrap_err();
+    assert_eq!(err, Error::DanglingReference { what: "location 1".into(), target: "function", id: 42 });
+}
+
+#[test]
+fn value_count_must_match_sample_types() {
+    let buf = message(|m| {
+        header(m, &[]);
+        field_bytes(2, &message(|s| field_bytes(2, &[1, 2], s)), m);
+    });
+    let err = parse(&buf).unwrap_err();
+    assert!(err.to_string().contains("sample #0 has 2 values but the profile has 1 sample types"), "{err}");
+}
+
+#[test]
+fn non_utf8_names_are_kept_lossily() {
+    let buf = message(|m| {
+        header(m, &[b"main.\xff\xfename"]);
+        field_bytes(
+            5,
+            &message(|f| {
+                field_varint(1, 1, f);
+                field_varint(2, 3, f);
+            }),
+            m,
+        );
+        field_bytes(
+            4,
+            &message(|l| {
+                field_varint(1, 1, l);
+                field_bytes(4, &message(|line| field_varint(1, 1, line)), l);
+            }),
+            m,
+        );
+        field_bytes(
+            2,
+            &message(|s| {
+                field_bytes(1, &[1], s);
+                field_bytes(2, &[5], s);
+            }),
+            m,
+        );
+    });
+    let p = parse(&buf).unwrap();
+    let r = top(&p, &TopOptions::default()).unwrap();
+    assert_eq!(r.functions[0].name, "main.\u{fffd}\u{fffd}name");
+    assert_eq!(r.total, 5);
+}
+
+/// One sample whose stack has `depth` distinct frames.
+fn deep_profile(depth: usize) -> Profile {
+    let mut p = Profile::new(SourceFormat::Built);
+    p.sample_types = vec![p.value_type("samples", "count")];
+    let locations = (0..depth)
+        .map(|i| {
+            let f = p.add_function(&format!("f{i}"), "", "x.go", 0);
+            p.add_location(i as u64 + 1, vec![Line { function: f, line: 1, column: 0 }])
+        })
+        .collect();
+    p.samples.push(Sample { locations, values: vec![3], labels: vec![] });
+    p
+}
+
+#[test]
+fn ten_thousand_deep_stacks_work_everywhere() {
+    let p = parse(&gzip(&encode(&deep_profile(10_000)))).unwrap();
+    let r = top(&p, &TopOptions::default()).unwrap();
+    assert_eq!(r.functions.len(), 10_000);
+    assert!(r.functions.iter().all(|f| f.cum == 3));
+    let tree = CallTree::build(&p, &TreeOptions::default()).unwrap();
+    assert_eq!(tree.max_depth, 10_000);
+    let rects = layout(&tree, &Viewport::default());
+    assert_eq!(rects.len(), 10_001);
+    let d = diff(&p, &p, &DiffOptions::default()).unwrap();
+    assert_eq!((d.regressions.len(), d.improvements.len()), (0, 0));
+
+    let mut dump = String::from("goroutine 1 [select]:\n");
+    for i in 0..10_000 {
+        dump.push_str(&format!("main.f{i}(...)\n\t/src/x.go:{i}\n"));
+    }
+    let g = parse(dump.as_bytes()).unwrap();
+    assert_eq!(g.goroutines[0].stack.len(), 10_000);
+}
+
+#[test]
+fn recursion_is_not_counted_twice() {
+    let mut p = Profile::new(SourceFormat::Built);
+    p.sample_types = vec![p.value_type("samples", "count")];
+    let a = p.add_function("a", "", "", 0);
+    let b = p.add_function("b", "", "", 0);
+    let la = p.add_location(1, vec![Line { function: a, line: 1, column: 0 }]);
+    let lb = p.add_location(2, vec![Line { function: b, line: 1, column: 0 }]);
+    // leaf first: a <- b <- a <- b <- a
+    p.samples.push(Sample { locations: vec![la, lb, la, lb, la], values: vec![5], labels: vec![] });
+    let r = top(&p, &TopOptions::default()).unwrap();
+    let row = |n: &str| r.functions.iter().find(|f| f.name == n).map(|f| (f.flat, f.cum)).unwrap();
+    assert_eq!(row("a"), (5, 5));
+    assert_eq!(row("b"), (0, 5));
+}
+
+#[test]
+fn legacy_text_errors_name_the_line() {
+    let text = b"heap profile: 1: 2 [3: 4] @ heap/1024\n1: 2 [3: 4] @ 0x1 0x2\nthis is not a record\n";
+    let err = parse(text).unwrap_err();
+    let Error::Text { line, .. } = &err else { panic!("{err:?}") };
+    assert_eq!(*line, 3, "{err}");
+
+    let err = parse(b"--- mutex:\ncycles/second=1000\nsampling period=1\n12 3 @ 0xzz\n").unwrap_err();
+    assert!(matches!(err, Error::Text { line: 4, .. }), "{err:?}");
+
+    let err = parse(b"goroutine profile: total 3\n3 @ 0x1 nonsense\n").unwrap_err();
+    assert!(matches!(err, Error::Text { line: 2, .. }), "{err:?}");
+}
