@@ -99,7 +99,7 @@ enum Command {
         /// Changes below this % of the base total count as unchanged.
         #[arg(long, default_value_t = 1.0)]
         noise_threshold: f64,
-        /// Exit with status 1 when a function's self value grew by more than this % of the base total.
+        /// Exit with status 1 when a function's self (flat) value grew by more than this % of the base total.
         #[arg(long)]
         fail_on_regression: Option<f64>,
         #[arg(long, value_enum, default_value = "text")]

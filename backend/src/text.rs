@@ -69,11 +69,11 @@ pub fn diff(r: &DiffReport) -> String {
         for f in list.iter().take(20) {
             let _ = writeln!(
                 out,
-                "  {:>10} {:>+8.2}%  {} -> {}  {}",
+                "  flat {:>9} ({:>+6.2}%)  cum {:>9} ({:>+6.2}%)  {}",
                 v(f.flat_delta),
                 f.flat_delta_pct,
-                v(f.base_flat),
-                v(f.compare_flat),
+                v(f.cum_delta),
+                f.cum_delta_pct,
                 f.name
             );
         }

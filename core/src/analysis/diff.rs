@@ -74,9 +74,11 @@ pub struct DiffReport {
     pub normalized: bool,
     /// Every node with a change, in pprof's `-diff_base` order (|flat delta| desc).
     pub functions: Vec<FunctionDelta>,
-    /// Functions whose self value grew beyond the noise threshold, largest first.
+    /// Functions whose self or cumulative value grew beyond the noise threshold,
+    /// largest change first.
     pub regressions: Vec<FunctionDelta>,
-    /// Functions whose self value shrank beyond the noise threshold, largest first.
+    /// Functions that did not grow and whose self or cumulative value shrank beyond
+    /// the noise threshold, largest change first.
     pub improvements: Vec<FunctionDelta>,
     /// Functions present in either profile whose change stayed within the threshold.
     pub unchanged: usize,
@@ -195,12 +197,19 @@ pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<
         .collect();
 
     let noise_threshold = (base_total.max(c.total) as f64 * options.noise_threshold_pct / 100.0).round() as i64;
+    // A function regressed when its own time or the time under it grew past the noise:
+    // a caller whose inlined callee got slower has a flat of 0 but a grown cum.
     let mut regressions: Vec<FunctionDelta> =
-        functions.iter().filter(|f| f.flat_delta > noise_threshold).cloned().collect();
-    let mut improvements: Vec<FunctionDelta> =
-        functions.iter().filter(|f| f.flat_delta < -noise_threshold).cloned().collect();
-    regressions.sort_by(|a, b| b.flat_delta.cmp(&a.flat_delta).then_with(|| a.name.cmp(&b.name)));
-    improvements.sort_by(|a, b| a.flat_delta.cmp(&b.flat_delta).then_with(|| a.name.cmp(&b.name)));
+        functions.iter().filter(|f| f.flat_delta > noise_threshold || f.cum_delta > noise_threshold).cloned().collect();
+    let mut improvements: Vec<FunctionDelta> = functions
+        .iter()
+        .filter(|f| f.flat_delta <= noise_threshold && f.cum_delta <= noise_threshold)
+        .filter(|f| f.flat_delta < -noise_threshold || f.cum_delta < -noise_threshold)
+        .cloned()
+        .collect();
+    let largest = |f: &FunctionDelta| f.flat_delta.abs().max(f.cum_delta.abs());
+    regressions.sort_by(|a, b| largest(b).cmp(&largest(a)).then_with(|| a.name.cmp(&b.name)));
+    improvements.sort_by(|a, b| largest(b).cmp(&largest(a)).then_with(|| a.name.cmp(&b.name)));
     let unchanged = functions.len() - regressions.len() - improvements.len();
 
     let stacks = stack_values(base, base_index, &b.table, compare, compare_index, &c.table, ratio);

@@ -1,0 +1,169 @@
+//! Analysis semantics on real fixtures: diff classification, filters, call tree
+//! invariants, flame-graph layout and goroutine growth between two snapshots.
+
+mod common;
+
+use stacklens_core::analysis::diff::{diff, DiffOptions};
+use stacklens_core::analysis::goroutines::{analyze, compare, is_blocked, GoroutineOptions};
+use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::tree::{CallTree, TreeOptions, ROOT};
+use stacklens_core::analysis::Filters;
+use stacklens_core::layout::{hit, layout, Viewport};
+use stacklens_core::{Error, Profile};
+
+fn load(rel: &str) -> Option<Profile> {
+    let root = common::fixtures()?;
+    Some(stacklens_core::parse(&common::read(&root.join(rel))).unwrap())
+}
+
+#[test]
+fn cpu_diff_finds_the_regressed_code_path() {
+    let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
+    let d = diff(&base, &new, &DiffOptions::default()).unwrap();
+    assert_eq!((d.base_total, d.compare_total), (7_080_000_000, 6_900_000_000));
+    assert!((d.overall_delta_pct - (-2.5424)).abs() < 1e-3, "{}", d.overall_delta_pct);
+    assert_eq!(d.noise_threshold, 70_800_000);
+    // matrixMultiply's time is in its inlined callee: flat 0, cum +0.24s.
+    let mm = d.regressions.iter().find(|f| f.name == "main.matrixMultiply").expect("matrixMultiply regressed");
+    assert_eq!((mm.flat_delta, mm.cum_delta), (0, 240_000_000));
+    let memmove = d.improvements.iter().find(|f| f.name == "runtime.memmove").expect("memmove improved");
+    assert_eq!(memmove.flat_delta, -320_000_000);
+    assert_eq!(d.functions.len(), d.regressions.len() + d.improvements.len() + d.unchanged);
+    assert!(d.regressions.iter().all(|f| f.flat_delta > d.noise_threshold || f.cum_delta > d.noise_threshold));
+    // Stack deltas account for every sample.
+    assert!(d.new_stack_count > 0 && d.removed_stack_count > 0);
+    assert!(d.new_stacks.iter().all(|s| s.base == 0 && s.compare > 0));
+    assert!(d.removed_stacks.iter().all(|s| s.compare == 0 && s.base > 0));
+}
+
+#[test]
+fn normalized_diff_balances_the_totals() {
+    let (Some(base), Some(new)) = (load("go/base/heap.pb.gz"), load("go/compare/heap.pb.gz")) else { return };
+    let d = diff(&base, &new, &DiffOptions { normalize: true, ..DiffOptions::default() }).unwrap();
+    let net: i64 = d.functions.iter().map(|f| f.flat_delta).sum();
+    // Rounding per function leaves at most a few bytes of imbalance.
+    assert!(net.abs() < d.functions.len() as i64, "net {net}");
+    assert!(d.normalized);
+}
+
+#[test]
+fn diff_of_different_types_is_refused() {
+    let (Some(cpu), Some(heap)) = (load("go/base/cpu.pb.gz"), load("go/base/heap.pb.gz")) else { return };
+    let err = diff(&heap, &cpu, &DiffOptions::default()).unwrap_err();
+    assert!(matches!(err, Error::Incompatible(_)), "{err:?}");
+}
+
+#[test]
+fn filters_follow_pprof() {
+    let Some(p) = load("go/base/cpu.pb.gz") else { return };
+    let all = top(&p, &TopOptions::default()).unwrap();
+    let with = |filters: Filters| top(&p, &TopOptions { filters, ..TopOptions::default() }).unwrap();
+    let focus = with(Filters { focus: Some("compress/flate".into()), ..Filters::default() });
+    let ignore = with(Filters { ignore: Some("compress/flate".into()), ..Filters::default() });
+    assert_eq!(focus.total + ignore.total, all.total, "focus and ignore partition the samples");
+    let deflate = all.functions.iter().find(|f| f.name == "compress/flate.(*compressor).deflate").unwrap();
+    assert!(focus.total >= deflate.cum);
+    assert!(ignore.functions.iter().all(|f| !f.name.starts_with("compress/flate")));
+    let hidden = with(Filters { hide: Some("^runtime\\.".into()), ..Filters::default() });
+    assert_eq!(hidden.total, all.total, "hide keeps samples");
+    assert!(hidden.functions.iter().all(|f| !f.name.starts_with("runtime.")));
+    let err = top(
+        &p,
+        &TopOptions { filters: Filters { focus: Some("(".into()), ..Filters::default() }, ..TopOptions::default() },
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::InvalidRegex { option: "focus", .. }), "{err:?}");
+}
+
+#[test]
+fn unknown_sample_type_lists_the_choices() {
+    let Some(p) = load("go/base/heap.pb.gz") else { return };
+    let err = top(&p, &TopOptions { sample_index: "bogus".into(), ..TopOptions::default() }).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown sample type 'bogus'; this profile has: alloc_objects, alloc_space, inuse_objects, inuse_space"
+    );
+}
+
+#[test]
+fn call_tree_and_layout_are_consistent() {
+    let Some(p) = load("go/base/cpu.pb.gz") else { return };
+    let tree = CallTree::build(&p, &TreeOptions::default()).unwrap();
+    assert_eq!(tree.total(), p.total(p.default_sample_index()));
+    for (i, n) in tree.nodes.iter().enumerate() {
+        let children: i64 = tree.children(i as u32).iter().map(|&c| tree.nodes[c as usize].total).sum();
+        assert_eq!(children + n.self_value, n.total, "node {} ({})", i, tree.name(i as u32));
+        let names: Vec<&str> = tree.children(i as u32).iter().map(|&c| tree.name(c)).collect();
+        assert!(names.windows(2).all(|w| w[0] < w[1]), "children sorted and distinct");
+    }
+    let all = layout(&tree, &Viewport { min_width_px: 0.0, ..Viewport::default() });
+    assert_eq!(all.len(), tree.nodes.len());
+    // 708 samples in 300 px: a single sample is 0.42 px wide.
+    let visible = layout(&tree, &Viewport { width_px: 300.0, min_width_px: 1.0, ..Viewport::default() });
+    assert!(visible.len() < all.len(), "sub-pixel frames are merged away");
+    assert!(visible.iter().all(|r| r.width >= 1.0 && r.x >= 0.0 && r.x + r.width <= 300.0 + 1e-6));
+
+    // Zoom: the chosen frame fills the width below its ancestors.
+    let deflate =
+        (0..tree.nodes.len() as u32).find(|&n| tree.name(n) == "compress/flate.(*compressor).deflate").unwrap();
+    let zoomed = layout(&tree, &Viewport { zoom: deflate, width_px: 800.0, ..Viewport::default() });
+    let depth = tree.nodes[deflate as usize].depth;
+    assert_eq!(zoomed.iter().filter(|r| r.depth < depth).count() as u32, depth, "one row per ancestor");
+    let z = zoomed.iter().find(|r| r.node == deflate).unwrap();
+    assert_eq!((z.x, z.width), (0.0, 800.0));
+    assert_eq!(hit(&zoomed, 400.0, depth), Some(deflate));
+    assert_eq!(tree.path(deflate).len() as u32, depth);
+    assert_eq!(tree.nodes[ROOT as usize].depth, 0);
+}
+
+#[test]
+fn diff_tree_carries_both_profiles() {
+    let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
+    let tree = CallTree::build_diff(&base, &new, &TreeOptions::default()).unwrap();
+    assert_eq!(tree.nodes[ROOT as usize].total, 6_900_000_000);
+    assert_eq!(tree.nodes[ROOT as usize].base_total, 7_080_000_000);
+}
+
+#[test]
+fn goroutine_growth_between_snapshots() {
+    let (Some(base), Some(new)) = (load("go/base/goroutine.debug2.txt"), load("go/compare/goroutine.debug2.txt"))
+    else {
+        return;
+    };
+    let c = compare(&base, &new).unwrap();
+    assert_eq!((c.base_count, c.compare_count, c.growth_count), (453, 1617, 1164));
+    assert!((c.goroutine_growth_rate.unwrap() - 1617.0 / 453.0).abs() < 1e-9);
+    let leak = &c.grown_stacks[0];
+    assert_eq!(leak.group.frames, ["main.(*upstreamClient).fetchRemote"]);
+    assert_eq!((leak.base_count, leak.group.count, leak.delta), (388, 1552, 1164));
+    assert!(c.new_stacks.iter().all(|g| g.count > 0));
+
+    let report = analyze(&base, &GoroutineOptions::default()).unwrap();
+    assert_eq!(report.blocked_count, report.blocked_goroutines.iter().map(|g| g.count).sum::<u64>());
+    assert!(report.blocked_goroutines.iter().all(|g| is_blocked(&g.state)));
+    // In this snapshot every goroutine is either blocked or on a CPU.
+    assert_eq!(report.blocked_count + report.by_state["runnable"] + report.by_state["running"], 453);
+    let filtered =
+        analyze(&base, &GoroutineOptions { filter: Some("janitorLoop".into()), ..Default::default() }).unwrap();
+    assert_eq!(filtered.goroutine_count, 24);
+}
+
+#[test]
+fn goroutine_profiles_and_texts_agree_with_the_dump() {
+    for set in ["base", "compare"] {
+        let (Some(pb), Some(text)) =
+            (load(&format!("go/{set}/goroutine.pb.gz")), load(&format!("go/{set}/goroutine.debug1.txt")))
+        else {
+            return;
+        };
+        let from_pb = analyze(&pb, &GoroutineOptions::default()).unwrap();
+        let from_text = analyze(&text, &GoroutineOptions::default()).unwrap();
+        assert_eq!(from_pb.goroutine_count, from_text.goroutine_count, "{set}");
+        assert!(from_pb.states_inferred && from_text.states_inferred);
+        // The leak's stack ends in runtime.chansend1: its state is inferred from frames.
+        let leak = from_pb.top_stacks.iter().find(|g| g.frames.iter().any(|f| f.ends_with("fetchRemote"))).unwrap();
+        assert_eq!(leak.state, "chan send", "{set}");
+    }
+    let Some(cpu) = load("go/base/cpu.pb.gz") else { return };
+    assert!(matches!(analyze(&cpu, &GoroutineOptions::default()), Err(Error::NotGoroutine(_))));
+}
