@@ -1,0 +1,78 @@
+//! `stacklens serve` as a real process on 127.0.0.1: page, SPA fallback, health, shutdown.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
+    let mut response = String::new();
+    s.read_to_string(&mut response).ok()?;
+    let status = response.split(' ').nth(1)?.parse().ok()?;
+    Some((status, response))
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+    }
+}
+
+#[test]
+fn serves_the_page_and_stops_on_sigterm() {
+    let dist = std::env::temp_dir().join(format!("stacklens-dist-{}", std::process::id()));
+    std::fs::create_dir_all(&dist).unwrap();
+    std::fs::write(dist.join("index.html"), "<!doctype html><title>stacklens test page</title>").unwrap();
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = Server(
+        Command::new(env!("CARGO_BIN_EXE_stacklens"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--dist", dist.to_str().unwrap()])
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let health = loop {
+        if let Some(r) = get(port, "/healthz") {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(health.0, 200);
+    assert!(health.1.contains(r#""status":"ok""#));
+    let (status, body) = get(port, "/").unwrap();
+    assert_eq!(status, 200);
+    assert!(body.contains("stacklens test page"));
+    // Client-side routes (share links) get the page too.
+    let (status, body) = get(port, "/s/sess-123").unwrap();
+    assert_eq!(status, 200);
+    assert!(body.contains("stacklens test page"));
+
+    // Deliver SIGTERM as a process manager would.
+    let pid = server.0.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = server.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "server did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "graceful shutdown exits 0, got {status:?}");
+}
+
+#[test]
+fn refuses_to_start_without_a_built_page() {
+    let out = Command::new(env!("CARGO_BIN_EXE_stacklens"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--dist", "/nonexistent/dist"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("trunk build"));
+}
