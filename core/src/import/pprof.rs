@@ -14,12 +14,47 @@ use crate::{Error, Result};
 /// Strings are read as bytes: producers do write non-UTF-8 names, and one bad name
 /// should not make a whole profile unreadable.
 pub(crate) mod proto {
+    /// The whole message, for encoding.
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct Profile {
         #[prost(message, repeated, tag = "1")]
         pub sample_type: Vec<ValueType>,
         #[prost(message, repeated, tag = "2")]
         pub sample: Vec<Sample>,
+        #[prost(message, repeated, tag = "3")]
+        pub mapping: Vec<Mapping>,
+        #[prost(message, repeated, tag = "4")]
+        pub location: Vec<Location>,
+        #[prost(message, repeated, tag = "5")]
+        pub function: Vec<Function>,
+        #[prost(bytes = "vec", repeated, tag = "6")]
+        pub string_table: Vec<Vec<u8>>,
+        #[prost(int64, tag = "7")]
+        pub drop_frames: i64,
+        #[prost(int64, tag = "8")]
+        pub keep_frames: i64,
+        #[prost(int64, tag = "9")]
+        pub time_nanos: i64,
+        #[prost(int64, tag = "10")]
+        pub duration_nanos: i64,
+        #[prost(message, optional, tag = "11")]
+        pub period_type: Option<ValueType>,
+        #[prost(int64, tag = "12")]
+        pub period: i64,
+        #[prost(int64, repeated, tag = "13")]
+        pub comment: Vec<i64>,
+        #[prost(int64, tag = "14")]
+        pub default_sample_type: i64,
+        #[prost(int64, tag = "15")]
+        pub doc_url: i64,
+    }
+
+    /// Everything but the samples (field 2, which prost skips here): samples are
+    /// decoded one by one straight into the model, so they are never held twice.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Head {
+        #[prost(message, repeated, tag = "1")]
+        pub sample_type: Vec<ValueType>,
         #[prost(message, repeated, tag = "3")]
         pub mapping: Vec<Mapping>,
         #[prost(message, repeated, tag = "4")]
@@ -142,16 +177,23 @@ pub(crate) mod proto {
 }
 
 pub fn parse(bytes: &[u8]) -> Result<Profile> {
-    let decoded = proto::Profile::decode(bytes).map_err(|e| {
-        let (offset, reason) = super::pprof_wire::locate_error(bytes).unwrap_or((0, e.to_string()));
+    let wire_error = |fallback_offset: usize, e: prost::DecodeError| {
+        let (offset, reason) = super::pprof_wire::locate_error(bytes).unwrap_or((fallback_offset, e.to_string()));
         Error::Protobuf { offset, reason }
-    })?;
-    if decoded.sample_type.is_empty() && decoded.sample.is_empty() && decoded.string_table.is_empty() {
+    };
+    let head = proto::Head::decode(bytes).map_err(|e| wire_error(0, e))?;
+    let (mut out, location_index) = convert_head(head)?;
+    for (i, item) in super::pprof_wire::length_delimited(bytes, 2).enumerate() {
+        let (at, body) = item.map_err(|(offset, reason)| Error::Protobuf { offset, reason })?;
+        let sample = proto::Sample::decode(body).map_err(|e| wire_error(at, e))?;
+        out.samples.push(convert_sample(i, sample, &out, &location_index)?);
+    }
+    if out.sample_types.is_empty() && out.samples.is_empty() && out.strings.is_empty() {
         return Err(Error::UnknownFormat {
             hint: "no profile fields found (not a pprof protobuf, nor a known text format)".into(),
         });
     }
-    convert(decoded)
+    Ok(out)
 }
 
 /// Maps a pprof id (arbitrary u64) to an arena index. Dense 1..=n ids, the common case,
@@ -196,7 +238,8 @@ impl Strings {
     }
 }
 
-fn convert(p: proto::Profile) -> Result<Profile> {
+/// Everything but the samples; returns the location id index the samples need.
+fn convert_head(p: proto::Head) -> Result<(Profile, IdIndex)> {
     let strings: Vec<String> = p
         .string_table
         .into_iter()
@@ -297,49 +340,43 @@ fn convert(p: proto::Profile) -> Result<Profile> {
         })
         .collect::<Result<_>>()?;
 
+    Ok((out, location_index))
+}
+
+fn convert_sample(i: usize, s: proto::Sample, out: &Profile, location_index: &IdIndex) -> Result<Sample> {
     let n_types = out.sample_types.len();
-    out.samples = p
-        .sample
-        .into_iter()
-        .enumerate()
-        .map(|(i, s)| {
-            if s.value.len() != n_types {
-                return Err(Error::Invalid(format!(
-                    "sample #{i} has {} values but the profile has {n_types} sample types",
-                    s.value.len()
-                )));
-            }
-            let locations = s
-                .location_id
-                .iter()
-                .map(|&id| {
-                    location_index.get(id).map(LocationId).ok_or_else(|| Error::DanglingReference {
-                        what: format!("sample #{i}"),
-                        target: "location",
-                        id,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let labels = s
-                .label
-                .iter()
-                .map(|l| {
-                    let key = st.get(l.key, || format!("sample #{i} label key"))?;
-                    let value = if l.str != 0 {
-                        LabelValue::Str(st.get(l.str, || format!("sample #{i} label value"))?)
-                    } else {
-                        LabelValue::Num {
-                            value: l.num,
-                            unit: st.get(l.num_unit, || format!("sample #{i} label unit"))?,
-                        }
-                    };
-                    Ok(Label { key, value })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Ok(Sample { locations, values: s.value, labels })
+    if s.value.len() != n_types {
+        return Err(Error::Invalid(format!(
+            "sample #{i} has {} values but the profile has {n_types} sample types",
+            s.value.len()
+        )));
+    }
+    let st = Strings { len: out.strings.len() };
+    let locations = s
+        .location_id
+        .iter()
+        .map(|&id| {
+            location_index.get(id).map(LocationId).ok_or_else(|| Error::DanglingReference {
+                what: format!("sample #{i}"),
+                target: "location",
+                id,
+            })
         })
-        .collect::<Result<_>>()?;
-    Ok(out)
+        .collect::<Result<Vec<_>>>()?;
+    let labels = s
+        .label
+        .iter()
+        .map(|l| {
+            let key = st.get(l.key, || format!("sample #{i} label key"))?;
+            let value = if l.str != 0 {
+                LabelValue::Str(st.get(l.str, || format!("sample #{i} label value"))?)
+            } else {
+                LabelValue::Num { value: l.num, unit: st.get(l.num_unit, || format!("sample #{i} label unit"))? }
+            };
+            Ok(Label { key, value })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Sample { locations, values: s.value, labels })
 }
 
 /// Encodes a model profile back to pprof protobuf (uncompressed). Used to hand profiles
