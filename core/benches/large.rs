@@ -1,1 +1,51 @@
-fn main() {}
+//! Benchmarks on the benchmark-size fixtures (`../shared/fixtures/large`). Results and
+//! the comparison with `go tool pprof` are in BENCHMARKS.md (scripts/bench.sh).
+
+use std::path::PathBuf;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use stacklens_core::analysis::goroutines::{analyze, GoroutineOptions};
+use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::tree::{CallTree, TreeOptions};
+use stacklens_core::layout::{layout, Viewport};
+
+fn large(name: &str) -> Option<Vec<u8>> {
+    let dir = std::env::var_os("STACKLENS_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures"));
+    match std::fs::read(dir.join("large").join(name)) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            eprintln!("SKIPPED: {name}: {e}");
+            None
+        }
+    }
+}
+
+fn benches(c: &mut Criterion) {
+    let mut g = c.benchmark_group("large");
+    g.sample_size(10);
+    if let Some(cpu) = large("cpu.large.pb.gz") {
+        g.bench_function("cpu.large: parse", |b| b.iter(|| stacklens_core::parse(&cpu).unwrap()));
+        let p = stacklens_core::parse(&cpu).unwrap();
+        let options = TopOptions { node_count: Some(20), node_fraction: 0.005, ..TopOptions::default() };
+        g.bench_function("cpu.large: top (parsed)", |b| b.iter(|| top(&p, &options).unwrap()));
+        g.bench_function("cpu.large: parse + top", |b| {
+            b.iter(|| top(&stacklens_core::parse(&cpu).unwrap(), &options).unwrap())
+        });
+        g.bench_function("cpu.large: call tree", |b| b.iter(|| CallTree::build(&p, &TreeOptions::default()).unwrap()));
+        let tree = CallTree::build(&p, &TreeOptions::default()).unwrap();
+        let viewport = Viewport { width_px: 1920.0, min_width_px: 0.5, ..Viewport::default() };
+        g.bench_function("cpu.large: flame layout 1920px", |b| b.iter(|| layout(&tree, &viewport)));
+    }
+    if let Some(dump) = large("goroutine.large.debug2.txt") {
+        g.bench_function("goroutine.large.debug2: parse", |b| b.iter(|| stacklens_core::parse(&dump).unwrap()));
+        g.bench_function("goroutine.large.debug2: parse + analyze", |b| {
+            b.iter(|| analyze(&stacklens_core::parse(&dump).unwrap(), &GoroutineOptions::default()).unwrap())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(large_inputs, benches);
+criterion_main!(large_inputs);

@@ -91,9 +91,9 @@ fn call_tree_and_layout_are_consistent() {
     let tree = CallTree::build(&p, &TreeOptions::default()).unwrap();
     assert_eq!(tree.total(), p.total(p.default_sample_index()));
     for (i, n) in tree.nodes.iter().enumerate() {
-        let children: i64 = tree.children(i as u32).iter().map(|&c| tree.nodes[c as usize].total).sum();
+        let children: i64 = tree.children(i as u32).map(|c| tree.nodes[c as usize].total).sum();
         assert_eq!(children + n.self_value, n.total, "node {} ({})", i, tree.name(i as u32));
-        let names: Vec<&str> = tree.children(i as u32).iter().map(|&c| tree.name(c)).collect();
+        let names: Vec<&str> = tree.children(i as u32).map(|c| tree.name(c)).collect();
         assert!(names.windows(2).all(|w| w[0] < w[1]), "children sorted and distinct");
     }
     let all = layout(&tree, &Viewport { min_width_px: 0.0, ..Viewport::default() });
@@ -121,7 +121,12 @@ fn diff_tree_carries_both_profiles() {
     let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
     let tree = CallTree::build_diff(&base, &new, &TreeOptions::default()).unwrap();
     assert_eq!(tree.nodes[ROOT as usize].total, 6_900_000_000);
-    assert_eq!(tree.nodes[ROOT as usize].base_total, 7_080_000_000);
+    assert_eq!(tree.base_values(ROOT).total, 7_080_000_000);
+    for (i, n) in tree.nodes.iter().enumerate() {
+        let children: i64 = tree.children(i as u32).map(|c| tree.base_values(c).total).sum();
+        assert_eq!(children + tree.base_values(i as u32).self_value, tree.base_values(i as u32).total, "node {i}");
+        assert!(n.total >= 0);
+    }
 }
 
 #[test]

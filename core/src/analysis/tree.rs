@@ -1,8 +1,9 @@
-//! The merged call tree behind flame graphs: every distinct root-to-leaf path of report
-//! nodes, in an index arena with children stored contiguously (sorted by name).
+//! The merged call tree behind flame graphs, stored in pre-order: a node's subtree is the
+//! index range `node..node.end`, children follow their parent in name order, and a
+//! subtree too narrow to draw is skipped in O(1). It is built by sorting the samples'
+//! stacks and walking them once (common prefixes share nodes), with no per-frame hashing:
+//! large profiles have millions of nodes.
 //! A diff tree carries the base profile's values beside the compared profile's.
-
-use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -17,172 +18,174 @@ pub struct TreeOptions {
     pub filters: Filters,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct TreeNode {
     /// Index into [`CallTree::names`]; the root's name is "root".
     pub name: u32,
     pub parent: u32,
     pub depth: u32,
+    /// One past the last node of this node's subtree.
+    pub end: u32,
     /// Value of samples whose leaf is this node.
     pub self_value: i64,
     /// Value of all samples through this node.
     pub total: i64,
-    /// For diff trees: the base profile's total through the same path.
-    pub base_total: i64,
-    pub base_self: i64,
-    /// Offset of this node's left edge from the root's, in value units.
-    pub offset: i64,
-    children_start: u32,
-    children_len: u32,
+}
+
+/// The base profile's values for one node of a diff tree.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct BaseValues {
+    pub self_value: i64,
+    pub total: i64,
 }
 
 #[derive(Clone, Debug)]
 pub struct CallTree {
     pub nodes: Vec<TreeNode>,
     pub names: Vec<String>,
+    /// Per node, for diff trees only (empty otherwise).
+    pub base: Vec<BaseValues>,
     pub sample_type: String,
     pub unit: String,
-    children: Vec<u32>,
     pub max_depth: u32,
 }
 
 pub const ROOT: u32 = 0;
 
-struct Builder {
-    nodes: Vec<TreeNode>,
+/// Stacks of one or two profiles as root-first name ids, ready to be sorted.
+struct Stacks {
     names: Vec<String>,
-    name_index: HashMap<String, u32>,
-    edges: HashMap<(u32, u32), u32>,
+    name_index: std::collections::HashMap<String, u32>,
+    frames: Vec<u32>,
+    /// (start, len, value, from_base)
+    stacks: Vec<(u32, u32, i64, bool)>,
 }
 
-impl Builder {
-    fn new() -> Self {
-        let mut b = Builder { nodes: Vec::new(), names: Vec::new(), name_index: HashMap::new(), edges: HashMap::new() };
-        let root = b.name("root");
-        b.nodes.push(TreeNode {
-            name: root,
-            parent: ROOT,
-            depth: 0,
-            self_value: 0,
-            total: 0,
-            base_total: 0,
-            base_self: 0,
-            offset: 0,
-            children_start: 0,
-            children_len: 0,
-        });
-        b
-    }
-
-    fn name(&mut self, s: &str) -> u32 {
-        if let Some(&n) = self.name_index.get(s) {
-            return n;
-        }
-        let n = self.names.len() as u32;
-        self.names.push(s.to_owned());
-        self.name_index.insert(s.to_owned(), n);
-        n
-    }
-
-    /// Adds a profile's samples; `base` selects which value columns receive them.
+impl Stacks {
     fn add(&mut self, profile: &Profile, index: usize, options: &TreeOptions, base: bool) -> Result<()> {
         let table = FrameTable::new(profile, options.granularity, &options.filters)?;
-        // Map the table's node names into the tree's name space once.
-        let names: Vec<u32> = (0..table.node_count() as u32).map(|n| self.name(table.name(n))).collect();
+        let mut ids = Vec::with_capacity(table.node_count());
+        for n in 0..table.node_count() as u32 {
+            let name = table.name(n);
+            let next = self.names.len() as u32;
+            let id = *self.name_index.entry(name.to_owned()).or_insert(next);
+            if id == next {
+                self.names.push(name.to_owned());
+            }
+            ids.push(id);
+        }
         for sample in &profile.samples {
             let value = sample.values.get(index).copied().unwrap_or(0);
             if value == 0 || !table.keeps(sample) {
                 continue;
             }
-            let mut current = ROOT;
-            self.bump(current, value, base, false);
-            table.walk_root_first(sample, |node, _| {
-                let name = names[node as usize];
-                let next_id = self.nodes.len() as u32;
-                let child = *self.edges.entry((current, name)).or_insert(next_id);
-                if child == next_id {
-                    let depth = self.nodes[current as usize].depth + 1;
-                    self.nodes.push(TreeNode {
-                        name,
-                        parent: current,
-                        depth,
-                        self_value: 0,
-                        total: 0,
-                        base_total: 0,
-                        base_self: 0,
-                        offset: 0,
-                        children_start: 0,
-                        children_len: 0,
-                    });
-                }
-                current = child;
-                self.bump(current, value, base, false);
-            });
-            self.bump(current, value, base, true);
+            let start = self.frames.len() as u32;
+            table.walk_root_first(sample, |node, _| self.frames.push(ids[node as usize]));
+            self.stacks.push((start, self.frames.len() as u32 - start, value, base));
         }
         Ok(())
     }
 
-    fn bump(&mut self, node: u32, value: i64, base: bool, leaf: bool) {
-        let n = &mut self.nodes[node as usize];
-        match (base, leaf) {
-            (false, false) => n.total += value,
-            (false, true) => n.self_value += value,
-            (true, false) => n.base_total += value,
-            (true, true) => n.base_self += value,
+    fn build(self, sample_type: String, unit: String, diff: bool) -> CallTree {
+        let Stacks { mut names, frames, mut stacks, .. } = self;
+        // Rank names alphabetically so sorted stacks give name-ordered children.
+        let mut order: Vec<u32> = (0..names.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| names[a as usize].cmp(&names[b as usize]));
+        let mut rank = vec![0u32; names.len()];
+        for (r, &n) in order.iter().enumerate() {
+            rank[n as usize] = r as u32;
         }
-    }
+        let ranked: Vec<u32> = frames.iter().map(|&f| rank[f as usize]).collect();
+        let seq = |s: &(u32, u32, i64, bool)| &ranked[s.0 as usize..(s.0 + s.1) as usize];
+        stacks.sort_unstable_by(|a, b| seq(a).cmp(seq(b)));
 
-    fn finish(self, sample_type: String, unit: String) -> CallTree {
-        let Builder { mut nodes, names, .. } = self;
-        // Children contiguous per parent, sorted by name: a parent-major order.
-        let mut order: Vec<u32> = (1..nodes.len() as u32).collect();
-        order.sort_unstable_by(|&a, &b| {
-            let (na, nb) = (&nodes[a as usize], &nodes[b as usize]);
-            na.parent.cmp(&nb.parent).then_with(|| names[na.name as usize].cmp(&names[nb.name as usize]))
-        });
-        let mut i = 0;
-        while i < order.len() {
-            let parent = nodes[order[i] as usize].parent;
-            let start = i;
-            while i < order.len() && nodes[order[i] as usize].parent == parent {
-                i += 1;
+        // Names are now referred to by rank; reorder the table to match.
+        let sorted_names: Vec<String> = order.iter().map(|&n| std::mem::take(&mut names[n as usize])).collect();
+        let root_name = sorted_names.len() as u32;
+        let mut names = sorted_names;
+        names.push("root".to_owned());
+
+        let mut nodes = vec![TreeNode { name: root_name, parent: ROOT, depth: 0, end: 0, self_value: 0, total: 0 }];
+        let mut base = if diff { vec![BaseValues::default()] } else { Vec::new() };
+        let mut path: Vec<u32> = vec![ROOT];
+        let mut previous: &[u32] = &[];
+        for s in &stacks {
+            let current = seq(s);
+            let common = previous.iter().zip(current).take_while(|(a, b)| a == b).count();
+            while path.len() > common + 1 {
+                let done = path.pop().expect("path holds the root");
+                nodes[done as usize].end = nodes.len() as u32;
             }
-            nodes[parent as usize].children_start = start as u32;
-            nodes[parent as usize].children_len = (i - start) as u32;
+            for &name in &current[common..] {
+                let parent = *path.last().expect("path holds the root");
+                let id = nodes.len() as u32;
+                nodes.push(TreeNode { name, parent, depth: path.len() as u32, end: 0, self_value: 0, total: 0 });
+                if diff {
+                    base.push(BaseValues::default());
+                }
+                path.push(id);
+            }
+            let (value, from_base) = (s.2, s.3);
+            for &n in &path {
+                if from_base {
+                    base[n as usize].total += value;
+                } else {
+                    nodes[n as usize].total += value;
+                }
+            }
+            let leaf = *path.last().expect("path holds the root") as usize;
+            if from_base {
+                base[leaf].self_value += value;
+            } else {
+                nodes[leaf].self_value += value;
+            }
+            previous = current;
+        }
+        let end = nodes.len() as u32;
+        for n in path {
+            nodes[n as usize].end = end;
         }
         let max_depth = nodes.iter().map(|n| n.depth).max().unwrap_or(0);
-        let mut tree = CallTree { nodes, names, sample_type, unit, children: order, max_depth };
-        tree.assign_offsets();
-        tree
+        CallTree { nodes, names, base, sample_type, unit, max_depth }
     }
 }
 
 impl CallTree {
     pub fn build(profile: &Profile, options: &TreeOptions) -> Result<Self> {
         let index = profile.sample_index(&options.sample_index)?;
-        let mut b = Builder::new();
-        b.add(profile, index, options, false)?;
-        Ok(b.finish(profile.sample_type_name(index).to_owned(), profile.sample_type_unit(index).to_owned()))
+        let mut stacks =
+            Stacks { names: Vec::new(), name_index: Default::default(), frames: Vec::new(), stacks: Vec::new() };
+        stacks.add(profile, index, options, false)?;
+        Ok(stacks.build(profile.sample_type_name(index).to_owned(), profile.sample_type_unit(index).to_owned(), false))
     }
 
-    /// One tree over both profiles: `total`/`self_value` from `compare`,
-    /// `base_total`/`base_self` from `base`, matched by call path.
+    /// One tree over both profiles, matched by call path: `total`/`self_value` from
+    /// `compare`, [`CallTree::base`] from `base`.
     pub fn build_diff(base: &Profile, compare: &Profile, options: &TreeOptions) -> Result<Self> {
         let compare_index = compare.sample_index(&options.sample_index)?;
         let base_index = super::diff::matching_sample_index(base, compare, compare_index)?;
-        let mut b = Builder::new();
-        b.add(compare, compare_index, options, false)?;
-        b.add(base, base_index, options, true)?;
-        Ok(b.finish(
+        let mut stacks =
+            Stacks { names: Vec::new(), name_index: Default::default(), frames: Vec::new(), stacks: Vec::new() };
+        stacks.add(compare, compare_index, options, false)?;
+        stacks.add(base, base_index, options, true)?;
+        Ok(stacks.build(
             compare.sample_type_name(compare_index).to_owned(),
             compare.sample_type_unit(compare_index).to_owned(),
+            true,
         ))
     }
 
-    pub fn children(&self, node: u32) -> &[u32] {
-        let n = &self.nodes[node as usize];
-        &self.children[n.children_start as usize..(n.children_start + n.children_len) as usize]
+    /// Children of `node` in name order.
+    pub fn children(&self, node: u32) -> impl Iterator<Item = u32> + '_ {
+        let end = self.nodes[node as usize].end;
+        let mut next = node + 1;
+        std::iter::from_fn(move || {
+            (next < end).then(|| {
+                let child = next;
+                next = self.nodes[child as usize].end;
+                child
+            })
+        })
     }
 
     pub fn name(&self, node: u32) -> &str {
@@ -191,6 +194,11 @@ impl CallTree {
 
     pub fn total(&self) -> i64 {
         self.nodes[ROOT as usize].total
+    }
+
+    /// The base profile's values at `node` (zero for trees that are not diffs).
+    pub fn base_values(&self, node: u32) -> BaseValues {
+        self.base.get(node as usize).copied().unwrap_or_default()
     }
 
     /// The path from the root to `node` (root excluded), root first.
@@ -202,21 +210,5 @@ impl CallTree {
         }
         path.reverse();
         path
-    }
-
-    /// Children start at their parent's left edge, in name order.
-    fn assign_offsets(&mut self) {
-        let mut stack = vec![ROOT];
-        while let Some(node) = stack.pop() {
-            let mut x = self.nodes[node as usize].offset;
-            let n = &self.nodes[node as usize];
-            let range = n.children_start as usize..(n.children_start + n.children_len) as usize;
-            for i in range {
-                let child = self.children[i];
-                self.nodes[child as usize].offset = x;
-                x += self.nodes[child as usize].total.max(0);
-                stack.push(child);
-            }
-        }
     }
 }

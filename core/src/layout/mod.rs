@@ -59,15 +59,30 @@ pub fn layout(tree: &CallTree, viewport: &Viewport) -> Vec<Rect> {
         }
         rects.extend(above.into_iter().rev());
     }
-    let mut stack = vec![zoom];
-    while let Some(node) = stack.pop() {
-        let n = &tree.nodes[node as usize];
+    if z.depth > viewport.max_depth {
+        return rects;
+    }
+    rects.push(Rect { node: zoom, depth: z.depth, x: 0.0, width: viewport.width_px });
+    // Pre-order walk: `open` holds, per drawn ancestor, its subtree end and where its
+    // next child starts. Narrow subtrees are skipped whole.
+    let mut open: Vec<(u32, f64)> = vec![(z.end, 0.0)];
+    let mut i = zoom + 1;
+    while i < z.end {
+        while open.last().is_some_and(|&(end, _)| end <= i) {
+            open.pop();
+        }
+        let n = &tree.nodes[i as usize];
         let width = n.total as f64 * scale;
+        let slot = open.last_mut().expect("the zoomed node stays open");
+        let x = slot.1;
+        slot.1 += width;
         if width < viewport.min_width_px || n.depth > viewport.max_depth {
+            i = n.end;
             continue;
         }
-        rects.push(Rect { node, depth: n.depth, x: (n.offset - z.offset) as f64 * scale, width });
-        stack.extend(tree.children(node).iter().rev());
+        rects.push(Rect { node: i, depth: n.depth, x, width });
+        open.push((n.end, x));
+        i += 1;
     }
     rects
 }
