@@ -2,7 +2,7 @@
 //! strings are interned in a [`StringTable`] and entities live in index arenas, so a
 //! sample's stack is a slice of `u32` indices rather than a tree of pointers.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Index of a string in [`Profile::strings`]. Index 0 is always the empty string.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -58,7 +58,7 @@ impl StringTable {
     pub fn intern(&mut self, s: &str) -> StrId {
         let strings = &self.strings;
         let index = self.index.get_or_insert_with(|| {
-            let mut map = HashMap::with_capacity(strings.len());
+            let mut map = HashMap::with_capacity_and_hasher(strings.len(), Default::default());
             for (i, s) in strings.iter().enumerate() {
                 map.entry(s.clone()).or_insert(StrId(i as u32));
             }

@@ -2,7 +2,7 @@
 //! `go tool pprof -diff_base=BASE COMPARE`: compare minus base, percentages of the base
 //! total. On top: regressions/improvements beyond a noise threshold, and per-stack deltas.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -133,7 +133,7 @@ fn deltas(
     let b = NodeValues::compute(base, base_index, granularity, filters)?;
     let c = NodeValues::compute(compare, compare_index, granularity, filters)?;
     let ratio = if normalize && b.total != 0 { c.total as f64 / b.total as f64 } else { 1.0 };
-    let mut by_name: HashMap<String, (i64, i64, i64, i64)> = HashMap::new();
+    let mut by_name: HashMap<String, (i64, i64, i64, i64)> = HashMap::default();
     for n in 0..b.table.node_count() {
         let e = by_name.entry(b.table.name(n as u32).to_owned()).or_default();
         e.0 += scale(b.flat[n], ratio);
@@ -267,13 +267,13 @@ fn stack_values(
     compare_table: &FrameTable,
     ratio: f64,
 ) -> HashMap<Vec<String>, (i64, i64)> {
-    let mut out: HashMap<Vec<String>, (i64, i64)> = HashMap::new();
+    let mut out: HashMap<Vec<String>, (i64, i64)> = HashMap::default();
     let mut frames: Vec<u32> = Vec::new();
     for (profile, index, table, is_base) in
         [(base, base_index, base_table, true), (compare, compare_index, compare_table, false)]
     {
         // Aggregate by node ids first (cheap), then translate each distinct stack once.
-        let mut by_ids: HashMap<Vec<u32>, i64> = HashMap::new();
+        let mut by_ids: HashMap<Vec<u32>, i64> = HashMap::default();
         for sample in &profile.samples {
             let value = sample.values.get(index).copied().unwrap_or(0);
             if value == 0 || !table.keeps(sample) {

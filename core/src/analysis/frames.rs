@@ -2,7 +2,7 @@
 //! inline line (innermost first), keyed at the chosen granularity, with pprof's
 //! focus/ignore/hide/show filters applied. Top, tree and diff all walk samples through it.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -100,7 +100,7 @@ pub struct FrameTable {
 impl FrameTable {
     pub fn new(profile: &Profile, granularity: Granularity, filters: &Filters) -> Result<Self> {
         let f = filters.compile()?;
-        let mut index: HashMap<String, u32> = HashMap::new();
+        let mut index: HashMap<String, u32> = HashMap::default();
         let mut table = FrameTable {
             names: Vec::new(),
             locations: Vec::with_capacity(profile.locations.len()),

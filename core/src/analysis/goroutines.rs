@@ -2,7 +2,9 @@
 //! counts by state, stacks grouped with their state and creator, the blocked ones, and
 //! growth between two snapshots (the shape of a goroutine leak).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -204,7 +206,7 @@ fn raw_goroutines(p: &Profile) -> Result<(Vec<Raw>, bool)> {
 type GroupKey = (String, Vec<(String, String)>, Option<String>);
 
 fn group(raws: Vec<Raw>) -> Vec<GoroutineGroup> {
-    let mut index: HashMap<GroupKey, usize> = HashMap::new();
+    let mut index: HashMap<GroupKey, usize> = HashMap::default();
     let mut groups: Vec<GoroutineGroup> = Vec::new();
     for r in raws {
         let key = (r.state.clone(), r.frames.clone(), r.created_by.clone());
@@ -281,11 +283,11 @@ pub fn compare(base: &Profile, compare: &Profile) -> Result<GoroutineComparison>
     let base_groups = group(b);
     let compare_groups = group(c);
     let key = |g: &GoroutineGroup| (g.frames.clone(), g.created_by.clone());
-    let mut base_counts: HashMap<(Vec<String>, Option<String>), u64> = HashMap::new();
+    let mut base_counts: HashMap<(Vec<String>, Option<String>), u64> = HashMap::default();
     for g in &base_groups {
         *base_counts.entry(key(g)).or_default() += g.count;
     }
-    let mut compare_counts: HashMap<(Vec<String>, Option<String>), (u64, GoroutineGroup)> = HashMap::new();
+    let mut compare_counts: HashMap<(Vec<String>, Option<String>), (u64, GoroutineGroup)> = HashMap::default();
     for g in compare_groups {
         let e = compare_counts.entry(key(&g)).or_insert((0, g.clone()));
         e.0 += g.count;

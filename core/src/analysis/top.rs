@@ -1,6 +1,6 @@
 //! Flat and cumulative values per node, sorted like `go tool pprof -top`.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -106,8 +106,8 @@ impl NodeValues {
         for (i, &n) in shown.iter().enumerate() {
             position[n as usize] = i as u32;
         }
-        let mut edges: HashMap<(u32, u32), bool> = HashMap::new();
-        let mut seen_in_sample: HashSet<(u32, u32)> = HashSet::new();
+        let mut edges: HashMap<(u32, u32), bool> = HashMap::default();
+        let mut seen_in_sample: HashSet<(u32, u32)> = HashSet::default();
         for sample in &profile.samples {
             if sample.values.get(sample_index).copied().unwrap_or(0) == 0 || !self.table.keeps(sample) {
                 continue;

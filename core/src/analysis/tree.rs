@@ -55,7 +55,7 @@ pub const ROOT: u32 = 0;
 /// Stacks of one or two profiles as root-first name ids, ready to be sorted.
 struct Stacks {
     names: Vec<String>,
-    name_index: std::collections::HashMap<String, u32>,
+    name_index: rustc_hash::FxHashMap<String, u32>,
     frames: Vec<u32>,
     /// (start, len, value, from_base)
     stacks: Vec<(u32, u32, i64, bool)>,

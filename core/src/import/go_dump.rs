@@ -3,7 +3,7 @@
 //! the same stack and state also become one aggregated sample, so every analysis that
 //! works on samples (top, flame graph, diff) works on dumps too.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::text::{self, text_error};
 use crate::model::{
@@ -83,8 +83,8 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
     let text = text::decode(bytes);
     let mut b = Builder {
         profile: Profile::new(SourceFormat::GoGoroutineDump),
-        functions: HashMap::new(),
-        locations: HashMap::new(),
+        functions: HashMap::default(),
+        locations: HashMap::default(),
     };
     let vt = b.profile.value_type("goroutine", "count");
     b.profile.sample_types = vec![vt];
@@ -150,7 +150,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
 /// One sample per distinct (stack, state), labelled with the state.
 fn aggregate_samples(p: &mut Profile) {
     let state_key = p.strings.intern("state");
-    let mut index: HashMap<(&[LocationId], StrId), usize> = HashMap::new();
+    let mut index: HashMap<(&[LocationId], StrId), usize> = HashMap::default();
     let mut samples: Vec<Sample> = Vec::new();
     for g in &p.goroutines {
         let i = *index.entry((g.stack.as_slice(), g.state)).or_insert_with(|| {

@@ -1,6 +1,6 @@
 //! pprof protobuf (`profile.proto` from google/pprof), decoded with prost.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use prost::Message;
 

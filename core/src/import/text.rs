@@ -2,8 +2,8 @@
 //! stacks are lists of return addresses, optionally named by Go's `#` comment lines and
 //! placed in binaries by a `--- Memory map: ---` section.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use regex::Regex;
@@ -99,7 +99,7 @@ pub(crate) struct AddressProfile {
 
 impl AddressProfile {
     pub fn new(source: SourceFormat) -> Self {
-        Self { profile: Profile::new(source), by_address: HashMap::new(), notes: HashMap::new() }
+        Self { profile: Profile::new(source), by_address: HashMap::default(), notes: HashMap::default() }
     }
 
     /// Return addresses point after each call; pprof (as of Go 1.19) moves every frame
@@ -177,7 +177,7 @@ impl AddressProfile {
 
     /// Names locations from the `#` notes and attaches locations to mappings.
     pub fn finish(mut self) -> Profile {
-        let mut functions: HashMap<(String, String), crate::model::FunctionId> = HashMap::new();
+        let mut functions: HashMap<(String, String), crate::model::FunctionId> = HashMap::default();
         for i in 0..self.profile.locations.len() {
             let address = self.profile.locations[i].address;
             let Some(frames) = self.notes.get(&address) else { continue };
