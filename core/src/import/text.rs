@@ -158,19 +158,32 @@ impl AddressProfile {
     }
 
     /// Parses a memory map section (`/proc/self/maps` lines or `start-limit: file`).
+    /// `name=value` lines define `$name` for the entries after them, as in pprof.
     pub fn memory_map<'a>(&mut self, lines: impl Iterator<Item = &'a str>) {
+        let mut vars: Vec<(String, String)> = Vec::new();
         for line in lines {
-            if let Some(m) = parse_mapping_entry(line.trim()) {
-                let filename = self.profile.strings.intern(&m.2);
-                let id = self.profile.mappings.len() as u64 + 1;
-                self.profile.mappings.push(Mapping {
-                    id,
-                    memory_start: m.0,
-                    memory_limit: m.1,
-                    file_offset: m.3,
-                    filename,
-                    ..Mapping::default()
-                });
+            let mut line = line.trim().to_owned();
+            for (name, value) in &vars {
+                line = line.replace(name.as_str(), value);
+            }
+            match parse_mapping_entry(&line) {
+                Some(m) => {
+                    let filename = self.profile.strings.intern(&m.2);
+                    let id = self.profile.mappings.len() as u64 + 1;
+                    self.profile.mappings.push(Mapping {
+                        id,
+                        memory_start: m.0,
+                        memory_limit: m.1,
+                        file_offset: m.3,
+                        filename,
+                        ..Mapping::default()
+                    });
+                }
+                None => {
+                    if let Some((name, value)) = line.split_once('=') {
+                        vars.push((format!("${}", name.trim()), value.trim().to_owned()));
+                    }
+                }
             }
         }
     }
