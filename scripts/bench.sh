@@ -11,13 +11,16 @@ large=$fixtures/large
 command -v go >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null; }
 cargo build --release -q -p stacklens-backend
 bin=./target/release/stacklens
+timing=$(mktemp)
+trap 'rm -f "$timing"' EXIT
 
 # median wall seconds and median max-RSS MB over $runs runs of "$@"
 measure() {
   local walls=() rss=()
   for _ in $(seq "$runs"); do
     local out
-    out=$( { /usr/bin/time -f '%e %M' "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+    /usr/bin/time -f '%e %M' -o "$timing" "$@" >/dev/null 2>&1
+    out=$(tail -1 "$timing")
     walls+=("${out% *}"); rss+=("${out#* }")
   done
   local w r
