@@ -2,10 +2,6 @@
 //! (`heap profile: …`), Go block/mutex and C++ contentionz (`--- contention…`),
 //! and threadz. Numbers follow pprof's legacy parsers exactly (unsampling included).
 
-use std::sync::OnceLock;
-
-use regex::Regex;
-
 use super::text::{self, is_memory_map_trigger, numbered, parse_addresses, text_error, AddressProfile};
 use crate::model::{Label, LabelValue, Profile, SourceFormat};
 use crate::Result;
@@ -14,25 +10,14 @@ const HEAP: &str = "heap profile text";
 const CONTENTION: &str = "contention profile text";
 const THREADZ: &str = "threadz profile text";
 
-fn heap_header() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(
-            r"heap profile: *(\d+): *(\d+) *\[ *(\d+): *(\d+) *\] *@ *(heap[_a-z0-9]*|growthz|fragmentationz)/?(\d*)",
-        )
-        .expect("static regex")
-    })
-}
+static_regex!(
+    heap_header,
+    r"heap profile: *(\d+): *(\d+) *\[ *(\d+): *(\d+) *\] *@ *(heap[_a-z0-9]*|growthz|fragmentationz)/?(\d*)"
+);
 
-fn heap_sample() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"^(-?\d+): *(-?\d+) *\[ *(\d+): *(\d+) *\] @([ x0-9a-f]*)$").expect("static regex"))
-}
+static_regex!(heap_sample, r"^(-?\d+): *(-?\d+) *\[ *(\d+): *(\d+) *\] @([ x0-9a-f]*)$");
 
-fn contention_sample() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"^(\d+) *(\d+) @([ x0-9a-f]*)$").expect("static regex"))
-}
+static_regex!(contention_sample, r"^(\d+) *(\d+) @([ x0-9a-f]*)$");
 
 /// Feeds the lines after the samples: `#` notes name frames, a memory map places them.
 fn trailing_sections<'a>(b: &mut AddressProfile, text: &'a str, mut rest: impl Iterator<Item = (usize, &'a str)>) {
@@ -238,15 +223,9 @@ pub fn parse_contention(bytes: &[u8]) -> Result<Profile> {
     Ok(b.finish())
 }
 
-fn thread_start() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"--- Thread ([[:xdigit:]]+) \(name: (.*)/(\d+)\) stack: ---").expect("static regex"))
-}
+static_regex!(thread_start, r"--- Thread ([[:xdigit:]]+) \(name: (.*)/(\d+)\) stack: ---");
 
-fn hex_number() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"0x[0-9a-f]+").expect("static regex"))
-}
+static_regex!(hex_number, r"0x[0-9a-f]+");
 
 /// threadz: one stack per thread; `[same as previous thread]` bumps the previous count.
 pub fn parse_threadz(bytes: &[u8]) -> Result<Profile> {
@@ -313,10 +292,7 @@ pub fn parse_threadz(bytes: &[u8]) -> Result<Profile> {
 
 const JAVA: &str = "Java profile text";
 
-fn java_sample() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"^ *(\d+) +(\d+) +@ +([ x0-9a-f]*)$").expect("static regex"))
-}
+static_regex!(java_sample, r"^ *(\d+) +(\d+) +@ +([ x0-9a-f]*)$");
 
 /// Java heapz/contentionz text: attributes, samples (`<value> <count> @ ids`), then one
 /// line per frame id naming it: `0x… func (File.java:12)`.
@@ -405,20 +381,11 @@ pub fn parse_java(bytes: &[u8]) -> Result<Profile> {
     Ok(b.finish())
 }
 
-fn java_location() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"^\s*0x([[:xdigit:]]+)\s+(.*?)\s*$").expect("static regex"))
-}
+static_regex!(java_location, r"^\s*0x([[:xdigit:]]+)\s+(.*?)\s*$");
 
-fn java_file_line() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"^(.*)\s+\((.+):(-?[[:digit:]]+)\)$").expect("static regex"))
-}
+static_regex!(java_file_line, r"^(.*)\s+\((.+):(-?[[:digit:]]+)\)$");
 
-fn java_path() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"^(.*)\s+\((.*)\)$").expect("static regex"))
-}
+static_regex!(java_path, r"^(.*)\s+\((.*)\)$");
 
 /// Names Java frame ids from `0x… function (File.java:12)` lines.
 pub(crate) fn java_frame_names<'a>(b: &mut AddressProfile, lines: impl Iterator<Item = &'a str>) {

@@ -3,6 +3,16 @@
 
 pub mod go_dump;
 pub mod go_text;
+/// Declares `fn $name() -> &'static Regex`, compiled on first use.
+macro_rules! static_regex {
+    ($name:ident, $pattern:expr) => {
+        fn $name() -> &'static regex::Regex {
+            static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+            RE.get_or_init(|| regex::Regex::new($pattern).expect("static regex"))
+        }
+    };
+}
+
 mod gzip;
 pub mod legacy_cpu;
 pub mod legacy_text;

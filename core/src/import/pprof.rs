@@ -14,41 +14,6 @@ use crate::{Error, Result};
 /// Strings are read as bytes: producers do write non-UTF-8 names, and one bad name
 /// should not make a whole profile unreadable.
 pub(crate) mod proto {
-    /// The whole message, for encoding.
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Profile {
-        #[prost(message, repeated, tag = "1")]
-        pub sample_type: Vec<ValueType>,
-        #[prost(message, repeated, tag = "2")]
-        pub sample: Vec<Sample>,
-        #[prost(message, repeated, tag = "3")]
-        pub mapping: Vec<Mapping>,
-        #[prost(message, repeated, tag = "4")]
-        pub location: Vec<Location>,
-        #[prost(message, repeated, tag = "5")]
-        pub function: Vec<Function>,
-        #[prost(bytes = "vec", repeated, tag = "6")]
-        pub string_table: Vec<Vec<u8>>,
-        #[prost(int64, tag = "7")]
-        pub drop_frames: i64,
-        #[prost(int64, tag = "8")]
-        pub keep_frames: i64,
-        #[prost(int64, tag = "9")]
-        pub time_nanos: i64,
-        #[prost(int64, tag = "10")]
-        pub duration_nanos: i64,
-        #[prost(message, optional, tag = "11")]
-        pub period_type: Option<ValueType>,
-        #[prost(int64, tag = "12")]
-        pub period: i64,
-        #[prost(int64, repeated, tag = "13")]
-        pub comment: Vec<i64>,
-        #[prost(int64, tag = "14")]
-        pub default_sample_type: i64,
-        #[prost(int64, tag = "15")]
-        pub doc_url: i64,
-    }
-
     /// Everything but the samples (field 2, which prost skips here): samples are
     /// decoded one by one straight into the model, so they are never held twice.
     #[derive(Clone, PartialEq, prost::Message)]
@@ -383,28 +348,26 @@ fn convert_sample(i: usize, s: proto::Sample, out: &Profile, location_index: &Id
 /// built from other formats to pprof-compatible tools, and by property tests.
 pub fn encode(profile: &Profile) -> Vec<u8> {
     let vt = |v: &ValueType| proto::ValueType { r#type: v.kind.0 as i64, unit: v.unit.0 as i64 };
-    let p = proto::Profile {
+    let samples: Vec<proto::Sample> = profile
+        .samples
+        .iter()
+        .map(|s| proto::Sample {
+            location_id: s.locations.iter().map(|l| profile.location(*l).id).collect(),
+            value: s.values.clone(),
+            label: s
+                .labels
+                .iter()
+                .map(|l| match l.value {
+                    LabelValue::Str(v) => proto::Label { key: l.key.0 as i64, str: v.0 as i64, num: 0, num_unit: 0 },
+                    LabelValue::Num { value, unit } => {
+                        proto::Label { key: l.key.0 as i64, str: 0, num: value, num_unit: unit.0 as i64 }
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    let head = proto::Head {
         sample_type: profile.sample_types.iter().map(vt).collect(),
-        sample: profile
-            .samples
-            .iter()
-            .map(|s| proto::Sample {
-                location_id: s.locations.iter().map(|l| profile.location(*l).id).collect(),
-                value: s.values.clone(),
-                label: s
-                    .labels
-                    .iter()
-                    .map(|l| match l.value {
-                        LabelValue::Str(v) => {
-                            proto::Label { key: l.key.0 as i64, str: v.0 as i64, num: 0, num_unit: 0 }
-                        }
-                        LabelValue::Num { value, unit } => {
-                            proto::Label { key: l.key.0 as i64, str: 0, num: value, num_unit: unit.0 as i64 }
-                        }
-                    })
-                    .collect(),
-            })
-            .collect(),
         mapping: profile
             .mappings
             .iter()
@@ -462,5 +425,10 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
         default_sample_type: profile.default_sample_type.0 as i64,
         doc_url: profile.doc_url.0 as i64,
     };
-    p.encode_to_vec()
+    // Field order does not matter in protobuf: the head, then each sample as field 2.
+    let mut out = head.encode_to_vec();
+    for sample in &samples {
+        prost::encoding::message::encode(2, sample, &mut out);
+    }
+    out
 }

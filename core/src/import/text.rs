@@ -2,15 +2,11 @@
 //! stacks are lists of return addresses, optionally named by Go's `#` comment lines and
 //! placed in binaries by a `--- Memory map: ---` section.
 
-use rustc_hash::FxHashMap as HashMap;
-use std::borrow::Cow;
-use std::sync::OnceLock;
-
-use regex::Regex;
-
 use super::Format;
 use crate::model::{Label, LabelValue, Line, LocationId, Mapping, MappingId, Profile, SourceFormat};
 use crate::{Error, Result};
+use rustc_hash::FxHashMap as HashMap;
+use std::borrow::Cow;
 
 pub(crate) fn decode(bytes: &[u8]) -> Cow<'_, str> {
     String::from_utf8_lossy(bytes)
@@ -21,15 +17,9 @@ pub(crate) fn is_space_or_comment(line: &str) -> bool {
     t.is_empty() || t.starts_with('#')
 }
 
-fn count_header() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"^(\w+) profile: total \d+$").expect("static regex"))
-}
+static_regex!(count_header, r"^(\w+) profile: total \d+$");
 
-fn goroutine_header() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"^goroutine \d+ (gp=\S+ m=\S+ (mp=\S+ )?)?\[").expect("static regex"))
-}
+static_regex!(goroutine_header, r"^goroutine \d+ (gp=\S+ m=\S+ (mp=\S+ )?)?\[");
 
 /// Recognises the text formats from their first meaningful lines.
 pub(crate) fn detect(bytes: &[u8]) -> Option<Format> {
@@ -241,20 +231,12 @@ fn unquote(s: &str) -> &str {
     s.strip_prefix('"').and_then(|s| s.strip_suffix('"')).unwrap_or(s)
 }
 
-fn proc_maps() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"^([[:xdigit:]]+)-([[:xdigit:]]+)\s+([-rwxp]+)\s+([[:xdigit:]]+)\s+([[:xdigit:]]+):([[:xdigit:]]+)\s+([[:digit:]]+)\s*(\S+)?")
-            .expect("static regex")
-    })
-}
+static_regex!(
+    proc_maps,
+    r"^([[:xdigit:]]+)-([[:xdigit:]]+)\s+([-rwxp]+)\s+([[:xdigit:]]+)\s+([[:xdigit:]]+):([[:xdigit:]]+)\s+([[:digit:]]+)\s*(\S+)?"
+);
 
-fn brief_maps() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"^\s*([[:xdigit:]]+)-([[:xdigit:]]+):\s*(\S+)(\s.*@)?([[:xdigit:]]+)?").expect("static regex")
-    })
-}
+static_regex!(brief_maps, r"^\s*([[:xdigit:]]+)-([[:xdigit:]]+):\s*(\S+)(\s.*@)?([[:xdigit:]]+)?");
 
 /// (start, limit, file, offset); non-executable `/proc/maps` entries are skipped.
 fn parse_mapping_entry(line: &str) -> Option<(u64, u64, String, u64)> {
