@@ -19,15 +19,37 @@ static_regex!(heap_sample, r"^(-?\d+): *(-?\d+) *\[ *(\d+): *(\d+) *\] @([ x0-9a
 
 static_regex!(contention_sample, r"^(\d+) *(\d+) @([ x0-9a-f]*)$");
 
-/// Feeds the lines after the samples: `#` notes name frames, a memory map places them.
-fn trailing_sections<'a>(b: &mut AddressProfile, text: &'a str, mut rest: impl Iterator<Item = (usize, &'a str)>) {
-    for (n, line) in rest.by_ref() {
-        if is_memory_map_trigger(line) {
-            b.memory_map(text.lines().skip(n));
-            return;
+/// Runs `record` on each sample line, feeding `#` notes to the builder, until a `---`
+/// section starts; a memory map section then places the frames in binaries.
+fn records<'a>(
+    b: &mut AddressProfile,
+    text: &'a str,
+    lines: &mut impl Iterator<Item = (usize, &'a str)>,
+    mut record: impl FnMut(&mut AddressProfile, usize, &str) -> Result<()>,
+) -> Result<()> {
+    while let Some((n, line)) = lines.next() {
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
         }
-        b.note(line);
+        if t.starts_with('#') {
+            b.note(t);
+            continue;
+        }
+        if t.starts_with("---") || is_memory_map_trigger(t) {
+            // Anything after the samples: more notes, then possibly the memory map.
+            for (n, line) in std::iter::once((n, line)).chain(lines) {
+                if is_memory_map_trigger(line) {
+                    b.memory_map(text.lines().skip(n));
+                    break;
+                }
+                b.note(line);
+            }
+            break;
+        }
+        record(b, n, t)?;
     }
+    Ok(())
 }
 
 /// The estimated unsampled value of a heap sample (pprof's `scaleHeapSample`):
@@ -88,20 +110,7 @@ pub fn parse_heap(bytes: &[u8]) -> Result<Profile> {
     b.profile.period = period;
     let bytes_key = b.profile.strings.intern("bytes");
 
-    let mut after = None;
-    for (n, line) in lines.by_ref() {
-        let t = line.trim();
-        if t.is_empty() {
-            continue;
-        }
-        if t.starts_with('#') {
-            b.note(t);
-            continue;
-        }
-        if is_memory_map_trigger(t) || t.starts_with("---") {
-            after = Some((n, line));
-            break;
-        }
+    records(&mut b, &text, &mut lines, |b, n, t| {
         let c = heap_sample().captures(t).ok_or_else(|| {
             text_error(HEAP, n, format!("expected '<inuse>: <bytes> [<alloc>: <bytes>] @ <addresses>', found '{t}'"))
         })?;
@@ -131,10 +140,8 @@ pub fn parse_heap(bytes: &[u8]) -> Result<Profile> {
         let locations = b.stack(&addresses, true);
         let labels = vec![Label { key: bytes_key, value: LabelValue::Num { value: blocksize, unit: bytes_key } }];
         b.push_sample(locations, values, labels);
-    }
-    if let Some((n, line)) = after {
-        trailing_sections(&mut b, &text, std::iter::once((n, line)).chain(lines));
-    }
+        Ok(())
+    })?;
     Ok(b.finish())
 }
 
@@ -184,20 +191,7 @@ pub fn parse_contention(bytes: &[u8]) -> Result<Profile> {
     }
 
     let period = b.profile.period;
-    let mut after = None;
-    for (n, line) in lines.by_ref() {
-        let t = line.trim();
-        if t.is_empty() {
-            continue;
-        }
-        if t.starts_with('#') {
-            b.note(t);
-            continue;
-        }
-        if t.starts_with("---") {
-            after = Some((n, line));
-            break;
-        }
+    records(&mut b, &text, &mut lines, |b, n, t| {
         let c = contention_sample().captures(t).ok_or_else(|| {
             text_error(CONTENTION, n, format!("expected '<cycles> <count> @ <addresses>', found '{t}'"))
         })?;
@@ -216,10 +210,8 @@ pub fn parse_contention(bytes: &[u8]) -> Result<Profile> {
         let addresses = parse_addresses(&c[3], CONTENTION, n)?;
         let locations = b.stack(&addresses, true);
         b.push_sample(locations, vec![count, cycles], Vec::new());
-    }
-    if let Some((n, line)) = after {
-        trailing_sections(&mut b, &text, std::iter::once((n, line)).chain(lines));
-    }
+        Ok(())
+    })?;
     Ok(b.finish())
 }
 
