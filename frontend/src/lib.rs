@@ -1,15 +1,33 @@
 //! The stacklens page. Everything is analysed in the page by stacklens-core compiled to
-//! WASM; this crate only holds view state and renders.
+//! WASM; this crate holds view state and renders, and never re-implements analysis.
 
 pub mod app;
+mod flame;
+mod table;
 
+use std::sync::Arc;
+
+use stacklens_core::analysis::diff::{diff, DiffOptions, DiffReport};
+use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineComparison, GoroutineOptions, GoroutineReport};
 use stacklens_core::analysis::top::{top, TopOptions, TopReport};
+use stacklens_core::analysis::tree::{CallTree, TreeOptions};
+use stacklens_core::analysis::Filters;
 use stacklens_core::Profile;
 
 /// A profile the user loaded, under the name they gave it.
 pub struct Loaded {
     pub name: String,
     pub profile: Profile,
+}
+
+/// A call tree shared by the views; equal when it is the same tree.
+#[derive(Clone)]
+pub struct SharedTree(pub Arc<CallTree>);
+
+impl PartialEq for SharedTree {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl Loaded {
@@ -26,8 +44,59 @@ impl Loaded {
         ((0..p.sample_types.len()).map(|i| p.sample_type_name(i).to_owned()).collect(), p.default_sample_index())
     }
 
-    pub fn top(&self, sample_index: usize) -> Result<TopReport, String> {
-        top(&self.profile, &TopOptions { sample_index: sample_index.to_string(), ..TopOptions::default() })
-            .map_err(|e| e.to_string())
+    pub fn is_goroutine(&self) -> bool {
+        !self.profile.goroutines.is_empty()
+            || (0..self.profile.sample_types.len()).any(|i| self.profile.sample_type_name(i) == "goroutine")
     }
+
+    pub fn top(&self, sample_index: usize, filters: &Filters) -> Result<TopReport, String> {
+        let options =
+            TopOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TopOptions::default() };
+        top(&self.profile, &options).map_err(|e| e.to_string())
+    }
+
+    pub fn tree(&self, sample_index: usize, filters: &Filters) -> Result<SharedTree, String> {
+        let options =
+            TreeOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TreeOptions::default() };
+        CallTree::build(&self.profile, &options).map(|t| SharedTree(Arc::new(t))).map_err(|e| e.to_string())
+    }
+
+    pub fn goroutines(&self, filter: &str) -> Result<GoroutineReport, String> {
+        let options = GoroutineOptions { filter: Some(filter.to_owned()), max_stacks: Some(200) };
+        analyze(&self.profile, &options).map_err(|e| e.to_string())
+    }
+}
+
+/// The diff of `compare` against `base` for the compared profile's sample type.
+pub fn diff_profiles(
+    base: &Loaded,
+    compare: &Loaded,
+    sample_index: usize,
+    filters: &Filters,
+    normalize: bool,
+) -> Result<DiffReport, String> {
+    let options = DiffOptions {
+        sample_index: sample_index.to_string(),
+        filters: filters.clone(),
+        normalize,
+        ..DiffOptions::default()
+    };
+    diff(&base.profile, &compare.profile, &options).map_err(|e| e.to_string())
+}
+
+pub fn diff_tree(
+    base: &Loaded,
+    compare: &Loaded,
+    sample_index: usize,
+    filters: &Filters,
+) -> Result<SharedTree, String> {
+    let options =
+        TreeOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TreeOptions::default() };
+    CallTree::build_diff(&base.profile, &compare.profile, &options)
+        .map(|t| SharedTree(Arc::new(t)))
+        .map_err(|e| e.to_string())
+}
+
+pub fn goroutine_growth(base: &Loaded, later: &Loaded) -> Result<GoroutineComparison, String> {
+    compare(&base.profile, &later.profile).map_err(|e| e.to_string())
 }

@@ -1,8 +1,9 @@
 //! The page's WASM bindings, run in headless Chromium by wasm-bindgen-test-runner.
 
+use stacklens_core::analysis::Filters;
 use stacklens_core::import::pprof::encode;
 use stacklens_core::model::{Line, Profile, Sample, SourceFormat};
-use stacklens_frontend::Loaded;
+use stacklens_frontend::{diff_profiles, diff_tree, Loaded};
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -27,7 +28,7 @@ fn parses_and_ranks_in_the_browser() {
     let (types, default) = loaded.sample_types();
     assert_eq!(types, ["samples", "cpu"]);
     assert_eq!(default, 1);
-    let top = loaded.top(default).expect("top");
+    let top = loaded.top(default, &Filters::default()).expect("top");
     assert_eq!(top.total, 40);
     let rows: Vec<(&str, i64, i64)> = top.functions.iter().map(|f| (f.name.as_str(), f.flat, f.cum)).collect();
     assert_eq!(rows, [("hot", 30, 30), ("idle", 10, 10), ("main", 0, 40), ("work", 0, 30)]);
@@ -37,7 +38,7 @@ fn parses_and_ranks_in_the_browser() {
 fn goroutine_dumps_parse_in_the_browser() {
     let dump = "goroutine 1 [chan send, 2 minutes]:\nmain.f()\n\t/src/a.go:3 +0x1\n\ngoroutine 2 [chan send]:\nmain.f()\n\t/src/a.go:3 +0x1\n";
     let loaded = Loaded::parse("dump.txt", dump.as_bytes()).expect("parses");
-    let top = loaded.top(0).expect("top");
+    let top = loaded.top(0, &Filters::default()).expect("top");
     assert_eq!(top.total, 2);
     assert_eq!(top.functions[0].name, "main.f");
 }
@@ -47,4 +48,23 @@ fn a_bad_file_names_itself_and_the_problem() {
     let err = Loaded::parse("broken.pb.gz", &[0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 3, 1]).err().expect("fails");
     assert!(err.starts_with("broken.pb.gz: "), "{err}");
     assert!(err.contains("gzip"), "{err}");
+}
+
+#[wasm_bindgen_test]
+fn flame_tree_search_and_diff_in_the_browser() {
+    let loaded = Loaded::parse("small.pb", &small_cpu_profile()).expect("parses");
+    let tree = loaded.tree(1, &Filters::default()).expect("tree");
+    assert_eq!(tree.0.total(), 40);
+    let (_, covered) = tree.0.search(|n| n == "work" || n == "hot");
+    assert_eq!(covered, 30, "hot is inside work: counted once");
+    let focused = loaded.tree(1, &Filters { focus: Some("^idle$".into()), ..Filters::default() }).expect("tree");
+    assert_eq!(focused.0.total(), 10);
+    let bad = loaded.top(1, &Filters { ignore: Some("(".into()), ..Filters::default() }).expect_err("bad regex");
+    assert!(bad.contains("ignore"), "{bad}");
+
+    let again = Loaded::parse("again.pb", &small_cpu_profile()).expect("parses");
+    let d = diff_profiles(&loaded, &again, 1, &Filters::default(), false).expect("diff");
+    assert_eq!((d.overall_delta_pct, d.regressions.len(), d.improvements.len()), (0.0, 0, 0));
+    let t = diff_tree(&loaded, &again, 1, &Filters::default()).expect("diff tree");
+    assert_eq!(t.0.base_values(0).total, 40);
 }

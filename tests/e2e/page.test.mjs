@@ -12,11 +12,15 @@ after(async () => { await browser?.close(); await server?.stop(); });
 
 /** A page that records every request it makes. */
 async function openPage() {
-  const page = await browser.newPage();
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const requests = [];
   page.on('request', (r) => requests.push(r.url()));
   await page.goto(server.base);
   return { page, requests };
+}
+
+async function load(page, ...files) {
+  await page.getByTestId('file-input').setInputFiles(files.map((f) => join(fixtures, f)));
 }
 
 /** pprof's first table rows: [flat, cum, name] with the "(inline)" marker removed. */
@@ -35,21 +39,34 @@ function pprofSeconds(ns) {
   return s === '0' ? '0' : `${s}s`;
 }
 
-test('cpu profile: the top table equals go tool pprof, and nothing leaves the page', async (t) => {
+/** Distinct colours in the flame graph canvas (0 when nothing is painted). */
+async function paintedColours(page) {
+  return page.getByTestId('flamegraph').evaluate((c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const seen = new Set();
+    for (let i = 0; i < d.length; i += 4 * 7) if (d[i + 3] > 0) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+    return seen.size;
+  });
+}
+
+test('cpu profile: top table equals go tool pprof; flame graph paints; nothing leaves the page', async (t) => {
   if (!requireFixtures(t)) return;
   const { page, requests } = await openPage();
-  await page.getByTestId('file-input').setInputFiles(join(fixtures, 'go/base/cpu.pb.gz'));
+  await load(page, 'go/base/cpu.pb.gz');
+  await page.getByTestId('flamegraph').waitFor();
+  await page.waitForFunction(() => document.querySelector('[data-testid=flamegraph]').width > 0);
+  assert.ok(await paintedColours(page) > 10, 'the flame graph has painted frames');
+  await screenshot(page, 'flame-cpu');
+
+  await page.getByTestId('view-top').click();
   const rows = page.getByTestId('top-row');
   await rows.first().waitFor();
   const expected = pprofRows(join(fixtures, 'go/base/cpu.pprof-top.txt'), 10);
   for (let i = 0; i < expected.length; i++) {
     const row = rows.nth(i);
-    const name = await row.locator('[data-col=name]').getAttribute('data-value');
-    const flat = await row.locator('[data-col=flat]').getAttribute('data-value');
-    const cum = await row.locator('[data-col=cum]').getAttribute('data-value');
-    assert.equal(name, expected[i][2], `row ${i} name`);
-    assert.equal(pprofSeconds(flat), expected[i][0], `row ${i} flat`);
-    assert.equal(pprofSeconds(cum), expected[i][1], `row ${i} cum`);
+    assert.equal(await row.locator('[data-col=name]').getAttribute('data-value'), expected[i][2], `row ${i} name`);
+    assert.equal(pprofSeconds(await row.locator('[data-col=flat]').getAttribute('data-value')), expected[i][0], `row ${i} flat`);
+    assert.equal(pprofSeconds(await row.locator('[data-col=cum]').getAttribute('data-value')), expected[i][1], `row ${i} cum`);
   }
   await screenshot(page, 'top-cpu');
   const origin = new URL(server.base).origin;
@@ -58,10 +75,46 @@ test('cpu profile: the top table equals go tool pprof, and nothing leaves the pa
   await page.close();
 });
 
+test('flame graph: search highlights and reports the matched share; hover, zoom and Esc', async (t) => {
+  if (!requireFixtures(t)) return;
+  const { page } = await openPage();
+  await load(page, 'go/base/cpu.pb.gz');
+  const canvas = page.getByTestId('flamegraph');
+  await canvas.waitFor();
+  const before = await paintedColours(page);
+  await page.keyboard.press('/');
+  await page.keyboard.type('compress/flate');
+  const matched = page.getByTestId('search-matched');
+  await matched.waitFor();
+  // deflate's cum is 43.50% of the total; everything under compress/flate is at least that.
+  const share = parseFloat((await matched.textContent()).replace(/[^0-9.]/g, ''));
+  assert.ok(share >= 43.5 && share < 100, `matched ${share}%`);
+  const after = await paintedColours(page);
+  assert.ok(after < before, `search greys out non-matches (${before} -> ${after} colours)`);
+  await screenshot(page, 'flame-search');
+  await page.getByTestId('search').fill('');
+
+  // Hover the root row (bottom of the flame graph): the tooltip names it.
+  const box = await canvas.boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height - 5);
+  const tip = page.getByTestId('flame-tooltip');
+  await tip.waitFor();
+  assert.match(await tip.textContent(), /root.*total 7\.08s.*100%/s);
+  // Click a frame one row up: zoom in, a breadcrumb appears; Esc resets.
+  await page.mouse.click(box.x + 3, box.y + box.height - 18 - 5);
+  await page.getByTestId('breadcrumb').waitFor();
+  await screenshot(page, 'flame-zoomed');
+  await page.mouse.move(box.x + 3, box.y + 3);
+  await page.keyboard.press('Escape');
+  await page.getByTestId('breadcrumb').waitFor({ state: 'detached' });
+  await page.close();
+});
+
 test('switching the sample type of a heap profile changes the table', async (t) => {
   if (!requireFixtures(t)) return;
   const { page } = await openPage();
-  await page.getByTestId('file-input').setInputFiles(join(fixtures, 'go/base/heap.pb.gz'));
+  await load(page, 'go/base/heap.pb.gz');
+  await page.getByTestId('view-top').click();
   const select = page.getByTestId('sample-type');
   await select.waitFor();
   const firstName = () => page.getByTestId('top-row').first().locator('[data-col=name]').getAttribute('data-value');
@@ -76,17 +129,67 @@ test('switching the sample type of a heap profile changes the table', async (t) 
   await page.close();
 });
 
-test('a corrupt file shows an error naming the file and the problem', async () => {
+test('diff: base and compare cpu profiles show matrixMultiply among the regressions', async (t) => {
+  if (!requireFixtures(t)) return;
+  const { page } = await openPage();
+  await load(page, 'go/base/cpu.pb.gz');
+  await page.getByTestId('flamegraph').waitFor();
+  await load(page, 'go/compare/cpu.pb.gz');
+  await page.getByTestId('view-diff').click();
+  await page.getByTestId('diff-table').waitFor();
+  const names = await page.getByTestId('diff-row').locator('[data-col=name]').evaluateAll((els) => els.map((e) => e.dataset.value));
+  assert.ok(names.includes('main.matrixMultiply'), 'matrixMultiply regressed');
+  assert.equal(await page.getByTestId('overall-delta').textContent(), '-2.54%');
+  assert.ok(await paintedColours(page) > 3, 'the diff flame graph is painted');
+  await screenshot(page, 'diff-cpu');
+  await page.close();
+});
+
+test('goroutines: a debug=2 dump shows 453, and growth against a later snapshot', async (t) => {
+  if (!requireFixtures(t)) return;
+  const { page } = await openPage();
+  await load(page, 'go/base/goroutine.debug2.txt');
+  const count = page.getByTestId('goroutine-count');
+  await count.waitFor();
+  assert.equal(await count.textContent(), '453');
+  await screenshot(page, 'goroutines-base');
+  await load(page, 'go/compare/goroutine.debug2.txt');
+  await page.waitForFunction(() => document.querySelector('[data-testid=goroutine-count]')?.textContent === '1617');
+  assert.equal(await page.getByTestId('growth-count').textContent(), '+1164');
+  await page.getByTestId('goroutine-filter').fill('janitorLoop');
+  await page.waitForFunction(() => document.querySelector('[data-testid=goroutine-count]')?.textContent === '24');
+  await screenshot(page, 'goroutines-growth');
+  await page.close();
+});
+
+test('a corrupt file shows an error naming it, and what is loaded stays', async (t) => {
+  if (!requireFixtures(t)) return;
   const dir = mkdtempSync(join(tmpdir(), 'stacklens-corrupt-'));
   const bad = join(dir, 'broken.pb.gz');
   writeFileSync(bad, Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x01, 0x02]));
   const { page } = await openPage();
+  await load(page, 'go/base/cpu.pb.gz');
+  await page.getByTestId('flamegraph').waitFor();
   await page.getByTestId('file-input').setInputFiles(bad);
   const error = page.getByTestId('error');
   await error.waitFor();
   const text = await error.textContent();
   assert.match(text, /broken\.pb\.gz/);
   assert.match(text, /gzip/i);
+  assert.equal(await page.getByTestId('profile-tab').count(), 1, 'the cpu profile is still loaded');
+  assert.ok(await paintedColours(page) > 10, 'and still drawn');
   await screenshot(page, 'error-corrupt');
+  await page.close();
+});
+
+test('pasted goroutine dump text is analysed', async () => {
+  const { page } = await openPage();
+  await page.locator('summary', { hasText: 'Paste text' }).click();
+  await page.getByTestId('paste-input').fill('goroutine 1 [chan send, 3 minutes]:\nmain.f()\n\t/src/a.go:3 +0x1\n\ngoroutine 2 [select]:\nmain.g()\n\t/src/a.go:9 +0x1\n');
+  await page.getByTestId('paste-load').click();
+  const count = page.getByTestId('goroutine-count');
+  await count.waitFor();
+  assert.equal(await count.textContent(), '2');
+  assert.equal(await page.getByTestId('blocked-count').textContent(), '2');
   await page.close();
 });

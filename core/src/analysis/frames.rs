@@ -39,7 +39,7 @@ impl std::str::FromStr for Granularity {
 
 /// Regex filters, as pprof's `-focus`, `-ignore`, `-hide` and `-show`. They match a
 /// frame's function name or file, or its binary's name.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Filters {
     /// Keep only samples with a frame matching this.

@@ -201,6 +201,24 @@ impl CallTree {
         self.base.get(node as usize).copied().unwrap_or_default()
     }
 
+    /// Nodes whose name satisfies `matches`, and the value they cover: each sample is
+    /// counted once, at its outermost matching frame (what a search "matched %" shows).
+    pub fn search(&self, matches: impl Fn(&str) -> bool) -> (Vec<bool>, i64) {
+        let name_hits: Vec<bool> = self.names.iter().map(|n| matches(n)).collect();
+        let hit: Vec<bool> = self.nodes.iter().map(|n| name_hits[n.name as usize]).collect();
+        let mut covered = 0;
+        let mut i = 1;
+        while i < self.nodes.len() {
+            if hit[i] {
+                covered += self.nodes[i].total;
+                i = self.nodes[i].end as usize; // nested matches are already covered
+            } else {
+                i += 1;
+            }
+        }
+        (hit, covered)
+    }
+
     /// The path from the root to `node` (root excluded), root first.
     pub fn path(&self, mut node: u32) -> Vec<u32> {
         let mut path = Vec::new();

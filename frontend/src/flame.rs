@@ -1,0 +1,211 @@
+//! The flame graph: a HiDPI canvas painted from core's layout (only visible, wide-enough
+//! frames), with hover tooltip, click to zoom, search highlight and icicle mode.
+
+use leptos::prelude::*;
+use stacklens_core::analysis::tree::ROOT;
+use stacklens_core::layout::{hit, layout, Rect, Viewport};
+use stacklens_core::units::{format_value, percentage};
+use wasm_bindgen::JsCast;
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, MouseEvent};
+
+use crate::SharedTree;
+
+const ROW: f64 = 18.0;
+/// Rows beyond this are not drawn (a 10,000-deep stack stays usable).
+const MAX_ROWS: u32 = 400;
+
+/// Stable colour per package: warm hues for code, hashed from the package path.
+fn package_colour(name: &str) -> String {
+    let package = match name.rfind('/') {
+        Some(slash) => name[..slash + name[slash..].find('.').unwrap_or(name.len() - slash)].to_owned(),
+        None => name.split('.').next().unwrap_or(name).to_owned(),
+    };
+    let hash = package.bytes().fold(2166136261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16777619));
+    let hue = hash % 55; // red..yellow
+    let light = 52 + (hash >> 8) % 14;
+    format!("hsl({hue}, 78%, {light}%)")
+}
+
+/// Red when a frame grew, blue when it shrank, by how much relative to its size.
+fn diff_colour(total: i64, base: i64) -> String {
+    let delta = total - base;
+    let scale = total.max(base).max(1) as f64;
+    let strength = (delta.abs() as f64 / scale).min(1.0);
+    let light = 92.0 - 42.0 * strength;
+    if delta >= 0 {
+        format!("hsl(0, 80%, {light:.0}%)")
+    } else {
+        format!("hsl(220, 80%, {light:.0}%)")
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Default)]
+pub struct FlameSettings {
+    pub icicle: bool,
+    pub diff: bool,
+}
+
+fn context(canvas: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
+    canvas.get_context("2d").ok().flatten()?.dyn_into().ok()
+}
+
+#[component]
+pub fn FlameGraph(
+    tree: Signal<Option<SharedTree>>,
+    zoom: RwSignal<u32>,
+    search: Signal<String>,
+    settings: Signal<FlameSettings>,
+) -> impl IntoView {
+    let canvas_ref = NodeRef::<leptos::html::Canvas>::new();
+    let rects = StoredValue::new(Vec::<Rect>::new());
+    let hovered = RwSignal::new(None::<(u32, f64, f64)>);
+    let width = RwSignal::new(1000.0f64);
+
+    let search_hits = Memo::new(move |_| {
+        let needle = search.get();
+        tree.with(|t| {
+            t.as_ref().filter(|_| !needle.is_empty()).map(|t| {
+                let needle = needle.to_lowercase();
+                let (hits, covered) = t.0.search(|n| n.to_lowercase().contains(&needle));
+                (hits, covered, t.0.total())
+            })
+        })
+    });
+
+    // Repaint whenever the tree, zoom, search, mode or size changes.
+    Effect::new(move |_| {
+        let (Some(canvas), Some(t)) = (canvas_ref.get(), tree.get()) else { return };
+        let zoom_node = zoom.get();
+        let settings = settings.get();
+        let css_width = f64::from(canvas.client_width().max(300));
+        width.set(css_width);
+        let tree = &t.0;
+        let rows = (tree.max_depth + 1).min(MAX_ROWS);
+        let css_height = f64::from(rows) * ROW;
+        let dpr = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio());
+        canvas.set_width((css_width * dpr) as u32);
+        canvas.set_height((css_height * dpr) as u32);
+        let Some(ctx) = context(&canvas) else { return };
+        let _ = ctx.scale(dpr, dpr);
+        ctx.clear_rect(0.0, 0.0, css_width, css_height);
+        ctx.set_font("12px ui-monospace, SFMono-Regular, Menlo, monospace");
+        let laid = layout(
+            tree,
+            &Viewport { zoom: zoom_node, width_px: css_width, min_width_px: 0.5, max_depth: MAX_ROWS - 1 },
+        );
+        let hits = search_hits.get();
+        for r in &laid {
+            let y = if settings.icicle { f64::from(r.depth) * ROW } else { css_height - f64::from(r.depth + 1) * ROW };
+            let name = tree.name(r.node);
+            let node = &tree.nodes[r.node as usize];
+            let fill = match &hits {
+                Some((h, _, _)) if h[r.node as usize] => "hsl(300, 70%, 60%)".to_owned(),
+                Some(_) => "hsl(0, 0%, 82%)".to_owned(),
+                None if settings.diff => diff_colour(node.total, tree.base_values(r.node).total),
+                None if r.node == ROOT => "hsl(0, 0%, 70%)".to_owned(),
+                None => package_colour(name),
+            };
+            ctx.set_fill_style_str(&fill);
+            ctx.fill_rect(r.x, y, (r.width - 0.5).max(0.5), ROW - 1.0);
+            if r.width > 28.0 {
+                let chars = ((r.width - 6.0) / 7.2) as usize;
+                let label: String = if name.chars().count() > chars {
+                    name.chars().take(chars.saturating_sub(1)).chain(['…']).collect()
+                } else {
+                    name.to_owned()
+                };
+                ctx.set_fill_style_str("#1d1f24");
+                let _ = ctx.fill_text(&label, r.x + 3.0, y + ROW - 5.0);
+            }
+        }
+        rects.set_value(laid);
+    });
+
+    let locate = move |ev: &MouseEvent| -> Option<(u32, f64, f64)> {
+        let t = tree.get_untracked()?;
+        let rows = (t.0.max_depth + 1).min(MAX_ROWS);
+        let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
+        let row = (y / ROW) as u32;
+        let depth = if settings.get_untracked().icicle { row } else { rows.checked_sub(row + 1)? };
+        rects.with_value(|r| hit(r, x, depth)).map(|n| (n, x, y))
+    };
+
+    let css_height =
+        move || tree.with(|t| t.as_ref().map_or(0.0, |t| f64::from((t.0.max_depth + 1).min(MAX_ROWS)) * ROW));
+
+    let tooltip = move || {
+        let (node, x, y) = hovered.get()?;
+        let t = tree.get()?;
+        let tree = &t.0;
+        let n = &tree.nodes[node as usize];
+        let unit = tree.unit.clone();
+        let total = tree.total();
+        let diff = settings.get().diff.then(|| {
+            let b = tree.base_values(node);
+            format!(
+                "before {} → after {} ({:+})",
+                format_value(b.total, &unit),
+                format_value(n.total, &unit),
+                format_value(n.total - b.total, &unit)
+            )
+        });
+        let left = (x + 14.0).min(width.get() - 320.0).max(0.0);
+        Some(view! {
+            <div class="tooltip" data-testid="flame-tooltip" style=format!("left:{left}px;top:{}px", y + 14.0)>
+                <div class="tt-name">{tree.name(node).to_owned()}</div>
+                <div>"total " {format_value(n.total, &unit)} " (" {percentage(n.total, total).trim().to_owned()} ")"</div>
+                <div>"self " {format_value(n.self_value, &unit)} " (" {percentage(n.self_value, total).trim().to_owned()} ")"</div>
+                {diff.map(|d| view! { <div>{d}</div> })}
+            </div>
+        })
+    };
+
+    let breadcrumb = move || {
+        let t = tree.get()?;
+        let z = zoom.get();
+        (z != ROOT).then(|| {
+            let crumbs =
+                t.0.path(z)
+                    .into_iter()
+                    .map(|n| {
+                        let name = t.0.name(n).to_owned();
+                        view! { <button class="crumb" on:click=move |_| zoom.set(n)>{name}</button> }
+                    })
+                    .collect_view();
+            view! {
+                <nav class="breadcrumb" data-testid="breadcrumb">
+                    <button class="crumb" data-testid="reset-zoom" on:click=move |_| zoom.set(ROOT)>"all"</button>
+                    {crumbs}
+                </nav>
+            }
+        })
+    };
+
+    let matched = move || {
+        search_hits.get().map(|(_, covered, total)| {
+            view! { <span class="matched" data-testid="search-matched">"matched " {percentage(covered, total).trim().to_owned()}</span> }
+        })
+    };
+
+    view! {
+        <div class="flame">
+            {breadcrumb}
+            {matched}
+            <div class="flame-canvas">
+                <canvas
+                    node_ref=canvas_ref
+                    data-testid="flamegraph"
+                    style:height=move || format!("{}px", css_height())
+                    on:mousemove=move |ev| hovered.set(locate(&ev))
+                    on:mouseleave=move |_| hovered.set(None)
+                    on:click=move |ev| {
+                        if let Some((n, _, _)) = locate(&ev) {
+                            zoom.set(n);
+                        }
+                    }
+                ></canvas>
+                {tooltip}
+            </div>
+        </div>
+    }
+}
