@@ -6,7 +6,7 @@ mod common;
 use stacklens_core::analysis::diff::{diff, DiffOptions};
 use stacklens_core::analysis::goroutines::{analyze, compare, is_blocked, GoroutineOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
-use stacklens_core::analysis::tree::{CallTree, TreeOptions, ROOT};
+use stacklens_core::analysis::tree::{CallTree, Side, TreeOptions, ROOT};
 use stacklens_core::analysis::Filters;
 use stacklens_core::layout::{hit, layout, Viewport};
 use stacklens_core::{Error, Profile};
@@ -171,4 +171,23 @@ fn goroutine_profiles_and_texts_agree_with_the_dump() {
     }
     let Some(cpu) = load("go/base/cpu.pb.gz") else { return };
     assert!(matches!(analyze(&cpu, &GoroutineOptions::default()), Err(Error::NotGoroutine(_))));
+}
+
+#[test]
+fn sandwich_shows_callers_and_callees() {
+    let Some(p) = load("go/base/cpu.pb.gz") else { return };
+    let name = "compress/flate.(*compressor).deflate";
+    let cum = top(&p, &TopOptions::default()).unwrap().functions.iter().find(|f| f.name == name).unwrap().cum;
+    for side in [Side::Callers, Side::Callees] {
+        let t = CallTree::sandwich(&p, &TreeOptions::default(), name, side).unwrap();
+        assert_eq!(t.total(), cum, "{side:?}: every sample through the function, once");
+        let top_level: Vec<&str> = t.children(ROOT).map(|c| t.name(c)).collect();
+        assert_eq!(top_level, [name], "{side:?}: the function is the only child of the root");
+    }
+    let callers = CallTree::sandwich(&p, &TreeOptions::default(), name, Side::Callers).unwrap();
+    let first = callers.children(ROOT).next().unwrap();
+    let callers_of: Vec<&str> = callers.children(first).map(|c| callers.name(c)).collect();
+    assert_eq!(callers_of, ["compress/flate.(*compressor).close", "compress/flate.(*compressor).write"]);
+    let none = CallTree::sandwich(&p, &TreeOptions::default(), "no.such.function", Side::Callees).unwrap();
+    assert_eq!(none.total(), 0);
 }

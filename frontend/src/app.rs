@@ -5,7 +5,7 @@ use std::sync::Arc;
 use leptos::ev;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use stacklens_core::analysis::tree::ROOT;
+use stacklens_core::analysis::tree::{Side, ROOT};
 use stacklens_core::analysis::Filters;
 use web_sys::{DragEvent, HtmlInputElement};
 
@@ -32,12 +32,14 @@ enum ViewKind {
     Top,
     Diff,
     Goroutines,
+    Sandwich,
 }
 
 impl ViewKind {
-    const ALL: [(ViewKind, &'static str); 4] = [
+    const ALL: [(ViewKind, &'static str); 5] = [
         (ViewKind::Flame, "Flame graph"),
         (ViewKind::Top, "Top"),
+        (ViewKind::Sandwich, "Sandwich"),
         (ViewKind::Diff, "Diff"),
         (ViewKind::Goroutines, "Goroutines"),
     ];
@@ -74,6 +76,9 @@ pub fn App() -> impl IntoView {
     let goroutine_filter = RwSignal::new(String::new());
     let selected_row = RwSignal::new(0usize);
     let search_input = NodeRef::<leptos::html::Input>::new();
+    let sandwich_fn = RwSignal::new(None::<String>);
+    let callers_zoom = RwSignal::new(ROOT);
+    let callees_zoom = RwSignal::new(ROOT);
 
     let add = move |name: String, bytes: Result<Vec<u8>, String>| {
         // Two files of the same name (base/cpu.pb.gz, compare/cpu.pb.gz) get distinct tabs.
@@ -265,10 +270,47 @@ pub fn App() -> impl IntoView {
                         zoom.set(ROOT);
                         view_kind.set(ViewKind::Flame);
                     });
-                    view! { <TopTable report=report on_select=on_select selected=selected_row /> }.into_any()
+                    let on_sandwich = Callback::new(move |name: String| {
+                        sandwich_fn.set(Some(name));
+                        callers_zoom.set(ROOT);
+                        callees_zoom.set(ROOT);
+                        view_kind.set(ViewKind::Sandwich);
+                    });
+                    view! { <TopTable report=report on_select=on_select on_sandwich=on_sandwich selected=selected_row /> }.into_any()
                 }
                 Err(err) => view! { <p class="error" data-testid="error">{err}</p> }.into_any(),
             },
+            ViewKind::Sandwich => {
+                let Some(function) = sandwich_fn.get() else {
+                    return view! { <p class="hint">"Pick a function with ⇅ in the Top view to see its callers and callees."</p> }.into_any();
+                };
+                let half = |side: Side, zoom: RwSignal<u32>, icicle: bool| {
+                    let function = function.clone();
+                    // A memo: the flame graph reads its tree from several places.
+                    let tree = Memo::new(move |_| {
+                        current
+                            .get()
+                            .and_then(|e| e.loaded.sandwich(sample_index.get(), &filters.get(), &function, side).ok())
+                    });
+                    let tree = Signal::from(tree);
+                    view! {
+                        <FlameGraph
+                            tree=tree
+                            zoom=zoom
+                            search=Signal::derive(move || search.get())
+                            settings=Signal::derive(move || FlameSettings { icicle, diff: false })
+                        />
+                    }
+                };
+                view! {
+                    <h3 class="sandwich-title" data-testid="sandwich-function">{function.clone()}</h3>
+                    <h4>"Callers"</h4>
+                    <div data-testid="sandwich-callers">{half(Side::Callers, callers_zoom, false)}</div>
+                    <h4>"Callees"</h4>
+                    <div data-testid="sandwich-callees">{half(Side::Callees, callees_zoom, true)}</div>
+                }
+                .into_any()
+            }
             ViewKind::Diff => {
                 let pickers = view! {
                     <div class="diff-pick">

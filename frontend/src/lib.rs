@@ -10,7 +10,7 @@ use std::sync::Arc;
 use stacklens_core::analysis::diff::{diff, DiffOptions, DiffReport};
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineComparison, GoroutineOptions, GoroutineReport};
 use stacklens_core::analysis::top::{top, TopOptions, TopReport};
-use stacklens_core::analysis::tree::{CallTree, TreeOptions};
+use stacklens_core::analysis::tree::{CallTree, Side, TreeOptions};
 use stacklens_core::analysis::Filters;
 use stacklens_core::Profile;
 
@@ -59,6 +59,21 @@ impl Loaded {
         let options =
             TreeOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TreeOptions::default() };
         CallTree::build(&self.profile, &options).map(|t| SharedTree(Arc::new(t))).map_err(|e| e.to_string())
+    }
+
+    /// Callers or callees of one function (the sandwich view).
+    pub fn sandwich(
+        &self,
+        sample_index: usize,
+        filters: &Filters,
+        function: &str,
+        side: Side,
+    ) -> Result<SharedTree, String> {
+        let options =
+            TreeOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TreeOptions::default() };
+        CallTree::sandwich(&self.profile, &options, function, side)
+            .map(|t| SharedTree(Arc::new(t)))
+            .map_err(|e| e.to_string())
     }
 
     pub fn goroutines(&self, filter: &str) -> Result<GoroutineReport, String> {

@@ -15,7 +15,12 @@ pub enum SortBy {
 }
 
 #[component]
-pub fn TopTable(report: TopReport, on_select: Callback<String>, selected: RwSignal<usize>) -> impl IntoView {
+pub fn TopTable(
+    report: TopReport,
+    on_select: Callback<String>,
+    on_sandwich: Callback<String>,
+    selected: RwSignal<usize>,
+) -> impl IntoView {
     let sort = RwSignal::new(SortBy::Flat);
     let filter = RwSignal::new(String::new());
     let unit = report_unit(report.functions.iter().map(|f| (f.flat, f.cum)), report.total, &report.unit);
@@ -68,6 +73,7 @@ pub fn TopTable(report: TopReport, on_select: Callback<String>, selected: RwSign
                         .map(|(i, f)| {
                             let v = |x: i64| format_value_in(x, &sample_unit, &unit);
                             let name = f.name.clone();
+                            let sandwich_name = f.name.clone();
                             view! {
                                 <tr
                                     data-testid="top-row"
@@ -81,7 +87,20 @@ pub fn TopTable(report: TopReport, on_select: Callback<String>, selected: RwSign
                                     <td>{percentage(f.flat, total)}</td>
                                     <td data-col="cum" data-value=f.cum.to_string()>{v(f.cum)}</td>
                                     <td>{percentage(f.cum, total)}</td>
-                                    <td data-col="name" data-value=f.name.clone()>{f.name.clone()}</td>
+                                    <td data-col="name" data-value=f.name.clone()>
+                                        <button
+                                            class="row-action"
+                                            title="callers and callees"
+                                            data-testid="sandwich-button"
+                                            on:click=move |ev| {
+                                                ev.stop_propagation();
+                                                on_sandwich.run(sandwich_name.clone());
+                                            }
+                                        >
+                                            "⇅"
+                                        </button>
+                                        {f.name.clone()}
+                                    </td>
                                 </tr>
                             }
                         })

@@ -193,3 +193,27 @@ test('pasted goroutine dump text is analysed', async () => {
   assert.equal(await page.getByTestId('blocked-count').textContent(), '2');
   await page.close();
 });
+
+test('sandwich: callers and callees of a function from the top table', async (t) => {
+  if (!requireFixtures(t)) return;
+  const { page } = await openPage();
+  await load(page, 'go/base/cpu.pb.gz');
+  await page.getByTestId('view-top').click();
+  const row = page.getByTestId('top-row').filter({ has: page.locator('[data-value="compress/flate.(*compressor).deflate"]') });
+  await row.getByTestId('sandwich-button').click();
+  assert.equal(await page.getByTestId('sandwich-function').textContent(), 'compress/flate.(*compressor).deflate');
+  for (const half of ['sandwich-callers', 'sandwich-callees']) {
+    const canvas = page.getByTestId(half).getByTestId('flamegraph');
+    await canvas.waitFor();
+    await page.waitForFunction((id) => document.querySelector(`[data-testid=${id}] canvas`).width > 0, half);
+    const painted = await canvas.evaluate((c) => {
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 3; i < d.length; i += 4 * 13) if (d[i] > 0) n++;
+      return n;
+    });
+    assert.ok(painted > 100, `${half} is painted`);
+  }
+  await screenshot(page, 'sandwich');
+  await page.close();
+});

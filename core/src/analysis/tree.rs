@@ -52,6 +52,16 @@ pub struct CallTree {
 
 pub const ROOT: u32 = 0;
 
+/// Which half of a sandwich view.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    /// Who calls the function: the function at the top, its callers below it.
+    Callers,
+    /// What the function calls: the function at the top, the calls it makes below.
+    Callees,
+}
+
 /// Stacks of one or two profiles as root-first name ids, ready to be sorted.
 struct Stacks {
     names: Vec<String>,
@@ -84,6 +94,37 @@ impl Stacks {
             self.stacks.push((start, self.frames.len() as u32 - start, value, base));
         }
         Ok(())
+    }
+
+    /// Keeps, per stack, only the part seen from `function`: its callees (the stack from
+    /// its outermost occurrence down) or its callers (up to its innermost occurrence,
+    /// reversed so the function is the root's child). Stacks without it are dropped.
+    fn sandwich(mut self, function: &str, side: Side) -> Self {
+        let Some(target) = self.names.iter().position(|n| n == function).map(|i| i as u32) else {
+            self.stacks.clear();
+            return self;
+        };
+        let mut frames = Vec::with_capacity(self.frames.len());
+        let mut stacks = Vec::with_capacity(self.stacks.len());
+        for &(start, len, value, base) in &self.stacks {
+            let seq = &self.frames[start as usize..(start + len) as usize];
+            let part: Vec<u32> = match side {
+                Side::Callees => match seq.iter().position(|&f| f == target) {
+                    Some(i) => seq[i..].to_vec(),
+                    None => continue,
+                },
+                Side::Callers => match seq.iter().rposition(|&f| f == target) {
+                    Some(i) => seq[..=i].iter().rev().copied().collect(),
+                    None => continue,
+                },
+            };
+            let at = frames.len() as u32;
+            frames.extend_from_slice(&part);
+            stacks.push((at, part.len() as u32, value, base));
+        }
+        self.frames = frames;
+        self.stacks = stacks;
+        self
     }
 
     fn build(self, sample_type: String, unit: String, diff: bool) -> CallTree {
@@ -156,6 +197,17 @@ impl CallTree {
         let mut stacks =
             Stacks { names: Vec::new(), name_index: Default::default(), frames: Vec::new(), stacks: Vec::new() };
         stacks.add(profile, index, options, false)?;
+        Ok(stacks.build(profile.sample_type_name(index).to_owned(), profile.sample_type_unit(index).to_owned(), false))
+    }
+
+    /// The callers or the callees of `function` (a node name at the chosen granularity),
+    /// merged over every stack that contains it; recursion is counted once per sample.
+    pub fn sandwich(profile: &Profile, options: &TreeOptions, function: &str, side: Side) -> Result<Self> {
+        let index = profile.sample_index(&options.sample_index)?;
+        let mut stacks =
+            Stacks { names: Vec::new(), name_index: Default::default(), frames: Vec::new(), stacks: Vec::new() };
+        stacks.add(profile, index, options, false)?;
+        let stacks = stacks.sandwich(function, side);
         Ok(stacks.build(profile.sample_type_name(index).to_owned(), profile.sample_type_unit(index).to_owned(), false))
     }
 
