@@ -3,8 +3,12 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
+use tower::Service;
 use tower_http::compression::CompressionLayer;
 use tower_http::services::{ServeDir, ServeFile};
 use tower_http::trace::TraceLayer;
@@ -20,11 +24,27 @@ pub struct ServeArgs {
 }
 
 pub fn router(dist: &std::path::Path) -> Router {
-    // Unknown paths get index.html so client-side routes and share links load the app.
+    // Unknown page routes (share links) get index.html so the app loads; an unknown
+    // path that names a file (has an extension) is a real 404.
     let index = ServeFile::new(dist.join("index.html"));
+    let spa = tower::service_fn(move |req: Request| {
+        let mut index = index.clone();
+        async move {
+            let last = req.uri().path().rsplit('/').next().unwrap_or("");
+            if last.contains('.') {
+                let body = Json(serde_json::json!({
+                    "message": format!("{} not found", req.uri().path()),
+                    "error_code": "NotFound",
+                    "details": {"path": req.uri().path()},
+                }));
+                return Ok::<_, std::convert::Infallible>((StatusCode::NOT_FOUND, body).into_response());
+            }
+            Ok(index.call(req).await.map(IntoResponse::into_response).unwrap_or_else(|e| match e {}))
+        }
+    });
     Router::new()
         .route("/healthz", get(|| async { Json(serde_json::json!({"status": "ok"})) }))
-        .fallback_service(ServeDir::new(dist).fallback(index))
+        .fallback_service(ServeDir::new(dist).fallback(spa))
         .layer(CompressionLayer::new())
         .layer(TraceLayer::new_for_http())
 }

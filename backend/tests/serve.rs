@@ -53,6 +53,11 @@ fn serves_the_page_and_stops_on_sigterm() {
     assert_eq!(status, 200);
     assert!(body.contains("stacklens test page"));
 
+    // A missing file is a 404 with a JSON body, not the page.
+    let (status, body) = get(port, "/missing/profile.pb.gz").unwrap();
+    assert_eq!(status, 404);
+    assert!(body.contains(r#""error_code":"NotFound""#), "{body}");
+
     // Deliver SIGTERM as a process manager would.
     let pid = server.0.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());

@@ -68,6 +68,14 @@ fn text_that_is_no_profile() {
 }
 
 #[test]
+fn html_and_json_are_named_for_what_they_are() {
+    let err = parse(b"<!doctype html><html><body>Not found</body></html>").unwrap_err();
+    assert_eq!(err, Error::UnknownFormat { hint: "this is an HTML page, not a profile".into() });
+    let err = parse(b"{\"traceEvents\": []}").unwrap_err();
+    assert!(matches!(err, Error::UnknownFormat { .. }), "{err:?}");
+}
+
+#[test]
 fn truncated_gzip_names_the_offset() {
     let body = encode(&deep_profile(2000));
     let z = gzip(&body);

@@ -11,7 +11,7 @@ use web_sys::{DragEvent, HtmlInputElement};
 
 use crate::flame::{FlameGraph, FlameSettings};
 use crate::table::{DiffTable, GoroutineView, TopTable};
-use crate::{diff_profiles, diff_tree, goroutine_growth, Loaded};
+use crate::{diff_profiles, diff_tree, goroutine_growth, url_state, Loaded};
 
 /// A loaded profile; equal when it is the same load.
 #[derive(Clone)]
@@ -36,6 +36,20 @@ enum ViewKind {
 }
 
 impl ViewKind {
+    fn key(self) -> &'static str {
+        match self {
+            ViewKind::Flame => "flame",
+            ViewKind::Top => "top",
+            ViewKind::Diff => "diff",
+            ViewKind::Goroutines => "goroutines",
+            ViewKind::Sandwich => "sandwich",
+        }
+    }
+
+    fn from_key(key: &str) -> Option<Self> {
+        Self::ALL.iter().map(|&(k, _)| k).find(|k| k.key() == key)
+    }
+
     const ALL: [(ViewKind, &'static str); 5] = [
         (ViewKind::Flame, "Flame graph"),
         (ViewKind::Top, "Top"),
@@ -77,6 +91,18 @@ pub fn App() -> impl IntoView {
     let selected_row = RwSignal::new(0usize);
     let search_input = NodeRef::<leptos::html::Input>::new();
     let sandwich_fn = RwSignal::new(None::<String>);
+    // What the address asks for: applied now, or when the profile it needs arrives.
+    let initial = url_state::current();
+    if let Some(v) = ViewKind::from_key(&initial.view) {
+        view_kind.set(v);
+    }
+    focus.set(initial.focus.clone());
+    ignore.set(initial.ignore.clone());
+    hide.set(initial.hide.clone());
+    search.set(initial.search.clone());
+    let wanted_sample = StoredValue::new(initial.sample.clone());
+    let pending_zoom = RwSignal::new(initial.zoom.clone());
+    let sources = RwSignal::new(Vec::<String>::new());
     let callers_zoom = RwSignal::new(ROOT);
     let callees_zoom = RwSignal::new(ROOT);
 
@@ -91,7 +117,9 @@ pub fn App() -> impl IntoView {
                 let id = next_id.get_value();
                 next_id.set_value(id + 1);
                 let goroutine = loaded.is_goroutine();
-                sample_index.set(loaded.sample_types().1);
+                let (types, default) = loaded.sample_types();
+                let wanted = wanted_sample.get_value();
+                sample_index.set(types.iter().position(|t| *t == wanted).unwrap_or(default));
                 entries.update(|e| e.push(Entry { id, loaded: Arc::new(loaded) }));
                 // Two profiles loaded: the earlier is the base, the newer is compared.
                 let ids: Vec<u32> = entries.with_untracked(|e| e.iter().map(|e| e.id).collect());
@@ -101,7 +129,7 @@ pub fn App() -> impl IntoView {
                 }
                 active.set(Some(id));
                 zoom.set(ROOT);
-                if goroutine {
+                if goroutine && wanted.is_empty() {
                     view_kind.set(ViewKind::Goroutines);
                 }
             }
@@ -120,6 +148,50 @@ pub fn App() -> impl IntoView {
     let tree = Memo::new(move |_| {
         let e = current.get()?;
         Some(e.loaded.tree(sample_index.get(), &filters.get()))
+    });
+    // A zoom path from the address is applied once the tree it names exists.
+    Effect::new(move |_| {
+        let path = pending_zoom.get();
+        if path.is_empty() {
+            return;
+        }
+        let Some(Ok(t)) = tree.get() else { return };
+        let mut node = ROOT;
+        for name in &path {
+            match t.0.children(node).find(|&c| t.0.name(c) == name) {
+                Some(c) => node = c,
+                None => break,
+            }
+        }
+        zoom.set(node);
+        pending_zoom.set(Vec::new());
+    });
+    for url in initial.urls.clone() {
+        sources.update(|s| s.push(url.clone()));
+        spawn_local(async move {
+            let name = url.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or(&url).to_owned();
+            add(name, url_state::fetch(&url).await);
+        });
+    }
+    // The address follows the view.
+    Effect::new(move |_| {
+        let zoom_path = match (tree.get(), zoom.get()) {
+            (Some(Ok(t)), z) if z != ROOT => t.0.path(z).into_iter().map(|n| t.0.name(n).to_owned()).collect(),
+            _ => pending_zoom.get(),
+        };
+        let sample =
+            current.get().map(|e| e.loaded.sample_types().0.get(sample_index.get()).cloned().unwrap_or_default());
+        url_state::store(&url_state::HashState {
+            view: view_kind.get().key().to_owned(),
+            sample: sample.unwrap_or_else(|| wanted_sample.get_value()),
+            focus: focus.get(),
+            ignore: ignore.get(),
+            hide: hide.get(),
+            search: search.get(),
+            zoom: zoom_path,
+            profiles: entries.with(|e| e.iter().map(|x| x.loaded.name.clone()).collect()),
+            urls: sources.get(),
+        });
     });
     let diff_pair = Memo::new(move |_| Some((entry(base_id.get())?, entry(compare_id.get())?)));
     let diff_tree_memo = Memo::new(move |_| {
@@ -241,6 +313,9 @@ pub fn App() -> impl IntoView {
             return view! {
                 <div class="empty">
                     <p>"Drop profiles anywhere on this page, choose files, or paste a goroutine dump."</p>
+                    {(!initial.profiles.is_empty() && initial.urls.is_empty()).then(|| view! {
+                        <p data-testid="reopen-hint">"This link's view was for: " {initial.profiles.join(", ")} ". Open the same files to restore it."</p>
+                    })}
                     <p class="hint">"pprof (cpu, heap, allocs, block, mutex, goroutine), Go debug=1 texts, goroutine dumps, gperftools/Java legacy profiles. Everything is analysed in this page; nothing is uploaded."</p>
                 </div>
             }

@@ -4,6 +4,7 @@
 pub mod app;
 mod flame;
 mod table;
+mod url_state;
 
 use std::sync::Arc;
 

@@ -217,3 +217,40 @@ test('sandwich: callers and callees of a function from the top table', async (t)
   await screenshot(page, 'sandwich');
   await page.close();
 });
+
+test('url= loads a profile and the hash restores view, sample type and zoom on reload', async (t) => {
+  if (!requireFixtures(t)) return;
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  // Serve a fixture from the page's own origin.
+  await page.route((url) => url.pathname === '/profiles/cpu.pb.gz', (route) => route.fulfill({ body: readFileSync(join(fixtures, 'go/base/cpu.pb.gz')) }));
+  await page.goto(`${server.base}/?url=/profiles/cpu.pb.gz#view=top&sample=samples`);
+  const first = page.getByTestId('top-row').first();
+  await first.waitFor();
+  assert.equal(await page.getByTestId('sample-type').locator('option:checked').textContent(), 'samples');
+  assert.equal(await first.locator('[data-col=flat]').getAttribute('data-value'), '134', 'findMatch: 134 samples');
+
+  await page.getByTestId('view-flame').click();
+  const canvas = page.getByTestId('flamegraph');
+  await canvas.waitFor();
+  const box = await canvas.boundingBox();
+  await page.mouse.click(box.x + 3, box.y + box.height - 18 - 5);
+  await page.getByTestId('breadcrumb').waitFor();
+  const crumbs = await page.getByTestId('breadcrumb').locator('button').allTextContents();
+  await page.waitForFunction(() => location.hash.includes('zoom='));
+  assert.match(await page.evaluate(() => location.hash), /view=flame/);
+
+  await page.reload();
+  await page.getByTestId('breadcrumb').waitFor();
+  assert.deepEqual(await page.getByTestId('breadcrumb').locator('button').allTextContents(), crumbs, 'zoom restored');
+  assert.equal(await page.getByTestId('sample-type').locator('option:checked').textContent(), 'samples');
+  await page.close();
+});
+
+test('a url= that cannot be fetched says so in the page', async () => {
+  const page = await browser.newPage();
+  await page.goto(`${server.base}/#url=/missing/profile.pb.gz`);
+  const error = page.getByTestId('error');
+  await error.waitFor();
+  assert.match(await error.textContent(), /missing\/profile\.pb\.gz.*(404|could not fetch)/);
+  await page.close();
+});

@@ -47,6 +47,8 @@ pub enum Format {
     LegacyCpu,
     Threadz,
     JavaText,
+    /// Text that is recognisably not a supported profile (HTML, JSON).
+    Unrecognized,
 }
 
 /// Parses any supported profile with default limits.
@@ -79,6 +81,18 @@ fn parse_plain(bytes: &[u8]) -> Result<Profile> {
         Format::LegacyCpu => legacy_cpu::parse(bytes),
         Format::Threadz => legacy_text::parse_threadz(bytes),
         Format::JavaText => legacy_text::parse_java(bytes),
+        Format::Unrecognized => Err(Error::UnknownFormat { hint: unrecognized_hint(bytes) }),
+    }
+}
+
+fn unrecognized_hint(bytes: &[u8]) -> String {
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).trim_start().to_lowercase();
+    if head.starts_with("<!doctype html") || head.starts_with("<html") {
+        "this is an HTML page, not a profile".into()
+    } else if head.starts_with('<') {
+        "this is XML or HTML, not a profile".into()
+    } else {
+        "this is JSON in a format that is not supported yet".into()
     }
 }
 

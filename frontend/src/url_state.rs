@@ -1,0 +1,115 @@
+//! View state in the URL hash (`#view=flame&sample=cpu&focus=…`), so a reload or a
+//! copied link restores what the user was looking at, and `url=` sources to fetch.
+
+use wasm_bindgen::{JsCast, JsValue};
+
+/// The hash's fields; values are percent-encoded.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HashState {
+    pub view: String,
+    pub sample: String,
+    pub focus: String,
+    pub ignore: String,
+    pub hide: String,
+    pub search: String,
+    /// Root-first frame names of the zoomed frame.
+    pub zoom: Vec<String>,
+    /// Names of the loaded profiles (local files cannot be reloaded from a link).
+    pub profiles: Vec<String>,
+    /// Profiles to fetch.
+    pub urls: Vec<String>,
+}
+
+/// Separates zoom path entries; function names never contain it.
+const PATH_SEPARATOR: char = '\u{1f}';
+
+fn decode(s: &str) -> String {
+    js_sys::decode_uri_component(&s.replace('+', " ")).map(String::from).unwrap_or_else(|_| s.to_owned())
+}
+
+fn encode(s: &str) -> String {
+    String::from(js_sys::encode_uri_component(s))
+}
+
+impl HashState {
+    pub fn parse(fragment: &str) -> Self {
+        let mut st = HashState::default();
+        for pair in fragment.trim_start_matches(['#', '?']).split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let v = decode(v);
+            match k {
+                "view" => st.view = v,
+                "sample" => st.sample = v,
+                "focus" => st.focus = v,
+                "ignore" => st.ignore = v,
+                "hide" => st.hide = v,
+                "search" => st.search = v,
+                "zoom" => st.zoom = v.split(PATH_SEPARATOR).filter(|s| !s.is_empty()).map(str::to_owned).collect(),
+                "profile" => st.profiles.push(v),
+                "url" => st.urls.push(v),
+                _ => {}
+            }
+        }
+        st
+    }
+
+    pub fn to_fragment(&self) -> String {
+        let mut parts = Vec::new();
+        for (k, v) in [
+            ("view", &self.view),
+            ("sample", &self.sample),
+            ("focus", &self.focus),
+            ("ignore", &self.ignore),
+            ("hide", &self.hide),
+            ("search", &self.search),
+        ] {
+            if !v.is_empty() {
+                parts.push(format!("{k}={}", encode(v)));
+            }
+        }
+        if !self.zoom.is_empty() {
+            parts.push(format!("zoom={}", encode(&self.zoom.join(&PATH_SEPARATOR.to_string()))));
+        }
+        parts.extend(self.urls.iter().map(|u| format!("url={}", encode(u))));
+        parts.extend(self.profiles.iter().map(|p| format!("profile={}", encode(p))));
+        format!("#{}", parts.join("&"))
+    }
+}
+
+/// The state from the page's current address: the hash, plus `?url=` in the query.
+pub fn current() -> HashState {
+    let Some(location) = web_sys::window().map(|w| w.location()) else { return HashState::default() };
+    let mut st = HashState::parse(&location.hash().unwrap_or_default());
+    let query = HashState::parse(&location.search().unwrap_or_default());
+    // The hash repeats the query's sources after the first visit: keep one of each.
+    for url in query.urls {
+        if !st.urls.contains(&url) {
+            st.urls.push(url);
+        }
+    }
+    st
+}
+
+/// Replaces the hash without adding a history entry or scrolling.
+pub fn store(state: &HashState) {
+    if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&state.to_fragment()));
+    }
+}
+
+/// Fetches a profile's bytes (CORS permitting); the error says why it failed.
+pub async fn fetch(url: &str) -> Result<Vec<u8>, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let failed = |e: JsValue| format!("{url}: could not fetch ({})", e.as_string().unwrap_or_else(|| format!("{e:?}")));
+    let response: web_sys::Response = wasm_bindgen_futures::JsFuture::from(window.fetch_with_str(url))
+        .await
+        .map_err(failed)?
+        .dyn_into()
+        .map_err(failed)?;
+    if !response.ok() {
+        return Err(format!("{url}: the server answered {} {}", response.status(), response.status_text()));
+    }
+    let buffer =
+        wasm_bindgen_futures::JsFuture::from(response.array_buffer().map_err(failed)?).await.map_err(failed)?;
+    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+}
