@@ -191,3 +191,24 @@ fn sandwich_shows_callers_and_callees() {
     let none = CallTree::sandwich(&p, &TreeOptions::default(), "no.such.function", Side::Callees).unwrap();
     assert_eq!(none.total(), 0);
 }
+
+#[test]
+fn trees_survive_their_binary_form() {
+    let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
+    for tree in [
+        CallTree::build(&new, &TreeOptions::default()).unwrap(),
+        CallTree::build_diff(&base, &new, &TreeOptions::default()).unwrap(),
+    ] {
+        let back = CallTree::from_bytes(&tree.to_bytes()).expect("round trip");
+        assert_eq!(back.nodes, tree.nodes);
+        assert_eq!(back.names, tree.names);
+        assert_eq!(back.base, tree.base);
+        assert_eq!(
+            (back.sample_type.as_str(), back.unit.as_str(), back.max_depth),
+            ("cpu", "nanoseconds", tree.max_depth)
+        );
+    }
+    let bytes = CallTree::build(&new, &TreeOptions::default()).unwrap().to_bytes();
+    assert!(CallTree::from_bytes(&bytes[..bytes.len() - 1]).is_none(), "truncated");
+    assert!(CallTree::from_bytes(b"nope").is_none());
+}

@@ -37,7 +37,7 @@ impl Default for DiffOptions {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FunctionDelta {
     pub name: String,
@@ -52,7 +52,7 @@ pub struct FunctionDelta {
     pub cum_delta_pct: f64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StackDelta {
     /// Root first.
@@ -62,7 +62,7 @@ pub struct StackDelta {
     pub delta: i64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DiffReport {
     pub sample_type: String,

@@ -51,7 +51,7 @@ pub struct GoroutineOptions {
     pub max_stacks: Option<usize>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GoroutineGroup {
     pub count: u64,
@@ -69,7 +69,7 @@ pub struct GoroutineGroup {
     pub ids: Vec<u64>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GoroutineReport {
     pub goroutine_count: u64,
@@ -85,7 +85,7 @@ pub struct GoroutineReport {
     pub states_inferred: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GroupGrowth {
     #[serde(flatten)]
@@ -94,7 +94,7 @@ pub struct GroupGrowth {
     pub delta: i64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GoroutineComparison {
     pub base_count: u64,

@@ -24,14 +24,14 @@ pub struct TopOptions {
 }
 
 /// How a node is reached, as pprof marks it in `-top` output.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Inlining {
     Inline,
     PartialInline,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TopRow {
     pub name: String,
@@ -41,7 +41,7 @@ pub struct TopRow {
     pub inline: Option<Inlining>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TopReport {
     pub sample_type: String,

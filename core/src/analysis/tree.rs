@@ -271,6 +271,83 @@ impl CallTree {
         (hit, covered)
     }
 
+    /// A compact binary form, to hand a tree from a Web Worker to the page without
+    /// JSON: a header, the names, then fixed-size node records.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + self.nodes.len() * 32 + self.base.len() * 16);
+        let put_str = |out: &mut Vec<u8>, s: &str| {
+            out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            out.extend_from_slice(s.as_bytes());
+        };
+        out.extend_from_slice(b"SLT1");
+        put_str(&mut out, &self.sample_type);
+        put_str(&mut out, &self.unit);
+        out.extend_from_slice(&(self.names.len() as u32).to_le_bytes());
+        for n in &self.names {
+            put_str(&mut out, n);
+        }
+        out.extend_from_slice(&(self.nodes.len() as u32).to_le_bytes());
+        out.push(u8::from(!self.base.is_empty()));
+        for n in &self.nodes {
+            for v in [n.name, n.parent, n.depth, n.end] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            out.extend_from_slice(&n.self_value.to_le_bytes());
+            out.extend_from_slice(&n.total.to_le_bytes());
+        }
+        for b in &self.base {
+            out.extend_from_slice(&b.self_value.to_le_bytes());
+            out.extend_from_slice(&b.total.to_le_bytes());
+        }
+        out
+    }
+
+    /// Reads [`CallTree::to_bytes`]; `None` for bytes it did not write.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let mut r = Reader { bytes, at: 0 };
+        if r.take(4)? != b"SLT1" {
+            return None;
+        }
+        let sample_type = r.string()?;
+        let unit = r.string()?;
+        let n_names = r.u32()? as usize;
+        let names = (0..n_names).map(|_| r.string()).collect::<Option<Vec<_>>>()?;
+        let n_nodes = r.u32()? as usize;
+        let has_base = r.take(1)?[0] == 1;
+        let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        let i64_at = |b: &[u8], i: usize| i64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let nodes: Vec<TreeNode> = r
+            .take(n_nodes.checked_mul(32)?)?
+            .chunks_exact(32)
+            .map(|c| TreeNode {
+                name: u32_at(c, 0),
+                parent: u32_at(c, 4),
+                depth: u32_at(c, 8),
+                end: u32_at(c, 12),
+                self_value: i64_at(c, 16),
+                total: i64_at(c, 24),
+            })
+            .collect();
+        let base = if has_base {
+            let records = r.take(n_nodes.checked_mul(16)?)?;
+            records.chunks_exact(16).map(|c| BaseValues { self_value: i64_at(c, 0), total: i64_at(c, 8) }).collect()
+        } else {
+            Vec::new()
+        };
+        // Indices must stay inside the arena so every accessor is safe.
+        let valid = nodes.iter().enumerate().all(|(i, n)| {
+            (n.name as usize) < names.len()
+                && (n.parent as usize) < nodes.len()
+                && (n.end as usize) <= nodes.len()
+                && n.end as usize > i
+        });
+        if !valid || nodes.is_empty() {
+            return None;
+        }
+        let max_depth = nodes.iter().map(|n| n.depth).max().unwrap_or(0);
+        Some(CallTree { nodes, names, base, sample_type, unit, max_depth })
+    }
+
     /// The path from the root to `node` (root excluded), root first.
     pub fn path(&self, mut node: u32) -> Vec<u32> {
         let mut path = Vec::new();
@@ -280,5 +357,28 @@ impl CallTree {
         }
         path.reverse();
         path
+    }
+}
+
+/// A bounds-checked cursor over [`CallTree::to_bytes`] output.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.bytes.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn string(&mut self) -> Option<String> {
+        let len = self.u32()? as usize;
+        String::from_utf8(self.take(len)?.to_vec()).ok()
     }
 }
