@@ -1,29 +1,41 @@
-//! The page: loaded profiles as tabs, and the views over the active one.
+//! The page: loaded profiles as tabs, and the views over the active one. Parsing and
+//! analysis run in the analysis worker (`client`); this module only keeps view state,
+//! asks for reports and renders them.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use leptos::ev;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use stacklens_core::analysis::tree::{Side, ROOT};
+use stacklens_core::analysis::diff::DiffReport;
+use stacklens_core::analysis::goroutines::{GoroutineComparison, GoroutineReport};
+use stacklens_core::analysis::top::TopReport;
+use stacklens_core::analysis::tree::{CallTree, Side, ROOT};
 use stacklens_core::analysis::Filters;
 use web_sys::{DragEvent, HtmlInputElement};
 
+use crate::client::Client;
 use crate::flame::{FlameGraph, FlameSettings};
+use crate::protocol::{Request, Response, Summary, TreeKind};
 use crate::table::{DiffTable, GoroutineView, TopTable};
-use crate::{diff_profiles, diff_tree, goroutine_growth, url_state, Loaded};
+use crate::{url_state, SharedTree};
 
-/// A loaded profile; equal when it is the same load.
-#[derive(Clone)]
+/// A parsed profile, as the page knows it.
+#[derive(Clone, PartialEq)]
 struct Entry {
     id: u32,
-    loaded: Arc<Loaded>,
+    name: String,
+    summary: Summary,
 }
 
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.id == other.id
-    }
+/// A profile being parsed.
+#[derive(Clone, PartialEq)]
+struct Loading {
+    id: u32,
+    name: String,
+    stage: String,
+    fraction: f64,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -36,6 +48,14 @@ enum ViewKind {
 }
 
 impl ViewKind {
+    const ALL: [(ViewKind, &'static str); 5] = [
+        (ViewKind::Flame, "Flame graph"),
+        (ViewKind::Top, "Top"),
+        (ViewKind::Sandwich, "Sandwich"),
+        (ViewKind::Diff, "Diff"),
+        (ViewKind::Goroutines, "Goroutines"),
+    ];
+
     fn key(self) -> &'static str {
         match self {
             ViewKind::Flame => "flame",
@@ -49,14 +69,39 @@ impl ViewKind {
     fn from_key(key: &str) -> Option<Self> {
         Self::ALL.iter().map(|&(k, _)| k).find(|k| k.key() == key)
     }
+}
 
-    const ALL: [(ViewKind, &'static str); 5] = [
-        (ViewKind::Flame, "Flame graph"),
-        (ViewKind::Top, "Top"),
-        (ViewKind::Sandwich, "Sandwich"),
-        (ViewKind::Diff, "Diff"),
-        (ViewKind::Goroutines, "Goroutines"),
-    ];
+type Answer<T> = RwSignal<Option<Result<T, String>>>;
+
+/// Asks the worker and stores the answer in `target`, unless a newer question was
+/// asked meanwhile (`token` counts questions per target).
+fn ask<T: Send + Sync + 'static>(
+    client: &Rc<Client>,
+    token: StoredValue<u64>,
+    target: Answer<T>,
+    request: Request,
+    decode: impl FnOnce(Response, Option<Vec<u8>>) -> Option<Result<T, String>> + 'static,
+) {
+    let mine = token.get_value() + 1;
+    token.set_value(mine);
+    client.request(request, move |response, bytes| {
+        if token.get_value() == mine {
+            target.set(decode(response, bytes));
+        }
+    });
+}
+
+fn decode_tree(response: Response, bytes: Option<Vec<u8>>) -> Option<Result<SharedTree, String>> {
+    match response {
+        Response::Tree(Ok(())) => Some(
+            bytes
+                .and_then(|b| CallTree::from_bytes(&b))
+                .map(|t| SharedTree(Arc::new(t)))
+                .ok_or_else(|| "the worker sent an unreadable tree".to_owned()),
+        ),
+        Response::Tree(Err(e)) => Some(Err(e)),
+        _ => None,
+    }
 }
 
 /// Reads a browser file and hands its bytes to `done`.
@@ -70,9 +115,18 @@ fn read_file(file: web_sys::File, done: impl FnOnce(String, Result<Vec<u8>, Stri
     });
 }
 
+fn error_view(err: String) -> AnyView {
+    view! { <p class="error" data-testid="error">{err}</p> }.into_any()
+}
+
+fn busy_view() -> AnyView {
+    view! { <p class="busy" data-testid="busy">"analysing…"</p> }.into_any()
+}
+
 #[component]
 pub fn App() -> impl IntoView {
     let entries = RwSignal::new(Vec::<Entry>::new());
+    let loading = RwSignal::new(Vec::<Loading>::new());
     let active = RwSignal::new(None::<u32>);
     let next_id = StoredValue::new(0u32);
     let errors = RwSignal::new(Vec::<String>::new());
@@ -91,6 +145,9 @@ pub fn App() -> impl IntoView {
     let selected_row = RwSignal::new(0usize);
     let search_input = NodeRef::<leptos::html::Input>::new();
     let sandwich_fn = RwSignal::new(None::<String>);
+    let callers_zoom = RwSignal::new(ROOT);
+    let callees_zoom = RwSignal::new(ROOT);
+
     // What the address asks for: applied now, or when the profile it needs arrives.
     let initial = url_state::current();
     if let Some(v) = ViewKind::from_key(&initial.view) {
@@ -103,38 +160,60 @@ pub fn App() -> impl IntoView {
     let wanted_sample = StoredValue::new(initial.sample.clone());
     let pending_zoom = RwSignal::new(initial.zoom.clone());
     let sources = RwSignal::new(Vec::<String>::new());
-    let callers_zoom = RwSignal::new(ROOT);
-    let callees_zoom = RwSignal::new(ROOT);
+
+    let on_event = move |event: Response| match event {
+        Response::Progress { id, stage, fraction } => loading.update(|l| {
+            if let Some(x) = l.iter_mut().find(|x| x.id == id) {
+                x.stage = stage;
+                x.fraction = fraction;
+            }
+        }),
+        Response::Parsed { id, summary } => {
+            // A profile re-sent to a restarted worker is already an entry.
+            let Some(done) = loading.with_untracked(|l| l.iter().find(|x| x.id == id).cloned()) else { return };
+            loading.update(|l| l.retain(|x| x.id != id));
+            let wanted = wanted_sample.get_value();
+            sample_index.set(summary.sample_types.iter().position(|t| *t == wanted).unwrap_or(summary.default_sample));
+            let goroutine = summary.goroutine;
+            entries.update(|e| e.push(Entry { id, name: done.name, summary }));
+            // Two profiles loaded: the earlier is the base, the newer is compared.
+            let ids: Vec<u32> = entries.with_untracked(|e| e.iter().map(|e| e.id).collect());
+            if ids.len() >= 2 {
+                base_id.set(Some(ids[ids.len() - 2]));
+                compare_id.set(Some(id));
+            }
+            active.set(Some(id));
+            zoom.set(ROOT);
+            if goroutine && wanted.is_empty() {
+                view_kind.set(ViewKind::Goroutines);
+            }
+        }
+        Response::Failed { id, message } => {
+            loading.update(|l| l.retain(|x| x.id != id));
+            errors.update(|list| list.push(message));
+        }
+        _ => {}
+    };
+    let client = StoredValue::new_local(Client::new(on_event));
+    let generation = client.with_value(|c| c.generation);
 
     let add = move |name: String, bytes: Result<Vec<u8>, String>| {
+        let bytes = match bytes {
+            Ok(b) => b,
+            Err(e) => return errors.update(|list| list.push(e)),
+        };
         // Two files of the same name (base/cpu.pb.gz, compare/cpu.pb.gz) get distinct tabs.
         let taken = entries.with_untracked(|e| {
-            e.iter().filter(|x| x.loaded.name == name || x.loaded.name.starts_with(&format!("{name} #"))).count()
-        });
+            e.iter().filter(|x| x.name == name || x.name.starts_with(&format!("{name} #"))).count()
+        }) + loading.with_untracked(|l| l.iter().filter(|x| x.name == name).count());
         let name = if taken == 0 { name } else { format!("{name} #{}", taken + 1) };
-        match bytes.and_then(|b| Loaded::parse(&name, &b)) {
-            Ok(loaded) => {
-                let id = next_id.get_value();
-                next_id.set_value(id + 1);
-                let goroutine = loaded.is_goroutine();
-                let (types, default) = loaded.sample_types();
-                let wanted = wanted_sample.get_value();
-                sample_index.set(types.iter().position(|t| *t == wanted).unwrap_or(default));
-                entries.update(|e| e.push(Entry { id, loaded: Arc::new(loaded) }));
-                // Two profiles loaded: the earlier is the base, the newer is compared.
-                let ids: Vec<u32> = entries.with_untracked(|e| e.iter().map(|e| e.id).collect());
-                if ids.len() >= 2 {
-                    base_id.set(Some(ids[ids.len() - 2]));
-                    compare_id.set(Some(id));
-                }
-                active.set(Some(id));
-                zoom.set(ROOT);
-                if goroutine && wanted.is_empty() {
-                    view_kind.set(ViewKind::Goroutines);
-                }
-            }
-            Err(e) => errors.update(|list| list.push(e)),
-        }
+        let id = next_id.get_value();
+        next_id.set_value(id + 1);
+        let size = bytes.len() as f64 / 1_048_576.0;
+        loading.update(|l| {
+            l.push(Loading { id, name: name.clone(), stage: format!("sending {size:.1} MB"), fraction: 0.02 })
+        });
+        client.with_value(|c| c.parse(id, &name, bytes));
     };
 
     let entry = move |id: Option<u32>| id.and_then(|id| entries.with(|e| e.iter().find(|x| x.id == id).cloned()));
@@ -145,10 +224,83 @@ pub fn App() -> impl IntoView {
         hide: Some(hide.get()),
         show: None,
     });
-    let tree = Memo::new(move |_| {
-        let e = current.get()?;
-        Some(e.loaded.tree(sample_index.get(), &filters.get()))
+
+    // Answers from the worker, one per view.
+    let tree: Answer<SharedTree> = RwSignal::new(None);
+    let top_report: Answer<TopReport> = RwSignal::new(None);
+    let diff_report: Answer<DiffReport> = RwSignal::new(None);
+    let diff_tree: Answer<SharedTree> = RwSignal::new(None);
+    let goroutines: Answer<(GoroutineReport, Option<GoroutineComparison>)> = RwSignal::new(None);
+    let callers: Answer<SharedTree> = RwSignal::new(None);
+    let callees: Answer<SharedTree> = RwSignal::new(None);
+    let tokens: [StoredValue<u64>; 7] = std::array::from_fn(|_| StoredValue::new(0));
+
+    Effect::new(move |_| {
+        generation.get();
+        let (Some(e), view) = (current.get(), view_kind.get()) else { return };
+        let (sample, filters) = (sample_index.get(), filters.get());
+        let c = client.get_value();
+        match view {
+            ViewKind::Flame => {
+                tree.set(None);
+                ask(
+                    &c,
+                    tokens[0],
+                    tree,
+                    Request::Tree { id: e.id, sample, filters, kind: TreeKind::Plain },
+                    decode_tree,
+                );
+            }
+            ViewKind::Top => {
+                top_report.set(None);
+                ask(&c, tokens[1], top_report, Request::Top { id: e.id, sample, filters }, |r, _| match r {
+                    Response::Top(t) => Some(t),
+                    _ => None,
+                });
+            }
+            ViewKind::Diff => {
+                let (Some(base), Some(compare)) = (base_id.get(), compare_id.get()) else { return };
+                let normalize = normalize.get();
+                diff_report.set(None);
+                diff_tree.set(None);
+                let request = Request::Diff { base, compare, sample, filters: filters.clone(), normalize };
+                ask(&c, tokens[2], diff_report, request, |r, _| match r {
+                    Response::Diff(d) => Some(d),
+                    _ => None,
+                });
+                let request = Request::Tree { id: compare, sample, filters, kind: TreeKind::DiffAgainst(base) };
+                ask(&c, tokens[3], diff_tree, request, decode_tree);
+            }
+            ViewKind::Goroutines => {
+                let filter = goroutine_filter.get();
+                // Another goroutine snapshot loaded earlier is the baseline for growth.
+                let earlier =
+                    entries.with(|l| l.iter().rev().find(|x| x.id < e.id && x.summary.goroutine).map(|x| x.id));
+                goroutines.set(None);
+                ask(&c, tokens[4], goroutines, Request::Goroutines { id: e.id, filter, earlier }, |r, _| match r {
+                    Response::Goroutines(g) => Some(g),
+                    _ => None,
+                });
+            }
+            ViewKind::Sandwich => {
+                let Some(function) = sandwich_fn.get() else { return };
+                callers.set(None);
+                callees.set(None);
+                for (side, target, token) in [(Side::Callers, callers, tokens[5]), (Side::Callees, callees, tokens[6])]
+                {
+                    let kind = TreeKind::Sandwich(function.clone(), side);
+                    ask(
+                        &c,
+                        token,
+                        target,
+                        Request::Tree { id: e.id, sample, filters: filters.clone(), kind },
+                        decode_tree,
+                    );
+                }
+            }
+        }
     });
+
     // A zoom path from the address is applied once the tree it names exists.
     Effect::new(move |_| {
         let path = pending_zoom.get();
@@ -176,11 +328,12 @@ pub fn App() -> impl IntoView {
     // The address follows the view.
     Effect::new(move |_| {
         let zoom_path = match (tree.get(), zoom.get()) {
-            (Some(Ok(t)), z) if z != ROOT => t.0.path(z).into_iter().map(|n| t.0.name(n).to_owned()).collect(),
+            (Some(Ok(t)), z) if z != ROOT && (z as usize) < t.0.nodes.len() => {
+                t.0.path(z).into_iter().map(|n| t.0.name(n).to_owned()).collect()
+            }
             _ => pending_zoom.get(),
         };
-        let sample =
-            current.get().map(|e| e.loaded.sample_types().0.get(sample_index.get()).cloned().unwrap_or_default());
+        let sample = current.get().and_then(|e| e.summary.sample_types.get(sample_index.get()).cloned());
         url_state::store(&url_state::HashState {
             view: view_kind.get().key().to_owned(),
             sample: sample.unwrap_or_else(|| wanted_sample.get_value()),
@@ -189,17 +342,9 @@ pub fn App() -> impl IntoView {
             hide: hide.get(),
             search: search.get(),
             zoom: zoom_path,
-            profiles: entries.with(|e| e.iter().map(|x| x.loaded.name.clone()).collect()),
+            profiles: entries.with(|e| e.iter().map(|x| x.name.clone()).collect()),
             urls: sources.get(),
         });
-    });
-    let diff_pair = Memo::new(move |_| Some((entry(base_id.get())?, entry(compare_id.get())?)));
-    let diff_tree_memo = Memo::new(move |_| {
-        if view_kind.get() != ViewKind::Diff {
-            return None;
-        }
-        let (b, c) = diff_pair.get()?;
-        Some(diff_tree(&b.loaded, &c.loaded, sample_index.get(), &filters.get()))
     });
 
     // Page-wide drop target and keyboard shortcuts.
@@ -253,23 +398,58 @@ pub fn App() -> impl IntoView {
             .into_iter()
             .map(|e| {
                 let id = e.id;
-                let name = e.loaded.name.clone();
+                let default_sample = e.summary.default_sample;
                 view! {
                     <span class="tab" class:active=move || active.get() == Some(id) data-testid="profile-tab">
-                        <button class="tab-name" on:click=move |_| {
-                            active.set(Some(id));
-                            zoom.set(ROOT);
-                            if let Some(e) = entry(Some(id)) {
-                                sample_index.set(e.loaded.sample_types().1);
+                        <button
+                            class="tab-name"
+                            on:click=move |_| {
+                                active.set(Some(id));
+                                zoom.set(ROOT);
+                                sample_index.set(default_sample);
                             }
-                        }>{name}</button>
-                        <button class="tab-close" title="remove" on:click=move |_| {
-                            entries.update(|list| list.retain(|x| x.id != id));
-                            if active.get_untracked() == Some(id) {
-                                active.set(entries.with_untracked(|l| l.last().map(|x| x.id)));
+                        >
+                            {e.name.clone()}
+                        </button>
+                        <button
+                            class="tab-close"
+                            title="remove"
+                            on:click=move |_| {
+                                entries.update(|list| list.retain(|x| x.id != id));
+                                client.with_value(|c| c.remove(id));
+                                if active.get_untracked() == Some(id) {
+                                    active.set(entries.with_untracked(|l| l.last().map(|x| x.id)));
+                                }
                             }
-                        }>"×"</button>
+                        >
+                            "×"
+                        </button>
                     </span>
+                }
+            })
+            .collect_view()
+    };
+
+    let progress = move || {
+        loading
+            .get()
+            .into_iter()
+            .map(|l| {
+                let id = l.id;
+                view! {
+                    <div class="loading" data-testid="loading">
+                        <span>{l.name} " — " {l.stage}</span>
+                        <progress max="1" value=l.fraction.to_string()></progress>
+                        <button
+                            data-testid="cancel-parse"
+                            on:click=move |_| {
+                                loading.update(|list| list.retain(|x| x.id != id));
+                                client.with_value(|c| c.cancel(id));
+                            }
+                        >
+                            "Cancel"
+                        </button>
+                    </div>
                 }
             })
             .collect_view()
@@ -277,14 +457,16 @@ pub fn App() -> impl IntoView {
 
     let sample_select = move || {
         current.get().map(|e| {
-            let (names, _) = e.loaded.sample_types();
-            let options = names
-                .into_iter()
+            let options = e
+                .summary
+                .sample_types
+                .iter()
                 .enumerate()
-                .map(|(i, n)| view! { <option value=i.to_string()>{n}</option> })
+                .map(|(i, n)| view! { <option value=i.to_string()>{n.clone()}</option> })
                 .collect_view();
             view! {
-                <label>"sample "
+                <label>
+                    "sample "
                     <select
                         data-testid="sample-type"
                         on:change=move |ev| {
@@ -304,42 +486,51 @@ pub fn App() -> impl IntoView {
         entries
             .get()
             .into_iter()
-            .map(|e| view! { <option value=e.id.to_string() selected=move || selected.get() == Some(e.id)>{e.loaded.name.clone()}</option> })
+            .map(|e| view! { <option value=e.id.to_string() selected=move || selected.get() == Some(e.id)>{e.name.clone()}</option> })
             .collect_view()
     };
 
+    let flame = move |tree: Answer<SharedTree>, zoom: RwSignal<u32>, icicle: Signal<bool>, diff: bool| {
+        let tree_signal = Signal::derive(move || tree.get().and_then(Result::ok));
+        view! {
+            <FlameGraph
+                tree=tree_signal
+                zoom=zoom
+                search=Signal::derive(move || search.get())
+                settings=Signal::derive(move || FlameSettings { icicle: icicle.get(), diff })
+            />
+        }
+    };
+
     let main_view = move || {
-        let Some(e) = current.get() else {
+        if current.get().is_none() {
             return view! {
                 <div class="empty">
                     <p>"Drop profiles anywhere on this page, choose files, or paste a goroutine dump."</p>
-                    {(!initial.profiles.is_empty() && initial.urls.is_empty()).then(|| view! {
-                        <p data-testid="reopen-hint">"This link's view was for: " {initial.profiles.join(", ")} ". Open the same files to restore it."</p>
-                    })}
-                    <p class="hint">"pprof (cpu, heap, allocs, block, mutex, goroutine), Go debug=1 texts, goroutine dumps, gperftools/Java legacy profiles. Everything is analysed in this page; nothing is uploaded."</p>
+                    {(!initial.profiles.is_empty() && initial.urls.is_empty())
+                        .then(|| {
+                            view! {
+                                <p data-testid="reopen-hint">
+                                    "This link's view was for: " {initial.profiles.join(", ")}
+                                    ". Open the same files to restore it."
+                                </p>
+                            }
+                        })}
+                    <p class="hint">
+                        "pprof (cpu, heap, allocs, block, mutex, goroutine), Go debug=1 texts, goroutine dumps, gperftools/Java legacy profiles. Everything is analysed in this page; nothing is uploaded."
+                    </p>
                 </div>
             }
             .into_any();
-        };
+        }
         match view_kind.get() {
             ViewKind::Flame => match tree.get() {
-                Some(Ok(_)) => {
-                    let tree_signal = Signal::derive(move || tree.get().and_then(Result::ok));
-                    view! {
-                        <FlameGraph
-                            tree=tree_signal
-                            zoom=zoom
-                            search=Signal::derive(move || search.get())
-                            settings=Signal::derive(move || FlameSettings { icicle: icicle.get(), diff: false })
-                        />
-                    }
-                    .into_any()
-                }
-                Some(Err(err)) => view! { <p class="error" data-testid="error">{err}</p> }.into_any(),
-                None => ().into_any(),
+                Some(Ok(_)) => flame(tree, zoom, Signal::derive(move || icicle.get()), false).into_any(),
+                Some(Err(err)) => error_view(err),
+                None => busy_view(),
             },
-            ViewKind::Top => match e.loaded.top(sample_index.get(), &filters.get()) {
-                Ok(report) => {
+            ViewKind::Top => match top_report.get() {
+                Some(Ok(report)) => {
                     let on_select = Callback::new(move |name: String| {
                         focus.set(format!("^{}$", regex::escape(&name)));
                         zoom.set(ROOT);
@@ -353,93 +544,85 @@ pub fn App() -> impl IntoView {
                     });
                     view! { <TopTable report=report on_select=on_select on_sandwich=on_sandwich selected=selected_row /> }.into_any()
                 }
-                Err(err) => view! { <p class="error" data-testid="error">{err}</p> }.into_any(),
+                Some(Err(err)) => error_view(err),
+                None => busy_view(),
             },
             ViewKind::Sandwich => {
                 let Some(function) = sandwich_fn.get() else {
-                    return view! { <p class="hint">"Pick a function with ⇅ in the Top view to see its callers and callees."</p> }.into_any();
-                };
-                let half = |side: Side, zoom: RwSignal<u32>, icicle: bool| {
-                    let function = function.clone();
-                    // A memo: the flame graph reads its tree from several places.
-                    let tree = Memo::new(move |_| {
-                        current
-                            .get()
-                            .and_then(|e| e.loaded.sandwich(sample_index.get(), &filters.get(), &function, side).ok())
-                    });
-                    let tree = Signal::from(tree);
-                    view! {
-                        <FlameGraph
-                            tree=tree
-                            zoom=zoom
-                            search=Signal::derive(move || search.get())
-                            settings=Signal::derive(move || FlameSettings { icicle, diff: false })
-                        />
-                    }
+                    return view! { <p class="hint">"Pick a function with ⇅ in the Top view to see its callers and callees."</p> }
+                        .into_any();
                 };
                 view! {
-                    <h3 class="sandwich-title" data-testid="sandwich-function">{function.clone()}</h3>
+                    <h3 data-testid="sandwich-function">{function}</h3>
                     <h4>"Callers"</h4>
-                    <div data-testid="sandwich-callers">{half(Side::Callers, callers_zoom, false)}</div>
+                    <div data-testid="sandwich-callers">{flame(callers, callers_zoom, Signal::derive(|| false), false)}</div>
                     <h4>"Callees"</h4>
-                    <div data-testid="sandwich-callees">{half(Side::Callees, callees_zoom, true)}</div>
+                    <div data-testid="sandwich-callees">{flame(callees, callees_zoom, Signal::derive(|| true), false)}</div>
                 }
                 .into_any()
             }
             ViewKind::Diff => {
                 let pickers = view! {
                     <div class="diff-pick">
-                        <label>"base "
+                        <label>
+                            "base "
                             <select data-testid="diff-base" on:change=move |ev| base_id.set(event_target_value(&ev).parse().ok())>
                                 <option value="">"—"</option>
                                 {entry_options(base_id)}
                             </select>
                         </label>
-                        <label>" compare "
+                        <label>
+                            " compare "
                             <select data-testid="diff-compare" on:change=move |ev| compare_id.set(event_target_value(&ev).parse().ok())>
                                 <option value="">"—"</option>
                                 {entry_options(compare_id)}
                             </select>
                         </label>
-                        <label><input type="checkbox" data-testid="normalize" on:change=move |ev| normalize.set(event_target_checked(&ev)) />" normalize"</label>
+                        <label>
+                            <input type="checkbox" data-testid="normalize" on:change=move |ev| normalize.set(event_target_checked(&ev)) />
+                            " normalize"
+                        </label>
                     </div>
                 };
-                let body = match diff_pair.get() {
-                    None => view! { <p class="hint">"Load two profiles of the same type and pick a base and a compare profile."</p> }.into_any(),
-                    Some((b, c)) => match diff_profiles(&b.loaded, &c.loaded, sample_index.get(), &filters.get(), normalize.get()) {
-                        Ok(report) => {
-                            let diff_signal = Signal::derive(move || diff_tree_memo.get().and_then(Result::ok));
-                            view! {
-                                <FlameGraph
-                                    tree=diff_signal
-                                    zoom=zoom
-                                    search=Signal::derive(move || search.get())
-                                    settings=Signal::derive(move || FlameSettings { icicle: icicle.get(), diff: true })
-                                />
-                                <DiffTable report=report />
-                            }
-                            .into_any()
+                let body = if base_id.get().is_none() || compare_id.get().is_none() {
+                    view! { <p class="hint">"Load two profiles of the same type and pick a base and a compare profile."</p> }.into_any()
+                } else {
+                    match diff_report.get() {
+                        Some(Ok(report)) => view! {
+                            {flame(diff_tree, zoom, Signal::derive(move || icicle.get()), true)}
+                            <DiffTable report=report />
                         }
-                        Err(err) => view! { <p class="error" data-testid="error">{err}</p> }.into_any(),
-                    },
+                        .into_any(),
+                        Some(Err(err)) => error_view(err),
+                        None => busy_view(),
+                    }
                 };
-                view! { {pickers} {body} }.into_any()
+                view! {
+                    {pickers}
+                    {body}
+                }
+                .into_any()
             }
             ViewKind::Goroutines => {
-                let report = e.loaded.goroutines(&goroutine_filter.get());
-                // Another goroutine snapshot loaded earlier is the baseline for growth.
-                let earlier = entries.with(|list| {
-                    list.iter().rev().find(|x| x.id != e.id && x.id < e.id && x.loaded.is_goroutine()).cloned()
-                });
-                let growth = earlier.and_then(|b| goroutine_growth(&b.loaded, &e.loaded).ok());
                 let filter_box = view! {
-                    <input type="search" placeholder="filter stacks, states, creators" data-testid="goroutine-filter"
-                        on:input=move |ev| goroutine_filter.set(event_target_value(&ev)) prop:value=move || goroutine_filter.get() />
+                    <input
+                        type="search"
+                        placeholder="filter stacks, states, creators"
+                        data-testid="goroutine-filter"
+                        on:input=move |ev| goroutine_filter.set(event_target_value(&ev))
+                        prop:value=move || goroutine_filter.get_untracked()
+                    />
                 };
-                match report {
-                    Ok(r) => view! { {filter_box} <GoroutineView report=r growth=growth /> }.into_any(),
-                    Err(err) => view! { <p class="error" data-testid="error">{err}</p> }.into_any(),
+                let body = move || match goroutines.get() {
+                    Some(Ok((report, growth))) => view! { <GoroutineView report=report growth=growth /> }.into_any(),
+                    Some(Err(err)) => error_view(err),
+                    None => busy_view(),
+                };
+                view! {
+                    {filter_box}
+                    {body}
                 }
+                .into_any()
             }
         }
     };
@@ -447,45 +630,105 @@ pub fn App() -> impl IntoView {
     view! {
         <header>
             <h1>"stacklens"</h1>
-            <label class="file">"Open profiles "
-                <input type="file" multiple data-testid="file-input" on:change=on_files />
+            <label class="file">
+                "Open profiles " <input type="file" multiple data-testid="file-input" on:change=on_files />
             </label>
             <nav class="tabs">{tabs}</nav>
         </header>
+        {progress}
         <details class="paste">
             <summary>"Paste text (goroutine dump, debug=1 profile)"</summary>
             <textarea data-testid="paste-input" rows="6" on:input=move |ev| paste_text.set(event_target_value(&ev))></textarea>
-            <button data-testid="paste-load" on:click=move |_| {
-                let text = paste_text.get_untracked();
-                if !text.trim().is_empty() {
-                    add("pasted text".to_owned(), Ok(text.into_bytes()));
+            <button
+                data-testid="paste-load"
+                on:click=move |_| {
+                    let text = paste_text.get_untracked();
+                    if !text.trim().is_empty() {
+                        add("pasted text".to_owned(), Ok(text.into_bytes()));
+                    }
                 }
-            }>"Analyse pasted text"</button>
+            >
+                "Analyse pasted text"
+            </button>
         </details>
         <div class="errors">
-            {move || errors.get().into_iter().enumerate().map(|(i, e)| view! {
-                <p class="error" data-testid="error" role="alert">{e}
-                    <button class="dismiss" on:click=move |_| errors.update(|l| { l.remove(i); })>"×"</button>
-                </p>
-            }).collect_view()}
+            {move || {
+                errors
+                    .get()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, e)| {
+                        view! {
+                            <p class="error" data-testid="error" role="alert">
+                                {e}
+                                <button
+                                    class="dismiss"
+                                    on:click=move |_| {
+                                        errors
+                                            .update(|l| {
+                                                l.remove(i);
+                                            })
+                                    }
+                                >
+                                    "×"
+                                </button>
+                            </p>
+                        }
+                    })
+                    .collect_view()
+            }}
         </div>
         <Show when=move || current.get().is_some()>
             <div class="toolbar">
                 <nav class="views">
-                    {ViewKind::ALL.iter().map(|&(k, label)| view! {
-                        <button class:active=move || view_kind.get() == k data-testid=format!("view-{:?}", k).to_lowercase()
-                            on:click=move |_| view_kind.set(k)>{label}</button>
-                    }).collect_view()}
+                    {ViewKind::ALL
+                        .iter()
+                        .map(|&(k, label)| {
+                            view! {
+                                <button
+                                    class:active=move || view_kind.get() == k
+                                    data-testid=format!("view-{}", k.key())
+                                    on:click=move |_| view_kind.set(k)
+                                >
+                                    {label}
+                                </button>
+                            }
+                        })
+                        .collect_view()}
                 </nav>
                 {sample_select}
-                <input type="search" placeholder="search (/)" data-testid="search" node_ref=search_input
-                    on:input=move |ev| search.set(event_target_value(&ev)) prop:value=move || search.get() />
-                <label><input type="checkbox" data-testid="icicle" on:change=move |ev| icicle.set(event_target_checked(&ev)) />" icicle"</label>
+                <input
+                    type="search"
+                    placeholder="search (/)"
+                    data-testid="search"
+                    node_ref=search_input
+                    on:input=move |ev| search.set(event_target_value(&ev))
+                    prop:value=move || search.get()
+                />
+                <label>
+                    <input type="checkbox" data-testid="icicle" on:change=move |ev| icicle.set(event_target_checked(&ev)) />
+                    " icicle"
+                </label>
             </div>
             <div class="filters">
-                <input placeholder="focus regex" data-testid="focus" on:change=move |ev| focus.set(event_target_value(&ev)) prop:value=move || focus.get() />
-                <input placeholder="ignore regex" data-testid="ignore" on:change=move |ev| ignore.set(event_target_value(&ev)) prop:value=move || ignore.get() />
-                <input placeholder="hide regex" data-testid="hide" on:change=move |ev| hide.set(event_target_value(&ev)) prop:value=move || hide.get() />
+                <input
+                    placeholder="focus regex"
+                    data-testid="focus"
+                    on:change=move |ev| focus.set(event_target_value(&ev))
+                    prop:value=move || focus.get()
+                />
+                <input
+                    placeholder="ignore regex"
+                    data-testid="ignore"
+                    on:change=move |ev| ignore.set(event_target_value(&ev))
+                    prop:value=move || ignore.get()
+                />
+                <input
+                    placeholder="hide regex"
+                    data-testid="hide"
+                    on:change=move |ev| hide.set(event_target_value(&ev))
+                    prop:value=move || hide.get()
+                />
             </div>
         </Show>
         <main>{main_view}</main>

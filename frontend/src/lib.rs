@@ -2,9 +2,12 @@
 //! WASM; this crate holds view state and renders, and never re-implements analysis.
 
 pub mod app;
+mod client;
 mod flame;
+mod protocol;
 mod table;
 mod url_state;
+pub mod worker;
 
 use std::sync::Arc;
 

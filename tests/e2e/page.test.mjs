@@ -254,3 +254,39 @@ test('a url= that cannot be fetched says so in the page', async () => {
   assert.match(await error.textContent(), /missing\/profile\.pb\.gz.*(404|could not fetch)/);
   await page.close();
 });
+
+test('the large profile parses in the worker: the page answers meanwhile, and cancel stops it', async (t) => {
+  if (!requireFixtures(t)) return;
+  const { page } = await openPage();
+  await load(page, 'large/cpu.large.pb.gz');
+  const row = page.getByTestId('loading');
+  await row.waitFor();
+  // The main thread is free while the worker parses: the page runs script and takes input.
+  await page.getByTestId('paste-input').evaluate((e) => e.closest('details').open = true);
+  await page.getByTestId('paste-input').fill('typed while parsing');
+  assert.equal(await page.getByTestId('paste-input').inputValue(), 'typed while parsing');
+  assert.equal(await row.count(), 1, 'still parsing while the page answered');
+  await screenshot(page, 'parsing-large');
+  await page.getByTestId('cancel-parse').click();
+  await row.waitFor({ state: 'detached' });
+  assert.equal(await page.getByTestId('profile-tab').count(), 0, 'a cancelled parse adds nothing');
+  // The restarted worker serves the next file.
+  await load(page, 'go/base/cpu.pb.gz');
+  await page.getByTestId('flamegraph').waitFor();
+  assert.equal(await page.getByTestId('profile-tab').count(), 1);
+  await page.close();
+});
+
+test('the large profile loads completely and its top row equals pprof', async (t) => {
+  if (!requireFixtures(t)) return;
+  const { page } = await openPage();
+  await load(page, 'large/cpu.large.pb.gz');
+  await page.getByTestId('flamegraph').waitFor({ timeout: 120000 });
+  await page.getByTestId('view-top').click();
+  const first = page.getByTestId('top-row').first();
+  await first.waitFor({ timeout: 60000 });
+  assert.equal(await first.locator('[data-col=name]').getAttribute('data-value'), 'runtime.asyncPreempt');
+  assert.equal(pprofSeconds(await first.locator('[data-col=flat]').getAttribute('data-value')), '1239.76s');
+  await screenshot(page, 'top-large');
+  await page.close();
+});

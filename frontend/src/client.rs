@@ -1,0 +1,168 @@
+//! The page's side of the analysis worker: spawns it with the page's own WASM module,
+//! matches responses to requests, queues requests until the worker is ready, and
+//! restarts it to cancel a parse (re-sending the other profiles' bytes).
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use js_sys::{Array, Object, Reflect, Uint8Array};
+use leptos::prelude::*;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{MessageEvent, Worker, WorkerOptions, WorkerType};
+
+use crate::protocol::{Envelope, Request, Response};
+
+#[wasm_bindgen]
+extern "C" {
+    /// The URL of this module's wasm-bindgen glue, so the worker can import it.
+    #[wasm_bindgen(thread_local_v2, js_namespace = ["import", "meta"], js_name = url)]
+    static GLUE_URL: String;
+}
+
+type Reply = Box<dyn FnOnce(Response, Option<Vec<u8>>)>;
+type MessageHandler = Closure<dyn FnMut(MessageEvent)>;
+
+pub struct Client {
+    worker: RefCell<Option<Worker>>,
+    ready: Cell<bool>,
+    outbox: RefCell<Vec<(String, Option<Vec<u8>>)>>,
+    next_seq: Cell<u64>,
+    pending: RefCell<HashMap<u64, Reply>>,
+    /// Progress, Parsed and Failed go here, keyed by profile id inside the message.
+    on_event: Box<dyn Fn(Response)>,
+    /// Each loaded profile's bytes, to repopulate a restarted worker.
+    sources: RefCell<Vec<(u32, String, Vec<u8>)>>,
+    /// Bumped when the worker restarts: views depending on it ask again.
+    pub generation: RwSignal<u32>,
+    /// Kept alive while the worker may call it.
+    on_message: RefCell<Option<MessageHandler>>,
+}
+
+impl Client {
+    pub fn new(on_event: impl Fn(Response) + 'static) -> Rc<Self> {
+        let client = Rc::new(Client {
+            worker: RefCell::new(None),
+            ready: Cell::new(false),
+            outbox: RefCell::new(Vec::new()),
+            next_seq: Cell::new(1),
+            pending: RefCell::new(HashMap::new()),
+            on_event: Box::new(on_event),
+            sources: RefCell::new(Vec::new()),
+            generation: RwSignal::new(0),
+            on_message: RefCell::new(None),
+        });
+        client.spawn();
+        client
+    }
+
+    fn spawn(self: &Rc<Self>) {
+        let glue = GLUE_URL.with(Clone::clone);
+        let script =
+            web_sys::Url::new_with_base("worker.js", &glue).map(|u| u.href()).unwrap_or_else(|_| "worker.js".into());
+        let options = WorkerOptions::new();
+        options.set_type(WorkerType::Module);
+        let worker = match Worker::new_with_options(&script, &options) {
+            Ok(w) => w,
+            Err(e) => {
+                (self.on_event)(Response::Failed {
+                    id: u32::MAX,
+                    message: format!("cannot start the analysis worker: {e:?}"),
+                });
+                return;
+            }
+        };
+        let weak = Rc::downgrade(self);
+        let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
+            if let Some(client) = weak.upgrade() {
+                client.receive(e);
+            }
+        });
+        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        let init = Object::new();
+        let _ = Reflect::set(&init, &"glue".into(), &glue.into());
+        let _ = Reflect::set(&init, &"module".into(), &wasm_bindgen::module());
+        let _ = worker.post_message(&init);
+        *self.on_message.borrow_mut() = Some(on_message);
+        *self.worker.borrow_mut() = Some(worker);
+        self.ready.set(false);
+    }
+
+    fn receive(&self, e: MessageEvent) {
+        let data: Array = e.data().unchecked_into();
+        let Some(json) = data.get(0).as_string() else { return };
+        let bytes = data.get(1).dyn_into::<Uint8Array>().ok().map(|a| a.to_vec());
+        let Ok(envelope) = serde_json::from_str::<Envelope<Response>>(&json) else { return };
+        match envelope.body {
+            Response::Ready => {
+                self.ready.set(true);
+                let queued = std::mem::take(&mut *self.outbox.borrow_mut());
+                for (json, bytes) in queued {
+                    self.post(&json, bytes);
+                }
+            }
+            body @ (Response::Progress { .. } | Response::Parsed { .. } | Response::Failed { .. }) => {
+                (self.on_event)(body)
+            }
+            body => {
+                if let Some(reply) = self.pending.borrow_mut().remove(&envelope.seq) {
+                    reply(body, bytes);
+                }
+            }
+        }
+    }
+
+    fn post(&self, json: &str, bytes: Option<Vec<u8>>) {
+        let Some(worker) = self.worker.borrow().clone() else { return };
+        let message = Array::of1(&JsValue::from_str(json));
+        if let Some(b) = bytes {
+            message.push(&Uint8Array::from(b.as_slice()));
+        }
+        let _ = worker.post_message(&message);
+    }
+
+    fn send(&self, request: &Request, bytes: Option<Vec<u8>>) -> u64 {
+        let seq = self.next_seq.get();
+        self.next_seq.set(seq + 1);
+        let json = serde_json::to_string(&Envelope { seq, body: request }).expect("requests serialize");
+        if self.ready.get() {
+            self.post(&json, bytes);
+        } else {
+            self.outbox.borrow_mut().push((json, bytes));
+        }
+        seq
+    }
+
+    /// Hands a profile to the worker; its outcome arrives as Parsed or Failed.
+    pub fn parse(&self, id: u32, name: &str, bytes: Vec<u8>) {
+        self.sources.borrow_mut().push((id, name.to_owned(), bytes.clone()));
+        self.send(&Request::Parse { id, name: name.to_owned() }, Some(bytes));
+    }
+
+    pub fn remove(&self, id: u32) {
+        self.sources.borrow_mut().retain(|s| s.0 != id);
+        self.send(&Request::Remove { id }, None);
+    }
+
+    pub fn request(&self, request: Request, reply: impl FnOnce(Response, Option<Vec<u8>>) + 'static) {
+        let seq = self.send(&request, None);
+        self.pending.borrow_mut().insert(seq, Box::new(reply));
+    }
+
+    /// Stops a parse in progress: the worker is replaced and given the other profiles again.
+    pub fn cancel(self: &Rc<Self>, id: u32) {
+        if let Some(w) = self.worker.borrow_mut().take() {
+            w.terminate();
+        }
+        self.pending.borrow_mut().clear();
+        self.outbox.borrow_mut().clear();
+        self.sources.borrow_mut().retain(|s| s.0 != id);
+        self.spawn();
+        let again: Vec<(u32, String, Vec<u8>)> = self.sources.borrow().clone();
+        for (id, name, bytes) in again {
+            self.send(&Request::Parse { id, name }, Some(bytes));
+        }
+        self.generation.update(|g| *g += 1);
+    }
+}

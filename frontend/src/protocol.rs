@@ -1,0 +1,91 @@
+//! Messages between the page and its analysis worker. Each message is a JSON text,
+//! optionally followed by raw bytes (a profile going in, a call tree coming out).
+
+use serde::{Deserialize, Serialize};
+use stacklens_core::analysis::diff::DiffReport;
+use stacklens_core::analysis::goroutines::{GoroutineComparison, GoroutineReport};
+use stacklens_core::analysis::top::TopReport;
+use stacklens_core::analysis::tree::Side;
+use stacklens_core::analysis::Filters;
+
+/// What a tree request asks for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum TreeKind {
+    Plain,
+    /// A diff tree of `id` against this base profile.
+    DiffAgainst(u32),
+    Sandwich(String, Side),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Request {
+    /// The profile's bytes follow the message.
+    Parse {
+        id: u32,
+        name: String,
+    },
+    Remove {
+        id: u32,
+    },
+    Top {
+        id: u32,
+        sample: usize,
+        filters: Filters,
+    },
+    Tree {
+        id: u32,
+        sample: usize,
+        filters: Filters,
+        kind: TreeKind,
+    },
+    Diff {
+        base: u32,
+        compare: u32,
+        sample: usize,
+        filters: Filters,
+        normalize: bool,
+    },
+    Goroutines {
+        id: u32,
+        filter: String,
+        earlier: Option<u32>,
+    },
+}
+
+/// What the page learns about a parsed profile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub sample_types: Vec<String>,
+    pub default_sample: usize,
+    pub goroutine: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Response {
+    Ready,
+    Progress {
+        id: u32,
+        stage: String,
+        fraction: f64,
+    },
+    Parsed {
+        id: u32,
+        summary: Summary,
+    },
+    Failed {
+        id: u32,
+        message: String,
+    },
+    /// For `Tree`, the tree's bytes follow the message.
+    Tree(Result<(), String>),
+    Top(Result<TopReport, String>),
+    Diff(Result<DiffReport, String>),
+    Goroutines(Result<(GoroutineReport, Option<GoroutineComparison>), String>),
+}
+
+/// A request or response on the wire: (sequence number, message).
+#[derive(Serialize, Deserialize)]
+pub struct Envelope<T> {
+    pub seq: u64,
+    pub body: T,
+}

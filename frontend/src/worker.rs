@@ -1,0 +1,113 @@
+//! The analysis worker: runs in a Web Worker (the page's own WASM module, started by
+//! `worker.js`), owns the parsed profiles and answers the page's requests, so parsing
+//! and analysis never block the page.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use js_sys::{Array, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+
+use crate::protocol::{Envelope, Request, Response, Summary, TreeKind};
+use crate::{diff_profiles, diff_tree, goroutine_growth, Loaded};
+
+thread_local! {
+    static PROFILES: RefCell<HashMap<u32, Loaded>> = RefCell::new(HashMap::new());
+}
+
+fn scope() -> DedicatedWorkerGlobalScope {
+    js_sys::global().unchecked_into()
+}
+
+fn post(seq: u64, body: &Response, bytes: Option<Vec<u8>>) {
+    let json = serde_json::to_string(&Envelope { seq, body }).expect("responses serialize");
+    let message = Array::of1(&JsValue::from_str(&json));
+    let transfer = Array::new();
+    if let Some(bytes) = bytes {
+        let array = Uint8Array::from(bytes.as_slice());
+        transfer.push(&array.buffer());
+        message.push(&array);
+    }
+    let _ = scope().post_message_with_transfer(&message, &transfer);
+}
+
+fn with<T>(id: u32, f: impl FnOnce(&Loaded) -> Result<T, String>) -> Result<T, String> {
+    PROFILES.with(|p| p.borrow().get(&id).map_or_else(|| Err(format!("profile {id} is not loaded")), f))
+}
+
+fn with_two<T>(a: u32, b: u32, f: impl FnOnce(&Loaded, &Loaded) -> Result<T, String>) -> Result<T, String> {
+    PROFILES.with(|p| {
+        let p = p.borrow();
+        match (p.get(&a), p.get(&b)) {
+            (Some(x), Some(y)) => f(x, y),
+            _ => Err("a compared profile is not loaded".to_owned()),
+        }
+    })
+}
+
+fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
+    match request {
+        Request::Parse { id, name } => {
+            let bytes = bytes.unwrap_or_default();
+            let size = bytes.len() as f64 / 1_048_576.0;
+            post(seq, &Response::Progress { id, stage: format!("parsing {size:.1} MB"), fraction: 0.1 }, None);
+            match Loaded::parse(&name, &bytes) {
+                Ok(loaded) => {
+                    let (sample_types, default_sample) = loaded.sample_types();
+                    let summary = Summary { sample_types, default_sample, goroutine: loaded.is_goroutine() };
+                    PROFILES.with(|p| p.borrow_mut().insert(id, loaded));
+                    post(seq, &Response::Parsed { id, summary }, None);
+                }
+                Err(message) => post(seq, &Response::Failed { id, message }, None),
+            }
+        }
+        Request::Remove { id } => {
+            PROFILES.with(|p| p.borrow_mut().remove(&id));
+        }
+        Request::Top { id, sample, filters } => post(seq, &Response::Top(with(id, |l| l.top(sample, &filters))), None),
+        Request::Tree { id, sample, filters, kind } => {
+            let tree = match kind {
+                TreeKind::Plain => with(id, |l| l.tree(sample, &filters)),
+                TreeKind::DiffAgainst(base) => with_two(base, id, |b, c| diff_tree(b, c, sample, &filters)),
+                TreeKind::Sandwich(function, side) => with(id, |l| l.sandwich(sample, &filters, &function, side)),
+            };
+            match tree {
+                Ok(t) => post(seq, &Response::Tree(Ok(())), Some(t.0.to_bytes())),
+                Err(e) => post(seq, &Response::Tree(Err(e)), None),
+            }
+        }
+        Request::Diff { base, compare, sample, filters, normalize } => {
+            let report = with_two(base, compare, |b, c| diff_profiles(b, c, sample, &filters, normalize));
+            post(seq, &Response::Diff(report), None);
+        }
+        Request::Goroutines { id, filter, earlier } => {
+            let report = with(id, |l| {
+                let report = l.goroutines(&filter)?;
+                let growth = match earlier {
+                    Some(e) => with_two(e, id, goroutine_growth).ok(),
+                    None => None,
+                };
+                Ok((report, growth))
+            });
+            post(seq, &Response::Goroutines(report), None);
+        }
+    }
+}
+
+/// Installs the message handler; called once by `worker.js` after the module loads.
+pub fn run() {
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(|e: MessageEvent| {
+        let data: Array = e.data().unchecked_into();
+        let Some(json) = data.get(0).as_string() else { return };
+        let bytes = data.get(1).dyn_into::<Uint8Array>().ok().map(|a| a.to_vec());
+        match serde_json::from_str::<Envelope<Request>>(&json) {
+            Ok(envelope) => handle(envelope.seq, envelope.body, bytes),
+            Err(e) => post(0, &Response::Failed { id: u32::MAX, message: format!("bad request: {e}") }, None),
+        }
+    });
+    scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    on_message.forget();
+    post(0, &Response::Ready, None);
+}
