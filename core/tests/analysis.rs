@@ -113,6 +113,7 @@ fn call_tree_and_layout_are_consistent() {
     assert_eq!((z.x, z.width), (0.0, 800.0));
     assert_eq!(hit(&zoomed, 400.0, depth), Some(deflate));
     assert_eq!(tree.path(deflate).len() as u32, depth);
+    assert_eq!(tree.file(deflate), "/usr/lib/go-1.19/src/compress/flate/deflate.go");
     assert_eq!(tree.nodes[ROOT as usize].depth, 0);
 }
 
@@ -202,6 +203,7 @@ fn trees_survive_their_binary_form() {
         let back = CallTree::from_bytes(&tree.to_bytes()).expect("round trip");
         assert_eq!(back.nodes, tree.nodes);
         assert_eq!(back.names, tree.names);
+        assert_eq!(back.files, tree.files);
         assert_eq!(back.base, tree.base);
         assert_eq!(
             (back.sample_type.as_str(), back.unit.as_str(), back.max_depth),

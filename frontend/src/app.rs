@@ -371,9 +371,26 @@ pub fn App() -> impl IntoView {
                 }
             }
             "Escape" => zoom.set(ROOT),
-            "ArrowDown" if !typing && view_kind.get_untracked() == ViewKind::Top => selected_row.update(|r| *r += 1),
-            "ArrowUp" if !typing && view_kind.get_untracked() == ViewKind::Top => {
-                selected_row.update(|r| *r = r.saturating_sub(1))
+            "ArrowDown" | "ArrowUp" | "Enter" if !typing && view_kind.get_untracked() == ViewKind::Top => {
+                let Ok(rows) = document().query_selector_all("[data-testid=top-row]") else { return };
+                let last = rows.length().saturating_sub(1) as usize;
+                let at = match e.key().as_str() {
+                    "ArrowDown" => (selected_row.get_untracked() + 1).min(last),
+                    "ArrowUp" => selected_row.get_untracked().saturating_sub(1),
+                    _ => selected_row.get_untracked(),
+                };
+                e.prevent_default();
+                selected_row.set(at);
+                let row =
+                    rows.item(at as u32).and_then(|n| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(n).ok());
+                if let Some(row) = row {
+                    if e.key() == "Enter" {
+                        // Focus the flame graph on the selected function, like a click.
+                        row.click();
+                    } else {
+                        row.scroll_into_view_with_bool(false);
+                    }
+                }
             }
             _ => {}
         }
@@ -492,14 +509,9 @@ pub fn App() -> impl IntoView {
 
     let flame = move |tree: Answer<SharedTree>, zoom: RwSignal<u32>, icicle: Signal<bool>, diff: bool| {
         let tree_signal = Signal::derive(move || tree.get().and_then(Result::ok));
-        view! {
-            <FlameGraph
-                tree=tree_signal
-                zoom=zoom
-                search=Signal::derive(move || search.get())
-                settings=Signal::derive(move || FlameSettings { icicle: icicle.get(), diff })
-            />
-        }
+        let settings =
+            Signal::derive(move || FlameSettings { icicle: icicle.get(), diff, normalize: diff && normalize.get() });
+        view! { <FlameGraph tree=tree_signal zoom=zoom search=Signal::derive(move || search.get()) settings=settings /> }
     };
 
     let main_view = move || {

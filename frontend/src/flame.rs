@@ -43,6 +43,8 @@ fn diff_colour(total: i64, base: i64) -> String {
 pub struct FlameSettings {
     pub icicle: bool,
     pub diff: bool,
+    /// For diffs: compare shares of each total rather than raw values.
+    pub normalize: bool,
 }
 
 fn context(canvas: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
@@ -94,6 +96,12 @@ pub fn FlameGraph(
             &Viewport { zoom: zoom_node, width_px: css_width, min_width_px: 0.5, max_depth: MAX_ROWS - 1 },
         );
         let hits = search_hits.get();
+        // With normalisation a frame is compared as a share of each profile's total.
+        let base_scale = if settings.normalize && tree.base_values(ROOT).total > 0 {
+            tree.total() as f64 / tree.base_values(ROOT).total as f64
+        } else {
+            1.0
+        };
         for r in &laid {
             let y = if settings.icicle { f64::from(r.depth) * ROW } else { css_height - f64::from(r.depth + 1) * ROW };
             let name = tree.name(r.node);
@@ -101,7 +109,9 @@ pub fn FlameGraph(
             let fill = match &hits {
                 Some((h, _, _)) if h[r.node as usize] => "hsl(300, 70%, 60%)".to_owned(),
                 Some(_) => "hsl(0, 0%, 82%)".to_owned(),
-                None if settings.diff => diff_colour(node.total, tree.base_values(r.node).total),
+                None if settings.diff => {
+                    diff_colour(node.total, (tree.base_values(r.node).total as f64 * base_scale) as i64)
+                }
                 None if r.node == ROOT => "hsl(0, 0%, 70%)".to_owned(),
                 None => package_colour(name),
             };
@@ -153,6 +163,7 @@ pub fn FlameGraph(
         Some(view! {
             <div class="tooltip" data-testid="flame-tooltip" style=format!("left:{left}px;top:{}px", y + 14.0)>
                 <div class="tt-name">{tree.name(node).to_owned()}</div>
+                {(!tree.file(node).is_empty()).then(|| view! { <div class="tt-file">{tree.file(node).to_owned()}</div> })}
                 <div>"total " {format_value(n.total, &unit)} " (" {percentage(n.total, total).trim().to_owned()} ")"</div>
                 <div>"self " {format_value(n.self_value, &unit)} " (" {percentage(n.self_value, total).trim().to_owned()} ")"</div>
                 {diff.map(|d| view! { <div>{d}</div> })}

@@ -78,6 +78,7 @@ pub fn TopTable(
                                 <tr
                                     data-testid="top-row"
                                     class:selected=move || selected.get() == i
+                                    aria-selected=move || (selected.get() == i).to_string()
                                     on:click=move |_| {
                                         selected.set(i);
                                         on_select.run(name.clone());
@@ -213,6 +214,7 @@ pub fn GoroutineView(report: GoroutineReport, growth: Option<GoroutineComparison
         }
     });
     let groups = report.top_stacks.iter().map(|g| group_view(g, None)).collect_view();
+    let blocked = report.blocked_goroutines.iter().take(50).map(|g| group_view(g, None)).collect_view();
     view! {
         <section class="goroutines">
             <h3>"Goroutines: " <span data-testid="goroutine-count">{report.goroutine_count}</span>
@@ -221,6 +223,10 @@ pub fn GoroutineView(report: GoroutineReport, growth: Option<GoroutineComparison
             </h3>
             <table class="data states" data-testid="goroutine-states"><tbody>{state_rows}</tbody></table>
             {growth_view}
+            <details data-testid="blocked-goroutines">
+                <summary>"Blocked (" {report.blocked_count} " in " {report.blocked_goroutines.len()} " groups: chan, select, locks, I/O, sleep)"</summary>
+                {blocked}
+            </details>
             <h4>"Stacks (" {report.group_count} " groups)"</h4>
             {groups}
         </section>

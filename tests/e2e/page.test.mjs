@@ -290,3 +290,25 @@ test('the large profile loads completely and its top row equals pprof', async (t
   await screenshot(page, 'top-large');
   await page.close();
 });
+
+test('keyboard: arrows move through the top table and Enter focuses the flame graph', async (t) => {
+  if (!requireFixtures(t)) return;
+  const { page } = await openPage();
+  await load(page, 'go/base/cpu.pb.gz');
+  await page.getByTestId('view-top').click();
+  await page.getByTestId('top-row').first().waitFor();
+  await page.locator('body').click({ position: { x: 5, y: 5 } });
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  const selected = page.locator('[data-testid=top-row][aria-selected=true] [data-col=name]');
+  assert.equal(await selected.getAttribute('data-value'), 'compress/flate.(*compressor).deflate');
+  await page.keyboard.press('Enter');
+  await page.getByTestId('flamegraph').waitFor();
+  assert.equal(await page.getByTestId('focus').inputValue(), '^compress/flate\\.\\(\\*compressor\\)\\.deflate$');
+  // The tooltip names the function's file.
+  const box = await page.getByTestId('flamegraph').boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height - 5 - 18 * 5);
+  await page.getByTestId('flame-tooltip').waitFor();
+  assert.match(await page.getByTestId('flame-tooltip').textContent(), /\.go/);
+  await page.close();
+});

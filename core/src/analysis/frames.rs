@@ -86,6 +86,8 @@ impl Filters {
 /// Per-location node lists and filter verdicts for one profile.
 pub struct FrameTable {
     names: Vec<String>,
+    /// The source file of each node's function ("" when unknown).
+    files: Vec<String>,
     /// For each location: (start, len) of its nodes in `nodes`.
     locations: Vec<(u32, u32)>,
     nodes: Vec<u32>,
@@ -103,6 +105,7 @@ impl FrameTable {
         let mut index: HashMap<String, u32> = HashMap::default();
         let mut table = FrameTable {
             names: Vec::new(),
+            files: Vec::new(),
             locations: Vec::with_capacity(profile.locations.len()),
             nodes: Vec::with_capacity(profile.locations.len()),
             inlined: Vec::with_capacity(profile.locations.len()),
@@ -129,7 +132,7 @@ impl FrameTable {
                         key.push_str(&format!("{:016x} ", location.address));
                     }
                     key.push_str(&name);
-                    let node = intern(&mut index, &mut table.names, &key);
+                    let node = table.intern(&mut index, &key, "");
                     table.nodes.push(node);
                     table.inlined.push(false);
                 }
@@ -165,7 +168,7 @@ impl FrameTable {
                         }
                     }
                 }
-                let node = intern(&mut index, &mut table.names, &key);
+                let node = table.intern(&mut index, &key, file);
                 table.nodes.push(node);
                 table.inlined.push(i + 1 != n_lines);
             }
@@ -180,6 +183,21 @@ impl FrameTable {
 
     pub fn name(&self, node: u32) -> &str {
         &self.names[node as usize]
+    }
+
+    pub fn file(&self, node: u32) -> &str {
+        &self.files[node as usize]
+    }
+
+    fn intern(&mut self, index: &mut HashMap<String, u32>, key: &str, file: &str) -> u32 {
+        if let Some(&n) = index.get(key) {
+            return n;
+        }
+        let n = self.names.len() as u32;
+        self.names.push(key.to_owned());
+        self.files.push(file.to_owned());
+        index.insert(key.to_owned(), n);
+        n
     }
 
     /// Nodes of a location, innermost first, with their "inlined call" flag.
@@ -205,16 +223,6 @@ impl FrameTable {
             }
         }
     }
-}
-
-fn intern(index: &mut HashMap<String, u32>, names: &mut Vec<String>, key: &str) -> u32 {
-    if let Some(&n) = index.get(key) {
-        return n;
-    }
-    let n = names.len() as u32;
-    names.push(key.to_owned());
-    index.insert(key.to_owned(), n);
-    n
 }
 
 fn mapping_matches(profile: &Profile, location: &Location, re: &Regex) -> bool {

@@ -43,6 +43,8 @@ pub struct BaseValues {
 pub struct CallTree {
     pub nodes: Vec<TreeNode>,
     pub names: Vec<String>,
+    /// The source file of each name's function ("" when unknown).
+    pub files: Vec<String>,
     /// Per node, for diff trees only (empty otherwise).
     pub base: Vec<BaseValues>,
     pub sample_type: String,
@@ -65,6 +67,7 @@ pub enum Side {
 /// Stacks of one or two profiles as root-first name ids, ready to be sorted.
 struct Stacks {
     names: Vec<String>,
+    files: Vec<String>,
     name_index: rustc_hash::FxHashMap<String, u32>,
     frames: Vec<u32>,
     /// (start, len, value, from_base)
@@ -81,6 +84,7 @@ impl Stacks {
             let id = *self.name_index.entry(name.to_owned()).or_insert(next);
             if id == next {
                 self.names.push(name.to_owned());
+                self.files.push(table.file(n).to_owned());
             }
             ids.push(id);
         }
@@ -128,7 +132,7 @@ impl Stacks {
     }
 
     fn build(self, sample_type: String, unit: String, diff: bool) -> CallTree {
-        let Stacks { mut names, frames, mut stacks, .. } = self;
+        let Stacks { mut names, mut files, frames, mut stacks, .. } = self;
         // Rank names alphabetically so sorted stacks give name-ordered children.
         let mut order: Vec<u32> = (0..names.len() as u32).collect();
         order.sort_unstable_by(|&a, &b| names[a as usize].cmp(&names[b as usize]));
@@ -142,9 +146,11 @@ impl Stacks {
 
         // Names are now referred to by rank; reorder the table to match.
         let sorted_names: Vec<String> = order.iter().map(|&n| std::mem::take(&mut names[n as usize])).collect();
+        let mut files: Vec<String> = order.iter().map(|&n| std::mem::take(&mut files[n as usize])).collect();
         let root_name = sorted_names.len() as u32;
         let mut names = sorted_names;
         names.push("root".to_owned());
+        files.push(String::new());
 
         let mut nodes = vec![TreeNode { name: root_name, parent: ROOT, depth: 0, end: 0, self_value: 0, total: 0 }];
         let mut base = if diff { vec![BaseValues::default()] } else { Vec::new() };
@@ -187,15 +193,20 @@ impl Stacks {
             nodes[n as usize].end = end;
         }
         let max_depth = nodes.iter().map(|n| n.depth).max().unwrap_or(0);
-        CallTree { nodes, names, base, sample_type, unit, max_depth }
+        CallTree { nodes, names, files, base, sample_type, unit, max_depth }
     }
 }
 
 impl CallTree {
     pub fn build(profile: &Profile, options: &TreeOptions) -> Result<Self> {
         let index = profile.sample_index(&options.sample_index)?;
-        let mut stacks =
-            Stacks { names: Vec::new(), name_index: Default::default(), frames: Vec::new(), stacks: Vec::new() };
+        let mut stacks = Stacks {
+            names: Vec::new(),
+            files: Vec::new(),
+            name_index: Default::default(),
+            frames: Vec::new(),
+            stacks: Vec::new(),
+        };
         stacks.add(profile, index, options, false)?;
         Ok(stacks.build(profile.sample_type_name(index).to_owned(), profile.sample_type_unit(index).to_owned(), false))
     }
@@ -204,8 +215,13 @@ impl CallTree {
     /// merged over every stack that contains it; recursion is counted once per sample.
     pub fn sandwich(profile: &Profile, options: &TreeOptions, function: &str, side: Side) -> Result<Self> {
         let index = profile.sample_index(&options.sample_index)?;
-        let mut stacks =
-            Stacks { names: Vec::new(), name_index: Default::default(), frames: Vec::new(), stacks: Vec::new() };
+        let mut stacks = Stacks {
+            names: Vec::new(),
+            files: Vec::new(),
+            name_index: Default::default(),
+            frames: Vec::new(),
+            stacks: Vec::new(),
+        };
         stacks.add(profile, index, options, false)?;
         let stacks = stacks.sandwich(function, side);
         Ok(stacks.build(profile.sample_type_name(index).to_owned(), profile.sample_type_unit(index).to_owned(), false))
@@ -216,8 +232,13 @@ impl CallTree {
     pub fn build_diff(base: &Profile, compare: &Profile, options: &TreeOptions) -> Result<Self> {
         let compare_index = compare.sample_index(&options.sample_index)?;
         let base_index = super::diff::matching_sample_index(base, compare, compare_index)?;
-        let mut stacks =
-            Stacks { names: Vec::new(), name_index: Default::default(), frames: Vec::new(), stacks: Vec::new() };
+        let mut stacks = Stacks {
+            names: Vec::new(),
+            files: Vec::new(),
+            name_index: Default::default(),
+            frames: Vec::new(),
+            stacks: Vec::new(),
+        };
         stacks.add(compare, compare_index, options, false)?;
         stacks.add(base, base_index, options, true)?;
         Ok(stacks.build(
@@ -242,6 +263,11 @@ impl CallTree {
 
     pub fn name(&self, node: u32) -> &str {
         &self.names[self.nodes[node as usize].name as usize]
+    }
+
+    /// The source file of the node's function ("" when unknown).
+    pub fn file(&self, node: u32) -> &str {
+        &self.files[self.nodes[node as usize].name as usize]
     }
 
     pub fn total(&self) -> i64 {
@@ -279,12 +305,13 @@ impl CallTree {
             out.extend_from_slice(&(s.len() as u32).to_le_bytes());
             out.extend_from_slice(s.as_bytes());
         };
-        out.extend_from_slice(b"SLT1");
+        out.extend_from_slice(b"SLT2");
         put_str(&mut out, &self.sample_type);
         put_str(&mut out, &self.unit);
         out.extend_from_slice(&(self.names.len() as u32).to_le_bytes());
-        for n in &self.names {
+        for (n, f) in self.names.iter().zip(&self.files) {
             put_str(&mut out, n);
+            put_str(&mut out, f);
         }
         out.extend_from_slice(&(self.nodes.len() as u32).to_le_bytes());
         out.push(u8::from(!self.base.is_empty()));
@@ -305,13 +332,17 @@ impl CallTree {
     /// Reads [`CallTree::to_bytes`]; `None` for bytes it did not write.
     pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
         let mut r = Reader { bytes, at: 0 };
-        if r.take(4)? != b"SLT1" {
+        if r.take(4)? != b"SLT2" {
             return None;
         }
         let sample_type = r.string()?;
         let unit = r.string()?;
         let n_names = r.u32()? as usize;
-        let names = (0..n_names).map(|_| r.string()).collect::<Option<Vec<_>>>()?;
+        let (mut names, mut files) = (Vec::with_capacity(n_names), Vec::with_capacity(n_names));
+        for _ in 0..n_names {
+            names.push(r.string()?);
+            files.push(r.string()?);
+        }
         let n_nodes = r.u32()? as usize;
         let has_base = r.take(1)?[0] == 1;
         let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
@@ -345,7 +376,7 @@ impl CallTree {
             return None;
         }
         let max_depth = nodes.iter().map(|n| n.depth).max().unwrap_or(0);
-        Some(CallTree { nodes, names, base, sample_type, unit, max_depth })
+        Some(CallTree { nodes, names, files, base, sample_type, unit, max_depth })
     }
 
     /// The path from the root to `node` (root excluded), root first.
