@@ -97,6 +97,10 @@ impl Client {
         match envelope.body {
             Response::Ready => {
                 self.ready.set(true);
+                // A hook for automated checks: the page can analyse from now on.
+                if let Some(body) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.body()) {
+                    let _ = body.set_attribute("data-worker-ready", "true");
+                }
                 let queued = std::mem::take(&mut *self.outbox.borrow_mut());
                 for (json, bytes) in queued {
                     self.post(&json, bytes);

@@ -1,0 +1,124 @@
+// Browser benchmark (not a test): stacklens's page against speedscope (npm package,
+// same Debian Chromium, same run). For each input: time from file chosen to flame
+// graph painted, main-thread JS heap after load, and for stacklens the frame time while
+// zooming. Usage: node scripts/bench-browser.mjs [runs]  (after `trunk build --release`
+// and `cargo build --release -p stacklens-backend`; installs speedscope with --no-save).
+import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { extname, join, resolve } from 'node:path';
+import { root, fixtures, startServer, launchBrowser } from '../tests/e2e/harness.mjs';
+
+const SPEEDSCOPE = '1.25.0';
+const runs = Number(process.argv[2] || 3);
+const inputs = ['large/cpu.large.pb.gz', 'go/base/cpu.pb.gz', 'large/goroutine.large.debug2.txt'];
+
+const ssDir = join(root, 'node_modules/speedscope/dist/release');
+if (!existsSync(ssDir)) {
+  execFileSync('npm', ['install', '--no-save', '--no-audit', '--no-fund', `speedscope@${SPEEDSCOPE}`], { cwd: root, stdio: 'inherit' });
+}
+
+// speedscope's release folder, served as static files.
+const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.wasm': 'application/wasm', '.woff2': 'font/woff2', '.png': 'image/png' };
+const ss = createServer((req, res) => {
+  const path = resolve(ssDir, '.' + decodeURIComponent(new URL(req.url, 'http://x').pathname.replace(/\/$/, '/index.html')));
+  if (!path.startsWith(ssDir) || !existsSync(path)) { res.writeHead(404).end(); return; }
+  res.writeHead(200, { 'content-type': types[extname(path)] || 'application/octet-stream' }).end(readFileSync(path));
+});
+await new Promise((ok) => ss.listen(0, '127.0.0.1', ok));
+const ssBase = `http://127.0.0.1:${ss.address().port}/`;
+
+const server = await startServer();
+const browser = await launchBrowser();
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function heapMB(page) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Performance.enable');
+  const { metrics } = await cdp.send('Performance.getMetrics');
+  await cdp.detach();
+  return (metrics.find((m) => m.name === 'JSHeapUsedSize').value / 1048576).toFixed(0);
+}
+
+async function stacklens(file) {
+  const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+  await page.goto(server.base);
+  await page.waitForSelector('body[data-worker-ready]');
+  const start = Date.now();
+  await page.getByTestId('file-input').setInputFiles(join(fixtures, file));
+  const goroutines = file.includes('goroutine');
+  if (goroutines) {
+    await page.getByTestId('goroutine-count').waitFor({ timeout: 120000 });
+  } else {
+    await page.waitForFunction(() => {
+      const c = document.querySelector('[data-testid=flamegraph]');
+      if (!c || !c.width) return false;
+      const d = c.getContext('2d').getImageData(0, c.height - 2, c.width, 1).data;
+      return d.some((v, i) => i % 4 === 3 && v > 0);
+    }, null, { timeout: 120000, polling: 'raf' });
+  }
+  const ms = Date.now() - start;
+  let frame = null;
+  if (!goroutines) {
+    // Zoom in and out 20 times; frame time = main-thread work from the click until
+    // the canvas is repainted (effects run as microtasks, before the next task).
+    frame = await page.evaluate(async () => {
+      const c = document.querySelector('[data-testid=flamegraph]');
+      const r = c.getBoundingClientRect();
+      const times = [];
+      for (let i = 0; i < 20; i++) {
+        const y = i % 2 ? r.bottom - 4 : r.bottom - 18 * 3 - 4;
+        const t0 = performance.now();
+        c.dispatchEvent(new MouseEvent('click', { clientX: r.left + r.width * 0.3, clientY: y, bubbles: true }));
+        await new Promise((ok) => { const ch = new MessageChannel(); ch.port1.onmessage = ok; ch.port2.postMessage(0); });
+        times.push(performance.now() - t0);
+        await new Promise((ok) => requestAnimationFrame(ok));
+        if (i % 2) window.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape' }));
+      }
+      times.sort((a, b) => a - b);
+      return { p50: times[10].toFixed(1), p95: times[18].toFixed(1) };
+    });
+  }
+  const heap = await heapMB(page);
+  await page.close();
+  return { ms, heap, frame };
+}
+
+async function speedscope(file) {
+  const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+  await page.goto(ssBase);
+  const name = file.split('/').pop();
+  const start = Date.now();
+  await page.locator('input[type=file]').setInputFiles(join(fixtures, file));
+  try {
+    await page.waitForFunction((n) => document.title.startsWith(n), name, { timeout: 90000 });
+    await page.evaluate(() => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok))));
+  } catch {
+    await page.close();
+    return { ms: null, heap: null };
+  }
+  const ms = Date.now() - start;
+  const heap = await heapMB(page);
+  await page.close();
+  return { ms, heap };
+}
+
+console.log(`Chromium ${browser.version()}, speedscope ${SPEEDSCOPE}, stacklens ${execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root }).toString().trim()}, median of ${runs} runs\n`);
+console.log('| input | size | stacklens: chosen → painted | speedscope: chosen → painted | stacklens JS heap | speedscope JS heap | stacklens zoom frame p50 / p95 |');
+console.log('| --- | --- | --- | --- | --- | --- | --- |');
+for (const file of inputs) {
+  const ours = [];
+  const theirs = [];
+  for (let i = 0; i < runs; i++) ours.push(await stacklens(file));
+  console.error(`${file}: stacklens ${ours.map((r) => r.ms).join(', ')} ms`);
+  for (let i = 0; i < runs; i++) theirs.push(await speedscope(file));
+  console.error(`${file}: speedscope ${theirs.map((r) => r.ms).join(', ')} ms`);
+  const o = median(ours.map((r) => r.ms));
+  const t = theirs.every((r) => r.ms !== null) ? median(theirs.map((r) => r.ms)) : null;
+  const frame = ours[0].frame ? `${ours[0].frame.p50} / ${ours[0].frame.p95} ms` : 'n/a';
+  const size = (statSync(join(fixtures, file)).size / 1048576).toFixed(1);
+  console.log(`| ${file} | ${size} MB | ${o} ms | ${t === null ? 'cannot read it' : `${t} ms`} | ${ours[0].heap} MB | ${theirs[0].heap ?? 'n/a'} MB | ${frame} |`);
+}
+await browser.close();
+await server.stop();
+ss.close();
