@@ -10,5 +10,5 @@ pub mod model;
 pub mod units;
 
 pub use error::{Error, Result};
-pub use import::{parse, parse_with, ParseOptions};
+pub use import::{parse, parse_with, parse_with_progress, ParseOptions, Stage};
 pub use model::Profile;

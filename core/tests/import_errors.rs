@@ -265,3 +265,25 @@ fn legacy_text_errors_name_the_line() {
     let err = parse(b"goroutine profile: total 3\n3 @ 0x1 nonsense\n").unwrap_err();
     assert!(matches!(err, Error::Text { line: 2, .. }), "{err:?}");
 }
+
+#[test]
+fn progress_is_reported_per_stage_and_grows() {
+    let mut p = deep_profile(10);
+    let stack = p.samples[0].locations.clone();
+    for i in 0..30_000 {
+        p.samples.push(Sample { locations: stack.iter().rev().copied().collect(), values: vec![i], labels: vec![] });
+    }
+    let z = gzip(&encode(&p));
+    let mut seen: Vec<(stacklens_core::Stage, f64)> = Vec::new();
+    let parsed =
+        stacklens_core::parse_with_progress(&z, &ParseOptions::default(), &mut |stage, f| seen.push((stage, f)))
+            .unwrap();
+    assert_eq!(parsed.samples.len(), 30_001);
+    for stage in [stacklens_core::Stage::Inflating, stacklens_core::Stage::Decoding] {
+        let fractions: Vec<f64> = seen.iter().filter(|s| s.0 == stage).map(|s| s.1).collect();
+        assert!(!fractions.is_empty(), "{stage:?} reported");
+        assert!(fractions.windows(2).all(|w| w[0] <= w[1]), "{stage:?} grows: {fractions:?}");
+        assert!(fractions.iter().all(|f| (0.0..=1.0).contains(f)));
+    }
+    assert!(seen.len() < 300, "a few hundred reports at most, got {}", seen.len());
+}

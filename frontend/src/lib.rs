@@ -37,7 +37,16 @@ impl PartialEq for SharedTree {
 impl Loaded {
     /// Parses bytes; the error names the file and says what is wrong with it.
     pub fn parse(name: &str, bytes: &[u8]) -> Result<Self, String> {
-        stacklens_core::parse(bytes)
+        Self::parse_reporting(name, bytes, &mut |_, _| {})
+    }
+
+    /// [`Loaded::parse`], reporting progress.
+    pub fn parse_reporting(
+        name: &str,
+        bytes: &[u8],
+        progress: stacklens_core::import::Progress<'_>,
+    ) -> Result<Self, String> {
+        stacklens_core::parse_with_progress(bytes, &stacklens_core::ParseOptions::default(), progress)
             .map(|profile| Loaded { name: name.to_owned(), profile })
             .map_err(|e| format!("{name}: {e}"))
     }

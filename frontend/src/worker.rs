@@ -10,6 +10,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
+use stacklens_core::Stage;
+
 use crate::protocol::{Envelope, Request, Response, Summary, TreeKind};
 use crate::{diff_profiles, diff_tree, goroutine_growth, Loaded};
 
@@ -52,8 +54,25 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
         Request::Parse { id, name } => {
             let bytes = bytes.unwrap_or_default();
             let size = bytes.len() as f64 / 1_048_576.0;
-            post(seq, &Response::Progress { id, stage: format!("parsing {size:.1} MB"), fraction: 0.1 }, None);
-            match Loaded::parse(&name, &bytes) {
+            post(seq, &Response::Progress { id, stage: format!("parsing {size:.1} MB"), fraction: 0.05 }, None);
+            // Inflating fills the bar to one half, decoding to 95%; building the
+            // first view does the rest.
+            let mut last = 0.0;
+            let mut report = |stage: Stage, fraction: f64| {
+                let (label, overall) = match stage {
+                    Stage::Inflating => ("inflating", 0.05 + 0.45 * fraction),
+                    Stage::Decoding => ("decoding", 0.5 + 0.45 * fraction),
+                };
+                if overall - last >= 0.02 {
+                    last = overall;
+                    post(
+                        seq,
+                        &Response::Progress { id, stage: format!("{label} {size:.1} MB"), fraction: overall },
+                        None,
+                    );
+                }
+            };
+            match Loaded::parse_reporting(&name, &bytes, &mut report) {
                 Ok(loaded) => {
                     let (sample_types, default_sample) = loaded.sample_types();
                     let summary = Summary { sample_types, default_sample, goroutine: loaded.is_goroutine() };

@@ -261,6 +261,9 @@ test('the large profile parses in the worker: the page answers meanwhile, and ca
   await load(page, 'large/cpu.large.pb.gz');
   const row = page.getByTestId('loading');
   await row.waitFor();
+  // The bar moves as the worker inflates and decodes.
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid=loading] progress')?.value) > 0.1);
+  assert.match(await row.textContent(), /(inflating|decoding) 13\.7 MB/);
   // The main thread is free while the worker parses: the page runs script and takes input.
   await page.getByTestId('paste-input').evaluate((e) => e.closest('details').open = true);
   await page.getByTestId('paste-input').fill('typed while parsing');

@@ -35,7 +35,7 @@ impl std::io::BufRead for Counting<'_> {
 }
 
 /// Inflates all gzip members, failing once the output would exceed `limit` bytes.
-pub(crate) fn inflate(bytes: &[u8], limit: u64) -> Result<Vec<u8>> {
+pub(crate) fn inflate(bytes: &[u8], limit: u64, progress: super::Progress<'_>) -> Result<Vec<u8>> {
     // ISIZE (last four bytes) is the size mod 2^32 of the last member: a hint only.
     let hint = bytes
         .get(bytes.len().saturating_sub(4)..)
@@ -43,10 +43,23 @@ pub(crate) fn inflate(bytes: &[u8], limit: u64) -> Result<Vec<u8>> {
         .map_or(0, |t: [u8; 4]| u32::from_le_bytes(t) as u64);
     let mut out = Vec::with_capacity(hint.min(limit).min(256 << 20) as usize);
     let mut decoder = MultiGzDecoder::new(Counting { inner: bytes, consumed: 0 });
-    let read = (&mut decoder).take(limit.saturating_add(1)).read_to_end(&mut out);
+    // In 1 MiB steps, so progress can be reported from the compressed bytes consumed.
+    let mut read = Ok(());
+    loop {
+        let room = limit.saturating_add(1).saturating_sub(out.len() as u64).min(1 << 20);
+        match (&mut decoder).take(room).read_to_end(&mut out) {
+            Ok(0) => break,
+            Ok(_) if out.len() as u64 > limit => break,
+            Ok(_) => progress(super::Stage::Inflating, decoder.get_ref().consumed as f64 / bytes.len().max(1) as f64),
+            Err(e) => {
+                read = Err(e);
+                break;
+            }
+        }
+    }
     match read {
-        Ok(_) if out.len() as u64 > limit => Err(Error::TooLarge { limit }),
-        Ok(_) => Ok(out),
+        Ok(()) if out.len() as u64 > limit => Err(Error::TooLarge { limit }),
+        Ok(()) => Ok(out),
         Err(e) => {
             let offset = decoder.get_ref().consumed;
             let reason = match e.kind() {
@@ -72,19 +85,19 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        assert_eq!(inflate(&gz(b"hello"), 100).unwrap(), b"hello");
+        assert_eq!(inflate(&gz(b"hello"), 100, &mut |_, _| {}).unwrap(), b"hello");
     }
 
     #[test]
     fn bomb_is_capped() {
         let big = vec![0u8; 10 << 20];
-        let err = inflate(&gz(&big), 1 << 20).unwrap_err();
+        let err = inflate(&gz(&big), 1 << 20, &mut |_, _| {}).unwrap_err();
         assert_eq!(err, Error::TooLarge { limit: 1 << 20 });
     }
 
     #[test]
     fn exact_limit_is_allowed() {
-        assert_eq!(inflate(&gz(&[7u8; 1000]), 1000).unwrap().len(), 1000);
+        assert_eq!(inflate(&gz(&[7u8; 1000]), 1000, &mut |_, _| {}).unwrap().len(), 1000);
     }
 
     #[test]
@@ -92,7 +105,7 @@ mod tests {
         let data: Vec<u8> = (0..50_000u32).flat_map(|i| i.to_le_bytes()).collect();
         let z = gz(&data);
         let cut = &z[..z.len() / 2];
-        match inflate(cut, 1 << 30).unwrap_err() {
+        match inflate(cut, 1 << 30, &mut |_, _| {}).unwrap_err() {
             Error::Gzip { offset, reason } => {
                 assert!(offset > 0 && offset <= cut.len() as u64, "offset {offset}");
                 assert!(reason.contains("truncated"), "{reason}");

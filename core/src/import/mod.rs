@@ -51,29 +51,44 @@ pub enum Format {
     Unrecognized,
 }
 
+/// Where a parse is, for progress bars: each stage reports its own 0..=1 fraction.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Stage {
+    Inflating,
+    Decoding,
+}
+
+/// Receives progress; called at most a few hundred times per parse.
+pub type Progress<'a> = &'a mut dyn FnMut(Stage, f64);
+
 /// Parses any supported profile with default limits.
 pub fn parse(bytes: &[u8]) -> Result<Profile> {
     parse_with(bytes, &ParseOptions::default())
 }
 
 pub fn parse_with(bytes: &[u8], options: &ParseOptions) -> Result<Profile> {
+    parse_with_progress(bytes, options, &mut |_, _| {})
+}
+
+/// [`parse_with`], reporting how far it got.
+pub fn parse_with_progress(bytes: &[u8], options: &ParseOptions, progress: Progress<'_>) -> Result<Profile> {
     if bytes.is_empty() {
         return Err(Error::Empty);
     }
     if gzip::is_gzip(bytes) {
-        let inflated = gzip::inflate(bytes, options.max_inflated_bytes)?;
+        let inflated = gzip::inflate(bytes, options.max_inflated_bytes, progress)?;
         if inflated.is_empty() {
             return Err(Error::Empty);
         }
         // One level only: a gzip inside a gzip is not a profile format anyone writes.
-        return parse_plain(&inflated);
+        return parse_plain(&inflated, progress);
     }
-    parse_plain(bytes)
+    parse_plain(bytes, progress)
 }
 
-fn parse_plain(bytes: &[u8]) -> Result<Profile> {
+fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
     match detect(bytes) {
-        Format::Pprof => pprof::parse(bytes),
+        Format::Pprof => pprof::parse(bytes, progress),
         Format::GoHeapText => legacy_text::parse_heap(bytes),
         Format::GoContentionText => legacy_text::parse_contention(bytes),
         Format::GoCountText => go_text::parse_count(bytes),

@@ -141,15 +141,21 @@ pub(crate) mod proto {
     }
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
+pub fn parse(bytes: &[u8], progress: super::Progress<'_>) -> Result<Profile> {
     let wire_error = |fallback_offset: usize, e: prost::DecodeError| {
         let (offset, reason) = super::pprof_wire::locate_error(bytes).unwrap_or((fallback_offset, e.to_string()));
         Error::Protobuf { offset, reason }
     };
     let head = proto::Head::decode(bytes).map_err(|e| wire_error(0, e))?;
     let (mut out, location_index) = convert_head(head)?;
+    let step = (bytes.len() / 100).max(1 << 16);
+    let mut next_report = step;
     for (i, item) in super::pprof_wire::length_delimited(bytes, 2).enumerate() {
         let (at, body) = item.map_err(|(offset, reason)| Error::Protobuf { offset, reason })?;
+        if at >= next_report {
+            progress(super::Stage::Decoding, at as f64 / bytes.len() as f64);
+            next_report = at + step;
+        }
         let sample = proto::Sample::decode(body).map_err(|e| wire_error(at, e))?;
         out.samples.push(convert_sample(i, sample, &out, &location_index)?);
     }
