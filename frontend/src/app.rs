@@ -723,24 +723,19 @@ pub fn App() -> impl IntoView {
                 </label>
             </div>
             <div class="filters">
-                <input
-                    placeholder="focus regex"
-                    data-testid="focus"
-                    on:change=move |ev| focus.set(event_target_value(&ev))
-                    prop:value=move || focus.get()
-                />
-                <input
-                    placeholder="ignore regex"
-                    data-testid="ignore"
-                    on:change=move |ev| ignore.set(event_target_value(&ev))
-                    prop:value=move || ignore.get()
-                />
-                <input
-                    placeholder="hide regex"
-                    data-testid="hide"
-                    on:change=move |ev| hide.set(event_target_value(&ev))
-                    prop:value=move || hide.get()
-                />
+                {[("focus regex", "focus", focus), ("ignore regex", "ignore", ignore), ("hide regex", "hide", hide)]
+                    .into_iter()
+                    .map(|(placeholder, testid, value)| {
+                        view! {
+                            <input
+                                placeholder=placeholder
+                                data-testid=testid
+                                on:change=move |ev| value.set(event_target_value(&ev))
+                                prop:value=move || value.get()
+                            />
+                        }
+                    })
+                    .collect_view()}
             </div>
         </Show>
         <main>{main_view}</main>

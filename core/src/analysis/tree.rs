@@ -65,6 +65,7 @@ pub enum Side {
 }
 
 /// Stacks of one or two profiles as root-first name ids, ready to be sorted.
+#[derive(Default)]
 struct Stacks {
     names: Vec<String>,
     files: Vec<String>,
@@ -199,32 +200,25 @@ impl Stacks {
 
 impl CallTree {
     pub fn build(profile: &Profile, options: &TreeOptions) -> Result<Self> {
+        Self::of_one(profile, options, |stacks| stacks)
+    }
+
+    /// Builds from one profile's stacks after `shape` rewrites them.
+    fn of_one(profile: &Profile, options: &TreeOptions, shape: impl FnOnce(Stacks) -> Stacks) -> Result<Self> {
         let index = profile.sample_index(&options.sample_index)?;
-        let mut stacks = Stacks {
-            names: Vec::new(),
-            files: Vec::new(),
-            name_index: Default::default(),
-            frames: Vec::new(),
-            stacks: Vec::new(),
-        };
+        let mut stacks = Stacks::default();
         stacks.add(profile, index, options, false)?;
-        Ok(stacks.build(profile.sample_type_name(index).to_owned(), profile.sample_type_unit(index).to_owned(), false))
+        Ok(shape(stacks).build(
+            profile.sample_type_name(index).to_owned(),
+            profile.sample_type_unit(index).to_owned(),
+            false,
+        ))
     }
 
     /// The callers or the callees of `function` (a node name at the chosen granularity),
     /// merged over every stack that contains it; recursion is counted once per sample.
     pub fn sandwich(profile: &Profile, options: &TreeOptions, function: &str, side: Side) -> Result<Self> {
-        let index = profile.sample_index(&options.sample_index)?;
-        let mut stacks = Stacks {
-            names: Vec::new(),
-            files: Vec::new(),
-            name_index: Default::default(),
-            frames: Vec::new(),
-            stacks: Vec::new(),
-        };
-        stacks.add(profile, index, options, false)?;
-        let stacks = stacks.sandwich(function, side);
-        Ok(stacks.build(profile.sample_type_name(index).to_owned(), profile.sample_type_unit(index).to_owned(), false))
+        Self::of_one(profile, options, |stacks| stacks.sandwich(function, side))
     }
 
     /// One tree over both profiles, matched by call path: `total`/`self_value` from
@@ -232,13 +226,7 @@ impl CallTree {
     pub fn build_diff(base: &Profile, compare: &Profile, options: &TreeOptions) -> Result<Self> {
         let compare_index = compare.sample_index(&options.sample_index)?;
         let base_index = super::diff::matching_sample_index(base, compare, compare_index)?;
-        let mut stacks = Stacks {
-            names: Vec::new(),
-            files: Vec::new(),
-            name_index: Default::default(),
-            frames: Vec::new(),
-            stacks: Vec::new(),
-        };
+        let mut stacks = Stacks::default();
         stacks.add(compare, compare_index, options, false)?;
         stacks.add(base, base_index, options, true)?;
         Ok(stacks.build(
