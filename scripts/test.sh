@@ -8,11 +8,14 @@ export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 export CARGO_TERM_COLOR=never
 
 started=$SECONDS
+# Every runner's output is also kept here, to total the counts at the end.
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
 step() {
   local name=$1; shift
   printf '\n=== %s\n' "$name"
   local t=$SECONDS
-  "$@"
+  "$@" 2>&1 | tee -a "$results"
   printf '=== %s: ok (%ss)\n' "$name" $((SECONDS - t))
 }
 
@@ -28,4 +31,6 @@ step "page (trunk build --release)" trunk build --release
 step "release binary" cargo build --release -p stacklens-backend
 step "browser end-to-end" node --test tests/e2e/
 printf '\nscreenshots: %s\n' "$PWD/test-results/screenshots"
-printf 'all tests passed in %ss\n' $((SECONDS - started))
+printf 'all steps passed in %ss\n' $((SECONDS - started))
+# cargo: "test result: ok. N passed; M failed"; node: "# pass N" / "# fail M".
+awk '/^test result:/ { p += $4; f += $6 } /^# pass / { p += $3 } /^# fail / { f += $3 } END { printf "tests: %d passed, %d failed\n", p, f }' "$results"
