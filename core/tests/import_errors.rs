@@ -287,3 +287,20 @@ fn progress_is_reported_per_stage_and_grows() {
     }
     assert!(seen.len() < 300, "a few hundred reports at most, got {}", seen.len());
 }
+
+#[test]
+fn huge_values_saturate_instead_of_overflowing() {
+    let mut p = deep_profile(3);
+    let stack = p.samples[0].locations.clone();
+    p.samples = vec![
+        Sample { locations: stack.clone(), values: vec![i64::MAX], labels: vec![] },
+        Sample { locations: stack, values: vec![i64::MAX], labels: vec![] },
+    ];
+    let p = parse(&encode(&p)).unwrap();
+    let r = top(&p, &TopOptions::default()).unwrap();
+    assert_eq!(r.total, i64::MAX);
+    assert!(r.functions.iter().all(|f| f.cum == i64::MAX));
+    assert_eq!(CallTree::build(&p, &TreeOptions::default()).unwrap().total(), i64::MAX);
+    let d = diff(&p, &p, &DiffOptions::default()).unwrap();
+    assert_eq!(d.regressions.len(), 0);
+}

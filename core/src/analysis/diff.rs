@@ -136,13 +136,13 @@ fn deltas(
     let mut by_name: HashMap<String, (i64, i64, i64, i64)> = HashMap::default();
     for n in 0..b.table.node_count() {
         let e = by_name.entry(b.table.name(n as u32).to_owned()).or_default();
-        e.0 += scale(b.flat[n], ratio);
-        e.1 += scale(b.cum[n], ratio);
+        e.0 = e.0.saturating_add(scale(b.flat[n], ratio));
+        e.1 = e.1.saturating_add(scale(b.cum[n], ratio));
     }
     for n in 0..c.table.node_count() {
         let e = by_name.entry(c.table.name(n as u32).to_owned()).or_default();
-        e.2 += c.flat[n];
-        e.3 += c.cum[n];
+        e.2 = e.2.saturating_add(c.flat[n]);
+        e.3 = e.3.saturating_add(c.cum[n]);
     }
     by_name.retain(|_, v| *v != (0, 0, 0, 0));
     Ok(Deltas { base: b, compare: c, base_index, compare_index, by_name })
@@ -152,8 +152,11 @@ fn deltas(
 /// total is the base total, and rows are trimmed exactly as pprof trims them.
 pub fn diff_top(base: &Profile, compare: &Profile, options: &TopOptions) -> Result<TopReport> {
     let d = deltas(base, compare, &options.sample_index, options.granularity, &options.filters, false)?;
-    let mut rows: Vec<TopRow> =
-        d.by_name.into_iter().map(|(name, v)| TopRow { name, flat: v.2 - v.0, cum: v.3 - v.1, inline: None }).collect();
+    let mut rows: Vec<TopRow> = d
+        .by_name
+        .into_iter()
+        .map(|(name, v)| TopRow { name, flat: v.2.saturating_sub(v.0), cum: v.3.saturating_sub(v.1), inline: None })
+        .collect();
     let selection = select_rows(&mut rows, options, |r| (r.flat, r.cum), |a, b| a.name.cmp(&b.name));
     Ok(TopReport {
         sample_type: compare.sample_type_name(d.compare_index).to_owned(),
@@ -175,7 +178,12 @@ pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<
     let pct = |v: i64| if base_total != 0 { v as f64 * 100.0 / base_total as f64 } else { 0.0 };
     let mut rows: Vec<TopRow> = by_name
         .iter()
-        .map(|(name, v)| TopRow { name: name.clone(), flat: v.2 - v.0, cum: v.3 - v.1, inline: None })
+        .map(|(name, v)| TopRow {
+            name: name.clone(),
+            flat: v.2.saturating_sub(v.0),
+            cum: v.3.saturating_sub(v.1),
+            inline: None,
+        })
         .collect();
     sort_rows(&mut rows, false, &|r: &TopRow| (r.flat, r.cum), |a, b| a.name.cmp(&b.name));
     let functions: Vec<FunctionDelta> = rows
@@ -217,7 +225,7 @@ pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<
     let mut removed_stacks = Vec::new();
     let mut changed_stacks = Vec::new();
     for (frames, (bv, cv)) in stacks {
-        let d = StackDelta { frames, base: bv, compare: cv, delta: cv - bv };
+        let d = StackDelta { frames, base: bv, compare: cv, delta: cv.saturating_sub(bv) };
         match (bv, cv) {
             (0, 0) => {}
             (0, _) => new_stacks.push(d),
@@ -242,7 +250,7 @@ pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<
         unit: compare.sample_type_unit(compare_index).to_owned(),
         base_total,
         compare_total: c.total,
-        overall_delta_pct: pct(c.total - base_total),
+        overall_delta_pct: pct(c.total.saturating_sub(base_total)),
         normalized: options.normalize,
         functions,
         regressions,
@@ -281,15 +289,16 @@ fn stack_values(
             }
             frames.clear();
             table.walk_root_first(sample, |node, _| frames.push(node));
-            *by_ids.entry(frames.clone()).or_default() += value;
+            let e = by_ids.entry(frames.clone()).or_default();
+            *e = e.saturating_add(value);
         }
         for (ids, value) in by_ids {
             let names: Vec<String> = ids.iter().map(|&n| table.name(n).to_owned()).collect();
             let e = out.entry(names).or_default();
             if is_base {
-                e.0 += scale(value, ratio);
+                e.0 = e.0.saturating_add(scale(value, ratio));
             } else {
-                e.1 += value;
+                e.1 = e.1.saturating_add(value);
             }
         }
     }

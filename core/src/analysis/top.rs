@@ -87,12 +87,12 @@ impl NodeValues {
             v.table.walk_root_first(sample, |node, _| {
                 // Recursion must not count a sample twice for one node.
                 if seen.first_visit(node) {
-                    cum[node as usize] += value;
+                    cum[node as usize] = cum[node as usize].saturating_add(value);
                 }
                 parent = Some(node);
             });
             if let Some(leaf) = parent {
-                v.flat[leaf as usize] += value;
+                v.flat[leaf as usize] = v.flat[leaf as usize].saturating_add(value);
             }
         }
         Ok(v)
@@ -184,7 +184,7 @@ pub(crate) fn select_rows<T>(
     names: impl Fn(&T, &T) -> std::cmp::Ordering,
 ) -> Selection {
     items.retain(|t| values(t) != (0, 0));
-    let flat_sum: i64 = items.iter().map(|t| values(t).0).sum();
+    let flat_sum = items.iter().map(|t| values(t).0).fold(0i64, i64::saturating_add);
     sort_rows(items, options.cum, &values, names);
     let node_total = items.len();
     let node_cutoff = ((flat_sum as f64 * options.node_fraction) as i64).abs();

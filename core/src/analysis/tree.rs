@@ -176,16 +176,16 @@ impl Stacks {
             let (value, from_base) = (s.2, s.3);
             for &n in &path {
                 if from_base {
-                    base[n as usize].total += value;
+                    base[n as usize].total = base[n as usize].total.saturating_add(value);
                 } else {
-                    nodes[n as usize].total += value;
+                    nodes[n as usize].total = nodes[n as usize].total.saturating_add(value);
                 }
             }
             let leaf = *path.last().expect("path holds the root") as usize;
             if from_base {
-                base[leaf].self_value += value;
+                base[leaf].self_value = base[leaf].self_value.saturating_add(value);
             } else {
-                nodes[leaf].self_value += value;
+                nodes[leaf].self_value = nodes[leaf].self_value.saturating_add(value);
             }
             previous = current;
         }
