@@ -340,31 +340,4 @@ impl Profile {
     pub fn value_type(&mut self, kind: &str, unit: &str) -> ValueType {
         ValueType { kind: self.strings.intern(kind), unit: self.strings.intern(unit) }
     }
-
-    /// Attaches each location without a mapping to the mapping whose address range
-    /// holds it, as pprof does after reading a legacy profile's memory map.
-    pub fn assign_mappings_by_address(&mut self) {
-        if self.mappings.is_empty() {
-            return;
-        }
-        let mut ranges: Vec<(u64, u64, MappingId)> = self
-            .mappings
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (m.memory_start, m.memory_limit, MappingId(i as u32)))
-            .collect();
-        ranges.sort_unstable();
-        for location in &mut self.locations {
-            if location.mapping.is_some() {
-                continue;
-            }
-            let idx = ranges.partition_point(|r| r.0 <= location.address);
-            if idx > 0 {
-                let (start, limit, id) = ranges[idx - 1];
-                if location.address >= start && location.address < limit {
-                    location.mapping = Some(id);
-                }
-            }
-        }
-    }
 }
