@@ -118,6 +118,8 @@ struct Deltas {
     base_index: usize,
     compare_index: usize,
     by_name: HashMap<String, (i64, i64, i64, i64)>,
+    /// What base values were multiplied by (1 unless normalised).
+    ratio: f64,
 }
 
 fn deltas(
@@ -145,7 +147,7 @@ fn deltas(
         e.3 = e.3.saturating_add(c.cum[n]);
     }
     by_name.retain(|_, v| *v != (0, 0, 0, 0));
-    Ok(Deltas { base: b, compare: c, base_index, compare_index, by_name })
+    Ok(Deltas { base: b, compare: c, base_index, compare_index, by_name, ratio })
 }
 
 /// `go tool pprof -top -diff_base=BASE COMPARE`: flat and cum are compare − base, the
@@ -171,9 +173,8 @@ pub fn diff_top(base: &Profile, compare: &Profile, options: &TopOptions) -> Resu
 
 pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<DiffReport> {
     let d = deltas(base, compare, &options.sample_index, options.granularity, &options.filters, options.normalize)?;
-    let ratio = if options.normalize && d.base.total != 0 { d.compare.total as f64 / d.base.total as f64 } else { 1.0 };
     let (b, c, by_name) = (&d.base, &d.compare, &d.by_name);
-    let (base_index, compare_index) = (d.base_index, d.compare_index);
+    let (base_index, compare_index, ratio) = (d.base_index, d.compare_index, d.ratio);
     let base_total = b.total;
     let pct = |v: i64| if base_total != 0 { v as f64 * 100.0 / base_total as f64 } else { 0.0 };
     let mut rows: Vec<TopRow> = by_name

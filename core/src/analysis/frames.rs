@@ -75,12 +75,6 @@ impl Filters {
             show: compile("show", &self.show)?,
         })
     }
-
-    pub fn is_empty(&self) -> bool {
-        [&self.focus, &self.ignore, &self.hide, &self.show]
-            .iter()
-            .all(|f| f.as_deref().is_none_or(|s| s.trim().is_empty()))
-    }
 }
 
 /// Per-location node lists and filter verdicts for one profile.

@@ -69,8 +69,7 @@ fn scale_heap_sample(count: i64, size: i64, rate: i64) -> (i64, i64) {
 pub fn parse_heap(bytes: &[u8]) -> Result<Profile> {
     let text = text::decode(bytes);
     let mut lines = numbered(&text);
-    let (header_n, header) =
-        lines.by_ref().find(|(_, l)| !l.trim().is_empty()).ok_or_else(|| text_error(HEAP, 1, "no header"))?;
+    let (header_n, header) = text::header(&mut lines, HEAP)?;
     let h = heap_header()
         .captures(header)
         .ok_or_else(|| text_error(HEAP, header_n, format!("unrecognized heap header '{}'", header.trim())))?;
@@ -148,8 +147,7 @@ pub fn parse_heap(bytes: &[u8]) -> Result<Profile> {
 pub fn parse_contention(bytes: &[u8]) -> Result<Profile> {
     let text = text::decode(bytes);
     let mut lines = numbered(&text).peekable();
-    let (header_n, header) =
-        lines.by_ref().find(|(_, l)| !l.trim().is_empty()).ok_or_else(|| text_error(CONTENTION, 1, "no header"))?;
+    let (header_n, header) = text::header(&mut lines, CONTENTION)?;
     if !header.trim_start().starts_with("--- contention") && !header.trim_start().starts_with("--- mutex:") {
         return Err(text_error(CONTENTION, header_n, "expected '--- contention' or '--- mutex:'"));
     }
@@ -291,8 +289,7 @@ static_regex!(java_sample, r"^ *(\d+) +(\d+) +@ +([ x0-9a-f]*)$");
 pub fn parse_java(bytes: &[u8]) -> Result<Profile> {
     let text = text::decode(bytes);
     let mut lines = numbered(&text).peekable();
-    let (header_n, header) =
-        lines.by_ref().find(|(_, l)| !l.trim().is_empty()).ok_or_else(|| text_error(JAVA, 1, "no header"))?;
+    let (header_n, header) = text::header(&mut lines, JAVA)?;
     let heap = match header.trim() {
         "--- heapz 1 ---" => true,
         "--- contentionz 1 ---" => false,

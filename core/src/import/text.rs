@@ -305,6 +305,14 @@ fn massage_mappings(p: &mut Profile) {
     }
 }
 
+/// The first non-blank line and its number: a text profile's header.
+pub(crate) fn header<'a>(
+    lines: &mut impl Iterator<Item = (usize, &'a str)>,
+    format: &'static str,
+) -> Result<(usize, &'a str)> {
+    lines.find(|(_, l)| !l.trim().is_empty()).ok_or_else(|| text_error(format, 1, "no header"))
+}
+
 /// Iterates lines with 1-based numbers.
 pub(crate) fn numbered(text: &str) -> impl Iterator<Item = (usize, &str)> {
     text.lines().enumerate().map(|(i, l)| (i + 1, l))
