@@ -499,12 +499,24 @@ pub fn App() -> impl IntoView {
         })
     };
 
-    let entry_options = move |selected: RwSignal<Option<u32>>| {
-        entries
-            .get()
-            .into_iter()
-            .map(|e| view! { <option value=e.id.to_string() selected=move || selected.get() == Some(e.id)>{e.name.clone()}</option> })
-            .collect_view()
+    // A base or compare picker for the diff view.
+    let picker = move |label: &'static str, testid: &'static str, selected: RwSignal<Option<u32>>| {
+        let options = move || {
+            entries
+                .get()
+                .into_iter()
+                .map(|e| view! { <option value=e.id.to_string() selected=move || selected.get() == Some(e.id)>{e.name.clone()}</option> })
+                .collect_view()
+        };
+        view! {
+            <label>
+                {label}
+                <select data-testid=testid on:change=move |ev| selected.set(event_target_value(&ev).parse().ok())>
+                    <option value="">"—"</option>
+                    {options}
+                </select>
+            </label>
+        }
     };
 
     let flame = move |tree: Answer<SharedTree>, zoom: RwSignal<u32>, icicle: Signal<bool>, diff: bool| {
@@ -576,20 +588,8 @@ pub fn App() -> impl IntoView {
             ViewKind::Diff => {
                 let pickers = view! {
                     <div class="diff-pick">
-                        <label>
-                            "base "
-                            <select data-testid="diff-base" on:change=move |ev| base_id.set(event_target_value(&ev).parse().ok())>
-                                <option value="">"—"</option>
-                                {entry_options(base_id)}
-                            </select>
-                        </label>
-                        <label>
-                            " compare "
-                            <select data-testid="diff-compare" on:change=move |ev| compare_id.set(event_target_value(&ev).parse().ok())>
-                                <option value="">"—"</option>
-                                {entry_options(compare_id)}
-                            </select>
-                        </label>
+                        {picker("base ", "diff-base", base_id)}
+                        {picker(" compare ", "diff-compare", compare_id)}
                         <label>
                             <input type="checkbox" data-testid="normalize" on:change=move |ev| normalize.set(event_target_checked(&ev)) />
                             " normalize"
