@@ -37,6 +37,18 @@ fn benches(c: &mut Criterion) {
         let tree = CallTree::build(&p, &TreeOptions::default()).unwrap();
         let viewport = Viewport { width_px: 1920.0, min_width_px: 0.5, ..Viewport::default() };
         g.bench_function("cpu.large: flame layout 1920px", |b| b.iter(|| layout(&tree, &viewport)));
+        // What the page's worker sends: frames at least 1/16384 of the view (0.5 px at 8192 px).
+        let min_total = tree.total() / 16384;
+        let (window, _) = tree.window(0, min_total, 399);
+        eprintln!(
+            "window at the root: {} of {} nodes, {} bytes",
+            window.nodes.len(),
+            tree.nodes.len(),
+            window.to_bytes().len()
+        );
+        g.bench_function("cpu.large: window at the root + encode", |b| {
+            b.iter(|| tree.window(0, min_total, 399).0.to_bytes())
+        });
     }
     if let Some(dump) = large("goroutine.large.debug2.txt") {
         g.bench_function("goroutine.large.debug2: parse", |b| b.iter(|| stacklens_core::parse(&dump).unwrap()));

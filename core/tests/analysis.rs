@@ -118,6 +118,51 @@ fn call_tree_and_layout_are_consistent() {
 }
 
 #[test]
+fn a_window_lays_out_like_the_whole_tree() {
+    let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
+    let plain = CallTree::build(&new, &TreeOptions::default()).unwrap();
+    let diff = CallTree::build_diff(&base, &new, &TreeOptions::default()).unwrap();
+    // Positions are compared to a thousandth of a pixel: a window adds left-out
+    // siblings' widths at once where the whole tree adds them one by one.
+    let drawn = |tree: &CallTree, rects: &[stacklens_core::layout::Rect]| -> Vec<(String, u32, i64, i64, i64, i64)> {
+        rects
+            .iter()
+            .map(|r| {
+                let b = tree.base_values(r.node);
+                let px = |v: f64| (v * 1000.0).round() as i64;
+                (tree.name(r.node).to_owned(), r.depth, px(r.x), px(r.width), b.total, b.self_value)
+            })
+            .collect()
+    };
+    for tree in [&plain, &diff] {
+        let deflate =
+            (0..tree.nodes.len() as u32).find(|&n| tree.name(n) == "compress/flate.(*compressor).deflate").unwrap();
+        let names: Vec<&str> = tree.path(deflate).iter().map(|&n| tree.name(n)).collect();
+        assert_eq!(tree.node_at_path(&names), deflate);
+        let parent = tree.nodes[deflate as usize].parent;
+        assert_eq!(tree.node_at_path(&[&names[..names.len() - 1], &["no such function"]].concat()), parent);
+        for zoom in [ROOT, deflate] {
+            let width = 300.0;
+            let min_total = (tree.nodes[zoom as usize].total as f64 * 0.5 / width).floor() as i64;
+            let (window, at) = tree.window(zoom, min_total, 30);
+            assert!(window.nodes.len() < tree.nodes.len(), "sub-pixel subtrees are left out");
+            assert_eq!(
+                window.path(at).iter().map(|&n| window.name(n)).collect::<Vec<_>>(),
+                tree.path(zoom).iter().map(|&n| tree.name(n)).collect::<Vec<_>>()
+            );
+            let viewport = |zoom| Viewport { zoom, width_px: width, max_depth: 30, ..Viewport::default() };
+            assert_eq!(
+                drawn(&window, &layout(&window, &viewport(at))),
+                drawn(tree, &layout(tree, &viewport(zoom))),
+                "same frames in the same places"
+            );
+            let back = CallTree::from_bytes(&window.to_bytes()).expect("a window is a valid tree");
+            assert_eq!(back.nodes, window.nodes);
+        }
+    }
+}
+
+#[test]
 fn diff_tree_carries_both_profiles() {
     let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
     let tree = CallTree::build_diff(&base, &new, &TreeOptions::default()).unwrap();

@@ -11,15 +11,15 @@ use leptos::task::spawn_local;
 use stacklens_core::analysis::diff::DiffReport;
 use stacklens_core::analysis::goroutines::{GoroutineComparison, GoroutineReport};
 use stacklens_core::analysis::top::TopReport;
-use stacklens_core::analysis::tree::{CallTree, Side, ROOT};
+use stacklens_core::analysis::tree::{CallTree, Side};
 use stacklens_core::analysis::Filters;
 use web_sys::{DragEvent, HtmlInputElement};
 
 use crate::client::Client;
 use crate::flame::{FlameGraph, FlameSettings};
-use crate::protocol::{Request, Response, Summary, TreeKind};
+use crate::protocol::{Request, Response, Summary, TreeKey, TreeKind};
 use crate::table::{DiffTable, GoroutineView, TopTable};
-use crate::{url_state, SharedTree};
+use crate::{url_state, FlameData, SharedTree};
 
 /// A parsed profile, as the page knows it.
 #[derive(Clone, PartialEq)]
@@ -91,12 +91,12 @@ fn ask<T: Send + Sync + 'static>(
     });
 }
 
-fn decode_tree(response: Response, bytes: Option<Vec<u8>>) -> Option<Result<SharedTree, String>> {
+fn decode_tree(response: Response, bytes: Option<Vec<u8>>) -> Option<Result<FlameData, String>> {
     match response {
-        Response::Tree(Ok(())) => Some(
+        Response::Tree(Ok(meta)) => Some(
             bytes
                 .and_then(|b| CallTree::from_bytes(&b))
-                .map(|t| SharedTree(Arc::new(t)))
+                .map(|t| FlameData { tree: SharedTree(Arc::new(t)), zoom: meta.zoom, matched: meta.matched })
                 .ok_or_else(|| "the worker sent an unreadable tree".to_owned()),
         ),
         Response::Tree(Err(e)) => Some(Err(e)),
@@ -113,6 +113,13 @@ fn read_file(file: web_sys::File, done: impl FnOnce(String, Result<Vec<u8>, Stri
             gloo::file::futures::read_as_bytes(&file).await.map_err(|e| format!("{name}: cannot read the file: {e}"));
         done(name, bytes);
     });
+}
+
+/// Back to the whole graph, without asking again when it already shows it.
+fn reset(zoom: RwSignal<Vec<String>>) {
+    if zoom.with_untracked(|z| !z.is_empty()) {
+        zoom.set(Vec::new());
+    }
 }
 
 fn error_view(err: String) -> AnyView {
@@ -136,7 +143,9 @@ pub fn App() -> impl IntoView {
     let ignore = RwSignal::new(String::new());
     let hide = RwSignal::new(String::new());
     let search = RwSignal::new(String::new());
-    let zoom = RwSignal::new(ROOT);
+    // Zooms as frame names from the root: the flame graph's (shared with the diff's)
+    // and the sandwich's two halves.
+    let zoom = RwSignal::new(Vec::<String>::new());
     let icicle = RwSignal::new(false);
     let normalize = RwSignal::new(false);
     let base_id = RwSignal::new(None::<u32>);
@@ -145,8 +154,8 @@ pub fn App() -> impl IntoView {
     let selected_row = RwSignal::new(0usize);
     let search_input = NodeRef::<leptos::html::Input>::new();
     let sandwich_fn = RwSignal::new(None::<String>);
-    let callers_zoom = RwSignal::new(ROOT);
-    let callees_zoom = RwSignal::new(ROOT);
+    let callers_zoom = RwSignal::new(Vec::<String>::new());
+    let callees_zoom = RwSignal::new(Vec::<String>::new());
 
     // What the address asks for: applied now, or when the profile it needs arrives.
     let initial = url_state::current();
@@ -158,7 +167,8 @@ pub fn App() -> impl IntoView {
     hide.set(initial.hide.clone());
     search.set(initial.search.clone());
     let wanted_sample = StoredValue::new(initial.sample.clone());
-    let pending_zoom = RwSignal::new(initial.zoom.clone());
+    // The address's zoom applies to the profiles it names, until the user zooms.
+    let wanted_zoom = StoredValue::new(initial.zoom.clone());
     let sources = RwSignal::new(Vec::<String>::new());
 
     let on_event = move |event: Response| match event {
@@ -183,7 +193,7 @@ pub fn App() -> impl IntoView {
                 compare_id.set(Some(id));
             }
             active.set(Some(id));
-            zoom.set(ROOT);
+            zoom.set(wanted_zoom.get_value());
             if goroutine && wanted.is_empty() {
                 view_kind.set(ViewKind::Goroutines);
             }
@@ -226,34 +236,29 @@ pub fn App() -> impl IntoView {
     });
 
     // Answers from the worker, one per view.
-    let tree: Answer<SharedTree> = RwSignal::new(None);
+    let tree: Answer<FlameData> = RwSignal::new(None);
     let top_report: Answer<TopReport> = RwSignal::new(None);
     let diff_report: Answer<DiffReport> = RwSignal::new(None);
-    let diff_tree: Answer<SharedTree> = RwSignal::new(None);
+    let diff_tree: Answer<FlameData> = RwSignal::new(None);
     let goroutines: Answer<(GoroutineReport, Option<GoroutineComparison>)> = RwSignal::new(None);
-    let callers: Answer<SharedTree> = RwSignal::new(None);
-    let callees: Answer<SharedTree> = RwSignal::new(None);
-    let tokens: [StoredValue<u64>; 7] = std::array::from_fn(|_| StoredValue::new(0));
+    let callers: Answer<FlameData> = RwSignal::new(None);
+    let callees: Answer<FlameData> = RwSignal::new(None);
+    let report_tokens: [StoredValue<u64>; 3] = std::array::from_fn(|_| StoredValue::new(0));
+    let window_tokens: [StoredValue<u64>; 4] = std::array::from_fn(|_| StoredValue::new(0));
+    // The whole tree each flame graph's window is cut from: another tree blanks the
+    // graph until it arrives; another zoom or search keeps the old window meanwhile.
+    let shown: [StoredValue<Option<TreeKey>>; 4] = std::array::from_fn(|_| StoredValue::new(None));
 
+    // Reports: top, diff, goroutines.
     Effect::new(move |_| {
         generation.get();
         let (Some(e), view) = (current.get(), view_kind.get()) else { return };
         let (sample, filters) = (sample_index.get(), filters.get());
         let c = client.get_value();
         match view {
-            ViewKind::Flame => {
-                tree.set(None);
-                ask(
-                    &c,
-                    tokens[0],
-                    tree,
-                    Request::Tree { id: e.id, sample, filters, kind: TreeKind::Plain },
-                    decode_tree,
-                );
-            }
             ViewKind::Top => {
                 top_report.set(None);
-                ask(&c, tokens[1], top_report, Request::Top { id: e.id, sample, filters }, |r, _| match r {
+                ask(&c, report_tokens[0], top_report, Request::Top { id: e.id, sample, filters }, |r, _| match r {
                     Response::Top(t) => Some(t),
                     _ => None,
                 });
@@ -262,14 +267,11 @@ pub fn App() -> impl IntoView {
                 let (Some(base), Some(compare)) = (base_id.get(), compare_id.get()) else { return };
                 let normalize = normalize.get();
                 diff_report.set(None);
-                diff_tree.set(None);
-                let request = Request::Diff { base, compare, sample, filters: filters.clone(), normalize };
-                ask(&c, tokens[2], diff_report, request, |r, _| match r {
+                let request = Request::Diff { base, compare, sample, filters, normalize };
+                ask(&c, report_tokens[1], diff_report, request, |r, _| match r {
                     Response::Diff(d) => Some(d),
                     _ => None,
                 });
-                let request = Request::Tree { id: compare, sample, filters, kind: TreeKind::DiffAgainst(base) };
-                ask(&c, tokens[3], diff_tree, request, decode_tree);
             }
             ViewKind::Goroutines => {
                 let filter = goroutine_filter.get();
@@ -277,47 +279,47 @@ pub fn App() -> impl IntoView {
                 let earlier =
                     entries.with(|l| l.iter().rev().find(|x| x.id < e.id && x.summary.goroutine).map(|x| x.id));
                 goroutines.set(None);
-                ask(&c, tokens[4], goroutines, Request::Goroutines { id: e.id, filter, earlier }, |r, _| match r {
+                let request = Request::Goroutines { id: e.id, filter, earlier };
+                ask(&c, report_tokens[2], goroutines, request, |r, _| match r {
                     Response::Goroutines(g) => Some(g),
                     _ => None,
                 });
             }
-            ViewKind::Sandwich => {
-                let Some(function) = sandwich_fn.get() else { return };
-                callers.set(None);
-                callees.set(None);
-                for (side, target, token) in [(Side::Callers, callers, tokens[5]), (Side::Callees, callees, tokens[6])]
-                {
-                    let kind = TreeKind::Sandwich(function.clone(), side);
-                    ask(
-                        &c,
-                        token,
-                        target,
-                        Request::Tree { id: e.id, sample, filters: filters.clone(), kind },
-                        decode_tree,
-                    );
-                }
-            }
+            ViewKind::Flame | ViewKind::Sandwich => {}
         }
     });
 
-    // A zoom path from the address is applied once the tree it names exists.
+    // Flame graph windows, asked again when the zoom or the search changes.
     Effect::new(move |_| {
-        let path = pending_zoom.get();
-        if path.is_empty() {
-            return;
-        }
-        let Some(Ok(t)) = tree.get() else { return };
-        let mut node = ROOT;
-        for name in &path {
-            match t.0.children(node).find(|&c| t.0.name(c) == name) {
-                Some(c) => node = c,
-                None => break,
+        generation.get();
+        let (Some(e), view) = (current.get(), view_kind.get()) else { return };
+        let (sample, filters, needle) = (sample_index.get(), filters.get(), search.get());
+        let c = client.get_value();
+        let window = |slot: usize, target: Answer<FlameData>, kind: TreeKind, id: u32, zoom: Vec<String>| {
+            let key = TreeKey { id, sample, filters: filters.clone(), kind };
+            if shown[slot].with_value(|k| k.as_ref() != Some(&key)) {
+                target.set(None);
+                shown[slot].set_value(Some(key.clone()));
             }
+            let TreeKey { id, sample, filters, kind } = key;
+            let request = Request::Tree { id, sample, filters, kind, zoom, search: needle.clone() };
+            ask(&c, window_tokens[slot], target, request, decode_tree);
+        };
+        match view {
+            ViewKind::Flame => window(0, tree, TreeKind::Plain, e.id, zoom.get()),
+            ViewKind::Diff => {
+                let (Some(base), Some(compare)) = (base_id.get(), compare_id.get()) else { return };
+                window(1, diff_tree, TreeKind::DiffAgainst(base), compare, zoom.get());
+            }
+            ViewKind::Sandwich => {
+                let Some(function) = sandwich_fn.get() else { return };
+                window(2, callers, TreeKind::Sandwich(function.clone(), Side::Callers), e.id, callers_zoom.get());
+                window(3, callees, TreeKind::Sandwich(function, Side::Callees), e.id, callees_zoom.get());
+            }
+            ViewKind::Top | ViewKind::Goroutines => {}
         }
-        zoom.set(node);
-        pending_zoom.set(Vec::new());
     });
+
     for url in initial.urls.clone() {
         sources.update(|s| s.push(url.clone()));
         spawn_local(async move {
@@ -327,12 +329,6 @@ pub fn App() -> impl IntoView {
     }
     // The address follows the view.
     Effect::new(move |_| {
-        let zoom_path = match (tree.get(), zoom.get()) {
-            (Some(Ok(t)), z) if z != ROOT && (z as usize) < t.0.nodes.len() => {
-                t.0.path(z).into_iter().map(|n| t.0.name(n).to_owned()).collect()
-            }
-            _ => pending_zoom.get(),
-        };
         let sample = current.get().and_then(|e| e.summary.sample_types.get(sample_index.get()).cloned());
         url_state::store(&url_state::HashState {
             view: view_kind.get().key().to_owned(),
@@ -341,7 +337,7 @@ pub fn App() -> impl IntoView {
             ignore: ignore.get(),
             hide: hide.get(),
             search: search.get(),
-            zoom: zoom_path,
+            zoom: zoom.get(),
             profiles: entries.with(|e| e.iter().map(|x| x.name.clone()).collect()),
             urls: sources.get(),
         });
@@ -370,7 +366,7 @@ pub fn App() -> impl IntoView {
                     let _ = input.focus();
                 }
             }
-            "Escape" => zoom.set(ROOT),
+            "Escape" => reset(zoom),
             "ArrowDown" | "ArrowUp" | "Enter" if !typing && view_kind.get_untracked() == ViewKind::Top => {
                 let Ok(rows) = document().query_selector_all("[data-testid=top-row]") else { return };
                 let last = rows.length().saturating_sub(1) as usize;
@@ -422,7 +418,7 @@ pub fn App() -> impl IntoView {
                             class="tab-name"
                             on:click=move |_| {
                                 active.set(Some(id));
-                                zoom.set(ROOT);
+                                reset(zoom);
                                 sample_index.set(default_sample);
                             }
                         >
@@ -488,7 +484,7 @@ pub fn App() -> impl IntoView {
                         data-testid="sample-type"
                         on:change=move |ev| {
                             sample_index.set(event_target_value(&ev).parse().unwrap_or(0));
-                            zoom.set(ROOT);
+                            reset(zoom);
                         }
                         prop:value=move || sample_index.get().to_string()
                     >
@@ -519,11 +515,15 @@ pub fn App() -> impl IntoView {
         }
     };
 
-    let flame = move |tree: Answer<SharedTree>, zoom: RwSignal<u32>, icicle: Signal<bool>, diff: bool| {
-        let tree_signal = Signal::derive(move || tree.get().and_then(Result::ok));
+    let flame = move |data: Answer<FlameData>, zoom: RwSignal<Vec<String>>, icicle: Signal<bool>, diff: bool| {
+        let data = Signal::derive(move || data.get().and_then(Result::ok));
         let settings =
             Signal::derive(move || FlameSettings { icicle: icicle.get(), diff, normalize: diff && normalize.get() });
-        view! { <FlameGraph tree=tree_signal zoom=zoom search=Signal::derive(move || search.get()) settings=settings /> }
+        let on_zoom = Callback::new(move |path: Vec<String>| {
+            wanted_zoom.set_value(Vec::new());
+            zoom.set(path);
+        });
+        view! { <FlameGraph data=data search=Signal::derive(move || search.get()) settings=settings on_zoom=on_zoom /> }
     };
 
     let main_view = move || {
@@ -557,13 +557,13 @@ pub fn App() -> impl IntoView {
                 Some(Ok(report)) => {
                     let on_select = Callback::new(move |name: String| {
                         focus.set(format!("^{}$", regex::escape(&name)));
-                        zoom.set(ROOT);
+                        reset(zoom);
                         view_kind.set(ViewKind::Flame);
                     });
                     let on_sandwich = Callback::new(move |name: String| {
                         sandwich_fn.set(Some(name));
-                        callers_zoom.set(ROOT);
-                        callees_zoom.set(ROOT);
+                        reset(callers_zoom);
+                        reset(callees_zoom);
                         view_kind.set(ViewKind::Sandwich);
                     });
                     view! { <TopTable report=report on_select=on_select on_sandwich=on_sandwich selected=selected_row /> }.into_any()

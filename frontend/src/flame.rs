@@ -1,5 +1,7 @@
 //! The flame graph: a HiDPI canvas painted from core's layout (only visible, wide-enough
-//! frames), with hover tooltip, click to zoom, search highlight and icicle mode.
+//! frames), with hover tooltip, click to zoom, search highlight and icicle mode. It
+//! shows a window of the tree (the worker keeps the whole tree): a click zooms into the
+//! window at once and asks, through `on_zoom`, for a finer window of the new frame.
 
 use leptos::prelude::*;
 use stacklens_core::analysis::tree::ROOT;
@@ -8,11 +10,9 @@ use stacklens_core::units::{format_value, percentage};
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, MouseEvent};
 
-use crate::SharedTree;
+use crate::{search_matcher, FlameData, MAX_ROWS};
 
 const ROW: f64 = 18.0;
-/// Rows beyond this are not drawn (a 10,000-deep stack stays usable).
-const MAX_ROWS: u32 = 400;
 
 /// Stable colour per package: warm hues for code, hashed from the package path.
 fn package_colour(name: &str) -> String {
@@ -53,31 +53,48 @@ fn context(canvas: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
 
 #[component]
 pub fn FlameGraph(
-    tree: Signal<Option<SharedTree>>,
-    zoom: RwSignal<u32>,
+    data: Signal<Option<FlameData>>,
     search: Signal<String>,
     settings: Signal<FlameSettings>,
+    /// Called with the frame names from the root to the newly zoomed frame.
+    on_zoom: Callback<Vec<String>>,
 ) -> impl IntoView {
     let canvas_ref = NodeRef::<leptos::html::Canvas>::new();
     let rects = StoredValue::new(Vec::<Rect>::new());
     let hovered = RwSignal::new(None::<(u32, f64, f64)>);
     let width = RwSignal::new(1000.0f64);
+    // A zoom chosen in the current window, until the finer window arrives: the tree
+    // it applies to (by address) and the node.
+    let clicked = RwSignal::new(None::<(usize, u32)>);
+    let tree = Signal::derive(move || data.get().map(|d| d.tree));
+    let zoom = Signal::derive(move || {
+        let d = data.get()?;
+        let here = std::sync::Arc::as_ptr(&d.tree.0) as usize;
+        Some(clicked.get().filter(|&(tree, _)| tree == here).map_or(d.zoom, |(_, node)| node))
+    });
+    let zoom_to = move |node: u32| {
+        let Some(d) = data.get_untracked() else { return };
+        clicked.set(Some((std::sync::Arc::as_ptr(&d.tree.0) as usize, node)));
+        let t = &d.tree.0;
+        on_zoom.run(t.path(node).into_iter().map(|n| t.name(n).to_owned()).collect());
+    };
 
+    // Frames matching the search in this window, and the value they cover in the whole
+    // tree once the worker has counted it for this search.
     let search_hits = Memo::new(move |_| {
         let needle = search.get();
-        tree.with(|t| {
-            t.as_ref().filter(|_| !needle.is_empty()).map(|t| {
-                let needle = needle.to_lowercase();
-                let (hits, covered) = t.0.search(|n| n.to_lowercase().contains(&needle));
-                (hits, covered, t.0.total())
+        data.with(|d| {
+            d.as_ref().filter(|_| !needle.is_empty()).map(|d| {
+                let (hits, _) = d.tree.0.search(search_matcher(&needle));
+                let covered = d.matched.as_ref().filter(|(n, _)| *n == needle).map(|&(_, v)| v);
+                (hits, covered, d.tree.0.total())
             })
         })
     });
 
     // Repaint whenever the tree, zoom, search, mode or size changes.
     Effect::new(move |_| {
-        let (Some(canvas), Some(t)) = (canvas_ref.get(), tree.get()) else { return };
-        let zoom_node = zoom.get();
+        let (Some(canvas), Some(t), Some(zoom_node)) = (canvas_ref.get(), tree.get(), zoom.get()) else { return };
         let settings = settings.get();
         let css_width = f64::from(canvas.client_width().max(300));
         width.set(css_width);
@@ -173,19 +190,19 @@ pub fn FlameGraph(
 
     let breadcrumb = move || {
         let t = tree.get()?;
-        let z = zoom.get();
+        let z = zoom.get()?;
         (z != ROOT).then(|| {
             let crumbs =
                 t.0.path(z)
                     .into_iter()
                     .map(|n| {
                         let name = t.0.name(n).to_owned();
-                        view! { <button class="crumb" on:click=move |_| zoom.set(n)>{name}</button> }
+                        view! { <button class="crumb" on:click=move |_| zoom_to(n)>{name}</button> }
                     })
                     .collect_view();
             view! {
                 <nav class="breadcrumb" data-testid="breadcrumb">
-                    <button class="crumb" data-testid="reset-zoom" on:click=move |_| zoom.set(ROOT)>"all"</button>
+                    <button class="crumb" data-testid="reset-zoom" on:click=move |_| zoom_to(ROOT)>"all"</button>
                     {crumbs}
                 </nav>
             }
@@ -194,7 +211,8 @@ pub fn FlameGraph(
 
     let matched = move || {
         search_hits.get().map(|(_, covered, total)| {
-            view! { <span class="matched" data-testid="search-matched">"matched " {percentage(covered, total).trim().to_owned()}</span> }
+            let share = covered.map_or_else(|| "…".to_owned(), |c| percentage(c, total).trim().to_owned());
+            view! { <span class="matched" data-testid="search-matched" data-value=covered.map(|c| c.to_string())>"matched " {share}</span> }
         })
     };
 
@@ -211,7 +229,7 @@ pub fn FlameGraph(
                     on:mouseleave=move |_| hovered.set(None)
                     on:click=move |ev| {
                         if let Some((n, _, _)) = locate(&ev) {
-                            zoom.set(n);
+                            zoom_to(n);
                         }
                     }
                 ></canvas>

@@ -34,6 +34,90 @@ impl PartialEq for SharedTree {
     }
 }
 
+/// Frames a window leaves out are narrower than 1/(2·WINDOW_PX) of the zoomed frame, so
+/// invisible (under 0.5 px) on any canvas up to WINDOW_PX CSS pixels wide.
+pub const WINDOW_PX: i64 = 8192;
+/// Rows deeper than this are neither sent nor drawn (a 10,000-deep stack stays usable).
+pub const MAX_ROWS: u32 = 400;
+
+/// What a flame graph shows: a window of a call tree (see [`CallTree::window`]), the
+/// zoomed node in it, and the value a search matches in the whole tree (with the
+/// search it was counted for).
+#[derive(Clone, PartialEq)]
+pub struct FlameData {
+    pub tree: SharedTree,
+    pub zoom: u32,
+    pub matched: Option<(String, i64)>,
+}
+
+/// The search box's rule: a case-insensitive substring of the frame's name.
+pub fn search_matcher(needle: &str) -> impl Fn(&str) -> bool {
+    let needle = needle.to_lowercase();
+    move |name| name.to_lowercase().contains(&needle)
+}
+
+/// The window of `tree` zoomed at the node `zoom_path` names (from the root), its
+/// zoomed node, and what `search` matches in the whole tree.
+pub fn flame_window(tree: &CallTree, zoom_path: &[String], search: &str) -> (CallTree, u32, Option<(String, i64)>) {
+    let zoom = tree.node_at_path(zoom_path);
+    let min_total = tree.nodes[zoom as usize].total / (2 * WINDOW_PX);
+    let (window, at) = tree.window(zoom, min_total, MAX_ROWS - 1);
+    let matched = (!search.is_empty()).then(|| (search.to_owned(), tree.search(search_matcher(search)).1));
+    (window, at, matched)
+}
+
+/// Whole call trees kept by the worker, newest last, so zooming and searching only cut
+/// new windows; a few at most, as a large profile's tree takes hundreds of MB.
+pub struct TreeCache<K> {
+    entries: Vec<(K, Arc<CallTree>)>,
+}
+
+impl<K: PartialEq> Default for TreeCache<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: PartialEq> TreeCache<K> {
+    const CAPACITY: usize = 3;
+
+    pub const fn new() -> Self {
+        TreeCache { entries: Vec::new() }
+    }
+
+    pub fn get_or_build(
+        &mut self,
+        key: K,
+        build: impl FnOnce() -> Result<SharedTree, String>,
+    ) -> Result<Arc<CallTree>, String> {
+        if let Some(i) = self.entries.iter().position(|(k, _)| *k == key) {
+            let entry = self.entries.remove(i);
+            let tree = entry.1.clone();
+            self.entries.push(entry);
+            return Ok(tree);
+        }
+        // Evict first, so two large trees are never held while a third is built.
+        if self.entries.len() >= Self::CAPACITY {
+            self.entries.remove(0);
+        }
+        let tree = build()?.0;
+        self.entries.push((key, tree.clone()));
+        Ok(tree)
+    }
+
+    pub fn retain(&mut self, keep: impl Fn(&K) -> bool) {
+        self.entries.retain(|(k, _)| keep(k));
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
 impl Loaded {
     /// Parses bytes; the error names the file and says what is wrong with it.
     pub fn parse(name: &str, bytes: &[u8]) -> Result<Self, String> {

@@ -32,11 +32,15 @@ pub enum Request {
         sample: usize,
         filters: Filters,
     },
+    /// A window of the tree zoomed at `zoom` (frame names from the root), with the
+    /// value `search` matches in the whole tree.
     Tree {
         id: u32,
         sample: usize,
         filters: Filters,
         kind: TreeKind,
+        zoom: Vec<String>,
+        search: String,
     },
     Diff {
         base: u32,
@@ -50,6 +54,30 @@ pub enum Request {
         filter: String,
         earlier: Option<u32>,
     },
+}
+
+/// Which whole tree a window is cut from (the worker's cache key).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TreeKey {
+    pub id: u32,
+    pub sample: usize,
+    pub filters: Filters,
+    pub kind: TreeKind,
+}
+
+impl TreeKey {
+    pub fn involves(&self, profile: u32) -> bool {
+        self.id == profile || self.kind == TreeKind::DiffAgainst(profile)
+    }
+}
+
+/// About a window sent with a `Tree` response.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WindowMeta {
+    /// The zoomed node's index in the window.
+    pub zoom: u32,
+    /// The search and the value it matches in the whole tree.
+    pub matched: Option<(String, i64)>,
 }
 
 /// What the page learns about a parsed profile.
@@ -76,8 +104,8 @@ pub enum Response {
         id: u32,
         message: String,
     },
-    /// For `Tree`, the tree's bytes follow the message.
-    Tree(Result<(), String>),
+    /// For `Tree`, the window's bytes follow the message.
+    Tree(Result<WindowMeta, String>),
     Top(Result<TopReport, String>),
     Diff(Result<DiffReport, String>),
     Goroutines(Result<(GoroutineReport, Option<GoroutineComparison>), String>),

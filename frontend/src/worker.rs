@@ -12,11 +12,12 @@ use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use stacklens_core::Stage;
 
-use crate::protocol::{Envelope, Request, Response, Summary, TreeKind};
-use crate::{diff_profiles, diff_tree, goroutine_growth, Loaded};
+use crate::protocol::{Envelope, Request, Response, Summary, TreeKey, TreeKind, WindowMeta};
+use crate::{diff_profiles, diff_tree, flame_window, goroutine_growth, Loaded, TreeCache};
 
 thread_local! {
     static PROFILES: RefCell<HashMap<u32, Loaded>> = RefCell::new(HashMap::new());
+    static TREES: RefCell<TreeCache<TreeKey>> = const { RefCell::new(TreeCache::new()) };
 }
 
 fn scope() -> DedicatedWorkerGlobalScope {
@@ -84,16 +85,22 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
         }
         Request::Remove { id } => {
             PROFILES.with(|p| p.borrow_mut().remove(&id));
+            TREES.with(|t| t.borrow_mut().retain(|k| !k.involves(id)));
         }
         Request::Top { id, sample, filters } => post(seq, &Response::Top(with(id, |l| l.top(sample, &filters))), None),
-        Request::Tree { id, sample, filters, kind } => {
-            let tree = match kind {
-                TreeKind::Plain => with(id, |l| l.tree(sample, &filters)),
-                TreeKind::DiffAgainst(base) => with_two(base, id, |b, c| diff_tree(b, c, sample, &filters)),
-                TreeKind::Sandwich(function, side) => with(id, |l| l.sandwich(sample, &filters, &function, side)),
-            };
-            match tree {
-                Ok(t) => post(seq, &Response::Tree(Ok(())), Some(t.0.to_bytes())),
+        Request::Tree { id, sample, filters, kind, zoom, search } => {
+            let key = TreeKey { id, sample, filters: filters.clone(), kind: kind.clone() };
+            let whole = TREES.with(|t| {
+                t.borrow_mut().get_or_build(key, || match kind {
+                    TreeKind::Plain => with(id, |l| l.tree(sample, &filters)),
+                    TreeKind::DiffAgainst(base) => with_two(base, id, |b, c| diff_tree(b, c, sample, &filters)),
+                    TreeKind::Sandwich(function, side) => with(id, |l| l.sandwich(sample, &filters, &function, side)),
+                })
+            });
+            match whole.map(|tree| flame_window(&tree, &zoom, &search)) {
+                Ok((window, zoom, matched)) => {
+                    post(seq, &Response::Tree(Ok(WindowMeta { zoom, matched })), Some(window.to_bytes()))
+                }
                 Err(e) => post(seq, &Response::Tree(Err(e)), None),
             }
         }

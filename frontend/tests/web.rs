@@ -3,7 +3,7 @@
 use stacklens_core::analysis::Filters;
 use stacklens_core::import::pprof::encode;
 use stacklens_core::model::{Line, Profile, Sample, SourceFormat};
-use stacklens_frontend::{diff_profiles, diff_tree, Loaded};
+use stacklens_frontend::{diff_profiles, diff_tree, flame_window, Loaded, TreeCache};
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -67,4 +67,37 @@ fn flame_tree_search_and_diff_in_the_browser() {
     assert_eq!((d.overall_delta_pct, d.regressions.len(), d.improvements.len()), (0.0, 0, 0));
     let t = diff_tree(&loaded, &again, 1, &Filters::default()).expect("diff tree");
     assert_eq!(t.0.base_values(0).total, 40);
+}
+
+#[wasm_bindgen_test]
+fn windows_are_cut_from_cached_whole_trees() {
+    let loaded = Loaded::parse("small.pb", &small_cpu_profile()).expect("parses");
+    let mut cache = TreeCache::new();
+    let built = std::cell::Cell::new(0);
+    let build = || {
+        built.set(built.get() + 1);
+        loaded.tree(1, &Filters::default())
+    };
+    let whole = cache.get_or_build("a", build).expect("tree");
+    let again = cache.get_or_build("a", build).expect("tree");
+    assert!(std::sync::Arc::ptr_eq(&whole, &again), "the second window reuses the tree");
+    assert_eq!(built.get(), 1);
+
+    let path = ["main".to_owned(), "work".to_owned()];
+    let (window, zoom, matched) = flame_window(&whole, &path, "HOT");
+    assert_eq!(window.name(zoom), "work");
+    assert_eq!(window.nodes[zoom as usize].total, 30);
+    assert_eq!(matched, Some(("HOT".to_owned(), 30)), "the search matches case-insensitively in the whole tree");
+    let names: Vec<&str> = (0..window.nodes.len() as u32).map(|n| window.name(n)).collect();
+    assert_eq!(names, ["root", "main", "work", "hot"], "ancestors, then the zoomed subtree; idle is outside");
+    let (stale, zoom, matched) = flame_window(&whole, &["main".to_owned(), "gone".to_owned()], "");
+    assert_eq!((stale.name(zoom), matched), ("main", None), "a stale path stops at its last frame");
+
+    for key in ["b", "c", "d"] {
+        cache.get_or_build(key, build).expect("tree");
+    }
+    assert_eq!(cache.len(), 3, "the oldest tree was dropped");
+    cache.retain(|k| *k != "d");
+    assert_eq!(cache.len(), 2);
+    assert!(cache.get_or_build("e", || Err("no".into())).is_err());
 }

@@ -47,6 +47,9 @@ pub struct CallTree {
     pub files: Vec<String>,
     /// Per node, for diff trees only (empty otherwise).
     pub base: Vec<BaseValues>,
+    /// Per node, for windows only (empty otherwise): the value of left-out siblings
+    /// just before it, so frames keep their places (see [`CallTree::window`]).
+    pub left_out_before: Vec<i64>,
     pub sample_type: String,
     pub unit: String,
     pub max_depth: u32,
@@ -194,7 +197,7 @@ impl Stacks {
             nodes[n as usize].end = end;
         }
         let max_depth = nodes.iter().map(|n| n.depth).max().unwrap_or(0);
-        CallTree { nodes, names, files, base, sample_type, unit, max_depth }
+        CallTree { nodes, names, files, base, left_out_before: Vec::new(), sample_type, unit, max_depth }
     }
 }
 
@@ -262,6 +265,11 @@ impl CallTree {
         self.nodes[ROOT as usize].total
     }
 
+    /// The value of left-out siblings just before `node` (zero outside windows).
+    pub fn left_out_before(&self, node: u32) -> i64 {
+        self.left_out_before.get(node as usize).copied().unwrap_or(0)
+    }
+
     /// The base profile's values at `node` (zero for trees that are not diffs).
     pub fn base_values(&self, node: u32) -> BaseValues {
         self.base.get(node as usize).copied().unwrap_or_default()
@@ -288,12 +296,13 @@ impl CallTree {
     /// A compact binary form, to hand a tree from a Web Worker to the page without
     /// JSON: a header, the names, then fixed-size node records.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 + self.nodes.len() * 32 + self.base.len() * 16);
+        let mut out =
+            Vec::with_capacity(64 + self.nodes.len() * 32 + self.base.len() * 16 + self.left_out_before.len() * 8);
         let put_str = |out: &mut Vec<u8>, s: &str| {
             out.extend_from_slice(&(s.len() as u32).to_le_bytes());
             out.extend_from_slice(s.as_bytes());
         };
-        out.extend_from_slice(b"SLT2");
+        out.extend_from_slice(b"SLT3");
         put_str(&mut out, &self.sample_type);
         put_str(&mut out, &self.unit);
         out.extend_from_slice(&(self.names.len() as u32).to_le_bytes());
@@ -302,7 +311,7 @@ impl CallTree {
             put_str(&mut out, f);
         }
         out.extend_from_slice(&(self.nodes.len() as u32).to_le_bytes());
-        out.push(u8::from(!self.base.is_empty()));
+        out.push(u8::from(!self.base.is_empty()) | (u8::from(!self.left_out_before.is_empty()) << 1));
         for n in &self.nodes {
             for v in [n.name, n.parent, n.depth, n.end] {
                 out.extend_from_slice(&v.to_le_bytes());
@@ -314,13 +323,16 @@ impl CallTree {
             out.extend_from_slice(&b.self_value.to_le_bytes());
             out.extend_from_slice(&b.total.to_le_bytes());
         }
+        for v in &self.left_out_before {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
         out
     }
 
     /// Reads [`CallTree::to_bytes`]; `None` for bytes it did not write.
     pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
         let mut r = Reader { bytes, at: 0 };
-        if r.take(4)? != b"SLT2" {
+        if r.take(4)? != b"SLT3" {
             return None;
         }
         let sample_type = r.string()?;
@@ -332,7 +344,7 @@ impl CallTree {
             files.push(r.string()?);
         }
         let n_nodes = r.u32()? as usize;
-        let has_base = r.take(1)?[0] == 1;
+        let flags = r.take(1)?[0];
         let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
         let i64_at = |b: &[u8], i: usize| i64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
         let nodes: Vec<TreeNode> = r
@@ -347,9 +359,14 @@ impl CallTree {
                 total: i64_at(c, 24),
             })
             .collect();
-        let base = if has_base {
+        let base = if flags & 1 != 0 {
             let records = r.take(n_nodes.checked_mul(16)?)?;
             records.chunks_exact(16).map(|c| BaseValues { self_value: i64_at(c, 0), total: i64_at(c, 8) }).collect()
+        } else {
+            Vec::new()
+        };
+        let left_out_before = if flags & 2 != 0 {
+            r.take(n_nodes.checked_mul(8)?)?.chunks_exact(8).map(|c| i64_at(c, 0)).collect()
         } else {
             Vec::new()
         };
@@ -364,7 +381,99 @@ impl CallTree {
             return None;
         }
         let max_depth = nodes.iter().map(|n| n.depth).max().unwrap_or(0);
-        Some(CallTree { nodes, names, files, base, sample_type, unit, max_depth })
+        Some(CallTree { nodes, names, files, base, left_out_before, sample_type, unit, max_depth })
+    }
+
+    /// The node reached by following child names from the root; stops at the deepest
+    /// name that exists (a zoom kept in an address survives a changed profile).
+    pub fn node_at_path<S: AsRef<str>>(&self, names: &[S]) -> u32 {
+        let mut node = ROOT;
+        for name in names {
+            match self.children(node).find(|&c| self.name(c) == name.as_ref()) {
+                Some(child) => node = child,
+                None => break,
+            }
+        }
+        node
+    }
+
+    /// What a flame graph zoomed at `zoom` can show, as a tree of its own: the path from
+    /// the root to `zoom` (each ancestor with only that child), then `zoom`'s subtree
+    /// without subtrees whose total is below `min_total` or that lie deeper than
+    /// `max_depth`. Values are kept, so a dropped child's share stays in its parent, as
+    /// layout leaves sub-pixel frames. Lets a worker send the page thousands of nodes
+    /// instead of millions. Returns the window and the zoomed node's index in it.
+    pub fn window(&self, zoom: u32, min_total: i64, max_depth: u32) -> (CallTree, u32) {
+        let zoom = if (zoom as usize) < self.nodes.len() { zoom } else { ROOT };
+        let mut window = CallTree {
+            nodes: Vec::new(),
+            names: Vec::new(),
+            files: Vec::new(),
+            base: Vec::new(),
+            left_out_before: Vec::new(),
+            sample_type: self.sample_type.clone(),
+            unit: self.unit.clone(),
+            max_depth: 0,
+        };
+        let mut name_map = vec![u32::MAX; self.names.len()];
+        let mut push = |window: &mut CallTree, old: u32, parent: u32, left_out: i64| {
+            let n = self.nodes[old as usize];
+            let slot = &mut name_map[n.name as usize];
+            if *slot == u32::MAX {
+                *slot = window.names.len() as u32;
+                window.names.push(self.names[n.name as usize].clone());
+                window.files.push(self.files[n.name as usize].clone());
+            }
+            window.nodes.push(TreeNode { name: *slot, parent, ..n });
+            if !self.base.is_empty() {
+                window.base.push(self.base_values(old));
+            }
+            window.left_out_before.push(left_out);
+            window.max_depth = window.max_depth.max(n.depth);
+        };
+        // Ancestors form a chain: each is the parent of the next.
+        let mut ancestors = vec![ROOT];
+        ancestors.extend(self.path(zoom));
+        ancestors.pop();
+        for (i, &old) in ancestors.iter().enumerate() {
+            push(&mut window, old, i.saturating_sub(1) as u32, 0);
+        }
+        let zoom_in_window = window.nodes.len() as u32;
+        // Pre-order walk of zoom's subtree; `open` holds, per kept node whose subtree is
+        // not finished, its old end, its new index and the value of its children left
+        // out since the last kept one.
+        let mut open: Vec<(u32, u32, i64)> = Vec::new();
+        let mut i = zoom;
+        let end = self.nodes[zoom as usize].end;
+        while i < end {
+            let n = &self.nodes[i as usize];
+            while open.last().is_some_and(|&(old_end, _, _)| old_end <= i) {
+                let (_, new, _) = open.pop().expect("checked");
+                window.nodes[new as usize].end = window.nodes.len() as u32;
+            }
+            if i != zoom && (n.total < min_total || n.depth > max_depth) {
+                if let Some(parent) = open.last_mut() {
+                    parent.2 = parent.2.saturating_add(n.total);
+                }
+                i = n.end;
+                continue;
+            }
+            let (parent, left_out) = match open.last_mut() {
+                Some(p) => (p.1, std::mem::take(&mut p.2)),
+                None => (zoom_in_window.saturating_sub(1), 0),
+            };
+            open.push((n.end, window.nodes.len() as u32, 0));
+            push(&mut window, i, parent, left_out);
+            i += 1;
+        }
+        let len = window.nodes.len() as u32;
+        for (_, new, _) in open {
+            window.nodes[new as usize].end = len;
+        }
+        for node in &mut window.nodes[..zoom_in_window as usize] {
+            node.end = len;
+        }
+        (window, zoom_in_window)
     }
 
     /// The path from the root to `node` (root excluded), root first.

@@ -74,6 +74,7 @@ pub fn layout(tree: &CallTree, viewport: &Viewport) -> Vec<Rect> {
         let n = &tree.nodes[i as usize];
         let width = n.total as f64 * scale;
         let slot = open.last_mut().expect("the zoomed node stays open");
+        slot.1 += tree.left_out_before(i) as f64 * scale;
         let x = slot.1;
         slot.1 += width;
         if width < viewport.min_width_px || n.depth > viewport.max_depth {
