@@ -179,6 +179,37 @@ impl Loaded {
     }
 }
 
+/// A tiny gzipped cpu profile (main → work → hot: 3 samples, main → idle: 1): the
+/// worker analyses it once at start so a user's first file does not wait for
+/// WebAssembly's lazy compilation of the parse and tree code; tests use it too.
+pub fn tiny_cpu_profile() -> Vec<u8> {
+    use stacklens_core::model::{Line, Sample, SourceFormat};
+    use std::io::Write;
+    let mut p = Profile::new(SourceFormat::Built);
+    p.sample_types = vec![p.value_type("samples", "count"), p.value_type("cpu", "nanoseconds")];
+    let mut frame = |name: &str| {
+        let f = p.add_function(name, name, "main.go", 1);
+        p.add_location(0x1000 + u64::from(f.0), vec![Line { function: f, line: 10, column: 0 }])
+    };
+    let (main, work, hot, idle) = (frame("main"), frame("work"), frame("hot"), frame("idle"));
+    p.samples.push(Sample { locations: vec![hot, work, main], values: vec![3, 30], labels: vec![] });
+    p.samples.push(Sample { locations: vec![idle, main], values: vec![1, 10], labels: vec![] });
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&stacklens_core::import::pprof::encode(&p)).expect("writing to memory");
+    gz.finish().expect("writing to memory")
+}
+
+/// Parses and analyses [`tiny_cpu_profile`] the way a loaded profile is.
+pub fn warm_up() {
+    if let Ok(loaded) = Loaded::parse("warm-up", &tiny_cpu_profile()) {
+        let filters = Filters::default();
+        let _ = loaded.top(1, &filters);
+        if let Ok(tree) = loaded.tree(1, &filters) {
+            let _ = flame_window(&tree.0, &[], "hot");
+        }
+    }
+}
+
 /// The diff of `compare` against `base` for the compared profile's sample type.
 pub fn diff_profiles(
     base: &Loaded,

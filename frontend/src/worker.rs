@@ -136,4 +136,5 @@ pub fn run() {
     scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     post(0, &Response::Ready, None);
+    crate::warm_up();
 }

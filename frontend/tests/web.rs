@@ -1,30 +1,14 @@
 //! The page's WASM bindings, run in headless Chromium by wasm-bindgen-test-runner.
 
 use stacklens_core::analysis::Filters;
-use stacklens_core::import::pprof::encode;
-use stacklens_core::model::{Line, Profile, Sample, SourceFormat};
-use stacklens_frontend::{diff_profiles, diff_tree, flame_window, Loaded, TreeCache};
+use stacklens_frontend::{diff_profiles, diff_tree, flame_window, tiny_cpu_profile, Loaded, TreeCache};
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
-/// main -> work -> hot (3 samples), main -> idle (1 sample), in a cpu profile.
-fn small_cpu_profile() -> Vec<u8> {
-    let mut p = Profile::new(SourceFormat::Built);
-    p.sample_types = vec![p.value_type("samples", "count"), p.value_type("cpu", "nanoseconds")];
-    let f = |p: &mut Profile, n: &str| {
-        let f = p.add_function(n, n, "main.go", 1);
-        p.add_location(0x1000 + f.0 as u64, vec![Line { function: f, line: 10, column: 0 }])
-    };
-    let (main, work, hot, idle) = (f(&mut p, "main"), f(&mut p, "work"), f(&mut p, "hot"), f(&mut p, "idle"));
-    p.samples.push(Sample { locations: vec![hot, work, main], values: vec![3, 30], labels: vec![] });
-    p.samples.push(Sample { locations: vec![idle, main], values: vec![1, 10], labels: vec![] });
-    encode(&p)
-}
-
 #[wasm_bindgen_test]
 fn parses_and_ranks_in_the_browser() {
-    let loaded = Loaded::parse("small.pb", &small_cpu_profile()).expect("parses");
+    let loaded = Loaded::parse("small.pb", &tiny_cpu_profile()).expect("parses");
     let (types, default) = loaded.sample_types();
     assert_eq!(types, ["samples", "cpu"]);
     assert_eq!(default, 1);
@@ -52,7 +36,7 @@ fn a_bad_file_names_itself_and_the_problem() {
 
 #[wasm_bindgen_test]
 fn flame_tree_search_and_diff_in_the_browser() {
-    let loaded = Loaded::parse("small.pb", &small_cpu_profile()).expect("parses");
+    let loaded = Loaded::parse("small.pb", &tiny_cpu_profile()).expect("parses");
     let tree = loaded.tree(1, &Filters::default()).expect("tree");
     assert_eq!(tree.0.total(), 40);
     let (_, covered) = tree.0.search(|n| n == "work" || n == "hot");
@@ -62,7 +46,7 @@ fn flame_tree_search_and_diff_in_the_browser() {
     let bad = loaded.top(1, &Filters { ignore: Some("(".into()), ..Filters::default() }).expect_err("bad regex");
     assert!(bad.contains("ignore"), "{bad}");
 
-    let again = Loaded::parse("again.pb", &small_cpu_profile()).expect("parses");
+    let again = Loaded::parse("again.pb", &tiny_cpu_profile()).expect("parses");
     let d = diff_profiles(&loaded, &again, 1, &Filters::default(), false).expect("diff");
     assert_eq!((d.overall_delta_pct, d.regressions.len(), d.improvements.len()), (0.0, 0, 0));
     let t = diff_tree(&loaded, &again, 1, &Filters::default()).expect("diff tree");
@@ -71,7 +55,7 @@ fn flame_tree_search_and_diff_in_the_browser() {
 
 #[wasm_bindgen_test]
 fn windows_are_cut_from_cached_whole_trees() {
-    let loaded = Loaded::parse("small.pb", &small_cpu_profile()).expect("parses");
+    let loaded = Loaded::parse("small.pb", &tiny_cpu_profile()).expect("parses");
     let mut cache = TreeCache::new();
     let built = std::cell::Cell::new(0);
     let build = || {
