@@ -5,10 +5,12 @@
 pub mod analysis;
 mod error;
 pub mod import;
+mod kind;
 pub mod layout;
 pub mod model;
 pub mod units;
 
 pub use error::{Error, Result};
 pub use import::{parse, parse_with, parse_with_progress, ParseOptions, Stage};
+pub use kind::ProfileKind;
 pub use model::Profile;

@@ -126,6 +126,14 @@ fn label(v: f64, u: &str) -> String {
 }
 
 /// pprof's `Percentage`: `18.93%`, `  100%`, ` 0.5%`.
+/// `value` as a percentage of `total`, to two decimals (as pprof prints it), for JSON.
+pub fn percentage_value(value: i64, total: i64) -> f64 {
+    if total == 0 {
+        return 0.0;
+    }
+    (value as f64 / total as f64 * 10_000.0).round() / 100.0
+}
+
 pub fn percentage(value: i64, total: i64) -> String {
     let ratio = if total != 0 { (value as f64 / total as f64).abs() * 100.0 } else { 0.0 };
     if (99.95..=100.05).contains(&ratio) {

@@ -259,3 +259,47 @@ fn trees_survive_their_binary_form() {
     assert!(CallTree::from_bytes(&bytes[..bytes.len() - 1]).is_none(), "truncated");
     assert!(CallTree::from_bytes(b"nope").is_none());
 }
+
+#[test]
+fn profile_kinds_and_summaries() {
+    use stacklens_core::analysis::summary::{package_of, sample_count, top_functions};
+    use stacklens_core::ProfileKind;
+    assert_eq!(package_of("compress/flate.(*compressor).deflate"), "compress/flate");
+    assert_eq!(package_of("main.(*service).requestLoop.func1"), "main");
+    assert_eq!(package_of("runtime.mallocgc"), "runtime");
+    assert_eq!(package_of("github.com/x/y"), "github.com/x");
+    assert_eq!(package_of("malloc"), "");
+    let expected = [
+        ("go/base/cpu.pb.gz", ProfileKind::Cpu),
+        ("go/base/heap.pb.gz", ProfileKind::Memory),
+        ("go/base/allocs.pb.gz", ProfileKind::Alloc),
+        ("go/base/block.pb.gz", ProfileKind::Block),
+        ("go/base/mutex.pb.gz", ProfileKind::Mutex),
+        ("go/base/block.debug1.txt", ProfileKind::Block),
+        ("go/base/mutex.debug1.txt", ProfileKind::Mutex),
+        ("go/base/goroutine.pb.gz", ProfileKind::Goroutine),
+        ("go/base/goroutine.debug1.txt", ProfileKind::Goroutine),
+        ("go/base/goroutine.debug2.txt", ProfileKind::Goroutine),
+        ("go/base/threadcreate.pb.gz", ProfileKind::Threadcreate),
+        ("go/base/heap.debug1.txt", ProfileKind::Memory),
+    ];
+    for (file, kind) in expected {
+        let Some(p) = load(file) else { return };
+        assert_eq!(ProfileKind::of(&p), kind, "{file}");
+        assert_eq!(ProfileKind::parse(kind.as_str()), Some(kind));
+    }
+    assert_eq!(ProfileKind::parse("heap"), Some(ProfileKind::Memory));
+    assert!(ProfileKind::Memory.accepts(ProfileKind::Alloc) && !ProfileKind::Cpu.accepts(ProfileKind::Memory));
+
+    // cpu.pprof-top.txt: findMatch 1.34s flat (18.93%) of 7.08s; deflate 43.50% cum.
+    let Some(cpu) = load("go/base/cpu.pb.gz") else { return };
+    let top = top_functions(&cpu, 20).unwrap();
+    assert_eq!(top.len(), 20);
+    assert!(top.windows(2).all(|w| w[0].self_pct >= w[1].self_pct), "sorted by self");
+    let deflate = top.iter().find(|f| f.func_name == "compress/flate.(*compressor).deflate").unwrap();
+    assert_eq!((deflate.package.as_str(), deflate.cumulative_pct), ("compress/flate", 43.5));
+    let find_match = top.iter().find(|f| f.func_name == "compress/flate.(*compressor).findMatch").unwrap();
+    // Samples of 10ms, not nanoseconds.
+    assert_eq!((find_match.self_pct, find_match.sample_count), (18.93, 134));
+    assert_eq!(sample_count(&cpu), 708);
+}

@@ -4,6 +4,7 @@
 //! window at once and asks, through `on_zoom`, for a finer window of the new frame.
 
 use leptos::prelude::*;
+use stacklens_core::analysis::summary::package_of;
 use stacklens_core::analysis::tree::ROOT;
 use stacklens_core::layout::{hit, layout, Rect, Viewport};
 use stacklens_core::units::{format_value, percentage};
@@ -16,9 +17,9 @@ const ROW: f64 = 18.0;
 
 /// Stable colour per package: warm hues for code, hashed from the package path.
 fn package_colour(name: &str) -> String {
-    let package = match name.rfind('/') {
-        Some(slash) => name[..slash + name[slash..].find('.').unwrap_or(name.len() - slash)].to_owned(),
-        None => name.split('.').next().unwrap_or(name).to_owned(),
+    let package = match package_of(name) {
+        "" => name,
+        p => p,
     };
     let hash = package.bytes().fold(2166136261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16777619));
     let hue = hash % 55; // red..yellow

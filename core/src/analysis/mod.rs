@@ -3,6 +3,7 @@
 pub mod diff;
 pub mod frames;
 pub mod goroutines;
+pub mod summary;
 pub mod top;
 pub mod tree;
 

@@ -1,0 +1,65 @@
+//! A profile in a few numbers, as stored beside it and returned by the API: sample
+//! count and the functions with the largest self value.
+
+use serde::{Deserialize, Serialize};
+
+use super::top::{top, TopOptions};
+use crate::units::percentage_value;
+use crate::{Profile, Result};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FunctionShare {
+    pub func_name: String,
+    pub package: String,
+    /// Self (flat) value as a percentage of the total.
+    pub self_pct: f64,
+    pub cumulative_pct: f64,
+    /// Self value in the profile's count sample type (samples, objects,
+    /// contentions, goroutines), or in its default type when it has none.
+    pub sample_count: i64,
+}
+
+/// The package of a Go-style function name: `compress/flate.(*compressor).deflate`
+/// → `compress/flate`, `main.main` → `main`; names without one give "".
+pub fn package_of(name: &str) -> &str {
+    let start = name.rfind('/').map_or(0, |slash| slash + 1);
+    match name[start..].find('.') {
+        Some(dot) => &name[..start + dot],
+        None if start > 0 => &name[..start - 1],
+        None => "",
+    }
+}
+
+/// The sample type counting events (unit "count"), if the profile has one.
+fn count_index(profile: &Profile) -> Option<usize> {
+    (0..profile.sample_types.len()).find(|&i| profile.sample_type_unit(i) == "count")
+}
+
+/// Number of samples: the total of the count sample type, else the number of records.
+pub fn sample_count(profile: &Profile) -> i64 {
+    count_index(profile).map_or(profile.samples.len() as i64, |i| profile.total(i))
+}
+
+/// The `n` functions with the largest self value in the default sample type.
+pub fn top_functions(profile: &Profile, n: usize) -> Result<Vec<FunctionShare>> {
+    let report = top(profile, &TopOptions { node_count: Some(n), ..TopOptions::default() })?;
+    let counts = match count_index(profile) {
+        Some(i) if i != profile.default_sample_index() => {
+            let all = top(profile, &TopOptions { sample_index: i.to_string(), ..TopOptions::default() })?;
+            Some(all.functions.into_iter().map(|r| (r.name, r.flat)).collect::<std::collections::HashMap<_, _>>())
+        }
+        _ => None,
+    };
+    Ok(report
+        .functions
+        .into_iter()
+        .map(|row| FunctionShare {
+            package: package_of(&row.name).to_owned(),
+            self_pct: percentage_value(row.flat, report.total),
+            cumulative_pct: percentage_value(row.cum, report.total),
+            sample_count: counts.as_ref().map_or(row.flat, |c| c.get(&row.name).copied().unwrap_or(0)),
+            func_name: row.name,
+        })
+        .collect())
+}
