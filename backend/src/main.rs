@@ -1,8 +1,10 @@
 //! The `stacklens` binary: `serve` runs the web server; `top`, `diff` and `goroutines`
 //! analyse profiles on the command line (for CI jobs). All analysis is stacklens-core.
 
+mod api;
 mod cli;
 mod serve;
+mod store;
 mod text;
 
 use std::process::ExitCode;

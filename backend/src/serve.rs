@@ -1,17 +1,26 @@
-//! `stacklens serve`: the page (built `dist/`) over HTTP with a health check.
+//! `stacklens serve`: the page (built `dist/`), the REST API over object storage, and a
+//! health check. Stateless: every replica over the same store serves the same data.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use std::time::Duration;
+
 use axum::extract::Request;
-use axum::http::StatusCode;
+use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
 use tower::Service;
+use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
 use tower_http::compression::CompressionLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::services::{ServeDir, ServeFile};
+use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
+
+use crate::api;
+use crate::store::Store;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -21,9 +30,48 @@ pub struct ServeArgs {
     /// The built page (Trunk's output).
     #[arg(long, default_value = "dist")]
     dist: PathBuf,
+    /// Object storage: file:///path, a plain folder, memory://, s3://bucket (AWS_*
+    /// variables, AWS_ENDPOINT and AWS_ALLOW_HTTP for S3-compatible servers), gs://, az://.
+    #[arg(long, default_value = "./data")]
+    store: String,
+    /// Largest accepted upload, e.g. 256MiB, 10MB, 1048576.
+    #[arg(long, default_value = "256MiB", value_parser = parse_size)]
+    max_upload: usize,
+    /// A file holding the bearer token that every write must present.
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Origins allowed to call the API from other pages (repeat for several; `*` for any).
+    #[arg(long = "cors-origin")]
+    cors_origins: Vec<String>,
+    /// The address share links use (default: the request's Host).
+    #[arg(long)]
+    public_url: Option<String>,
+    /// Requests taking longer are answered 408.
+    #[arg(long, default_value_t = 120)]
+    request_timeout_secs: u64,
 }
 
-pub fn router(dist: &std::path::Path) -> Router {
+/// `256MiB`, `10MB`, `64KiB`, `1048576`.
+fn parse_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: usize = digits.parse().map_err(|_| format!("'{text}' is not a size like 256MiB"))?;
+    let factor = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1000,
+        "kib" | "k" => 1 << 10,
+        "mb" => 1_000_000,
+        "mib" | "m" => 1 << 20,
+        "gb" => 1_000_000_000,
+        "gib" | "g" => 1 << 30,
+        other => return Err(format!("unknown size unit '{other}' in '{text}'")),
+    };
+    n.checked_mul(factor).ok_or_else(|| format!("'{text}' is too large"))
+}
+
+/// The page: hashed assets are immutable, everything else is revalidated by ETag.
+fn page(dist: &std::path::Path) -> Router {
     // Unknown page routes (share links) get index.html so the app loads; an unknown
     // path that names a file (has an extension) is a real 404.
     let index = ServeFile::new(dist.join("index.html"));
@@ -42,11 +90,73 @@ pub fn router(dist: &std::path::Path) -> Router {
             Ok(index.call(req).await.map(IntoResponse::into_response).unwrap_or_else(|e| match e {}))
         }
     });
-    Router::new()
+    Router::new().fallback_service(ServeDir::new(dist).fallback(spa)).layer(axum::middleware::from_fn(cache_headers))
+}
+
+/// Trunk names built assets `name-<16 hex>.ext`: such a file never changes.
+fn is_hashed_asset(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or("");
+    let stem = file.split('.').next().unwrap_or("");
+    let stem = stem.strip_suffix("_bg").unwrap_or(stem);
+    stem.rsplit_once('-').is_some_and(|(_, hash)| hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// ETag (from size and modification time) with 304 answers, and cache lifetimes.
+async fn cache_headers(req: Request, next: axum::middleware::Next) -> axum::response::Response {
+    let hashed = is_hashed_asset(req.uri().path());
+    let if_none_match = req.headers().get(header::IF_NONE_MATCH).cloned();
+    let mut response = next.run(req).await;
+    if response.status() != StatusCode::OK {
+        return response;
+    }
+    let headers = response.headers_mut();
+    let tag = match (headers.get(header::CONTENT_LENGTH), headers.get(header::LAST_MODIFIED)) {
+        (Some(len), Some(modified)) => {
+            let mut hasher = std::hash::DefaultHasher::new();
+            std::hash::Hash::hash(&(len.as_bytes(), modified.as_bytes()), &mut hasher);
+            format!("W/\"{:016x}\"", std::hash::Hasher::finish(&hasher))
+        }
+        _ => return response,
+    };
+    let cache = if hashed { "public, max-age=31536000, immutable" } else { "no-cache" };
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    if let Ok(value) = HeaderValue::from_str(&tag) {
+        headers.insert(header::ETAG, value.clone());
+        if if_none_match.is_some_and(|v| v == value) {
+            let mut not_modified = StatusCode::NOT_MODIFIED.into_response();
+            not_modified.headers_mut().insert(header::ETAG, value);
+            not_modified.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+            return not_modified;
+        }
+    }
+    response
+}
+
+pub fn router(dist: &std::path::Path, state: api::State, cors_origins: &[String], timeout: Duration) -> Router {
+    let mut app = Router::new()
         .route("/healthz", get(|| async { Json(serde_json::json!({"status": "ok"})) }))
-        .fallback_service(ServeDir::new(dist).fallback(spa))
-        .layer(CompressionLayer::new())
-        .layer(TraceLayer::new_for_http())
+        .merge(api::router(state))
+        .fallback_service(page(dist))
+        // Raw profiles are mostly gzip already.
+        .layer(
+            CompressionLayer::new()
+                .compress_when(DefaultPredicate::new().and(NotForContentType::const_new("application/octet-stream"))),
+        )
+        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout));
+    if !cors_origins.is_empty() {
+        let origins = if cors_origins.iter().any(|o| o == "*") {
+            AllowOrigin::any()
+        } else {
+            AllowOrigin::list(cors_origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+        };
+        app = app.layer(
+            CorsLayer::new()
+                .allow_origin(origins)
+                .allow_methods([Method::GET, Method::POST, Method::DELETE])
+                .allow_headers([header::CONTENT_TYPE, header::AUTHORIZATION, HeaderName::from_static("x-tenant-id")]),
+        );
+    }
+    app.layer(TraceLayer::new_for_http())
 }
 
 pub fn run(args: ServeArgs) -> std::io::Result<()> {
@@ -61,11 +171,35 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
             format!("{}/index.html not found: build the page first (trunk build --release)", args.dist.display()),
         ));
     }
+    let token = match &args.token_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("--token-file {}: {e}", path.display())))?;
+            let token = text.trim().to_owned();
+            if token.is_empty() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("--token-file {} is empty", path.display()),
+                ));
+            }
+            Some(token)
+        }
+        None => None,
+    };
+    let store =
+        Store::open(&args.store).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.listen).await?;
-        tracing::info!("listening on http://{}", listener.local_addr()?);
-        axum::serve(listener, router(&args.dist)).with_graceful_shutdown(shutdown()).await
+        tracing::info!("listening on http://{} with store {}", listener.local_addr()?, store.description);
+        let state = std::sync::Arc::new(api::AppState {
+            store,
+            token,
+            max_upload: args.max_upload,
+            public_url: args.public_url,
+        });
+        let app = router(&args.dist, state, &args.cors_origins, Duration::from_secs(args.request_timeout_secs));
+        axum::serve(listener, app).with_graceful_shutdown(shutdown()).await
     })
 }
 

@@ -46,6 +46,17 @@ impl ProfileKind {
         }
     }
 
+    /// The sample type that shows this kind of a profile ("" for the default): a heap
+    /// profile filed as alloc is read by its allocations.
+    pub fn sample_type(self, profile: &Profile) -> &'static str {
+        let has = |name: &str| (0..profile.sample_types.len()).any(|i| profile.sample_type_name(i) == name);
+        match self {
+            ProfileKind::Alloc if has("alloc_space") => "alloc_space",
+            ProfileKind::Memory if has("inuse_space") => "inuse_space",
+            _ => "",
+        }
+    }
+
     pub fn parse(name: &str) -> Option<Self> {
         let name = name.trim().to_ascii_lowercase();
         // Go's endpoint names are accepted too.

@@ -293,7 +293,7 @@ fn profile_kinds_and_summaries() {
 
     // cpu.pprof-top.txt: findMatch 1.34s flat (18.93%) of 7.08s; deflate 43.50% cum.
     let Some(cpu) = load("go/base/cpu.pb.gz") else { return };
-    let top = top_functions(&cpu, 20).unwrap();
+    let top = top_functions(&cpu, "", 20).unwrap();
     assert_eq!(top.len(), 20);
     assert!(top.windows(2).all(|w| w[0].self_pct >= w[1].self_pct), "sorted by self");
     let deflate = top.iter().find(|f| f.func_name == "compress/flate.(*compressor).deflate").unwrap();

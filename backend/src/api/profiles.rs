@@ -1,0 +1,341 @@
+//! Raw profiles: upload (validated by core, content-addressed), record, raw bytes,
+//! listing newest first, delete.
+
+use std::collections::{BTreeMap, HashMap};
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State as AxumState};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use stacklens_core::analysis::summary::sample_count;
+use stacklens_core::ProfileKind;
+
+use super::{authorize, blocking, load, now_rfc3339, share_url, valid_id, ApiError, State, Tenant};
+use crate::store::Store;
+
+/// What is stored beside each raw profile.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord {
+    pub id: String,
+    pub service: String,
+    pub profile_type: ProfileKind,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub sample_types: Vec<String>,
+    pub sample_count: i64,
+    pub duration_seconds: f64,
+    pub created_at: String,
+    pub size: u64,
+    pub sha256: String,
+    pub content_type: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionResponse {
+    #[serde(flatten)]
+    record: SessionRecord,
+    share_url: String,
+}
+
+fn respond(state: &super::AppState, headers: &HeaderMap, tenant: &Tenant, record: SessionRecord) -> SessionResponse {
+    let share_url = share_url(state, headers, tenant, &format!("s/{}", record.id));
+    SessionResponse { record, share_url }
+}
+
+fn record_key(tenant: &Tenant, id: &str) -> String {
+    tenant.key(&format!("sessions/{id}.json"))
+}
+
+fn raw_key(tenant: &Tenant, sha256: &str) -> String {
+    tenant.key(&format!("raw/{sha256}"))
+}
+
+/// Index entries sort newest first: the key starts with the inverted creation time.
+fn index_key(tenant: &Tenant, record: &SessionRecord) -> String {
+    let millis = humantime::parse_rfc3339(&record.created_at)
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as u64);
+    tenant.key(&format!("sessions-by-time/{:016x}-{}", u64::MAX - millis, record.id))
+}
+
+/// The session of `tenant`'s raw bytes with this hash: the same bytes always get the same id.
+fn session_id(tenant: &Tenant, sha256: &str) -> String {
+    let digest = Sha256::new().chain_update(tenant.0.as_bytes()).chain_update([0]).chain_update(sha256).finalize();
+    format!("sess-{}", &hex::encode(digest)[..32])
+}
+
+/// Reads a request body, refusing more than `limit` bytes with 413.
+pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    match axum::body::to_bytes(body, limit).await {
+        Ok(b) => Ok(b),
+        Err(e) => {
+            let too_large = std::error::Error::source(&e)
+                .is_some_and(|s| s.downcast_ref::<http_body_util::LengthLimitError>().is_some());
+            if too_large {
+                Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "PayloadTooLarge",
+                    format!("the body is larger than {limit} bytes"),
+                )
+                .details(json!({ "limit": limit })))
+            } else {
+                Err(ApiError::bad_request("BadBody", format!("cannot read the request body: {e}")))
+            }
+        }
+    }
+}
+
+/// A parameter from the query string, or else from an `X-Stacklens-…` header.
+fn param(query: &HashMap<String, String>, headers: &HeaderMap, name: &str) -> Option<String> {
+    query.get(name).cloned().or_else(|| {
+        headers
+            .get(format!("x-stacklens-{}", name.to_ascii_lowercase()))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    })
+}
+
+/// Free text (service, name, label) must be short and printable.
+fn check_text(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
+    if value.len() > max || value.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            "InvalidParameter",
+            format!("{field} must be at most {max} printable characters"),
+        )
+        .details(json!({ "field": field })));
+    }
+    Ok(())
+}
+
+/// `k=v,k2=v2`.
+fn parse_labels(text: &str) -> Result<BTreeMap<String, String>, ApiError> {
+    let mut labels = BTreeMap::new();
+    for pair in text.split(',').filter(|p| !p.trim().is_empty()) {
+        let Some((k, v)) = pair.split_once('=') else {
+            return Err(ApiError::bad_request("InvalidParameter", format!("label '{pair}' is not key=value"))
+                .details(json!({ "field": "labels" })));
+        };
+        check_text("labels", k, 128)?;
+        check_text("labels", v, 512)?;
+        labels.insert(k.trim().to_owned(), v.trim().to_owned());
+    }
+    Ok(labels)
+}
+
+pub fn parse_kind(text: &str) -> Result<ProfileKind, ApiError> {
+    ProfileKind::parse(text).ok_or_else(|| {
+        ApiError::bad_request("InvalidProfileType", format!("unknown profileType '{text}'"))
+            .details(json!({ "profileType": text, "known": ProfileKind::ALL.map(|k| k.as_str()) }))
+    })
+}
+
+pub async fn upload(
+    AxumState(state): AxumState<State>,
+    tenant: Tenant,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    authorize(&state, &headers)?;
+    let service = param(&query, &headers, "service").unwrap_or_default();
+    check_text("service", &service, 128)?;
+    let name = param(&query, &headers, "name").unwrap_or_default();
+    check_text("name", &name, 256)?;
+    let labels = parse_labels(&param(&query, &headers, "labels").unwrap_or_default())?;
+    let claimed = param(&query, &headers, "profileType").map(|t| parse_kind(&t)).transpose()?;
+    let bytes = read_body(body, state.max_upload).await?;
+
+    // Parse before storing: only profiles core can read are kept.
+    let parsed = bytes.clone();
+    let profile = blocking(move || stacklens_core::parse(&parsed)).await?.map_err(|e| {
+        ApiError::bad_request("InvalidProfile", format!("not a profile stacklens can read: {e}"))
+            .details(json!({ "coreError": e.code() }))
+    })?;
+    let detected = ProfileKind::of(&profile);
+    let profile_type = match claimed {
+        Some(c) if !detected.accepts(c) => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "ProfileTypeMismatch",
+                format!("profileType '{c}' does not match the profile, which is {detected}"),
+            )
+            .details(json!({ "profileType": c, "detected": detected })));
+        }
+        Some(c) => c,
+        None => detected,
+    };
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    let id = session_id(&tenant, &sha256);
+    if let Some(existing) = load::<SessionRecord>(&state.store, &record_key(&tenant, &id)).await? {
+        finish(&state.store, &tenant, &existing, &bytes).await?;
+        return Ok((StatusCode::OK, Json(respond(&state, &headers, &tenant, existing))).into_response());
+    }
+    let text = !bytes.starts_with(&[0x1f, 0x8b]) && std::str::from_utf8(&bytes[..bytes.len().min(4096)]).is_ok();
+    let record = SessionRecord {
+        id: id.clone(),
+        service,
+        profile_type,
+        name,
+        labels,
+        sample_types: (0..profile.sample_types.len()).map(|i| profile.sample_type_name(i).to_owned()).collect(),
+        sample_count: sample_count(&profile),
+        duration_seconds: profile.duration_nanos as f64 / 1e9,
+        created_at: now_rfc3339(),
+        size: bytes.len() as u64,
+        sha256,
+        content_type: if text { "text/plain; charset=utf-8" } else { "application/octet-stream" }.to_owned(),
+    };
+    // Raw bytes first, then the record, then the index: a record never points at
+    // missing bytes, and a re-upload completes whatever a crash left out.
+    state.store.create(&raw_key(&tenant, &record.sha256), bytes.clone()).await?;
+    let created = state.store.create(&record_key(&tenant, &id), Bytes::from(serde_json::to_vec(&record)?)).await?;
+    let (status, record) = if created {
+        (StatusCode::CREATED, record)
+    } else {
+        // Another replica stored the same bytes meanwhile: its record wins.
+        let theirs = load::<SessionRecord>(&state.store, &record_key(&tenant, &id)).await?.unwrap_or(record);
+        (StatusCode::OK, theirs)
+    };
+    finish(&state.store, &tenant, &record, &bytes).await?;
+    Ok((status, Json(respond(&state, &headers, &tenant, record))).into_response())
+}
+
+/// Makes sure the raw bytes and the index entry of a stored record exist.
+async fn finish(store: &Store, tenant: &Tenant, record: &SessionRecord, bytes: &Bytes) -> Result<(), ApiError> {
+    store.create(&raw_key(tenant, &record.sha256), bytes.clone()).await?;
+    store.create(&index_key(tenant, record), Bytes::new()).await?;
+    Ok(())
+}
+
+/// The stored record of a session, or 404.
+pub async fn find(store: &Store, tenant: &Tenant, id: &str) -> Result<SessionRecord, ApiError> {
+    if !valid_id(id, "sess") {
+        return Err(ApiError::not_found("session", id));
+    }
+    load(store, &record_key(tenant, id)).await?.ok_or_else(|| ApiError::not_found("session", id))
+}
+
+/// A session's raw bytes, or 404.
+pub async fn raw_bytes(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<Bytes, ApiError> {
+    store.get(&raw_key(tenant, &record.sha256)).await?.ok_or_else(|| ApiError::not_found("session", &record.id))
+}
+
+pub async fn record(
+    AxumState(state): AxumState<State>,
+    tenant: Tenant,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<SessionResponse>, ApiError> {
+    let record = find(&state.store, &tenant, &id).await?;
+    Ok(Json(respond(&state, &headers, &tenant, record)))
+}
+
+pub async fn raw(
+    AxumState(state): AxumState<State>,
+    tenant: Tenant,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let record = find(&state.store, &tenant, &id).await?;
+    let bytes = raw_bytes(&state.store, &tenant, &record).await?;
+    let file =
+        if record.name.is_empty() { format!("{}.pb.gz", record.id) } else { record.name.replace(['"', '\\'], "_") };
+    Ok((
+        [
+            (header::CONTENT_TYPE, record.content_type.clone()),
+            (header::ETAG, format!("\"{}\"", record.sha256)),
+            // Content-addressed: these bytes never change.
+            (header::CACHE_CONTROL, "public, max-age=31536000, immutable".to_owned()),
+            (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{file}\"")),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+pub async fn delete(
+    AxumState(state): AxumState<State>,
+    tenant: Tenant,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<StatusCode, ApiError> {
+    authorize(&state, &headers)?;
+    let record = find(&state.store, &tenant, &id).await?;
+    state.store.delete(&index_key(&tenant, &record)).await?;
+    state.store.delete(&record_key(&tenant, &id)).await?;
+    state.store.delete(&raw_key(&tenant, &record.sha256)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListQuery {
+    service: Option<String>,
+    profile_type: Option<String>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileList {
+    profiles: Vec<SessionResponse>,
+    next_cursor: Option<String>,
+}
+
+pub async fn list(
+    AxumState(state): AxumState<State>,
+    tenant: Tenant,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Result<Json<ProfileList>, ApiError> {
+    let query: ListQuery =
+        serde_json::from_value(json!(query)).map_err(|e| ApiError::bad_request("InvalidParameter", e.to_string()))?;
+    let limit = match query.limit {
+        None => 50,
+        Some(n) if (1..=1000).contains(&n) => n,
+        Some(n) => {
+            return Err(ApiError::bad_request("InvalidParameter", format!("limit must be 1..1000, not {n}"))
+                .details(json!({ "field": "limit" })))
+        }
+    };
+    let kind = query.profile_type.as_deref().map(parse_kind).transpose()?;
+    let cursor = query.cursor.filter(|c| !c.is_empty());
+    if let Some(c) = &cursor {
+        let valid =
+            c.len() == 16 + 1 + 37 && c[..16].bytes().all(|b| b.is_ascii_hexdigit()) && valid_id(&c[17..], "sess");
+        if !valid {
+            return Err(ApiError::bad_request("InvalidParameter", "cursor is not one this API returned")
+                .details(json!({ "field": "cursor" })));
+        }
+    }
+    let entries = state.store.list(&tenant.key("sessions-by-time"), cursor.as_deref()).await?;
+    let mut profiles = Vec::new();
+    let mut next_cursor = None;
+    for entry in entries {
+        if profiles.len() == limit {
+            break;
+        }
+        next_cursor = Some(entry.clone());
+        let Some(record) = load::<SessionRecord>(&state.store, &record_key(&tenant, &entry[17..])).await? else {
+            continue; // deleted meanwhile
+        };
+        if query.service.as_ref().is_some_and(|s| *s != record.service)
+            || kind.is_some_and(|k| k != record.profile_type)
+        {
+            continue;
+        }
+        profiles.push(respond(&state, &headers, &tenant, record));
+    }
+    if profiles.len() < limit {
+        next_cursor = None;
+    }
+    Ok(Json(ProfileList { profiles, next_cursor }))
+}

@@ -1,0 +1,106 @@
+//! Object storage through `object_store`: one code path for `file://`, `memory://`,
+//! `s3://`, `gs://` and `az://` (configured by URL and the usual environment
+//! variables). Objects are only ever created, never overwritten, so replicas sharing a
+//! bucket need no coordination beyond `PutMode::Create`.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("invalid --store URL '{url}': {reason}")]
+    BadUrl { url: String, reason: String },
+    #[error("object storage: {0}")]
+    Backend(#[from] object_store::Error),
+}
+
+#[derive(Clone, Debug)]
+pub struct Store {
+    inner: Arc<dyn ObjectStore>,
+    /// The URL's path inside the store (a folder for file://, a prefix in a bucket).
+    root: Path,
+    /// What the store is, for logs.
+    pub description: String,
+}
+
+impl Store {
+    /// Opens `url`; a plain path (like the default `./data`) means a local folder.
+    pub fn open(url: &str) -> Result<Self, StoreError> {
+        let bad = |reason: String| StoreError::BadUrl { url: url.to_owned(), reason };
+        let parsed = match url::Url::parse(url) {
+            Ok(u) if u.scheme().len() > 1 => u,
+            _ => {
+                std::fs::create_dir_all(url).map_err(|e| bad(e.to_string()))?;
+                let dir = std::fs::canonicalize(url).map_err(|e| bad(e.to_string()))?;
+                url::Url::from_directory_path(&dir).map_err(|()| bad("not an absolute folder".into()))?
+            }
+        };
+        if parsed.scheme() == "file" {
+            let dir = parsed.to_file_path().map_err(|()| bad("not a local path".into()))?;
+            std::fs::create_dir_all(&dir).map_err(|e| bad(e.to_string()))?;
+        }
+        // Each cloud builder reads its own settings (AWS_*, GOOGLE_*, AZURE_*), e.g.
+        // AWS_ENDPOINT and AWS_ALLOW_HTTP for an S3-compatible server.
+        let options = std::env::vars().filter_map(|(k, v)| {
+            let k = k.to_ascii_lowercase();
+            (k.starts_with("aws_") || k.starts_with("google_") || k.starts_with("azure_")).then_some((k, v))
+        });
+        let (inner, root) = object_store::parse_url_opts(&parsed, options).map_err(|e| bad(e.to_string()))?;
+        Ok(Store { inner: Arc::from(inner), root, description: parsed.to_string() })
+    }
+
+    fn path(&self, key: &str) -> Path {
+        self.root.parts().chain(Path::from(key).parts()).collect()
+    }
+
+    /// Creates `key` unless it exists; true when this call created it. Returns after
+    /// the store acknowledged the write.
+    pub async fn create(&self, key: &str, bytes: Bytes) -> Result<bool, StoreError> {
+        let options = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
+        match self.inner.put_opts(&self.path(key), PutPayload::from(bytes), options).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub async fn get(&self, key: &str) -> Result<Option<Bytes>, StoreError> {
+        match self.inner.get(&self.path(key)).await {
+            Ok(r) => Ok(Some(r.bytes().await?)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        match self.inner.delete(&self.path(key)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Keys under `prefix` (relative to it), in ascending order, after `offset` if given.
+    pub async fn list(&self, prefix: &str, offset: Option<&str>) -> Result<Vec<String>, StoreError> {
+        let base = self.path(prefix);
+        let stream = match offset {
+            Some(o) => self.inner.list_with_offset(Some(&base), &self.path(&format!("{prefix}/{o}"))),
+            None => self.inner.list(Some(&base)),
+        };
+        let metas: Vec<_> = stream.try_collect().await?;
+        let mut keys: Vec<String> = metas
+            .into_iter()
+            .filter_map(|m| {
+                m.location
+                    .prefix_match(&base)
+                    .map(|rest| rest.map(|p| p.as_ref().to_owned()).collect::<Vec<_>>().join("/"))
+            })
+            .collect();
+        // Not every store lists in order.
+        keys.sort_unstable();
+        Ok(keys)
+    }
+}
