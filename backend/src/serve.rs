@@ -135,7 +135,7 @@ async fn cache_headers(req: Request, next: axum::middleware::Next) -> axum::resp
 pub fn router(dist: &std::path::Path, state: api::State, cors_origins: &[String], timeout: Duration) -> Router {
     let mut app = Router::new()
         .route("/healthz", get(|| async { Json(serde_json::json!({"status": "ok"})) }))
-        .merge(api::router(state))
+        .nest("/api", api::router(state))
         .fallback_service(page(dist))
         // Raw profiles are mostly gzip already.
         .layer(

@@ -1,19 +1,9 @@
 //! The `stacklens` binary as a CI job uses it: output shapes, numbers and exit codes.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn fixtures() -> Option<PathBuf> {
-    let dir = std::env::var_os("STACKLENS_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures"));
-    if dir.join("SOURCES.md").is_file() {
-        return Some(dir);
-    }
-    assert!(!std::env::var("CI").is_ok_and(|v| v == "true"), "fixtures folder {} is missing", dir.display());
-    eprintln!("SKIPPED: fixtures folder {} not found", dir.display());
-    None
-}
+use common::fixtures;
+use std::process::{Command, Output};
 
 fn stacklens(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_stacklens")).args(args).output().expect("runs")

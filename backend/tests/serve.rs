@@ -1,5 +1,7 @@
 //! `stacklens serve` as a real process on 127.0.0.1: page, SPA fallback, health, shutdown.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command};
@@ -31,7 +33,15 @@ fn serves_the_page_and_stops_on_sigterm() {
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut server = Server(
         Command::new(env!("CARGO_BIN_EXE_stacklens"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--dist", dist.to_str().unwrap()])
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--dist",
+                dist.to_str().unwrap(),
+                "--store",
+                "memory://",
+            ])
             .spawn()
             .unwrap(),
     );
@@ -80,4 +90,21 @@ fn refuses_to_start_without_a_built_page() {
         .unwrap();
     assert_eq!(out.status.code(), Some(6));
     assert!(String::from_utf8_lossy(&out.stderr).contains("trunk build"));
+}
+
+/// Built assets named by hash are immutable; the page itself is revalidated by ETag.
+#[test]
+fn caching_headers_and_etags() {
+    let server = common::Server::start("memory://", &[], &[]);
+    let dist = server.dist();
+    std::fs::write(dist.join("app-0123456789abcdef_bg.wasm"), b"\0asm").unwrap();
+    let http = reqwest::blocking::Client::new();
+    let asset = http.get(format!("{}/app-0123456789abcdef_bg.wasm", server.base)).send().unwrap();
+    assert_eq!(asset.headers()["cache-control"], "public, max-age=31536000, immutable");
+    let page = http.get(format!("{}/", server.base)).send().unwrap();
+    assert_eq!(page.headers()["cache-control"], "no-cache");
+    let tag = page.headers()["etag"].clone();
+    let again = http.get(format!("{}/", server.base)).header("if-none-match", tag.clone()).send().unwrap();
+    assert_eq!(again.status(), 304);
+    assert_eq!(again.headers()["etag"], tag);
 }

@@ -30,11 +30,11 @@ pub type State = Arc<AppState>;
 
 pub fn router(state: State) -> Router {
     Router::new()
-        .route("/api/v1/profiles", get(profiles::list).post(profiles::upload))
-        .route("/api/v1/profiles/{id}", get(profiles::record).delete(profiles::delete))
-        .route("/api/v1/profiles/{id}/raw", get(profiles::raw))
-        .route("/api/v1/profiling/baselines", get(baselines::list).post(baselines::create))
-        .route("/api/v1/profiling/baselines/{id}", get(baselines::record))
+        .route("/v1/profiles", get(profiles::list).post(profiles::upload))
+        .route("/v1/profiles/{id}", get(profiles::record).delete(profiles::delete))
+        .route("/v1/profiles/{id}/raw", get(profiles::raw))
+        .route("/v1/profiling/baselines", get(baselines::list).post(baselines::create))
+        .route("/v1/profiling/baselines/{id}", get(baselines::record))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "NotFound", "no such API route") })
         .with_state(state)
 }

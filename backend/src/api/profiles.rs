@@ -274,15 +274,6 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListQuery {
-    service: Option<String>,
-    profile_type: Option<String>,
-    limit: Option<usize>,
-    cursor: Option<String>,
-}
-
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProfileList {
@@ -296,18 +287,17 @@ pub async fn list(
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Result<Json<ProfileList>, ApiError> {
-    let query: ListQuery =
-        serde_json::from_value(json!(query)).map_err(|e| ApiError::bad_request("InvalidParameter", e.to_string()))?;
-    let limit = match query.limit {
+    let limit = match query.get("limit").map(|l| l.parse::<usize>()) {
         None => 50,
-        Some(n) if (1..=1000).contains(&n) => n,
-        Some(n) => {
-            return Err(ApiError::bad_request("InvalidParameter", format!("limit must be 1..1000, not {n}"))
+        Some(Ok(n)) if (1..=1000).contains(&n) => n,
+        Some(_) => {
+            return Err(ApiError::bad_request("InvalidParameter", "limit must be a number from 1 to 1000")
                 .details(json!({ "field": "limit" })))
         }
     };
-    let kind = query.profile_type.as_deref().map(parse_kind).transpose()?;
-    let cursor = query.cursor.filter(|c| !c.is_empty());
+    let kind = query.get("profileType").map(|t| parse_kind(t)).transpose()?;
+    let service = query.get("service");
+    let cursor = query.get("cursor").filter(|c| !c.is_empty());
     if let Some(c) = &cursor {
         let valid =
             c.len() == 16 + 1 + 37 && c[..16].bytes().all(|b| b.is_ascii_hexdigit()) && valid_id(&c[17..], "sess");
@@ -316,7 +306,7 @@ pub async fn list(
                 .details(json!({ "field": "cursor" })));
         }
     }
-    let entries = state.store.list(&tenant.key("sessions-by-time"), cursor.as_deref()).await?;
+    let entries = state.store.list(&tenant.key("sessions-by-time"), cursor.map(String::as_str)).await?;
     let mut profiles = Vec::new();
     let mut next_cursor = None;
     for entry in entries {
@@ -327,9 +317,7 @@ pub async fn list(
         let Some(record) = load::<SessionRecord>(&state.store, &record_key(&tenant, &entry[17..])).await? else {
             continue; // deleted meanwhile
         };
-        if query.service.as_ref().is_some_and(|s| *s != record.service)
-            || kind.is_some_and(|k| k != record.profile_type)
-        {
+        if service.is_some_and(|s| *s != record.service) || kind.is_some_and(|k| k != record.profile_type) {
             continue;
         }
         profiles.push(respond(&state, &headers, &tenant, record));

@@ -1,0 +1,378 @@
+//! The REST API of a real `stacklens serve` over HTTP, against a local folder and
+//! against a real S3-compatible server (SeaweedFS): the same suite on both stores,
+//! plus replicas sharing one store and kill -9 during a burst of uploads.
+
+mod common;
+
+use std::path::Path;
+
+use common::{fixtures, temp_dir, Seaweed, Server};
+use reqwest::blocking::{Client, RequestBuilder, Response};
+use serde_json::{json, Value};
+
+const TOKEN: &str = "s3cr3t-token";
+
+/// A client acting for one tenant, with the write token.
+struct Api {
+    http: Client,
+    base: String,
+    tenant: String,
+}
+
+impl Api {
+    fn new(server: &Server, tenant: &str) -> Api {
+        Api { http: Client::new(), base: server.base.clone(), tenant: tenant.to_owned() }
+    }
+
+    fn with(&self, r: RequestBuilder) -> RequestBuilder {
+        r.header("X-Tenant-ID", &self.tenant).bearer_auth(TOKEN)
+    }
+
+    fn get(&self, path: &str) -> Response {
+        self.http.get(format!("{}{path}", self.base)).header("X-Tenant-ID", &self.tenant).send().unwrap()
+    }
+
+    fn upload(&self, query: &str, body: Vec<u8>) -> Response {
+        self.with(self.http.post(format!("{}/api/v1/profiles?{query}", self.base))).body(body).send().unwrap()
+    }
+
+    fn post_json(&self, path: &str, body: &Value) -> Response {
+        self.with(self.http.post(format!("{}{path}", self.base))).json(body).send().unwrap()
+    }
+}
+
+/// Status and JSON body; error bodies must have the API's error shape.
+fn json_of(r: Response) -> (u16, Value) {
+    let status = r.status().as_u16();
+    let text = r.text().unwrap();
+    let body: Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{status} without a JSON body ({e}): {text}"));
+    if status >= 400 {
+        for field in ["message", "error_code", "details"] {
+            assert!(body.get(field).is_some(), "error without {field}: {body}");
+        }
+    }
+    (status, body)
+}
+
+fn read(dir: &Path, file: &str) -> Vec<u8> {
+    std::fs::read(dir.join(file)).unwrap()
+}
+
+fn server_args(token_file: &Path) -> Vec<String> {
+    vec!["--token-file".into(), token_file.display().to_string(), "--max-upload".into(), "512KiB".into()]
+}
+
+fn token_file() -> std::path::PathBuf {
+    let path = temp_dir("token").join("token");
+    std::fs::write(&path, format!("{TOKEN}\n")).unwrap();
+    path
+}
+
+fn start(store: &str, env: &[(&str, &str)]) -> Server {
+    let args = server_args(&token_file());
+    Server::start(store, &args.iter().map(String::as_str).collect::<Vec<_>>(), env)
+}
+
+/// Everything the API promises, on one server.
+fn suite(server: &Server, fx: &Path) {
+    let api = Api::new(server, "acme");
+    let cpu = read(fx, "go/base/cpu.pb.gz");
+
+    // Upload: parsed, typed, content-addressed.
+    let (status, first) =
+        json_of(api.upload("service=checkout&name=cpu.pb.gz&labels=env%3Dprod,region%3Deu", cpu.clone()));
+    assert_eq!(status, 201, "{first}");
+    let id = first["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("sess-") && id.len() == 37, "{id}");
+    assert_eq!(first["profileType"], "cpu");
+    assert_eq!(first["service"], "checkout");
+    assert_eq!(first["sampleTypes"], json!(["samples", "cpu"]));
+    assert_eq!(first["sampleCount"], 708);
+    assert_eq!(first["labels"], json!({"env": "prod", "region": "eu"}));
+    assert_eq!(first["size"], cpu.len());
+    assert!((first["durationSeconds"].as_f64().unwrap() - 8.17).abs() < 0.01);
+    assert_eq!(first["shareUrl"], format!("{}/#/s/{id}?tenant=acme", server.base));
+    // The same bytes again: the same session, nothing overwritten.
+    let (status, again) = json_of(api.upload("service=other", cpu.clone()));
+    assert_eq!((status, &again["id"], &again["service"]), (200, &first["id"], &json!("checkout")));
+
+    // Record and raw bytes (what `go tool pprof URL` fetches).
+    let (status, record) = json_of(api.get(&format!("/api/v1/profiles/{id}")));
+    assert_eq!((status, &record["sha256"]), (200, &first["sha256"]));
+    let raw = api.get(&format!("/api/v1/profiles/{id}/raw"));
+    assert_eq!(raw.status(), 200);
+    assert_eq!(raw.headers()["content-type"], "application/octet-stream");
+    assert_eq!(raw.bytes().unwrap().as_ref(), cpu.as_slice(), "the exact bytes");
+
+    // Bad input.
+    let (status, body) = json_of(api.upload("", b"definitely not a profile".to_vec()));
+    assert_eq!((status, body["error_code"].as_str()), (400, Some("InvalidProfile")), "{body}");
+    let (status, body) = json_of(api.upload("profileType=memory", cpu.clone()));
+    assert_eq!((status, body["error_code"].as_str()), (422, Some("ProfileTypeMismatch")), "{body}");
+    let (status, body) = json_of(api.upload("profileType=bogus", cpu.clone()));
+    assert_eq!((status, body["error_code"].as_str()), (400, Some("InvalidProfileType")), "{body}");
+    let (status, body) = json_of(api.upload("", vec![7u8; 600 * 1024]));
+    assert_eq!((status, body["error_code"].as_str()), (413, Some("PayloadTooLarge")), "{body}");
+    for missing in ["sess-0123456789abcdef0123456789abcdef", "sess-..%2F..%2Fetc", "nope"] {
+        let (status, body) = json_of(api.get(&format!("/api/v1/profiles/{missing}/raw")));
+        assert_eq!((status, body["error_code"].as_str()), (404, Some("ProfileNotFound")), "{missing}: {body}");
+    }
+
+    // Auth: writes need the token; reads of a known id stay open.
+    let anonymous =
+        api.http.post(format!("{}/api/v1/profiles", server.base)).header("X-Tenant-ID", "acme").body(cpu.clone());
+    let (status, body) = json_of(anonymous.send().unwrap());
+    assert_eq!((status, body["error_code"].as_str()), (401, Some("Unauthorized")));
+    let wrong = api.http.post(format!("{}/api/v1/profiles", server.base)).bearer_auth("s3cr3t-tokem").body(cpu.clone());
+    assert_eq!(wrong.send().unwrap().status(), 401);
+    assert_eq!(
+        api.http
+            .get(format!("{}/api/v1/profiles/{id}", server.base))
+            .header("X-Tenant-ID", "acme")
+            .send()
+            .unwrap()
+            .status(),
+        200
+    );
+
+    // Tenants: another tenant sees nothing of acme's.
+    let other = Api::new(server, "globex");
+    assert_eq!(json_of(other.get(&format!("/api/v1/profiles/{id}"))).0, 404);
+    assert_eq!(json_of(other.get(&format!("/api/v1/profiles/{id}/raw"))).0, 404);
+    let (_, listed) = json_of(other.get("/api/v1/profiles"));
+    assert_eq!(listed["profiles"], json!([]));
+    let (status, body) = json_of(Api::new(server, "../acme").get("/api/v1/profiles"));
+    assert_eq!((status, body["error_code"].as_str()), (400, Some("InvalidTenant")));
+    // The same bytes in another tenant are another session.
+    let (status, theirs) = json_of(other.upload("", cpu.clone()));
+    assert_eq!(status, 201);
+    assert_ne!(theirs["id"], first["id"]);
+
+    // Listing: newest first, filtered, paginated.
+    let heap = json_of(api.upload("service=checkout", read(fx, "go/base/heap.pb.gz"))).1;
+    assert_eq!(heap["profileType"], "memory");
+    let dump = json_of(api.upload("service=search", read(fx, "go/base/goroutine.debug2.txt"))).1;
+    assert_eq!((&dump["profileType"], &dump["sampleCount"]), (&json!("goroutine"), &json!(453)));
+    let (_, all) = json_of(api.get("/api/v1/profiles"));
+    let ids: Vec<&str> = all["profiles"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [dump["id"].as_str().unwrap(), heap["id"].as_str().unwrap(), &id]);
+    let (_, checkout) = json_of(api.get("/api/v1/profiles?service=checkout&profileType=cpu"));
+    assert_eq!(checkout["profiles"].as_array().unwrap().len(), 1);
+    let mut paged = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let (status, page) = json_of(api.get(&format!("/api/v1/profiles?limit=1&cursor={cursor}")));
+        assert_eq!(status, 200, "{page}");
+        paged.extend(page["profiles"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap().to_owned()));
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = c.to_owned(),
+            None => break,
+        }
+    }
+    assert_eq!(paged, ids);
+    assert_eq!(json_of(api.get("/api/v1/profiles?limit=0")).0, 400);
+    assert_eq!(json_of(api.get("/api/v1/profiles?cursor=..%2Fx")).0, 400);
+
+    // Baselines, as the seed's CreateBaseline.
+    let (status, b1) = json_of(api.post_json(
+        "/api/v1/profiling/baselines",
+        &json!({"label": "v1.0", "sessionId": id, "profileType": "cpu", "description": "release", "tags": ["release"]}),
+    ));
+    assert_eq!(status, 201, "{b1}");
+    for field in [
+        "baselineId",
+        "baselineLabel",
+        "profileType",
+        "sessionId",
+        "description",
+        "topFunctions",
+        "createdAt",
+        "isLatest",
+        "tags",
+    ] {
+        assert!(b1.get(field).is_some(), "no {field} in {b1}");
+    }
+    assert_eq!(
+        (&b1["baselineLabel"], &b1["isLatest"], &b1["tags"]),
+        (&json!("v1.0"), &json!(true), &json!(["release"]))
+    );
+    // Computed by core: cpu.pprof-top.txt has findMatch at 1.34s flat, 18.93%.
+    let top = b1["topFunctions"].as_array().unwrap();
+    assert_eq!(top.len(), 20);
+    assert_eq!(
+        top[0],
+        json!({"funcName": "compress/flate.(*compressor).findMatch", "package": "compress/flate", "selfPct": 18.93, "cumulativePct": 29.8, "sampleCount": 134})
+    );
+    let given =
+        json!([{"funcName": "main.f", "package": "main", "selfPct": 50.0, "cumulativePct": 60.0, "sampleCount": 5}]);
+    let (status, b2) = json_of(api.post_json(
+        "/api/v1/profiling/baselines",
+        &json!({"label": "v1.1", "sessionId": id, "profileType": "cpu", "topFunctions": given}),
+    ));
+    assert_eq!((status, &b2["topFunctions"], &b2["isLatest"]), (201, &given, &json!(true)));
+    let b1_id = b1["baselineId"].as_str().unwrap();
+    let (_, b1_now) = json_of(api.get(&format!("/api/v1/profiling/baselines/{b1_id}")));
+    assert_eq!(b1_now["isLatest"], false, "the newer baseline of the type took over");
+    let (_, latest) = json_of(api.get("/api/v1/profiling/baselines?profileType=cpu&latest=true"));
+    assert_eq!(
+        latest["baselines"].as_array().unwrap().iter().map(|b| &b["baselineId"]).collect::<Vec<_>>(),
+        [&b2["baselineId"]]
+    );
+    let (_, tagged) = json_of(api.get("/api/v1/profiling/baselines?tag=release"));
+    assert_eq!(tagged["baselines"].as_array().unwrap().len(), 1);
+    let (_, all) = json_of(api.get("/api/v1/profiling/baselines"));
+    assert_eq!(all["baselines"][0]["baselineId"], b2["baselineId"], "newest first");
+    // A heap session can be a memory baseline; its latest is separate from cpu's.
+    let (status, mem) = json_of(api.post_json(
+        "/api/v1/profiling/baselines",
+        &json!({"label": "heap", "sessionId": heap["id"], "profileType": "memory"}),
+    ));
+    assert_eq!((status, &mem["isLatest"], &mem["topFunctions"][0]["package"].is_string()), (201, &json!(true), &true));
+    assert_eq!(
+        json_of(api.get(&format!("/api/v1/profiling/baselines/{}", b2["baselineId"].as_str().unwrap()))).1["isLatest"],
+        true
+    );
+    // Errors.
+    let create = |body: Value| json_of(api.post_json("/api/v1/profiling/baselines", &body));
+    let (status, body) =
+        create(json!({"label": "x", "sessionId": "sess-0123456789abcdef0123456789abcdef", "profileType": "cpu"}));
+    assert_eq!((status, body["error_code"].as_str()), (404, Some("ProfileNotFound")));
+    let (status, body) = create(json!({"label": "x", "sessionId": id, "profileType": "goroutine"}));
+    assert_eq!((status, body["error_code"].as_str()), (422, Some("ProfileTypeMismatch")));
+    let (status, body) = create(json!({"label": "", "sessionId": id, "profileType": "cpu"}));
+    assert_eq!((status, body["details"]["field"].as_str()), (400, Some("label")));
+    let (status, _) = create(json!({"sessionId": id}));
+    assert_eq!(status, 400);
+    assert_eq!(json_of(api.get("/api/v1/profiling/baselines/base-0123456789abcdef0123456789abcdef")).0, 404);
+    assert_eq!(json_of(other.get(&format!("/api/v1/profiling/baselines/{b1_id}"))).0, 404, "tenants");
+    let anonymous = api.http.post(format!("{}/api/v1/profiling/baselines", server.base)).json(&json!({}));
+    assert_eq!(anonymous.send().unwrap().status(), 401);
+
+    // Delete: token holder only; afterwards the id is unknown.
+    let delete = |auth: bool| {
+        let r = api
+            .http
+            .delete(format!("{}/api/v1/profiles/{}", server.base, dump["id"].as_str().unwrap()))
+            .header("X-Tenant-ID", "acme");
+        if auth { r.bearer_auth(TOKEN) } else { r }.send().unwrap().status().as_u16()
+    };
+    assert_eq!(delete(false), 401);
+    assert_eq!(delete(true), 204);
+    assert_eq!(json_of(api.get(&format!("/api/v1/profiles/{}", dump["id"].as_str().unwrap()))).0, 404);
+    assert_eq!(delete(true), 404);
+    assert_eq!(json_of(api.get("/api/v1/nothing-here")).0, 404);
+}
+
+#[test]
+fn api_on_a_local_folder() {
+    let Some(fx) = fixtures() else { return };
+    let dir = temp_dir("store");
+    let server = start(&format!("file://{}", dir.display()), &[]);
+    suite(&server, &fx);
+}
+
+#[test]
+fn api_on_s3_with_replicas() {
+    let Some(fx) = fixtures() else { return };
+    let Some(_seaweed) = Seaweed::start() else { return };
+    let env = Seaweed::env();
+    let server = start("s3://test", &env);
+    suite(&server, &fx);
+
+    // A second replica over the same bucket sees the first one's writes, and the other way round.
+    let replica = start("s3://test", &env);
+    let (a, b) = (Api::new(&server, "replicas"), Api::new(&replica, "replicas"));
+    let (status, up) = json_of(a.upload("service=x", read(&fx, "go/base/cpu.pb.gz")));
+    assert_eq!(status, 201);
+    let id = up["id"].as_str().unwrap();
+    assert_eq!(json_of(b.get(&format!("/api/v1/profiles/{id}"))).1["sha256"], up["sha256"]);
+    let (status, again) = json_of(b.upload("", read(&fx, "go/base/cpu.pb.gz")));
+    assert_eq!((status, &again["id"]), (200, &up["id"]), "the same bytes through the other replica");
+    let (_, base) = json_of(
+        b.post_json("/api/v1/profiling/baselines", &json!({"label": "b", "sessionId": id, "profileType": "cpu"})),
+    );
+    let (_, seen) = json_of(a.get(&format!("/api/v1/profiling/baselines/{}", base["baselineId"].as_str().unwrap())));
+    assert_eq!(seen["isLatest"], true);
+}
+
+#[test]
+fn replicas_share_a_local_folder() {
+    let Some(fx) = fixtures() else { return };
+    let dir = temp_dir("shared");
+    let url = format!("file://{}", dir.display());
+    let (one, two) = (start(&url, &[]), start(&url, &[]));
+    let (a, b) = (Api::new(&one, "default"), Api::new(&two, "default"));
+    let up = json_of(a.upload("", read(&fx, "go/base/heap.pb.gz"))).1;
+    let listed = json_of(b.get("/api/v1/profiles")).1;
+    assert_eq!(listed["profiles"][0]["id"], up["id"]);
+    assert_eq!(
+        up["shareUrl"],
+        format!("{}/#/s/{}", one.base, up["id"].as_str().unwrap()),
+        "default tenant: a plain link"
+    );
+}
+
+/// Uploads distinct profiles from several threads, kills the server with SIGKILL in
+/// the middle, restarts it on the same folder: every acknowledged upload is there.
+#[test]
+fn kill_9_during_uploads_loses_nothing_acknowledged() {
+    let Some(fx) = fixtures() else { return };
+    let dir = temp_dir("durable");
+    let url = format!("file://{}", dir.display());
+    let server = start(&url, &[]);
+    let port = server.port;
+    // Distinct bytes per upload: a goroutine dump with a changing trailing goroutine.
+    let dump = String::from_utf8(read(&fx, "go/base/goroutine.debug2.txt")).unwrap();
+    let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, Vec<u8>)>::new()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let workers: Vec<_> = (0..4)
+        .map(|w| {
+            let (acknowledged, stop, dump, base) =
+                (acknowledged.clone(), stop.clone(), dump.clone(), server.base.clone());
+            std::thread::spawn(move || {
+                let http = Client::new();
+                for i in 0.. {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let body = format!(
+                        "{dump}\ngoroutine {} [running]:\nmain.worker{w}()\n\t/src/w.go:{i} +0x1\n",
+                        1_000_000 + i
+                    )
+                    .into_bytes();
+                    let sent =
+                        http.post(format!("{base}/api/v1/profiles")).bearer_auth(TOKEN).body(body.clone()).send();
+                    match sent {
+                        // Acknowledged: a 201 whose body arrived whole.
+                        Ok(r) if r.status() == 201 => match r.json::<Value>() {
+                            Ok(v) => acknowledged.lock().unwrap().push((v["id"].as_str().unwrap().to_owned(), body)),
+                            Err(_) => break,
+                        },
+                        _ => break, // the server is gone
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    server.kill_9();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    assert!(acknowledged.len() >= 4, "the burst got going ({} uploads)", acknowledged.len());
+
+    let args = server_args(&token_file());
+    let restarted = Server::start_on(port, &url, &args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+    let api = Api::new(&restarted, "default");
+    for (id, body) in &acknowledged {
+        let raw = api.get(&format!("/api/v1/profiles/{id}/raw"));
+        assert_eq!(raw.status(), 200, "{id} was acknowledged but is gone");
+        assert_eq!(raw.bytes().unwrap().as_ref(), body.as_slice());
+    }
+    let listed = json_of(api.get("/api/v1/profiles?limit=1000")).1;
+    let listed: Vec<&str> = listed["profiles"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
+    assert!(acknowledged.iter().all(|(id, _)| listed.contains(&id.as_str())), "every acknowledged upload is listed");
+}

@@ -1,0 +1,160 @@
+//! Shared by the backend's integration tests: fixtures, and real `stacklens serve`
+//! processes on 127.0.0.1 (and a real S3-compatible server when one is installed).
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+// The same fixture lookup as core's tests (CI=true fails loudly when it is missing).
+#[path = "../../../core/tests/common/mod.rs"]
+mod corpus;
+#[allow(unused_imports)] // serve.rs reads no fixtures
+pub use corpus::fixtures;
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stacklens-{name}-{}-{}", std::process::id(), free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what} did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A `stacklens serve` process; killed when dropped.
+pub struct Server {
+    child: Child,
+    pub base: String,
+    pub port: u16,
+    dist: PathBuf,
+}
+
+impl Server {
+    pub fn start(store: &str, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        let port = free_port();
+        Self::start_on(port, store, extra, env)
+    }
+
+    pub fn start_on(port: u16, store: &str, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        let dist = temp_dir("dist");
+        std::fs::write(dist.join("index.html"), "<!doctype html><title>stacklens test page</title>").unwrap();
+        let listen = format!("127.0.0.1:{port}");
+        let dist_arg = dist.display().to_string();
+        let mut args = vec!["serve", "--listen", &listen, "--dist", &dist_arg, "--store", store];
+        args.extend_from_slice(extra);
+        let child = Command::new(env!("CARGO_BIN_EXE_stacklens"))
+            .args(&args)
+            .envs(env.iter().copied())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let health = format!("{base}/healthz");
+        wait_until("stacklens serve", || reqwest::blocking::get(&health).is_ok_and(|r| r.status() == 200));
+        Server { child, base, port, dist }
+    }
+
+    /// The folder it serves the page from.
+    pub fn dist(&self) -> PathBuf {
+        self.dist.clone()
+    }
+
+    /// Ends the process without letting it clean up.
+    pub fn kill_9(mut self) {
+        let _ = self.child.kill(); // SIGKILL
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// SeaweedFS (`weed mini`) from the venv `scripts/ensure-tools.sh` makes, with bucket
+/// `test` on 127.0.0.1:8333; killed when dropped. `None` (the test skips) when it is
+/// not installed, except under CI=true.
+pub struct Seaweed {
+    child: Child,
+    _dir: PathBuf,
+}
+
+pub const S3_KEY: &str = "stacklens-test";
+pub const S3_SECRET: &str = "stacklens-test-secret";
+
+impl Seaweed {
+    pub fn start() -> Option<Seaweed> {
+        let weed = std::env::var_os("STACKLENS_WEED")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.tools/seaweedfs/bin/weed"));
+        if !weed.is_file() {
+            assert!(!in_ci(), "SeaweedFS is not installed at {} (scripts/ensure-tools.sh)", weed.display());
+            eprintln!("SKIPPED: SeaweedFS not installed at {} (run scripts/ensure-tools.sh)", weed.display());
+            return None;
+        }
+        let dir = temp_dir("seaweed");
+        let config = serde_json::json!({"identities": [{"name": "ci",
+            "credentials": [{"accessKey": S3_KEY, "secretKey": S3_SECRET}],
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]});
+        std::fs::write(dir.join("s3.json"), config.to_string()).unwrap();
+        let child = Command::new(weed)
+            .args([
+                "mini",
+                &format!("-dir={}", dir.display()),
+                "-ip=127.0.0.1",
+                "-ip.bind=127.0.0.1",
+                "-s3.port=8333",
+                &format!("-s3.config={}", dir.join("s3.json").display()),
+                "-bucket=test",
+                "-webdav=false",
+                "-admin.ui=false",
+                "-s3.port.iceberg=0",
+                "-s3.port.lance=0",
+                "-master.telemetry=false",
+            ])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("weed.log")).unwrap())
+            .spawn()
+            .unwrap();
+        wait_until("SeaweedFS", || {
+            let ok = |url: &str| reqwest::blocking::get(url).is_ok_and(|r| r.status().is_success());
+            ok("http://127.0.0.1:8333/healthz") && ok("http://127.0.0.1:8888/buckets/test/")
+        });
+        Some(Seaweed { child, _dir: dir })
+    }
+
+    /// The environment a server needs for `s3://test`.
+    pub fn env() -> [(&'static str, &'static str); 5] {
+        [
+            ("AWS_ACCESS_KEY_ID", S3_KEY),
+            ("AWS_SECRET_ACCESS_KEY", S3_SECRET),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ENDPOINT", "http://127.0.0.1:8333"),
+            ("AWS_ALLOW_HTTP", "true"),
+        ]
+    }
+}
+
+impl Drop for Seaweed {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
