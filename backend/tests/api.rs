@@ -140,6 +140,9 @@ fn suite(server: &Server, fx: &Path) {
     let other = Api::new(server, "globex");
     assert_eq!(json_of(other.get(&format!("/api/v1/profiles/{id}"))).0, 404);
     assert_eq!(json_of(other.get(&format!("/api/v1/profiles/{id}/raw"))).0, 404);
+    // A plain link names its tenant in the query.
+    let link = api.http.get(format!("{}/api/v1/profiles/{id}/raw?tenant=acme", server.base)).send().unwrap();
+    assert_eq!(link.bytes().unwrap().as_ref(), cpu.as_slice());
     let (_, listed) = json_of(other.get("/api/v1/profiles"));
     assert_eq!(listed["profiles"], json!([]));
     let (status, body) = json_of(Api::new(server, "../acme").get("/api/v1/profiles"));

@@ -19,7 +19,7 @@ use crate::client::Client;
 use crate::flame::{FlameGraph, FlameSettings};
 use crate::protocol::{Request, Response, Summary, TreeKey, TreeKind};
 use crate::table::{DiffTable, GoroutineView, TopTable};
-use crate::{url_state, FlameData, SharedTree};
+use crate::{share, url_state, FlameData, SharedTree};
 
 /// A parsed profile, as the page knows it.
 #[derive(Clone, PartialEq)]
@@ -170,6 +170,11 @@ pub fn App() -> impl IntoView {
     // The address's zoom applies to the profiles it names, until the user zooms.
     let wanted_zoom = StoredValue::new(initial.zoom.clone());
     let sources = RwSignal::new(Vec::<String>::new());
+    // A share link (`#/s/…`, `#/b/…`, `#/diff/…/…`) and the tenant it names.
+    let link = web_sys::window().and_then(|w| w.location().hash().ok()).and_then(|h| share::route(&h));
+    let tenant = StoredValue::new(link.as_ref().and_then(|l| l.tenant.clone()));
+    // "Compare with baseline": (the baseline's profile id, the profile compared with it).
+    let pending_compare = StoredValue::new(None::<(u32, u32)>);
 
     let on_event = move |event: Response| match event {
         Response::Progress { id, stage, fraction } => loading.update(|l| {
@@ -193,6 +198,13 @@ pub fn App() -> impl IntoView {
                 compare_id.set(Some(id));
             }
             active.set(Some(id));
+            if let Some((baseline, compared)) = pending_compare.get_value().filter(|&(b, _)| b == id) {
+                pending_compare.set_value(None);
+                base_id.set(Some(baseline));
+                compare_id.set(Some(compared));
+                active.set(Some(compared));
+                view_kind.set(ViewKind::Diff);
+            }
             zoom.set(wanted_zoom.get_value());
             if goroutine && wanted.is_empty() {
                 view_kind.set(ViewKind::Goroutines);
@@ -207,10 +219,14 @@ pub fn App() -> impl IntoView {
     let client = StoredValue::new_local(Client::new(on_event));
     let generation = client.with_value(|c| c.generation);
 
-    let add = move |name: String, bytes: Result<Vec<u8>, String>| {
+    // Hands a file's bytes to the worker; returns the profile's id.
+    let add = move |name: String, bytes: Result<Vec<u8>, String>| -> Option<u32> {
         let bytes = match bytes {
             Ok(b) => b,
-            Err(e) => return errors.update(|list| list.push(e)),
+            Err(e) => {
+                errors.update(|list| list.push(e));
+                return None;
+            }
         };
         // Two files of the same name (base/cpu.pb.gz, compare/cpu.pb.gz) get distinct tabs.
         let taken = entries.with_untracked(|e| {
@@ -224,6 +240,7 @@ pub fn App() -> impl IntoView {
             l.push(Loading { id, name: name.clone(), stage: format!("sending {size:.1} MB"), fraction: 0.02 })
         });
         client.with_value(|c| c.parse(id, &name, bytes));
+        Some(id)
     };
 
     let entry = move |id: Option<u32>| id.and_then(|id| entries.with(|e| e.iter().find(|x| x.id == id).cloned()));
@@ -320,6 +337,27 @@ pub fn App() -> impl IntoView {
         }
     });
 
+    // A share link: fetch what it names from the server, in order (a diff's base first);
+    // the raw bytes' URLs then go in the address like any `url=` source.
+    if let Some(link) = link {
+        spawn_local(async move {
+            let tenant = tenant.get_value();
+            let mut fetched = Vec::new();
+            for target in &link.targets {
+                match share::resolve(target, tenant.as_deref()).await {
+                    Ok((name, url)) => fetched.push((name, url.clone(), url_state::fetch(&url).await)),
+                    Err(e) => return errors.update(|l| l.push(format!("{target}: {e}"))),
+                }
+            }
+            for (name, url, bytes) in fetched {
+                sources.update(|s| s.push(url));
+                add(name, bytes);
+            }
+            if link.diff {
+                view_kind.set(ViewKind::Diff);
+            }
+        });
+    }
     for url in initial.urls.clone() {
         sources.update(|s| s.push(url.clone()));
         spawn_local(async move {
@@ -350,7 +388,9 @@ pub fn App() -> impl IntoView {
         let Some(files) = e.data_transfer().and_then(|d| d.files()) else { return };
         for i in 0..files.length() {
             if let Some(f) = files.get(i) {
-                read_file(f, add);
+                read_file(f, move |name, bytes| {
+                    add(name, bytes);
+                });
             }
         }
     });
@@ -397,7 +437,9 @@ pub fn App() -> impl IntoView {
         if let Some(files) = input.files() {
             for i in 0..files.length() {
                 if let Some(f) = files.get(i) {
-                    read_file(f, add);
+                    read_file(f, move |name, bytes| {
+                        add(name, bytes);
+                    });
                 }
             }
         }
@@ -524,6 +566,139 @@ pub fn App() -> impl IntoView {
             zoom.set(path);
         });
         view! { <FlameGraph data=data search=Signal::derive(move || search.get()) settings=settings on_zoom=on_zoom /> }
+    };
+
+    // Share and baselines: the only things that talk to the server, and only on a click.
+    let share_link = RwSignal::new(None::<String>);
+    let baseline_saved = RwSignal::new(None::<String>);
+    let baseline_list = RwSignal::new(None::<Vec<share::Baseline>>);
+    let (baseline_label, baseline_description, baseline_tags) =
+        (RwSignal::new(String::new()), RwSignal::new(String::new()), RwSignal::new(String::new()));
+    let report = move |e: String| errors.update(|l| l.push(e));
+    // Uploads the active profile (idempotent: the same bytes are the same session).
+    let with_session = move |then: Box<dyn FnOnce(share::Session)>| {
+        let Some(e) = current.get_untracked() else { return };
+        let Some(bytes) = client.with_value(|c| c.bytes(e.id)) else { return };
+        spawn_local(async move {
+            match share::upload(&bytes, &e.name, tenant.get_value().as_deref()).await {
+                Ok(session) => then(session),
+                Err(err) => report(format!("{}: cannot share: {err}", e.name)),
+            }
+        });
+    };
+    let share_now = move |_| {
+        with_session(Box::new(move |session| {
+            share_link.set(Some(session.share_url.clone()));
+            if let Some(w) = web_sys::window() {
+                let _ = w.navigator().clipboard().write_text(&session.share_url);
+            }
+        }))
+    };
+    let save_baseline = move |_| {
+        let label = baseline_label.get_untracked();
+        if label.trim().is_empty() {
+            return report("a baseline needs a label".to_owned());
+        }
+        let description = baseline_description.get_untracked();
+        let tags: Vec<String> =
+            baseline_tags.get_untracked().split(',').map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()).collect();
+        with_session(Box::new(move |session| {
+            spawn_local(async move {
+                match share::save_baseline(&session, &label, &description, tags, tenant.get_value().as_deref()).await {
+                    Ok(b) => {
+                        baseline_saved.set(Some(format!("saved baseline '{}' ({})", b.baseline_label, b.profile_type)))
+                    }
+                    Err(err) => report(format!("cannot save the baseline: {err}")),
+                }
+            });
+        }))
+    };
+    let list_baselines = move |_| {
+        spawn_local(async move {
+            match share::baselines(None, false, tenant.get_value().as_deref()).await {
+                Ok(list) => baseline_list.set(Some(list)),
+                Err(err) => report(format!("cannot list baselines: {err}")),
+            }
+        });
+    };
+    let compare_with_baseline = move |_| {
+        let Some(e) = current.get_untracked() else { return };
+        spawn_local(async move {
+            let t = tenant.get_value();
+            let latest = match share::baselines(Some(&e.summary.kind), true, t.as_deref()).await {
+                Ok(list) => list.into_iter().next(),
+                Err(err) => return report(format!("cannot list baselines: {err}")),
+            };
+            let Some(b) = latest else {
+                return report(format!("no {} baseline has been saved yet: save one first", e.summary.kind));
+            };
+            let url = share::raw_url(&b.session_id, t.as_deref());
+            let bytes = url_state::fetch(&url).await;
+            if bytes.is_ok() {
+                sources.update(|s| s.push(url));
+            }
+            if let Some(id) = add(format!("baseline {}", b.baseline_label), bytes) {
+                pending_compare.set_value(Some((id, e.id)));
+            }
+        });
+    };
+    let share_panel = move || {
+        let link = move || {
+            share_link.get().map(|url| {
+                view! {
+                    <input class="share-url" readonly data-testid="share-url" prop:value=url.clone() />
+                    <a href=url target="_blank">"open"</a>
+                }
+            })
+        };
+        let rows = move || {
+            baseline_list.get().map(|list| {
+                let rows = list
+                    .into_iter()
+                    .map(|b| {
+                        view! {
+                            <tr data-testid="baseline-row">
+                                <td>{b.created_at}</td>
+                                <td>{b.profile_type}</td>
+                                <td>{b.service}</td>
+                                <td>{if b.is_latest { "latest" } else { "" }}</td>
+                                <td>
+                                    <a href=b.share_url target="_blank">{b.baseline_label}</a>
+                                </td>
+                            </tr>
+                        }
+                    })
+                    .collect_view();
+                view! {
+                    <table class="data" data-testid="baselines">
+                        <tr><th>"created"</th><th>"type"</th><th>"service"</th><th></th><th>"label"</th></tr>
+                        {rows}
+                    </table>
+                }
+            })
+        };
+        let text_input = |placeholder: &'static str, testid: &'static str, value: RwSignal<String>| {
+            view! { <input placeholder=placeholder data-testid=testid on:input=move |ev| value.set(event_target_value(&ev)) /> }
+        };
+        view! {
+            <div class="share">
+                <button data-testid="share" title="upload this profile to the server and copy a link to it" on:click=share_now>
+                    "Share"
+                </button>
+                {link}
+                <details class="baseline-menu" data-testid="baseline-menu">
+                    <summary>"Baselines"</summary>
+                    {text_input("label", "baseline-label", baseline_label)}
+                    {text_input("description", "baseline-description", baseline_description)}
+                    {text_input("tags, comma-separated", "baseline-tags", baseline_tags)}
+                    <button data-testid="save-baseline" on:click=save_baseline>"Save as baseline"</button>
+                    {move || baseline_saved.get().map(|m| view! { <span data-testid="baseline-saved">{m}</span> })}
+                    <button data-testid="compare-baseline" on:click=compare_with_baseline>"Compare with latest baseline"</button>
+                    <button data-testid="list-baselines" on:click=list_baselines>"List baselines"</button>
+                    {rows}
+                </details>
+            </div>
+        }
     };
 
     let main_view = move || {
@@ -721,6 +896,7 @@ pub fn App() -> impl IntoView {
                     <input type="checkbox" data-testid="icicle" on:change=move |ev| icicle.set(event_target_checked(&ev)) />
                     " icicle"
                 </label>
+                {share_panel}
             </div>
             <div class="filters">
                 {[("focus regex", "focus", focus), ("ignore regex", "ignore", ignore), ("hide regex", "hide", hide)]

@@ -144,6 +144,11 @@ impl Client {
         self.send(&Request::Parse { id, name: name.to_owned() }, Some(bytes));
     }
 
+    /// The bytes a profile was loaded from (what Share uploads).
+    pub fn bytes(&self, id: u32) -> Option<Vec<u8>> {
+        self.sources.borrow().iter().find(|s| s.0 == id).map(|s| s.2.clone())
+    }
+
     pub fn remove(&self, id: u32) {
         self.sources.borrow_mut().retain(|s| s.0 != id);
         self.send(&Request::Remove { id }, None);

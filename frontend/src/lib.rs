@@ -5,6 +5,7 @@ pub mod app;
 mod client;
 mod flame;
 mod protocol;
+mod share;
 mod table;
 mod url_state;
 pub mod worker;

@@ -83,6 +83,8 @@ pub struct WindowMeta {
 /// What the page learns about a parsed profile.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// What it measures, as the API names profile types (cpu, memory, goroutine, …).
+    pub kind: String,
     pub sample_types: Vec<String>,
     pub default_sample: usize,
     pub goroutine: bool,

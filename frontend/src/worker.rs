@@ -76,7 +76,8 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
             match Loaded::parse_reporting(&name, &bytes, &mut report) {
                 Ok(loaded) => {
                     let (sample_types, default_sample) = loaded.sample_types();
-                    let summary = Summary { sample_types, default_sample, goroutine: loaded.is_goroutine() };
+                    let kind = stacklens_core::ProfileKind::of(&loaded.profile).as_str().to_owned();
+                    let summary = Summary { kind, sample_types, default_sample, goroutine: loaded.is_goroutine() };
                     PROFILES.with(|p| p.borrow_mut().insert(id, loaded));
                     post(seq, &Response::Parsed { id, summary }, None);
                 }

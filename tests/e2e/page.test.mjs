@@ -72,6 +72,8 @@ test('cpu profile: top table equals go tool pprof; flame graph paints; nothing l
   const origin = new URL(server.base).origin;
   const foreign = requests.filter((u) => !u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:'));
   assert.deepEqual(foreign, [], 'the page made requests to other origins');
+  const api = requests.filter((u) => new URL(u).pathname.startsWith('/api/'));
+  assert.deepEqual(api, [], 'the page talked to the server without being asked to share');
   await page.close();
 });
 
@@ -325,5 +327,53 @@ test('keyboard: arrows move through the top table and Enter focuses the flame gr
   await page.mouse.move(box.x + box.width / 2, box.y + box.height - 5 - 18 * 5);
   await page.getByTestId('flame-tooltip').waitFor();
   assert.match(await page.getByTestId('flame-tooltip').textContent(), /\.go/);
+  await page.close();
+});
+
+test('share: the link opens the same profile in a fresh browser; a saved baseline is compared with', async (t) => {
+  if (!requireFixtures(t)) return;
+  const { page } = await openPage();
+  await load(page, 'go/base/cpu.pb.gz');
+  await page.getByTestId('view-top').click();
+  const topRows = async (p) => {
+    await p.getByTestId('top-row').first().waitFor();
+    return p.getByTestId('top-row').locator('[data-col=name]').evaluateAll((els) => els.slice(0, 10).map((e) => e.dataset.value));
+  };
+  const mine = await topRows(page);
+  await page.getByTestId('share').click();
+  const link = page.getByTestId('share-url');
+  await link.waitFor();
+  const url = await link.inputValue();
+  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/#\/s\/sess-[0-9a-f]{32}$/);
+  await screenshot(page, 'share-link');
+
+  // A fresh context: no storage, nothing loaded; the link alone brings the profile.
+  const fresh = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const other = await fresh.newPage();
+  await other.goto(url);
+  await other.getByTestId('flamegraph').waitFor();
+  await other.getByTestId('view-top').click();
+  assert.deepEqual(await topRows(other), mine, 'the shared profile has the same top table');
+  assert.equal(await other.getByTestId('profile-tab').textContent().then((t) => t.includes('cpu.pb.gz')), true);
+  await screenshot(other, 'share-opened');
+  await fresh.close();
+
+  // Save it as a baseline, load a later profile and compare it with the latest baseline.
+  await page.getByTestId('baseline-menu').locator('summary').click();
+  await page.getByTestId('baseline-label').fill('release 1.0');
+  await page.getByTestId('baseline-tags').fill('release, e2e');
+  await page.getByTestId('save-baseline').click();
+  assert.match(await page.getByTestId('baseline-saved').textContent(), /release 1\.0.*cpu/);
+  await page.getByTestId('list-baselines').click();
+  await page.getByTestId('baseline-row').first().waitFor();
+  assert.match(await page.getByTestId('baseline-row').first().textContent(), /cpu.*latest.*release 1\.0/);
+  await load(page, 'go/compare/cpu.pb.gz');
+  await page.getByTestId('profile-tab').nth(1).waitFor();
+  await page.getByTestId('compare-baseline').click();
+  await page.getByTestId('diff-table').waitFor();
+  const names = await page.getByTestId('diff-row').locator('[data-col=name]').evaluateAll((els) => els.map((e) => e.dataset.value));
+  assert.ok(names.includes('main.matrixMultiply'), 'matrixMultiply regressed against the baseline');
+  assert.equal(await page.getByTestId('overall-delta').textContent(), '-2.54%', 'base = the baseline, compare = the new profile');
+  await screenshot(page, 'diff-against-baseline');
   await page.close();
 });

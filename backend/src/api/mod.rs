@@ -92,16 +92,27 @@ impl From<serde_json::Error> for ApiError {
     }
 }
 
-/// The tenant a request acts for (`X-Tenant-ID`, "default" without it). Every object
-/// key starts with it, so one tenant can neither read nor list another's objects.
+/// The tenant a request acts for (`X-Tenant-ID`, else a `tenant` query parameter so
+/// plain links such as `…/raw?tenant=acme` work; "default" without either). Every
+/// object key starts with it, so one tenant can neither read nor list another's objects.
 pub struct Tenant(pub String);
 
 impl<S: Send + Sync> FromRequestParts<S> for Tenant {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        let Some(value) = parts.headers.get("x-tenant-id") else { return Ok(Tenant("default".into())) };
-        let tenant = value.to_str().unwrap_or("");
+        let from_query = || {
+            let query = parts.uri.query()?;
+            url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "tenant").map(|(_, v)| v.into_owned())
+        };
+        let tenant = match parts.headers.get("x-tenant-id") {
+            Some(value) => value.to_str().unwrap_or("").to_owned(),
+            None => match from_query() {
+                Some(t) => t,
+                None => return Ok(Tenant("default".into())),
+            },
+        };
+        let tenant = tenant.as_str();
         if valid_name(tenant, 64) {
             Ok(Tenant(tenant.to_owned()))
         } else {

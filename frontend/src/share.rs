@@ -1,0 +1,144 @@
+//! The page's side of the backend: sharing a profile, baselines, and opening share
+//! links (`#/s/{session}`, `#/b/{baseline}`, `#/diff/{a}/{b}`, with `?tenant=` for a
+//! tenant other than the default). Nothing here runs unless the user asks for it.
+
+use gloo::net::http::{Request, RequestBuilder};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::json;
+
+const API: &str = "/api/v1";
+
+/// What a share link opens: one session or baseline, or a diff of two.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Route {
+    pub targets: Vec<String>,
+    pub diff: bool,
+    pub tenant: Option<String>,
+}
+
+/// The share link in a URL hash, if it is one.
+pub fn route(hash: &str) -> Option<Route> {
+    let rest = hash.strip_prefix("#/")?;
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let tenant = query.split('&').find_map(|p| p.strip_prefix("tenant=")).filter(|t| !t.is_empty()).map(str::to_owned);
+    let parts: Vec<&str> = path.split('/').collect();
+    let (targets, diff) = match parts.as_slice() {
+        ["s" | "b", id] => (vec![(*id).to_owned()], false),
+        ["diff", a, b] => (vec![(*a).to_owned(), (*b).to_owned()], true),
+        _ => return None,
+    };
+    Some(Route { targets, diff, tenant })
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    pub id: String,
+    pub name: String,
+    pub profile_type: String,
+    pub share_url: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Baseline {
+    pub baseline_id: String,
+    pub baseline_label: String,
+    pub session_id: String,
+    pub profile_type: String,
+    pub service: String,
+    pub created_at: String,
+    pub is_latest: bool,
+    pub share_url: String,
+}
+
+fn with_tenant(request: RequestBuilder, tenant: Option<&str>) -> RequestBuilder {
+    match tenant {
+        Some(t) => request.header("X-Tenant-ID", t),
+        None => request,
+    }
+}
+
+/// Sends a request; the error is the API's message (or why the server was unreachable).
+async fn call<T: DeserializeOwned>(request: Result<Request, gloo::net::Error>) -> Result<T, String> {
+    let unreachable =
+        |e: gloo::net::Error| format!("the stacklens server cannot be reached ({e}); sharing needs `stacklens serve`");
+    let response = request.map_err(unreachable)?.send().await.map_err(unreachable)?;
+    let status = response.status();
+    let text = response.text().await.map_err(unreachable)?;
+    if !(200..300).contains(&status) {
+        let message = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v["message"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| format!("the server answered {status}"));
+        return Err(match status {
+            401 => format!("{message} (this server only accepts uploads with its token)"),
+            _ => message,
+        });
+    }
+    serde_json::from_str(&text).map_err(|e| format!("unexpected answer from the server: {e}"))
+}
+
+/// Where a session's raw bytes are; the tenant goes in the query so it is a plain link.
+pub fn raw_url(session: &str, tenant: Option<&str>) -> String {
+    let encoded = |s: &str| String::from(js_sys::encode_uri_component(s));
+    match tenant {
+        Some(t) => format!("{API}/profiles/{}/raw?tenant={}", encoded(session), encoded(t)),
+        None => format!("{API}/profiles/{}/raw", encoded(session)),
+    }
+}
+
+/// Uploads a profile's bytes; the same bytes always give the same session.
+pub async fn upload(bytes: &[u8], name: &str, tenant: Option<&str>) -> Result<Session, String> {
+    let url = format!("{API}/profiles?name={}", js_sys::encode_uri_component(name));
+    let body = js_sys::Uint8Array::from(bytes);
+    call(with_tenant(Request::post(&url), tenant).header("Content-Type", "application/octet-stream").body(body)).await
+}
+
+pub async fn save_baseline(
+    session: &Session,
+    label: &str,
+    description: &str,
+    tags: Vec<String>,
+    tenant: Option<&str>,
+) -> Result<Baseline, String> {
+    let body = json!({
+        "label": label, "sessionId": session.id, "profileType": session.profile_type,
+        "description": description, "tags": tags,
+    });
+    call(with_tenant(Request::post(&format!("{API}/profiling/baselines")), tenant).json(&body)).await
+}
+
+#[derive(Deserialize)]
+struct BaselineList {
+    baselines: Vec<Baseline>,
+}
+
+/// Baselines, newest first; of one profile type and only the latest ones when asked.
+pub async fn baselines(
+    profile_type: Option<&str>,
+    latest: bool,
+    tenant: Option<&str>,
+) -> Result<Vec<Baseline>, String> {
+    let mut url = format!("{API}/profiling/baselines?latest={latest}");
+    if let Some(t) = profile_type {
+        url.push_str(&format!("&profileType={}", js_sys::encode_uri_component(t)));
+    }
+    call::<BaselineList>(with_tenant(Request::get(&url), tenant).build()).await.map(|l| l.baselines)
+}
+
+/// A share link target (session or baseline id) as a tab name and its raw bytes' URL.
+pub async fn resolve(target: &str, tenant: Option<&str>) -> Result<(String, String), String> {
+    let encoded = String::from(js_sys::encode_uri_component(target));
+    if target.starts_with("base-") {
+        let url = format!("{API}/profiling/baselines/{encoded}");
+        let b: Baseline = call(with_tenant(Request::get(&url), tenant).build()).await?;
+        Ok((format!("baseline {}", b.baseline_label), raw_url(&b.session_id, tenant)))
+    } else {
+        let url = format!("{API}/profiles/{encoded}");
+        let s: Session = call(with_tenant(Request::get(&url), tenant).build()).await?;
+        let name = if s.name.is_empty() { s.id.clone() } else { s.name };
+        Ok((name, raw_url(&s.id, tenant)))
+    }
+}
