@@ -108,3 +108,22 @@ fn caching_headers_and_etags() {
     assert_eq!(again.status(), 304);
     assert_eq!(again.headers()["etag"], tag);
 }
+
+/// `--cors-origin` lets another page call the API; other origins get no CORS grant.
+#[test]
+fn cors_is_granted_only_to_configured_origins() {
+    let server = common::Server::start("memory://", &["--cors-origin", "https://ci.example"], &[]);
+    let http = reqwest::blocking::Client::new();
+    let preflight = |origin: &str| {
+        http.request(reqwest::Method::OPTIONS, format!("{}/api/v1/profiles", server.base))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "authorization,x-tenant-id")
+            .send()
+            .unwrap()
+    };
+    let granted = preflight("https://ci.example");
+    assert_eq!(granted.headers()["access-control-allow-origin"], "https://ci.example");
+    assert!(granted.headers()["access-control-allow-headers"].to_str().unwrap().contains("x-tenant-id"));
+    assert!(preflight("https://evil.example").headers().get("access-control-allow-origin").is_none());
+}
