@@ -211,6 +211,10 @@ pub fn App() -> impl IntoView {
             }
         }
         Response::Failed { id, message } => {
+            // A file that does not parse is not worth restoring.
+            if let Some(failed) = loading.with_untracked(|l| l.iter().find(|x| x.id == id).map(|x| x.name.clone())) {
+                crate::local_store::forget(failed);
+            }
             loading.update(|l| l.retain(|x| x.id != id));
             errors.update(|list| list.push(message));
         }
@@ -219,8 +223,9 @@ pub fn App() -> impl IntoView {
     let client = StoredValue::new_local(Client::new(on_event));
     let generation = client.with_value(|c| c.generation);
 
-    // Hands a file's bytes to the worker; returns the profile's id.
-    let add = move |name: String, bytes: Result<Vec<u8>, String>| -> Option<u32> {
+    // Hands a file's bytes to the worker; returns the profile's id. Files opened here
+    // (not fetched) are kept in the browser so a reload brings them back.
+    let add = move |name: String, bytes: Result<Vec<u8>, String>, keep_locally: bool| -> Option<u32> {
         let bytes = match bytes {
             Ok(b) => b,
             Err(e) => {
@@ -239,6 +244,9 @@ pub fn App() -> impl IntoView {
         loading.update(|l| {
             l.push(Loading { id, name: name.clone(), stage: format!("sending {size:.1} MB"), fraction: 0.02 })
         });
+        if keep_locally {
+            crate::local_store::keep(name.clone(), bytes.clone());
+        }
         client.with_value(|c| c.parse(id, &name, bytes));
         Some(id)
     };
@@ -351,10 +359,19 @@ pub fn App() -> impl IntoView {
             }
             for (name, url, bytes) in fetched {
                 sources.update(|s| s.push(url));
-                add(name, bytes);
+                add(name, bytes, false);
             }
             if link.diff {
                 view_kind.set(ViewKind::Diff);
+            }
+        });
+    }
+    // Files opened in this tab before a reload.
+    if !initial.profiles.is_empty() {
+        let names = initial.profiles.clone();
+        spawn_local(async move {
+            for (name, bytes) in crate::local_store::restore(&names).await {
+                add(name, Ok(bytes), false);
             }
         });
     }
@@ -362,7 +379,7 @@ pub fn App() -> impl IntoView {
         sources.update(|s| s.push(url.clone()));
         spawn_local(async move {
             let name = url.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or(&url).to_owned();
-            add(name, url_state::fetch(&url).await);
+            add(name, url_state::fetch(&url).await, false);
         });
     }
     // The address follows the view.
@@ -389,7 +406,7 @@ pub fn App() -> impl IntoView {
         for i in 0..files.length() {
             if let Some(f) = files.get(i) {
                 read_file(f, move |name, bytes| {
-                    add(name, bytes);
+                    add(name, bytes, true);
                 });
             }
         }
@@ -438,7 +455,7 @@ pub fn App() -> impl IntoView {
             for i in 0..files.length() {
                 if let Some(f) = files.get(i) {
                     read_file(f, move |name, bytes| {
-                        add(name, bytes);
+                        add(name, bytes, true);
                     });
                 }
             }
@@ -454,6 +471,7 @@ pub fn App() -> impl IntoView {
             .map(|e| {
                 let id = e.id;
                 let default_sample = e.summary.default_sample;
+                let name = e.name.clone();
                 view! {
                     <span class="tab" class:active=move || active.get() == Some(id) data-testid="profile-tab">
                         <button
@@ -472,6 +490,7 @@ pub fn App() -> impl IntoView {
                             on:click=move |_| {
                                 entries.update(|list| list.retain(|x| x.id != id));
                                 client.with_value(|c| c.remove(id));
+                                crate::local_store::forget(name.clone());
                                 if active.get_untracked() == Some(id) {
                                     active.set(entries.with_untracked(|l| l.last().map(|x| x.id)));
                                 }
@@ -637,7 +656,7 @@ pub fn App() -> impl IntoView {
             if bytes.is_ok() {
                 sources.update(|s| s.push(url));
             }
-            if let Some(id) = add(format!("baseline {}", b.baseline_label), bytes) {
+            if let Some(id) = add(format!("baseline {}", b.baseline_label), bytes, false) {
                 pending_compare.set_value(Some((id, e.id)));
             }
         });
@@ -831,7 +850,7 @@ pub fn App() -> impl IntoView {
                 on:click=move |_| {
                     let text = paste_text.get_untracked();
                     if !text.trim().is_empty() {
-                        add("pasted text".to_owned(), Ok(text.into_bytes()));
+                        add("pasted text".to_owned(), Ok(text.into_bytes()), true);
                     }
                 }
             >

@@ -377,3 +377,38 @@ test('share: the link opens the same profile in a fresh browser; a saved baselin
   await screenshot(page, 'diff-against-baseline');
   await page.close();
 });
+
+/** Waits until the page's Cache Storage holds `n` kept files. */
+async function keptFiles(page, n) {
+  for (let i = 0; i < 100; i++) {
+    const kept = await page.evaluate(async () => (await (await caches.open('stacklens-local-profiles')).keys()).length);
+    if (kept === n) return;
+    await page.waitForTimeout(50);
+  }
+  assert.fail(`the page did not keep ${n} files`);
+}
+
+test('a reload brings back the files opened in this tab; a removed file stays removed', async (t) => {
+  if (!requireFixtures(t)) return;
+  const { page, requests } = await openPage();
+  await load(page, 'go/base/heap.pb.gz', 'go/base/goroutine.debug2.txt');
+  await page.getByTestId('profile-tab').nth(1).waitFor();
+  await page.getByTestId('goroutine-count').waitFor();
+  await keptFiles(page, 2); // the bytes are kept asynchronously
+  await page.reload();
+  await page.getByTestId('goroutine-count').waitFor();
+  assert.equal(await page.getByTestId('goroutine-count').textContent(), '453');
+  const tabs = await page.getByTestId('profile-tab').locator('.tab-name').allTextContents();
+  assert.deepEqual(tabs.sort(), ['goroutine.debug2.txt', 'heap.pb.gz']);
+  await screenshot(page, 'restored-after-reload');
+  // Remove the dump; after another reload only the heap profile comes back.
+  await page.getByTestId('profile-tab').filter({ hasText: 'goroutine' }).locator('.tab-close').click();
+  await keptFiles(page, 1);
+  await page.reload();
+  await page.getByTestId('profile-tab').first().waitFor();
+  await page.getByTestId('loading').waitFor({ state: 'detached' });
+  assert.deepEqual(await page.getByTestId('profile-tab').locator('.tab-name').allTextContents(), ['heap.pb.gz']);
+  const api = requests.filter((u) => new URL(u).pathname.startsWith('/api/'));
+  assert.deepEqual(api, [], 'restoring needs no server');
+  await page.close();
+});
