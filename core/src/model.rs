@@ -160,6 +160,7 @@ pub enum SourceFormat {
     Contentionz,
     Threadz,
     JavaText,
+    FirefoxProfiler,
     Built,
 }
 

@@ -735,7 +735,7 @@ pub fn App() -> impl IntoView {
                             }
                         })}
                     <p class="hint">
-                        "pprof (cpu, heap, allocs, block, mutex, goroutine), Go debug=1 texts, goroutine dumps, gperftools/Java legacy profiles. Everything is analysed in this page; nothing is uploaded."
+                        "pprof (cpu, heap, allocs, block, mutex, goroutine), Go debug=1 texts, goroutine dumps, gperftools/Java legacy profiles, Firefox Profiler JSON (samply). Everything is analysed in this page; nothing is uploaded."
                     </p>
                 </div>
             }

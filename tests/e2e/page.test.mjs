@@ -412,3 +412,19 @@ test('a reload brings back the files opened in this tab; a removed file stays re
   assert.deepEqual(api, [], 'restoring needs no server');
   await page.close();
 });
+
+test('a samply (Firefox Profiler) profile shows its flame graph and top table', async (t) => {
+  if (!requireFixtures(t)) return;
+  const { page } = await openPage();
+  await load(page, 'thirdparty/samply/ls-profile.json');
+  await page.getByTestId('flamegraph').waitFor();
+  await page.waitForFunction(() => document.querySelector('[data-testid=flamegraph]').width > 0);
+  assert.ok(await paintedColours(page) > 3, 'the flame graph has painted frames');
+  await page.getByTestId('view-top').click();
+  const first = page.getByTestId('top-row').first();
+  await first.waitFor();
+  assert.equal(await first.locator('[data-col=name]').getAttribute('data-value'), 'libc.so.6!0xb27a8');
+  assert.equal(await first.locator('[data-col=flat]').getAttribute('data-value'), String(11938 * 250000));
+  await screenshot(page, 'top-samply');
+  await page.close();
+});

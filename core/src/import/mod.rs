@@ -13,6 +13,7 @@ macro_rules! static_regex {
     };
 }
 
+pub mod firefox;
 mod gzip;
 pub mod legacy_cpu;
 pub mod legacy_text;
@@ -96,7 +97,17 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::LegacyCpu => legacy_cpu::parse(bytes),
         Format::Threadz => legacy_text::parse_threadz(bytes),
         Format::JavaText => legacy_text::parse_java(bytes),
-        Format::Unrecognized => Err(Error::UnknownFormat { hint: unrecognized_hint(bytes) }),
+        Format::Unrecognized => {
+            // JSON is read once: a Firefox Profiler profile (samply's output) is imported.
+            if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+                if let Ok(json) = serde_json::from_slice::<serde_json::Value>(bytes) {
+                    if firefox::is_firefox(&json) {
+                        return firefox::parse(&json);
+                    }
+                }
+            }
+            Err(Error::UnknownFormat { hint: unrecognized_hint(bytes) })
+        }
     }
 }
 

@@ -1,0 +1,238 @@
+//! Firefox Profiler JSON — what `samply record` writes and profiler.firefox.com saves:
+//! the processed format (tables stored column by column, `stringArray`) and the raw
+//! Gecko format (`schema` + `data` rows, `stringTable`, child `processes`). Every
+//! thread's samples go into one profile, labelled with the thread; frames become
+//! functions named as the profiler names them (addresses for unsymbolicated native
+//! code, with the library as the file).
+
+use rustc_hash::FxHashMap;
+use serde_json::Value;
+
+use crate::model::{Label, LabelValue, Line, LocationId, Sample, SourceFormat};
+use crate::{Error, Profile, Result};
+
+/// Whether `json` has the shape of a Firefox Profiler profile.
+pub(crate) fn is_firefox(json: &Value) -> bool {
+    json.get("meta").is_some_and(Value::is_object) && json.get("threads").is_some_and(Value::is_array)
+}
+
+/// One thread's tables, whichever format they came in.
+struct Thread {
+    name: String,
+    /// Per frame: function name, file, line, address.
+    frames: Vec<(String, String, i64, u64)>,
+    /// Per stack: (prefix, frame).
+    stacks: Vec<(Option<usize>, usize)>,
+    /// Per sample: (stack, weight).
+    samples: Vec<(Option<usize>, i64)>,
+}
+
+fn invalid(what: impl Into<String>) -> Error {
+    Error::Invalid(format!("Firefox profile: {}", what.into()))
+}
+
+/// Column `name` of a processed table, or an empty column when absent.
+fn column<'a>(table: &'a Value, name: &str) -> &'a [Value] {
+    table.get(name).and_then(Value::as_array).map_or(&[], Vec::as_slice)
+}
+
+fn index(v: Option<&Value>) -> Option<usize> {
+    v.and_then(Value::as_u64).map(|n| n as usize)
+}
+
+fn string_at(strings: &[Value], i: Option<usize>) -> String {
+    i.and_then(|i| strings.get(i)).and_then(Value::as_str).unwrap_or("").to_owned()
+}
+
+fn processed_thread(t: &Value, libs: &[Value]) -> Result<Thread> {
+    let strings =
+        t.get("stringArray").or_else(|| t.get("stringTable")).and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let (funcs, frames, stacks, samples) = (&t["funcTable"], &t["frameTable"], &t["stackTable"], &t["samples"]);
+    let resources = &t["resourceTable"];
+    // A function's file: its source file, else its library's name.
+    let resource_name = |r: Option<usize>| -> String {
+        let Some(r) = r else { return String::new() };
+        let lib = index(column(resources, "lib").get(r)).and_then(|l| libs.get(l)).and_then(|l| l["name"].as_str());
+        lib.map(str::to_owned).unwrap_or_else(|| string_at(strings, index(column(resources, "name").get(r))))
+    };
+    let func_names = column(funcs, "name");
+    let func_files = column(funcs, "fileName");
+    let func_resources = column(funcs, "resource");
+    let frame_funcs = column(frames, "func");
+    let frame_lines = column(frames, "line");
+    let frame_addresses = column(frames, "address");
+    let mut out_frames = Vec::with_capacity(frame_funcs.len());
+    for (i, func) in frame_funcs.iter().enumerate() {
+        let f = index(Some(func)).ok_or_else(|| invalid(format!("frame {i} has no function")))?;
+        if f >= func_names.len() {
+            return Err(invalid(format!("frame {i} names function {f}, but there are {}", func_names.len())));
+        }
+        let mut name = string_at(strings, index(func_names.get(f)));
+        let file = match index(func_files.get(f)) {
+            Some(s) => string_at(strings, Some(s)),
+            None => resource_name(index(func_resources.get(f)).filter(|&r| (r as i64) >= 0)),
+        };
+        // Unsymbolicated native code: an address means something only with its library.
+        if name.starts_with("0x") && !file.is_empty() {
+            name = format!("{file}!{name}");
+        }
+        let line = frame_lines.get(i).and_then(Value::as_i64).unwrap_or(0);
+        let address = frame_addresses.get(i).and_then(Value::as_i64).filter(|&a| a >= 0).unwrap_or(0) as u64;
+        out_frames.push((name, file, line, address));
+    }
+    let out_stacks = column(stacks, "frame")
+        .iter()
+        .zip(column(stacks, "prefix").iter().map(Some).chain(std::iter::repeat(None)))
+        .map(|(frame, prefix)| (index(prefix), index(Some(frame)).unwrap_or(usize::MAX)))
+        .collect();
+    let weights = column(samples, "weight");
+    let out_samples = column(samples, "stack")
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (index(Some(s)), weights.get(i).and_then(Value::as_i64).unwrap_or(1)))
+        .collect();
+    let name = thread_name(t);
+    Ok(Thread { name, frames: out_frames, stacks: out_stacks, samples: out_samples })
+}
+
+fn thread_name(t: &Value) -> String {
+    let name = t["name"].as_str().unwrap_or("thread");
+    match (t["processName"].as_str(), t["tid"].as_u64().or_else(|| t["pid"].as_u64())) {
+        (Some(p), Some(id)) if p != name => format!("{p} {name} ({id})"),
+        (_, Some(id)) => format!("{name} ({id})"),
+        _ => name.to_owned(),
+    }
+}
+
+/// A raw Gecko table: its `schema` (column → position) and `data` rows.
+fn gecko_rows<'a>(table: &'a Value, columns: &[&str]) -> Vec<Vec<Option<&'a Value>>> {
+    let schema = &table["schema"];
+    let positions: Vec<Option<usize>> = columns.iter().map(|c| index(schema.get(*c))).collect();
+    column(table, "data")
+        .iter()
+        .map(|row| positions.iter().map(|p| p.and_then(|p| row.get(p)).filter(|v| !v.is_null())).collect())
+        .collect()
+}
+
+fn gecko_thread(t: &Value) -> Thread {
+    let strings = column(t, "stringTable");
+    let frames = gecko_rows(&t["frameTable"], &["location", "line"])
+        .into_iter()
+        .map(|r| {
+            let name = string_at(strings, index(r[0]));
+            let line = r[1].and_then(Value::as_i64).unwrap_or(0);
+            (name, String::new(), line, 0)
+        })
+        .collect();
+    let stacks = gecko_rows(&t["stackTable"], &["prefix", "frame"])
+        .into_iter()
+        .map(|r| (index(r[0]), index(r[1]).unwrap_or(usize::MAX)))
+        .collect();
+    let samples = gecko_rows(&t["samples"], &["stack", "weight"])
+        .into_iter()
+        .map(|r| (index(r[0]), r[1].and_then(Value::as_i64).unwrap_or(1)))
+        .collect();
+    Thread { name: thread_name(t), frames, stacks, samples }
+}
+
+/// Threads of a raw Gecko profile and of its child processes.
+fn gecko_threads(profile: &Value, out: &mut Vec<Thread>) {
+    out.extend(column(profile, "threads").iter().filter(|t| t.is_object()).map(gecko_thread));
+    for child in column(profile, "processes") {
+        gecko_threads(child, out);
+    }
+}
+
+pub fn parse(json: &Value) -> Result<Profile> {
+    let meta = &json["meta"];
+    // Raw Gecko profiles keep tables as schema + data rows.
+    let gecko = column(json, "threads").iter().any(|t| t["samples"].get("schema").is_some());
+    if column(json, "threads").is_empty() {
+        return Err(invalid("it has no threads"));
+    }
+    let mut threads = Vec::new();
+    if gecko {
+        gecko_threads(json, &mut threads);
+    } else {
+        let libs = column(json, "libs");
+        for t in column(json, "threads") {
+            threads.push(processed_thread(t, libs)?);
+        }
+    }
+    let interval_ms = meta["interval"].as_f64().filter(|i| *i > 0.0).unwrap_or(1.0);
+    let weight_type =
+        column(json, "threads").iter().find_map(|t| t["samples"]["weightType"].as_str()).unwrap_or("samples");
+
+    let mut p = Profile::new(SourceFormat::FirefoxProfiler);
+    // Sampled time like a pprof CPU profile; traced or byte weights as what they are.
+    let per_weight: i64 = match weight_type {
+        "tracing-ms" => {
+            p.sample_types = vec![p.value_type("time", "nanoseconds")];
+            1_000_000
+        }
+        "bytes" => {
+            p.sample_types = vec![p.value_type("space", "bytes")];
+            1
+        }
+        _ => {
+            p.sample_types = vec![p.value_type("samples", "count"), p.value_type("cpu", "nanoseconds")];
+            p.period_type = Some(p.value_type("cpu", "nanoseconds"));
+            p.period = (interval_ms * 1e6) as i64;
+            p.period
+        }
+    };
+    let counted = p.sample_types.len() == 2;
+    if let Some(start) = meta["startTime"].as_f64() {
+        p.time_nanos = (start * 1e6) as i64;
+    }
+    let thread_key = p.strings.intern("thread");
+    let mut functions: FxHashMap<(String, String), crate::model::FunctionId> = FxHashMap::default();
+    for thread in &threads {
+        let thread_label = Label { key: thread_key, value: LabelValue::Str(p.strings.intern(&thread.name)) };
+        let mut locations: Vec<Option<LocationId>> = vec![None; thread.frames.len()];
+        for &(stack, weight) in &thread.samples {
+            let Some(mut stack) = stack else { continue };
+            let mut leaf_first = Vec::new();
+            // Walk to the root; the bound stops a cycle in a corrupt table.
+            for _ in 0..=thread.stacks.len() {
+                let &(prefix, frame) = thread
+                    .stacks
+                    .get(stack)
+                    .ok_or_else(|| invalid(format!("thread '{}' refers to missing stack {stack}", thread.name)))?;
+                let (name, file, line, address) = thread
+                    .frames
+                    .get(frame)
+                    .ok_or_else(|| invalid(format!("thread '{}' refers to missing frame {frame}", thread.name)))?;
+                let location = match locations[frame] {
+                    Some(l) => l,
+                    None => {
+                        let key = (name.clone(), file.clone());
+                        let function = match functions.get(&key) {
+                            Some(&f) => f,
+                            None => {
+                                let f = p.add_function(name, name, file, 0);
+                                functions.insert(key, f);
+                                f
+                            }
+                        };
+                        let l = p.add_location(*address, vec![Line { function, line: *line, column: 0 }]);
+                        locations[frame] = Some(l);
+                        l
+                    }
+                };
+                leaf_first.push(location);
+                match prefix {
+                    Some(next) => stack = next,
+                    None => break,
+                }
+            }
+            let values = if counted {
+                vec![weight, weight.saturating_mul(per_weight)]
+            } else {
+                vec![weight.saturating_mul(per_weight)]
+            };
+            p.samples.push(Sample { locations: leaf_first, values, labels: vec![thread_label.clone()] });
+        }
+    }
+    Ok(p)
+}
