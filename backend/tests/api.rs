@@ -379,3 +379,104 @@ fn kill_9_during_uploads_loses_nothing_acknowledged() {
     let listed: Vec<&str> = listed["profiles"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
     assert!(acknowledged.iter().all(|(id, _)| listed.contains(&id.as_str())), "every acknowledged upload is listed");
 }
+
+/// `stacklens … --format json` on fixture files.
+fn cli_json(args: &[&str]) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stacklens")).args(args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn diff_and_goroutine_analysis_equal_the_cli() {
+    let Some(fx) = fixtures() else { return };
+    let server = start(&format!("file://{}", temp_dir("analysis").display()), &[]);
+    let api = Api::new(&server, "default");
+    let path = |f: &str| fx.join(f).display().to_string();
+    let upload = |f: &str| json_of(api.upload("service=shop", read(&fx, f))).1["id"].as_str().unwrap().to_owned();
+    let (cpu_base, cpu_new) = (upload("go/base/cpu.pb.gz"), upload("go/compare/cpu.pb.gz"));
+    let (dump_base, dump_new) = (upload("go/base/goroutine.debug2.txt"), upload("go/compare/goroutine.debug2.txt"));
+
+    // cpu: the same regressions, improvements, unchanged count and overall delta as `stacklens diff`.
+    let (status, d) = json_of(
+        api.post_json("/api/v1/profiling/diff", &json!({"baseId": cpu_base, "compareId": cpu_new, "type": "cpu"})),
+    );
+    assert_eq!(status, 200, "{d}");
+    let cli = cli_json(&["diff", &path("go/base/cpu.pb.gz"), &path("go/compare/cpu.pb.gz"), "--format", "json"]);
+    assert_eq!((&d["baseSessionId"], &d["compareSessionId"]), (&json!(cpu_base), &json!(cpu_new)));
+    assert_eq!(d["regressions"], cli["regressions"]);
+    assert_eq!(d["improvements"], cli["improvements"]);
+    assert_eq!(d["unchanged"], cli["unchanged"]);
+    assert_eq!(d["overallDelta"], cli["overallDeltaPct"]);
+    assert!(d["regressions"].as_array().unwrap().iter().any(|r| r["name"] == "main.matrixMultiply"));
+
+    // goroutine: new stacks and growth as `stacklens goroutines --compare`.
+    let (status, g) = json_of(api.post_json(
+        "/api/v1/profiling/diff",
+        &json!({"baseId": dump_base, "compareId": dump_new, "type": "goroutine"}),
+    ));
+    assert_eq!(status, 200, "{g}");
+    let cli = cli_json(&[
+        "goroutines",
+        &path("go/base/goroutine.debug2.txt"),
+        "--compare",
+        &path("go/compare/goroutine.debug2.txt"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(g["growthCount"], cli["growthCount"]);
+    let fields = |s: &Value| json!({"count": s["count"], "state": s["state"], "waitReason": s["waitReason"], "frames": s["frames"], "createdBy": s["createdBy"]});
+    assert_eq!(g["newStacks"], Value::Array(cli["newStacks"].as_array().unwrap().iter().map(fields).collect()));
+
+    // Analysis of one dump: as `stacklens goroutines`, growth 1.0 without a baseline…
+    let (status, a) = json_of(api.get(&format!("/api/v1/profiling/sessions/{dump_new}/analysis")));
+    assert_eq!(status, 200, "{a}");
+    let cli =
+        cli_json(&["goroutines", &path("go/compare/goroutine.debug2.txt"), "--max-stacks", "20", "--format", "json"]);
+    for key in ["goroutineCount", "topStacks", "blockedGoroutines"] {
+        assert_eq!(a[key], cli[key], "{key}");
+    }
+    assert_eq!((&a["sessionId"], &a["goroutineGrowthRate"]), (&json!(dump_new), &json!(1.0)));
+    assert!(a["analyzedAt"].as_str().unwrap().ends_with('Z'));
+    // …and against the service's latest goroutine baseline once there is one.
+    let (status, _) = json_of(api.post_json(
+        "/api/v1/profiling/baselines",
+        &json!({"label": "before", "sessionId": dump_base, "profileType": "goroutine"}),
+    ));
+    assert_eq!(status, 201);
+    let a = json_of(api.get(&format!("/api/v1/profiling/sessions/{dump_new}/analysis"))).1;
+    let cli = cli_json(&[
+        "goroutines",
+        &path("go/base/goroutine.debug2.txt"),
+        "--compare",
+        &path("go/compare/goroutine.debug2.txt"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(a["goroutineGrowthRate"], cli["goroutineGrowthRate"]);
+    assert_ne!(a["goroutineGrowthRate"], json!(1.0));
+    // A debug=1 text and a goroutine pprof are analysed too.
+    for f in ["go/base/goroutine.debug1.txt", "go/base/goroutine.pb.gz"] {
+        let a = json_of(api.get(&format!("/api/v1/profiling/sessions/{}/analysis", upload(f)))).1;
+        assert_eq!(
+            a["goroutineCount"],
+            cli_json(&["goroutines", &path(f), "--format", "json"])["goroutineCount"],
+            "{f}"
+        );
+    }
+
+    // Errors: unknown ids 404, types that do not match 422, bad requests 400.
+    let post = |body: Value| json_of(api.post_json("/api/v1/profiling/diff", &body));
+    let (status, e) =
+        post(json!({"baseId": "sess-0123456789abcdef0123456789abcdef", "compareId": cpu_new, "type": "cpu"}));
+    assert_eq!((status, e["error_code"].as_str()), (404, Some("ProfileNotFound")));
+    let (status, e) = post(json!({"baseId": cpu_base, "compareId": cpu_new, "type": "goroutine"}));
+    assert_eq!((status, e["error_code"].as_str()), (422, Some("ProfileTypeMismatch")));
+    let (status, e) = post(json!({"baseId": cpu_base, "compareId": dump_new, "type": "cpu"}));
+    assert_eq!((status, e["details"]["sessionId"].as_str()), (422, Some(dump_new.as_str())));
+    assert_eq!(post(json!({"baseId": cpu_base})).0, 400);
+    assert_eq!(post(json!({"baseId": cpu_base, "compareId": cpu_new, "type": "nope"})).0, 400);
+    let (status, e) = json_of(api.get(&format!("/api/v1/profiling/sessions/{cpu_base}/analysis")));
+    assert_eq!((status, e["error_code"].as_str()), (422, Some("ProfileTypeMismatch")));
+    assert_eq!(json_of(api.get("/api/v1/profiling/sessions/sess-0123456789abcdef0123456789abcdef/analysis")).0, 404);
+}

@@ -2,6 +2,7 @@
 //! stacklens-core. Handlers are thin: validate, call core or the store, answer JSON.
 //! Every error is `{"message", "error_code", "details"}` with a fitting status.
 
+mod analysis;
 mod baselines;
 mod profiles;
 
@@ -11,7 +12,7 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
@@ -35,6 +36,8 @@ pub fn router(state: State) -> Router {
         .route("/v1/profiles/{id}/raw", get(profiles::raw))
         .route("/v1/profiling/baselines", get(baselines::list).post(baselines::create))
         .route("/v1/profiling/baselines/{id}", get(baselines::record))
+        .route("/v1/profiling/diff", post(analysis::diff_sessions))
+        .route("/v1/profiling/sessions/{id}/analysis", get(analysis::goroutine_analysis))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "NotFound", "no such API route") })
         .with_state(state)
 }
