@@ -9,7 +9,6 @@ use std::time::Duration;
 use axum::extract::Request;
 use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::IntoResponse;
-use axum::routing::get;
 use axum::{Json, Router};
 use tower::Service;
 use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
@@ -133,9 +132,8 @@ async fn cache_headers(req: Request, next: axum::middleware::Next) -> axum::resp
 }
 
 pub fn router(dist: &std::path::Path, state: api::State, cors_origins: &[String], timeout: Duration) -> Router {
-    let mut app = Router::new()
-        .route("/healthz", get(|| async { Json(serde_json::json!({"status": "ok"})) }))
-        .nest("/api", api::router(state))
+    let mut app = api::router(state)
+        .0
         .fallback_service(page(dist))
         // Raw profiles are mostly gzip already.
         .layer(

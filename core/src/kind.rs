@@ -8,6 +8,7 @@ use crate::Profile;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ProfileKind {
     Cpu,
     /// A heap profile shown as in-use memory (Go's `heap`).

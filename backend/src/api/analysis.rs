@@ -5,16 +5,18 @@ use axum::body::Body;
 use axum::extract::{Path, State as AxumState};
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
-use stacklens_core::analysis::diff::{diff, DiffOptions};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use stacklens_core::analysis::diff::{diff, DiffOptions, FunctionDelta};
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineGroup, GoroutineOptions};
 use stacklens_core::{Profile, ProfileKind};
 
 use super::baselines::{find_baseline, latest_id};
 use super::profiles::{find, parse_kind, raw_bytes, read_body, SessionRecord};
-use super::{blocking, now_rfc3339, ApiError, State, Tenant};
+use super::{blocking, now_rfc3339, ApiError, ErrorBody, State, Tenant};
 use crate::store::Store;
+use std::collections::BTreeMap;
+use utoipa::ToSchema;
 
 /// Stacks an analysis returns, largest first.
 const TOP_STACKS: usize = 20;
@@ -50,16 +52,86 @@ fn mismatch(record: &SessionRecord, wanted: ProfileKind) -> ApiError {
     .details(json!({ "sessionId": record.id, "sessionProfileType": record.profile_type, "type": wanted }))
 }
 
-/// A goroutine group as the diff endpoint lists new stacks.
-fn new_stack(g: &GoroutineGroup) -> Value {
-    json!({ "count": g.count, "state": g.state, "waitReason": g.wait_reason, "frames": g.frames, "createdBy": g.created_by })
+/// A goroutine stack in the later snapshot that the earlier one lacks.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewStack {
+    count: u64,
+    state: String,
+    wait_reason: Option<String>,
+    /// Function names, leaf first.
+    frames: Vec<String>,
+    created_by: Option<String>,
 }
 
-#[derive(Deserialize)]
+impl From<&GoroutineGroup> for NewStack {
+    fn from(g: &GoroutineGroup) -> Self {
+        NewStack {
+            count: g.count,
+            state: g.state.clone(),
+            wait_reason: g.wait_reason.clone(),
+            frames: g.frames.clone(),
+            created_by: g.created_by.clone(),
+        }
+    }
+}
+
+/// For `type: goroutine`: newStacks, growthCount, goroutineGrowthRate; for the other
+/// types: sampleType, unit, regressions, improvements, unchanged, overallDelta (%).
+#[derive(Serialize, ToSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct DiffResponse {
+    base_session_id: String,
+    compare_session_id: String,
+    #[serde(rename = "type")]
+    #[schema(value_type = String)]
+    kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    new_stacks: Option<Vec<NewStack>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    growth_count: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    goroutine_growth_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sample_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    regressions: Option<Vec<FunctionDelta>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    improvements: Option<Vec<FunctionDelta>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unchanged: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    overall_delta: Option<f64>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnalysisResponse {
+    session_id: String,
+    goroutine_count: u64,
+    by_state: BTreeMap<String, u64>,
+    /// The largest groups of identical stacks (at most 20).
+    top_stacks: Vec<GoroutineGroup>,
+    /// Groups in a blocking wait (channel, select, lock, I/O, sleep …).
+    blocked_goroutines: Vec<GoroutineGroup>,
+    blocked_count: u64,
+    /// This session's goroutine count divided by that of the latest goroutine baseline
+    /// of the same service; 1.0 when the service has no goroutine baseline.
+    goroutine_growth_rate: f64,
+    /// The baseline the growth rate is measured against.
+    growth_baseline_id: Option<String>,
+    analyzed_at: String,
+}
+
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct DiffRequest {
+pub struct DiffRequest {
+    /// A session id, or a baseline id standing for its session.
     base_id: String,
     compare_id: String,
+    /// cpu, memory, alloc, block, mutex or goroutine.
     #[serde(rename = "type")]
     kind: String,
     #[serde(default)]
@@ -68,11 +140,19 @@ struct DiffRequest {
     noise_threshold_pct: Option<f64>,
 }
 
+/// The diff of two sessions, computed by core as the CLI's `diff` (or, for goroutine
+/// profiles, `goroutines --compare`).
+#[utoipa::path(post, path = "/api/v1/profiling/diff", tag = "analysis",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant (default: \"default\"); or a `tenant` query parameter")),
+    request_body = DiffRequest,
+    responses((status = 200, body = DiffResponse), (status = 400, body = ErrorBody),
+        (status = 404, description = "unknown id", body = ErrorBody),
+        (status = 422, description = "a session is not of this type", body = ErrorBody)))]
 pub async fn diff_sessions(
     AxumState(state): AxumState<State>,
     tenant: Tenant,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DiffResponse>, ApiError> {
     let body = read_body(body, 1 << 16).await?;
     let request: DiffRequest = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request("InvalidRequest", format!("not a diff request: {e}")))?;
@@ -91,15 +171,21 @@ pub async fn diff_sessions(
     }
     let (base_profile, later_profile) =
         (profile_of(&state.store, &tenant, &base).await?, profile_of(&state.store, &tenant, &later).await?);
-    let envelope = json!({ "baseSessionId": base.id, "compareSessionId": later.id, "type": kind });
-    let result = blocking(move || -> Result<Value, stacklens_core::Error> {
+    let envelope = DiffResponse {
+        base_session_id: base.id,
+        compare_session_id: later.id,
+        kind: kind.to_string(),
+        ..DiffResponse::default()
+    };
+    let response = blocking(move || -> Result<DiffResponse, stacklens_core::Error> {
         if kind == ProfileKind::Goroutine {
             let c = compare(&base_profile, &later_profile)?;
-            return Ok(json!({
-                "newStacks": c.new_stacks.iter().map(new_stack).collect::<Vec<_>>(),
-                "growthCount": c.growth_count,
-                "goroutineGrowthRate": c.goroutine_growth_rate,
-            }));
+            return Ok(DiffResponse {
+                new_stacks: Some(c.new_stacks.iter().map(NewStack::from).collect()),
+                growth_count: Some(c.growth_count),
+                goroutine_growth_rate: c.goroutine_growth_rate,
+                ..envelope
+            });
         }
         let options = DiffOptions {
             sample_index: kind.sample_type(&later_profile).to_owned(),
@@ -108,29 +194,31 @@ pub async fn diff_sessions(
             ..DiffOptions::default()
         };
         let report = diff(&base_profile, &later_profile, &options)?;
-        Ok(json!({
-            "sampleType": report.sample_type,
-            "unit": report.unit,
-            "regressions": report.regressions,
-            "improvements": report.improvements,
-            "unchanged": report.unchanged,
-            "overallDelta": report.overall_delta_pct,
-        }))
+        Ok(DiffResponse {
+            sample_type: Some(report.sample_type),
+            unit: Some(report.unit),
+            regressions: Some(report.regressions),
+            improvements: Some(report.improvements),
+            unchanged: Some(report.unchanged),
+            overall_delta: Some(report.overall_delta_pct),
+            ..envelope
+        })
     })
     .await?
     .map_err(analysis_failed)?;
-    let mut body = envelope;
-    if let (Some(b), Value::Object(extra)) = (body.as_object_mut(), result) {
-        b.extend(extra);
-    }
-    Ok(Json(body))
+    Ok(Json(response))
 }
 
+/// Goroutine analysis of a session (a debug=2 dump, a debug=1 text or a goroutine pprof).
+#[utoipa::path(get, path = "/api/v1/profiling/sessions/{id}/analysis", tag = "analysis",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant (default: \"default\"); or a `tenant` query parameter"), ("id" = String, Path, description = "session id")),
+    responses((status = 200, body = AnalysisResponse), (status = 404, body = ErrorBody),
+        (status = 422, description = "not a goroutine profile", body = ErrorBody)))]
 pub async fn goroutine_analysis(
     AxumState(state): AxumState<State>,
     tenant: Tenant,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<AnalysisResponse>, ApiError> {
     let record = find(&state.store, &tenant, &id).await?;
     if record.profile_type != ProfileKind::Goroutine {
         return Err(mismatch(&record, ProfileKind::Goroutine));
@@ -155,15 +243,15 @@ pub async fn goroutine_analysis(
     })
     .await?
     .map_err(analysis_failed)?;
-    Ok(Json(json!({
-        "sessionId": record.id,
-        "goroutineCount": report.goroutine_count,
-        "byState": report.by_state,
-        "topStacks": report.top_stacks,
-        "blockedGoroutines": report.blocked_goroutines,
-        "blockedCount": report.blocked_count,
-        "goroutineGrowthRate": growth.as_ref().map_or(1.0, |g| g.1),
-        "growthBaselineId": growth.map(|g| g.0),
-        "analyzedAt": now_rfc3339(),
-    })))
+    Ok(Json(AnalysisResponse {
+        session_id: record.id,
+        goroutine_count: report.goroutine_count,
+        by_state: report.by_state,
+        top_stacks: report.top_stacks,
+        blocked_goroutines: report.blocked_goroutines,
+        blocked_count: report.blocked_count,
+        goroutine_growth_rate: growth.as_ref().map_or(1.0, |g| g.1),
+        growth_baseline_id: growth.map(|g| g.0),
+        analyzed_at: now_rfc3339(),
+    }))
 }

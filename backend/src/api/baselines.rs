@@ -16,16 +16,20 @@ use stacklens_core::analysis::summary::{top_functions, FunctionShare};
 use stacklens_core::ProfileKind;
 
 use super::profiles::{find, parse_kind, raw_bytes, read_body};
-use super::{authorize, blocking, load, now_rfc3339, share_url, valid_id, ApiError, AppState, State, Tenant};
+use utoipa::ToSchema;
+
+use super::{
+    authorize, blocking, load, now_rfc3339, share_url, valid_id, ApiError, AppState, ErrorBody, State, Tenant,
+};
 use crate::store::Store;
 
 /// Functions a baseline keeps when the request gives none.
 const TOP_FUNCTIONS: usize = 20;
 const MAX_REQUEST: usize = 1 << 20;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct CreateBaseline {
+pub struct CreateBaseline {
     label: String,
     session_id: String,
     profile_type: String,
@@ -37,7 +41,7 @@ struct CreateBaseline {
     tags: Vec<String>,
 }
 
-#[derive(Clone, Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BaselineRecord {
     pub baseline_id: String,
@@ -52,7 +56,7 @@ pub struct BaselineRecord {
     pub tags: Vec<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BaselineResponse {
     #[serde(flatten)]
@@ -96,6 +100,15 @@ fn invalid(field: &str, message: impl Into<String>) -> ApiError {
     ApiError::bad_request("InvalidRequest", message).details(json!({ "field": field }))
 }
 
+/// Saves a session as a baseline (the seed's CreateBaseline); without topFunctions
+/// core computes the top 20 by self from the stored session.
+#[utoipa::path(post, path = "/api/v1/profiling/baselines", tag = "baselines",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant (default: \"default\"); or a `tenant` query parameter")),
+    request_body = CreateBaseline,
+    responses((status = 201, body = BaselineResponse), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, description = "unknown sessionId", body = ErrorBody),
+        (status = 422, description = "profileType does not match the session", body = ErrorBody)),
+    security((), ("bearer" = [])))]
 pub async fn create(
     AxumState(state): AxumState<State>,
     tenant: Tenant,
@@ -172,6 +185,10 @@ pub async fn find_baseline(store: &Store, tenant: &Tenant, id: &str) -> Result<B
     load(store, &record_key(tenant, id)).await?.ok_or_else(|| ApiError::not_found("baseline", id))
 }
 
+/// A baseline; isLatest is true for the newest of its profile type and service.
+#[utoipa::path(get, path = "/api/v1/profiling/baselines/{id}", tag = "baselines",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant (default: \"default\"); or a `tenant` query parameter"), ("id" = String, Path, description = "baseline id")),
+    responses((status = 200, body = BaselineResponse), (status = 404, description = "unknown id", body = ErrorBody)))]
 pub async fn record(
     AxumState(state): AxumState<State>,
     tenant: Tenant,
@@ -184,11 +201,17 @@ pub async fn record(
     Ok(Json(respond(&state, &headers, &tenant, record, is_latest)))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct BaselineList {
     baselines: Vec<BaselineResponse>,
 }
 
+/// Baselines, newest first.
+#[utoipa::path(get, path = "/api/v1/profiling/baselines", tag = "baselines",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant (default: \"default\"); or a `tenant` query parameter"),
+        ("profileType" = Option<String>, Query), ("tag" = Option<String>, Query), ("service" = Option<String>, Query),
+        ("latest" = Option<bool>, Query, description = "only the latest of each type and service")),
+    responses((status = 200, body = BaselineList), (status = 400, body = ErrorBody)))]
 pub async fn list(
     AxumState(state): AxumState<State>,
     tenant: Tenant,

@@ -12,9 +12,12 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get};
 use axum::{Json, Router};
 use serde_json::{json, Value};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::store::{Store, StoreError};
 
@@ -29,17 +32,62 @@ pub struct AppState {
 
 pub type State = Arc<AppState>;
 
-pub fn router(state: State) -> Router {
-    Router::new()
-        .route("/v1/profiles", get(profiles::list).post(profiles::upload))
-        .route("/v1/profiles/{id}", get(profiles::record).delete(profiles::delete))
-        .route("/v1/profiles/{id}/raw", get(profiles::raw))
-        .route("/v1/profiling/baselines", get(baselines::list).post(baselines::create))
-        .route("/v1/profiling/baselines/{id}", get(baselines::record))
-        .route("/v1/profiling/diff", post(analysis::diff_sessions))
-        .route("/v1/profiling/sessions/{id}/analysis", get(analysis::goroutine_analysis))
-        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "NotFound", "no such API route") })
+/// The API's routes and, from the same annotations, its OpenAPI document: a route
+/// cannot exist without being documented.
+pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
+    let (router, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(health))
+        .routes(routes!(profiles::list, profiles::upload))
+        .routes(routes!(profiles::record, profiles::delete))
+        .routes(routes!(profiles::raw))
+        .routes(routes!(baselines::list, baselines::create))
+        .routes(routes!(baselines::record))
+        .routes(routes!(analysis::diff_sessions))
+        .routes(routes!(analysis::goroutine_analysis))
         .with_state(state)
+        .split_for_parts();
+    let published = doc.clone();
+    let router = router
+        .route("/api/openapi.json", get(move || async move { Json(published) }))
+        .route("/api/{*rest}", any(|| async { ApiError::new(StatusCode::NOT_FOUND, "NotFound", "no such API route") }));
+    (router, doc)
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(title = "stacklens", description = "Profiles, baselines and their analysis; every error is {message, error_code, details}."),
+    modifiers(&BearerAuth),
+    components(schemas(ErrorBody))
+)]
+struct ApiDoc;
+
+/// Writes take `Authorization: Bearer <token>` when the server has `--token-file`.
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// Liveness.
+#[utoipa::path(get, path = "/healthz", tag = "server", responses((status = 200, description = "{\"status\": \"ok\"}")))]
+async fn health() -> Json<Value> {
+    Json(json!({"status": "ok"}))
+}
+
+/// Every error answer.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    message: String,
+    error_code: String,
+    #[schema(value_type = Object)]
+    details: Value,
 }
 
 #[derive(Debug)]

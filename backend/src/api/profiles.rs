@@ -15,11 +15,13 @@ use sha2::{Digest, Sha256};
 use stacklens_core::analysis::summary::sample_count;
 use stacklens_core::ProfileKind;
 
-use super::{authorize, blocking, load, now_rfc3339, share_url, valid_id, ApiError, State, Tenant};
+use utoipa::ToSchema;
+
+use super::{authorize, blocking, load, now_rfc3339, share_url, valid_id, ApiError, ErrorBody, State, Tenant};
 use crate::store::Store;
 
 /// What is stored beside each raw profile.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionRecord {
     pub id: String,
@@ -36,7 +38,7 @@ pub struct SessionRecord {
     pub content_type: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionResponse {
     #[serde(flatten)]
@@ -137,6 +139,25 @@ pub fn parse_kind(text: &str) -> Result<ProfileKind, ApiError> {
     })
 }
 
+/// Stores a raw profile after core parsed it; the same bytes give the same session.
+#[utoipa::path(post, path = "/api/v1/profiles", tag = "profiles",
+    params(
+        ("service" = Option<String>, Query, description = "service name (or X-Stacklens-Service)"),
+        ("profileType" = Option<String>, Query, description = "cpu|memory|alloc|block|mutex|goroutine|threadcreate; detected when absent"),
+        ("labels" = Option<String>, Query, description = "k=v,k2=v2"),
+        ("name" = Option<String>, Query, description = "file name"),
+        ("X-Tenant-ID" = Option<String>, Header, description = "tenant"),
+    ),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "the raw profile (pprof, gzipped or not; Go texts and dumps; Firefox Profiler JSON)"),
+    responses(
+        (status = 201, description = "stored", body = SessionResponse),
+        (status = 200, description = "these bytes were stored before: the existing session", body = SessionResponse),
+        (status = 400, description = "not a profile core can read, or a bad parameter", body = ErrorBody),
+        (status = 401, description = "a token is required", body = ErrorBody),
+        (status = 413, description = "larger than --max-upload", body = ErrorBody),
+        (status = 422, description = "profileType does not match the profile", body = ErrorBody),
+    ),
+    security((), ("bearer" = [])))]
 pub async fn upload(
     AxumState(state): AxumState<State>,
     tenant: Tenant,
@@ -228,6 +249,10 @@ pub async fn raw_bytes(store: &Store, tenant: &Tenant, record: &SessionRecord) -
     store.get(&raw_key(tenant, &record.sha256)).await?.ok_or_else(|| ApiError::not_found("session", &record.id))
 }
 
+/// A session's record.
+#[utoipa::path(get, path = "/api/v1/profiles/{id}", tag = "profiles",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant (default: \"default\"); or a `tenant` query parameter"), ("id" = String, Path, description = "session id")),
+    responses((status = 200, body = SessionResponse), (status = 404, description = "unknown id", body = ErrorBody)))]
 pub async fn record(
     AxumState(state): AxumState<State>,
     tenant: Tenant,
@@ -238,6 +263,10 @@ pub async fn record(
     Ok(Json(respond(&state, &headers, &tenant, record)))
 }
 
+/// The exact bytes uploaded (`go tool pprof <this URL>` works).
+#[utoipa::path(get, path = "/api/v1/profiles/{id}/raw", tag = "profiles",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant (default: \"default\"); or a `tenant` query parameter"), ("id" = String, Path, description = "session id")),
+    responses((status = 200, description = "the raw profile", content_type = "application/octet-stream", body = Vec<u8>), (status = 404, description = "unknown id", body = ErrorBody)))]
 pub async fn raw(
     AxumState(state): AxumState<State>,
     tenant: Tenant,
@@ -260,6 +289,11 @@ pub async fn raw(
         .into_response())
 }
 
+/// Deletes a session and its bytes (token holder only).
+#[utoipa::path(delete, path = "/api/v1/profiles/{id}", tag = "profiles",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant (default: \"default\"); or a `tenant` query parameter"), ("id" = String, Path, description = "session id")),
+    responses((status = 204, description = "deleted"), (status = 401, body = ErrorBody), (status = 404, description = "unknown id", body = ErrorBody)),
+    security((), ("bearer" = [])))]
 pub async fn delete(
     AxumState(state): AxumState<State>,
     tenant: Tenant,
@@ -274,13 +308,20 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProfileList {
     profiles: Vec<SessionResponse>,
     next_cursor: Option<String>,
 }
 
+/// Sessions, newest first.
+#[utoipa::path(get, path = "/api/v1/profiles", tag = "profiles",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant (default: \"default\"); or a `tenant` query parameter"),
+        ("service" = Option<String>, Query), ("profileType" = Option<String>, Query),
+        ("limit" = Option<usize>, Query, description = "1..1000, default 50"),
+        ("cursor" = Option<String>, Query, description = "nextCursor of the previous page")),
+    responses((status = 200, body = ProfileList), (status = 400, body = ErrorBody)))]
 pub async fn list(
     AxumState(state): AxumState<State>,
     tenant: Tenant,

@@ -39,6 +39,7 @@ impl Default for DiffOptions {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FunctionDelta {
     pub name: String,
     pub base_flat: i64,

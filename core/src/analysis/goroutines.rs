@@ -53,6 +53,7 @@ pub struct GoroutineOptions {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GoroutineGroup {
     pub count: u64,
     pub state: String,

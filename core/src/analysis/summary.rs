@@ -9,6 +9,7 @@ use crate::{Profile, Result};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FunctionShare {
     pub func_name: String,
     pub package: String,
