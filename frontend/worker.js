@@ -4,6 +4,8 @@
 self.onmessage = async (event) => {
   const { glue, module } = event.data;
   const bundle = await import(glue);
-  await bundle.default({ module_or_path: module });
+  const exports = await bundle.default({ module_or_path: module });
+  // Read by scripts/bench-browser.mjs: the worker's WebAssembly memory.
+  self.stacklensMemory = exports.memory;
   bundle.worker_entry();
 };

@@ -40,8 +40,18 @@ async function heapMB(page) {
   return (metrics.find((m) => m.name === 'JSHeapUsedSize').value / 1048576).toFixed(0);
 }
 
+/** WebAssembly memory of the page and of its analysis worker, in MB. */
+async function wasmMB(page) {
+  const main = await page.evaluate(() => window.__stacklensWasm?.memory.buffer.byteLength ?? 0);
+  let worker = 0;
+  for (const w of page.workers()) worker += await w.evaluate(() => self.stacklensMemory?.buffer.byteLength ?? 0);
+  return { main: (main / 1048576).toFixed(0), worker: (worker / 1048576).toFixed(0) };
+}
+
 async function stacklens(file) {
   const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+  // Trunk announces the page's WASM exports (and so its memory) with this event.
+  await page.addInitScript(() => addEventListener('TrunkApplicationStarted', (e) => { window.__stacklensWasm = e.detail.wasm; }));
   await page.goto(server.base);
   await page.waitForSelector('body[data-worker-ready]');
   const start = Date.now();
@@ -80,8 +90,9 @@ async function stacklens(file) {
     });
   }
   const heap = await heapMB(page);
+  const wasm = await wasmMB(page);
   await page.close();
-  return { ms, heap, frame };
+  return { ms, heap, frame, wasm };
 }
 
 async function speedscope(file) {
@@ -104,8 +115,8 @@ async function speedscope(file) {
 }
 
 console.log(`Chromium ${browser.version()}, speedscope ${SPEEDSCOPE}, stacklens ${execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root }).toString().trim()}, median of ${runs} runs\n`);
-console.log('| input | size | stacklens: chosen → painted | speedscope: chosen → painted | stacklens JS heap | speedscope JS heap | stacklens zoom frame p50 / p95 |');
-console.log('| --- | --- | --- | --- | --- | --- | --- |');
+console.log('| input | size | stacklens: chosen → painted | speedscope: chosen → painted | stacklens JS heap | stacklens WASM memory (page + worker) | speedscope JS heap | stacklens zoom frame p50 / p95 |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const file of inputs) {
   const ours = [];
   const theirs = [];
@@ -117,7 +128,8 @@ for (const file of inputs) {
   const t = theirs.every((r) => r.ms !== null) ? median(theirs.map((r) => r.ms)) : null;
   const frame = ours[0].frame ? `${ours[0].frame.p50} / ${ours[0].frame.p95} ms` : 'n/a';
   const size = (statSync(join(fixtures, file)).size / 1048576).toFixed(1);
-  console.log(`| ${file} | ${size} MB | ${o} ms | ${t === null ? 'cannot read it' : `${t} ms`} | ${ours[0].heap} MB | ${theirs[0].heap ?? 'n/a'} MB | ${frame} |`);
+  const wasm = `${ours[0].wasm.main} + ${ours[0].wasm.worker} MB`;
+  console.log(`| ${file} | ${size} MB | ${o} ms | ${t === null ? 'cannot read it' : `${t} ms`} | ${ours[0].heap} MB | ${wasm} | ${theirs[0].heap ?? 'n/a'} MB | ${frame} |`);
 }
 await browser.close();
 await server.stop();

@@ -103,10 +103,14 @@ pub fn FlameGraph(
         let rows = (tree.max_depth + 1).min(MAX_ROWS);
         let css_height = f64::from(rows) * ROW;
         let dpr = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio());
-        canvas.set_width((css_width * dpr) as u32);
-        canvas.set_height((css_height * dpr) as u32);
+        // Resizing reallocates the canvas: only when the size changed.
+        let (w, h) = ((css_width * dpr) as u32, (css_height * dpr) as u32);
+        if canvas.width() != w || canvas.height() != h {
+            canvas.set_width(w);
+            canvas.set_height(h);
+        }
         let Some(ctx) = context(&canvas) else { return };
-        let _ = ctx.scale(dpr, dpr);
+        let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
         ctx.clear_rect(0.0, 0.0, css_width, css_height);
         ctx.set_font("12px ui-monospace, SFMono-Regular, Menlo, monospace");
         let laid = layout(
