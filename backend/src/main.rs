@@ -5,6 +5,7 @@ mod api;
 mod cli;
 mod serve;
 mod store;
+mod targets;
 mod text;
 
 use std::process::ExitCode;

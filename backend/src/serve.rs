@@ -20,6 +20,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::api;
 use crate::store::Store;
+use crate::targets::Targets;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -45,6 +46,9 @@ pub struct ServeArgs {
     /// The address share links use (default: the request's Host).
     #[arg(long)]
     public_url: Option<String>,
+    /// Services to capture profiles from (see README).
+    #[arg(long)]
+    targets: Option<PathBuf>,
     /// Requests taking longer are answered 408.
     #[arg(long, default_value_t = 120)]
     request_timeout_secs: u64,
@@ -184,6 +188,10 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
         }
         None => None,
     };
+    let targets = match &args.targets {
+        Some(path) => Targets::load(path).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
+        None => Targets::default(),
+    };
     let store =
         Store::open(&args.store).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -195,6 +203,9 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
             token,
             max_upload: args.max_upload,
             public_url: args.public_url,
+            targets,
+            captures_running: Default::default(),
+            http: reqwest::Client::new(),
         });
         let app = router(&args.dist, state, &args.cors_origins, Duration::from_secs(args.request_timeout_secs));
         axum::serve(listener, app).with_graceful_shutdown(shutdown()).await

@@ -499,6 +499,8 @@ fn openapi_documents_every_route() {
         ("get", "/api/v1/profiling/baselines/{id}"),
         ("post", "/api/v1/profiling/diff"),
         ("get", "/api/v1/profiling/sessions/{id}/analysis"),
+        ("post", "/api/v1/observability/profiling/start"),
+        ("get", "/api/v1/observability/profiling/{id}"),
     ]
     .into_iter()
     .map(|(m, p)| (m.to_owned(), p.to_owned()))
@@ -512,6 +514,7 @@ fn openapi_documents_every_route() {
         let status = response.status();
         let body: Value = response.json().unwrap_or(Value::Null);
         assert_ne!(body["error_code"], "NotFound", "{method} {path} is documented but not routed ({status})");
+        assert!(status != 500, "{method} {path}: {body}");
     }
     // Referenced schemas exist; the growth rate's default is documented.
     let schemas = doc["components"]["schemas"].as_object().unwrap();
@@ -526,6 +529,8 @@ fn openapi_documents_every_route() {
         "FunctionShare",
         "FunctionDelta",
         "GoroutineGroup",
+        "StartCapture",
+        "CaptureResponse",
     ] {
         assert!(schemas.contains_key(name), "schema {name} missing");
     }

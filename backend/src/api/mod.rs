@@ -4,6 +4,7 @@
 
 mod analysis;
 mod baselines;
+mod capture;
 mod profiles;
 
 use std::sync::Arc;
@@ -28,6 +29,11 @@ pub struct AppState {
     pub max_upload: usize,
     /// Where share links point (`--public-url`); else the request's Host.
     pub public_url: Option<String>,
+    /// Services captures may be taken from (`--targets`).
+    pub targets: crate::targets::Targets,
+    /// (tenant, service, type) of captures running on this replica.
+    pub captures_running: std::sync::Mutex<std::collections::HashSet<(String, String, stacklens_core::ProfileKind)>>,
+    pub http: reqwest::Client,
 }
 
 pub type State = Arc<AppState>;
@@ -44,6 +50,8 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(baselines::record))
         .routes(routes!(analysis::diff_sessions))
         .routes(routes!(analysis::goroutine_analysis))
+        .routes(routes!(capture::start))
+        .routes(routes!(capture::status))
         .with_state(state)
         .split_for_parts();
     let published = doc.clone();
@@ -99,6 +107,10 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         ApiError { status, code, message: message.into(), details: json!({}) }
     }

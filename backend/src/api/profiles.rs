@@ -173,7 +173,27 @@ pub async fn upload(
     let labels = parse_labels(&param(&query, &headers, "labels").unwrap_or_default())?;
     let claimed = param(&query, &headers, "profileType").map(|t| parse_kind(&t)).transpose()?;
     let bytes = read_body(body, state.max_upload).await?;
+    let (status, record) =
+        store_profile(&state.store, &tenant, bytes, NewSession { service, name, labels, claimed }).await?;
+    Ok((status, Json(respond(&state, &headers, &tenant, record))).into_response())
+}
 
+/// What a new session is filed under, besides its bytes.
+pub struct NewSession {
+    pub service: String,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub claimed: Option<ProfileKind>,
+}
+
+/// Parses `bytes` with core, then stores them and their record (201), or finds the
+/// session these bytes already are (200). Used by uploads and captures.
+pub async fn store_profile(
+    store: &Store,
+    tenant: &Tenant,
+    bytes: Bytes,
+    meta: NewSession,
+) -> Result<(StatusCode, SessionRecord), ApiError> {
     // Parse before storing: only profiles core can read are kept.
     let parsed = bytes.clone();
     let profile = blocking(move || stacklens_core::parse(&parsed)).await?.map_err(|e| {
@@ -181,7 +201,7 @@ pub async fn upload(
             .details(json!({ "coreError": e.code() }))
     })?;
     let detected = ProfileKind::of(&profile);
-    let profile_type = match claimed {
+    let profile_type = match meta.claimed {
         Some(c) if !detected.accepts(c) => {
             return Err(ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -194,18 +214,18 @@ pub async fn upload(
         None => detected,
     };
     let sha256 = hex::encode(Sha256::digest(&bytes));
-    let id = session_id(&tenant, &sha256);
-    if let Some(existing) = load::<SessionRecord>(&state.store, &record_key(&tenant, &id)).await? {
-        finish(&state.store, &tenant, &existing, &bytes).await?;
-        return Ok((StatusCode::OK, Json(respond(&state, &headers, &tenant, existing))).into_response());
+    let id = session_id(tenant, &sha256);
+    if let Some(existing) = load::<SessionRecord>(store, &record_key(tenant, &id)).await? {
+        finish(store, tenant, &existing, &bytes).await?;
+        return Ok((StatusCode::OK, existing));
     }
     let text = !bytes.starts_with(&[0x1f, 0x8b]) && std::str::from_utf8(&bytes[..bytes.len().min(4096)]).is_ok();
     let record = SessionRecord {
         id: id.clone(),
-        service,
+        service: meta.service,
         profile_type,
-        name,
-        labels,
+        name: meta.name,
+        labels: meta.labels,
         sample_types: (0..profile.sample_types.len()).map(|i| profile.sample_type_name(i).to_owned()).collect(),
         sample_count: sample_count(&profile),
         duration_seconds: profile.duration_nanos as f64 / 1e9,
@@ -216,17 +236,17 @@ pub async fn upload(
     };
     // Raw bytes first, then the record, then the index: a record never points at
     // missing bytes, and a re-upload completes whatever a crash left out.
-    state.store.create(&raw_key(&tenant, &record.sha256), bytes.clone()).await?;
-    let created = state.store.create(&record_key(&tenant, &id), Bytes::from(serde_json::to_vec(&record)?)).await?;
+    store.create(&raw_key(tenant, &record.sha256), bytes.clone()).await?;
+    let created = store.create(&record_key(tenant, &id), Bytes::from(serde_json::to_vec(&record)?)).await?;
     let (status, record) = if created {
         (StatusCode::CREATED, record)
     } else {
         // Another replica stored the same bytes meanwhile: its record wins.
-        let theirs = load::<SessionRecord>(&state.store, &record_key(&tenant, &id)).await?.unwrap_or(record);
+        let theirs = load::<SessionRecord>(store, &record_key(tenant, &id)).await?.unwrap_or(record);
         (StatusCode::OK, theirs)
     };
-    finish(&state.store, &tenant, &record, &bytes).await?;
-    Ok((status, Json(respond(&state, &headers, &tenant, record))).into_response())
+    finish(store, tenant, &record, &bytes).await?;
+    Ok((status, record))
 }
 
 /// Makes sure the raw bytes and the index entry of a stored record exist.

@@ -1,0 +1,287 @@
+//! Captures from running Go services (pull, like a Parca or Pyroscope scrape): fetch the
+//! matching `net/http/pprof` endpoint, validate it with core and store it as a session.
+//! Records are create-only: `started.json`, then `done.json` with the outcome.
+
+use std::collections::BTreeMap;
+
+use axum::body::Body;
+use axum::extract::{Path, State as AxumState};
+use axum::http::{HeaderMap, StatusCode};
+use axum::Json;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use stacklens_core::analysis::summary::{top_functions, FunctionShare};
+use stacklens_core::ProfileKind;
+use utoipa::ToSchema;
+
+use super::profiles::{parse_kind, raw_bytes, read_body, store_profile, NewSession};
+use super::{
+    authorize, blocking, load, now_rfc3339, share_url, valid_id, ApiError, AppState, ErrorBody, State, Tenant,
+};
+use crate::targets::Target;
+
+/// Longest capture accepted.
+const MAX_SECONDS: u64 = 300;
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StartCapture {
+    /// A service from `--targets`.
+    service: String,
+    /// cpu, memory, alloc, block, mutex or goroutine.
+    profile_type: String,
+    /// How long a cpu profile runs (1..300, default 10); other types are snapshots.
+    duration_seconds: Option<u64>,
+    /// Recorded with the capture; Go's handlers sample at the rates the program set.
+    sample_rate: Option<u64>,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Started {
+    id: String,
+    service: String,
+    profile_type: ProfileKind,
+    started_at: String,
+    duration_seconds: u64,
+    sample_rate: Option<u64>,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Done {
+    completed_at: String,
+    session_id: Option<String>,
+    sample_count: Option<i64>,
+    top_functions: Vec<FunctionShare>,
+    error: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CaptureResponse {
+    id: String,
+    service: String,
+    #[schema(value_type = String)]
+    profile_type: ProfileKind,
+    /// running, completed or failed.
+    status: String,
+    started_at: String,
+    completed_at: Option<String>,
+    duration_seconds: u64,
+    sample_rate: Option<u64>,
+    sample_count: Option<i64>,
+    top_functions: Vec<FunctionShare>,
+    /// The page's share link for the captured session.
+    flame_graph_url: Option<String>,
+    session_id: Option<String>,
+    /// Why a capture failed.
+    error: Option<String>,
+}
+
+fn key(tenant: &Tenant, id: &str, part: &str) -> String {
+    tenant.key(&format!("captures/{id}/{part}.json"))
+}
+
+/// The pprof endpoint for a profile type.
+fn endpoint(target: &Target, kind: ProfileKind, seconds: u64) -> Option<String> {
+    let path = match kind {
+        ProfileKind::Cpu => format!("profile?seconds={seconds}"),
+        ProfileKind::Memory => "heap".to_owned(),
+        ProfileKind::Alloc => "allocs".to_owned(),
+        ProfileKind::Block => "block".to_owned(),
+        ProfileKind::Mutex => "mutex".to_owned(),
+        // The debug=2 dump: states, wait times and creators, which debug=0 lacks.
+        ProfileKind::Goroutine => "goroutine?debug=2".to_owned(),
+        ProfileKind::Threadcreate | ProfileKind::Other => return None,
+    };
+    Some(format!("{}/{path}", target.url.trim_end_matches('/')))
+}
+
+/// Starts a capture; 202 with its id while it runs.
+#[utoipa::path(post, path = "/api/v1/observability/profiling/start", tag = "capture",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant")),
+    request_body = StartCapture,
+    responses((status = 202, body = CaptureResponse), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, description = "unknown service", body = ErrorBody),
+        (status = 409, description = "a capture of this service and type is running", body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn start(
+    AxumState(state): AxumState<State>,
+    tenant: Tenant,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<(StatusCode, Json<CaptureResponse>), ApiError> {
+    authorize(&state, &headers)?;
+    let body = read_body(body, 1 << 16).await?;
+    let request: StartCapture = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request("InvalidRequest", format!("not a capture request: {e}")))?;
+    let kind = parse_kind(&request.profile_type)?;
+    let seconds = request.duration_seconds.unwrap_or(10);
+    if !(1..=MAX_SECONDS).contains(&seconds) {
+        return Err(ApiError::bad_request("InvalidRequest", format!("durationSeconds must be 1..{MAX_SECONDS}"))
+            .details(json!({ "field": "durationSeconds" })));
+    }
+    let target = state.targets.find(&request.service).cloned().ok_or_else(|| {
+        ApiError::new(StatusCode::NOT_FOUND, "UnknownService", format!("no capture target named '{}'", request.service))
+            .details(json!({ "service": request.service }))
+    })?;
+    let url = endpoint(&target, kind, seconds).ok_or_else(|| {
+        ApiError::bad_request("InvalidProfileType", format!("{kind} profiles cannot be captured"))
+            .details(json!({ "profileType": kind }))
+    })?;
+    let slot = (tenant.0.clone(), target.service.clone(), kind);
+    if !state.captures_running.lock().expect("not poisoned").insert(slot.clone()) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "CaptureInProgress",
+            format!("a {kind} capture of '{}' is already running", target.service),
+        )
+        .details(json!({ "service": target.service, "profileType": kind })));
+    }
+    let started = Started {
+        id: format!("cap-{}", uuid::Uuid::now_v7().simple()),
+        service: target.service.clone(),
+        profile_type: kind,
+        started_at: now_rfc3339(),
+        duration_seconds: if kind == ProfileKind::Cpu { seconds } else { 0 },
+        sample_rate: request.sample_rate,
+    };
+    let stored =
+        state.store.create(&key(&tenant, &started.id, "started"), Bytes::from(serde_json::to_vec(&started)?)).await;
+    if let Err(e) = stored {
+        state.captures_running.lock().expect("not poisoned").remove(&slot);
+        return Err(e.into());
+    }
+    let response = respond(&state, &headers, &tenant, &started, None);
+    let state2 = state.clone();
+    tokio::spawn(async move {
+        let done = run(&state2, &tenant, &target, &started, &url).await;
+        if let Ok(bytes) = serde_json::to_vec(&done) {
+            if let Err(e) = state2.store.create(&key(&tenant, &started.id, "done"), Bytes::from(bytes)).await {
+                tracing::error!("capture {}: cannot store its outcome: {e}", started.id);
+            }
+        }
+        state2.captures_running.lock().expect("not poisoned").remove(&slot);
+    });
+    Ok((StatusCode::ACCEPTED, Json(response)))
+}
+
+/// Fetches, validates and stores one capture.
+async fn run(state: &AppState, tenant: &Tenant, target: &Target, started: &Started, url: &str) -> Done {
+    let failed = |error: String| Done {
+        completed_at: now_rfc3339(),
+        session_id: None,
+        sample_count: None,
+        top_functions: Vec::new(),
+        error: Some(error),
+    };
+    let timeout = std::time::Duration::from_secs(started.duration_seconds + 30);
+    let response = match state.http.get(url).timeout(timeout).send().await {
+        Ok(r) => r,
+        Err(e) => return failed(format!("{url} did not answer: {e}")),
+    };
+    if !response.status().is_success() {
+        return failed(format!("{url} answered {}", response.status()));
+    }
+    let bytes = match response.bytes().await {
+        Ok(b) => b,
+        Err(e) => return failed(format!("reading {url}: {e}")),
+    };
+    let mut labels: BTreeMap<String, String> = target.labels.clone();
+    labels.insert("capture".to_owned(), started.id.clone());
+    let name = format!("{}-{}.pprof", started.service, started.profile_type);
+    let meta = NewSession { service: started.service.clone(), name, labels, claimed: Some(started.profile_type) };
+    let record = match store_profile(&state.store, tenant, bytes, meta).await {
+        Ok((_, record)) => record,
+        Err(e) => return failed(format!("{url}: {}", e.message())),
+    };
+    let kind = started.profile_type;
+    let top = match raw_bytes(&state.store, tenant, &record).await {
+        Ok(bytes) => blocking(move || {
+            stacklens_core::parse(&bytes).and_then(|p| top_functions(&p, kind.sample_type(&p), 20)).unwrap_or_default()
+        })
+        .await
+        .unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    Done {
+        completed_at: now_rfc3339(),
+        session_id: Some(record.id),
+        sample_count: Some(record.sample_count),
+        top_functions: top,
+        error: None,
+    }
+}
+
+fn respond(
+    state: &AppState,
+    headers: &HeaderMap,
+    tenant: &Tenant,
+    started: &Started,
+    done: Option<Done>,
+) -> CaptureResponse {
+    let status = match &done {
+        None => "running",
+        Some(d) if d.error.is_some() => "failed",
+        Some(_) => "completed",
+    };
+    let done = done.unwrap_or(Done {
+        completed_at: String::new(),
+        session_id: None,
+        sample_count: None,
+        top_functions: Vec::new(),
+        error: None,
+    });
+    CaptureResponse {
+        id: started.id.clone(),
+        service: started.service.clone(),
+        profile_type: started.profile_type,
+        status: status.to_owned(),
+        started_at: started.started_at.clone(),
+        completed_at: (!done.completed_at.is_empty()).then_some(done.completed_at),
+        duration_seconds: started.duration_seconds,
+        sample_rate: started.sample_rate,
+        sample_count: done.sample_count,
+        top_functions: done.top_functions,
+        flame_graph_url: done.session_id.as_ref().map(|id| share_url(state, headers, tenant, &format!("s/{id}"))),
+        session_id: done.session_id,
+        error: done.error,
+    }
+}
+
+/// A capture and, once done, its outcome.
+#[utoipa::path(get, path = "/api/v1/observability/profiling/{id}", tag = "capture",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"), ("id" = String, Path, description = "capture id")),
+    responses((status = 200, body = CaptureResponse), (status = 404, body = ErrorBody)))]
+pub async fn status(
+    AxumState(state): AxumState<State>,
+    tenant: Tenant,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<CaptureResponse>, ApiError> {
+    let unknown = || {
+        ApiError::new(StatusCode::NOT_FOUND, "CaptureNotFound", format!("unknown capture id '{id}'"))
+            .details(json!({ "id": id }))
+    };
+    if !valid_id(&id, "cap") {
+        return Err(unknown());
+    }
+    let started: Started = load(&state.store, &key(&tenant, &id, "started")).await?.ok_or_else(unknown)?;
+    let mut done: Option<Done> = load(&state.store, &key(&tenant, &id, "done")).await?;
+    // A capture whose server stopped before it finished never gets an outcome.
+    let deadline = humantime::parse_rfc3339(&started.started_at)
+        .ok()
+        .map(|t| t + std::time::Duration::from_secs(started.duration_seconds + 120));
+    if done.is_none() && deadline.is_some_and(|d| d < std::time::SystemTime::now()) {
+        done = Some(Done {
+            completed_at: now_rfc3339(),
+            session_id: None,
+            sample_count: None,
+            top_functions: Vec::new(),
+            error: Some("the capture was interrupted (its server stopped)".to_owned()),
+        });
+    }
+    Ok(Json(respond(&state, &headers, &tenant, &started, done)))
+}
