@@ -501,6 +501,8 @@ fn openapi_documents_every_route() {
         ("get", "/api/v1/profiling/sessions/{id}/analysis"),
         ("post", "/api/v1/observability/profiling/start"),
         ("get", "/api/v1/observability/profiling/{id}"),
+        ("get", "/api/v1/observability/profiling/history"),
+        ("get", "/api/v1/observability/profiling/compare"),
     ]
     .into_iter()
     .map(|(m, p)| (m.to_owned(), p.to_owned()))

@@ -102,6 +102,7 @@ fn captures_every_profile_type_from_a_go_service() {
     let http = Client::new();
 
     // Each type, with the function the service is busy in.
+    let mut captured = std::collections::HashMap::new();
     for (kind, busy) in [
         ("cpu", "main.burnCPU"),
         ("memory", "main.allocate"),
@@ -120,6 +121,7 @@ fn captures_every_profile_type_from_a_go_service() {
         let done = wait_done(&http, &server, started["id"].as_str().unwrap());
         assert_eq!(done["status"], "completed", "{kind}: {done}");
         let session = done["sessionId"].as_str().unwrap();
+        captured.insert(kind, done["id"].as_str().unwrap().to_owned());
         assert!(done["sampleCount"].as_i64().unwrap() > 0, "{kind}: {done}");
         assert!(!done["topFunctions"].as_array().unwrap().is_empty(), "{kind}");
         assert_eq!(done["flameGraphUrl"], format!("{}/#/s/{session}", server.base));
@@ -161,7 +163,49 @@ fn captures_every_profile_type_from_a_go_service() {
         202,
         "another type may run"
     );
+    let compare = |base: &str, later: &str| {
+        let url = format!(
+            "{}/api/v1/observability/profiling/compare?baseProfileId={base}&comparisonProfileId={later}",
+            server.base
+        );
+        let r = http.get(url).send().unwrap();
+        (r.status().as_u16(), r.json::<Value>().unwrap())
+    };
+    let (status, e) = compare(&captured["cpu"], first["id"].as_str().unwrap());
+    assert_eq!((status, e["error_code"].as_str()), (409, Some("CaptureNotCompleted")));
     assert_eq!(wait_done(&http, &server, first["id"].as_str().unwrap())["status"], "completed");
+
+    // Two cpu captures: history in time order with totals, and their comparison.
+    let history = |query: &str| -> Value {
+        let url = format!("{}/api/v1/observability/profiling/history?service=shop&profileType=cpu{query}", server.base);
+        http.get(url).send().unwrap().json().unwrap()
+    };
+    let all = history("");
+    let points = all["captures"].as_array().unwrap();
+    assert_eq!(
+        points.iter().map(|p| p["id"].as_str().unwrap()).collect::<Vec<_>>(),
+        [captured["cpu"].as_str(), first["id"].as_str().unwrap()]
+    );
+    for p in points {
+        assert_eq!((&p["status"], &p["unit"]), (&json!("completed"), &json!("nanoseconds")));
+        assert!(p["total"].as_i64().unwrap() > 0 && !p["topFunctions"].as_array().unwrap().is_empty(), "{p}");
+    }
+    let second_start = points[1]["startedAt"].as_str().unwrap();
+    assert_eq!(history(&format!("&from={second_start}"))["captures"].as_array().unwrap().len(), 1);
+    assert_eq!(history("&to=2000-01-01T00:00:00Z")["captures"], json!([]));
+    let (status, c) = compare(&captured["cpu"], first["id"].as_str().unwrap());
+    assert_eq!(status, 200, "{c}");
+    assert_eq!((&c["baseProfile"]["id"], &c["comparisonProfile"]["id"]), (&json!(captured["cpu"]), &first["id"]));
+    assert!(
+        c["regressions"].is_array()
+            && c["improvements"].is_array()
+            && c["unchanged"].is_u64()
+            && c["overallDelta"].is_f64(),
+        "{c}"
+    );
+    assert_eq!(c["noiseThresholdPct"], 1.0);
+    let (status, e) = compare(&captured["cpu"], &captured["memory"]);
+    assert_eq!((status, e["error_code"].as_str()), (422, Some("ProfileTypeMismatch")));
 
     // A target that does not answer: the capture fails and says why.
     let (status, started) = post(&http, &server, json!({"service": "gone", "profileType": "memory"}));
@@ -169,6 +213,10 @@ fn captures_every_profile_type_from_a_go_service() {
     let failed = wait_done(&http, &server, started["id"].as_str().unwrap());
     assert_eq!(failed["status"], "failed");
     assert!(failed["error"].as_str().unwrap().contains(&format!("127.0.0.1:{down}")), "{failed}");
+    let (status, e) = compare(failed["id"].as_str().unwrap(), &captured["memory"]);
+    assert_eq!((status, e["error_code"].as_str()), (422, Some("CaptureFailed")));
+    let r = http.get(format!("{}/api/v1/observability/profiling/history?profileType=cpu", server.base)).send().unwrap();
+    assert_eq!(r.status(), 400, "service is required");
 
     // Bad requests.
     let (status, e) = post(&http, &server, json!({"service": "nope", "profileType": "cpu"}));

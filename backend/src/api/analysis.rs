@@ -2,7 +2,9 @@
 //! and the CLI: diffs between two sessions and goroutine analysis of one.
 
 use axum::body::Body;
-use axum::extract::{Path, State as AxumState};
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State as AxumState};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -13,7 +15,7 @@ use stacklens_core::{Profile, ProfileKind};
 
 use super::baselines::{find_baseline, latest_id};
 use super::profiles::{find, parse_kind, raw_bytes, read_body, SessionRecord};
-use super::{blocking, now_rfc3339, ApiError, ErrorBody, State, Tenant};
+use super::{blocking, now_rfc3339, required, ApiError, AppState, ErrorBody, State, Tenant};
 use crate::store::Store;
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
@@ -21,11 +23,24 @@ use utoipa::ToSchema;
 /// Stacks an analysis returns, largest first.
 const TOP_STACKS: usize = 20;
 
-/// A session id, or a baseline id standing for its session.
-async fn session_of(store: &Store, tenant: &Tenant, id: &str) -> Result<SessionRecord, ApiError> {
+/// The noise threshold in % of the base total: 1 unless given, within 0..100.
+fn noise_threshold(given: Option<f64>) -> Result<f64, ApiError> {
+    match given {
+        None => Ok(1.0),
+        Some(n) if (0.0..=100.0).contains(&n) => Ok(n),
+        Some(_) => Err(ApiError::bad_request("InvalidParameter", "noiseThresholdPct must be a number within 0..100")
+            .details(json!({ "field": "noiseThresholdPct" }))),
+    }
+}
+
+/// A session id, or a baseline or capture id standing for its session.
+async fn session_of(state: &AppState, tenant: &Tenant, id: &str) -> Result<SessionRecord, ApiError> {
+    let store = &state.store;
     if id.starts_with("base-") {
         let baseline = find_baseline(store, tenant, id).await?;
         find(store, tenant, &baseline.session_id).await
+    } else if id.starts_with("cap-") {
+        find(store, tenant, &super::capture::captured_session(state, tenant, id).await?).await
     } else {
         find(store, tenant, id).await
     }
@@ -157,13 +172,9 @@ pub async fn diff_sessions(
     let request: DiffRequest = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request("InvalidRequest", format!("not a diff request: {e}")))?;
     let kind = parse_kind(&request.kind)?;
-    let noise = request.noise_threshold_pct.unwrap_or(1.0);
-    if !(0.0..=100.0).contains(&noise) {
-        return Err(ApiError::bad_request("InvalidRequest", "noiseThresholdPct must be within 0..100")
-            .details(json!({ "field": "noiseThresholdPct" })));
-    }
-    let base = session_of(&state.store, &tenant, &request.base_id).await?;
-    let later = session_of(&state.store, &tenant, &request.compare_id).await?;
+    let noise = noise_threshold(request.noise_threshold_pct)?;
+    let base = session_of(&state, &tenant, &request.base_id).await?;
+    let later = session_of(&state, &tenant, &request.compare_id).await?;
     for record in [&base, &later] {
         if !record.profile_type.accepts(kind) {
             return Err(mismatch(record, kind));
@@ -253,5 +264,95 @@ pub async fn goroutine_analysis(
         goroutine_growth_rate: growth.as_ref().map_or(1.0, |g| g.1),
         growth_baseline_id: growth.map(|g| g.0),
         analyzed_at: now_rfc3339(),
+    }))
+}
+
+/// One side of a comparison.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileRef {
+    /// The id as given (capture, session or baseline).
+    id: String,
+    session_id: String,
+    service: String,
+    #[schema(value_type = String)]
+    profile_type: ProfileKind,
+    created_at: String,
+    sample_count: i64,
+}
+
+impl ProfileRef {
+    fn new(id: &str, r: &SessionRecord) -> Self {
+        ProfileRef {
+            id: id.to_owned(),
+            session_id: r.id.clone(),
+            service: r.service.clone(),
+            profile_type: r.profile_type,
+            created_at: r.created_at.clone(),
+            sample_count: r.sample_count,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompareResponse {
+    base_profile: ProfileRef,
+    comparison_profile: ProfileRef,
+    sample_type: String,
+    unit: String,
+    /// Functions that shrank beyond the noise threshold: before (base*), after (compare*) and deltas.
+    improvements: Vec<FunctionDelta>,
+    regressions: Vec<FunctionDelta>,
+    /// Functions whose change stayed within the threshold.
+    unchanged: usize,
+    /// (after − before) / before × 100 of the totals.
+    overall_delta: f64,
+    noise_threshold_pct: f64,
+}
+
+/// Compares two captured profiles (or sessions, or baselines) function by function.
+#[utoipa::path(get, path = "/api/v1/observability/profiling/compare", tag = "capture",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"),
+        ("baseProfileId" = String, Query), ("comparisonProfileId" = String, Query),
+        ("noiseThresholdPct" = Option<f64>, Query, description = "changes below this % of the base total are unchanged (default 1)")),
+    responses((status = 200, body = CompareResponse), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, description = "a capture is still running", body = ErrorBody),
+        (status = 422, description = "profiles of different types, or a failed capture", body = ErrorBody)))]
+pub async fn compare_profiles(
+    AxumState(state): AxumState<State>,
+    tenant: Tenant,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<CompareResponse>, ApiError> {
+    let (base_id, later_id) = (required(&query, "baseProfileId")?, required(&query, "comparisonProfileId")?);
+    let noise = noise_threshold(query.get("noiseThresholdPct").map(|v| v.parse::<f64>().unwrap_or(f64::NAN)))?;
+    let base = session_of(&state, &tenant, base_id).await?;
+    let later = session_of(&state, &tenant, later_id).await?;
+    let kind = later.profile_type;
+    if !base.profile_type.accepts(kind) {
+        return Err(mismatch(&base, kind));
+    }
+    let (base_profile, later_profile) =
+        (profile_of(&state.store, &tenant, &base).await?, profile_of(&state.store, &tenant, &later).await?);
+    let report = blocking(move || {
+        let options = DiffOptions {
+            sample_index: kind.sample_type(&later_profile).to_owned(),
+            noise_threshold_pct: noise,
+            ..DiffOptions::default()
+        };
+        diff(&base_profile, &later_profile, &options)
+    })
+    .await?
+    .map_err(analysis_failed)?;
+    Ok(Json(CompareResponse {
+        base_profile: ProfileRef::new(base_id, &base),
+        comparison_profile: ProfileRef::new(later_id, &later),
+        sample_type: report.sample_type,
+        unit: report.unit,
+        improvements: report.improvements,
+        regressions: report.regressions,
+        unchanged: report.unchanged,
+        overall_delta: report.overall_delta_pct,
+        noise_threshold_pct: noise,
     }))
 }

@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 
 use axum::body::Body;
-use axum::extract::{Path, State as AxumState};
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State as AxumState};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use bytes::Bytes;
@@ -17,7 +19,7 @@ use utoipa::ToSchema;
 
 use super::profiles::{parse_kind, raw_bytes, read_body, store_profile, NewSession};
 use super::{
-    authorize, blocking, load, now_rfc3339, share_url, valid_id, ApiError, AppState, ErrorBody, State, Tenant,
+    authorize, blocking, load, now_rfc3339, required, share_url, valid_id, ApiError, AppState, ErrorBody, State, Tenant,
 };
 use crate::targets::Target;
 
@@ -48,14 +50,22 @@ struct Started {
     sample_rate: Option<u64>,
 }
 
-#[derive(Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 struct Done {
     completed_at: String,
     session_id: Option<String>,
     sample_count: Option<i64>,
+    /// The captured profile's total in its sample type (for trend charts).
+    total: Option<i64>,
+    unit: Option<String>,
     top_functions: Vec<FunctionShare>,
     error: Option<String>,
+}
+
+/// Captures by service and type in time order (for history).
+fn history_prefix(tenant: &Tenant, service: &str, kind: ProfileKind) -> String {
+    tenant.key(&format!("captures-by/s{}/{kind}", hex::encode(service)))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -148,8 +158,13 @@ pub async fn start(
         duration_seconds: if kind == ProfileKind::Cpu { seconds } else { 0 },
         sample_rate: request.sample_rate,
     };
-    let stored =
-        state.store.create(&key(&tenant, &started.id, "started"), Bytes::from(serde_json::to_vec(&started)?)).await;
+    let millis = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let indexed = format!("{}/{millis:016x}-{}", history_prefix(&tenant, &started.service, kind), started.id);
+    let record = Bytes::from(serde_json::to_vec(&started)?);
+    let stored = match state.store.create(&key(&tenant, &started.id, "started"), record).await {
+        Ok(_) => state.store.create(&indexed, Bytes::new()).await,
+        Err(e) => Err(e),
+    };
     if let Err(e) = stored {
         state.captures_running.lock().expect("not poisoned").remove(&slot);
         return Err(e.into());
@@ -170,13 +185,7 @@ pub async fn start(
 
 /// Fetches, validates and stores one capture.
 async fn run(state: &AppState, tenant: &Tenant, target: &Target, started: &Started, url: &str) -> Done {
-    let failed = |error: String| Done {
-        completed_at: now_rfc3339(),
-        session_id: None,
-        sample_count: None,
-        top_functions: Vec::new(),
-        error: Some(error),
-    };
+    let failed = |error: String| Done { completed_at: now_rfc3339(), error: Some(error), ..Done::default() };
     let timeout = std::time::Duration::from_secs(started.duration_seconds + 30);
     let response = match state.http.get(url).timeout(timeout).send().await {
         Ok(r) => r,
@@ -198,18 +207,28 @@ async fn run(state: &AppState, tenant: &Tenant, target: &Target, started: &Start
         Err(e) => return failed(format!("{url}: {}", e.message())),
     };
     let kind = started.profile_type;
-    let top = match raw_bytes(&state.store, tenant, &record).await {
-        Ok(bytes) => blocking(move || {
-            stacklens_core::parse(&bytes).and_then(|p| top_functions(&p, kind.sample_type(&p), 20)).unwrap_or_default()
+    let summary = match raw_bytes(&state.store, tenant, &record).await {
+        Ok(bytes) => blocking(move || -> Result<_, stacklens_core::Error> {
+            let p = stacklens_core::parse(&bytes)?;
+            let index = p.sample_index(kind.sample_type(&p))?;
+            let top = top_functions(&p, kind.sample_type(&p), 20)?;
+            Ok((p.total(index), p.sample_type_unit(index).to_owned(), top))
         })
         .await
-        .unwrap_or_default(),
-        Err(_) => Vec::new(),
+        .ok()
+        .and_then(Result::ok),
+        Err(_) => None,
+    };
+    let (total, unit, top) = match summary {
+        Some((total, unit, top)) => (Some(total), Some(unit), top),
+        None => (None, None, Vec::new()),
     };
     Done {
         completed_at: now_rfc3339(),
         session_id: Some(record.id),
         sample_count: Some(record.sample_count),
+        total,
+        unit,
         top_functions: top,
         error: None,
     }
@@ -227,13 +246,7 @@ fn respond(
         Some(d) if d.error.is_some() => "failed",
         Some(_) => "completed",
     };
-    let done = done.unwrap_or(Done {
-        completed_at: String::new(),
-        session_id: None,
-        sample_count: None,
-        top_functions: Vec::new(),
-        error: None,
-    });
+    let done = done.unwrap_or_default();
     CaptureResponse {
         id: started.id.clone(),
         service: started.service.clone(),
@@ -277,11 +290,107 @@ pub async fn status(
     if done.is_none() && deadline.is_some_and(|d| d < std::time::SystemTime::now()) {
         done = Some(Done {
             completed_at: now_rfc3339(),
-            session_id: None,
-            sample_count: None,
-            top_functions: Vec::new(),
             error: Some("the capture was interrupted (its server stopped)".to_owned()),
+            ..Done::default()
         });
     }
     Ok(Json(respond(&state, &headers, &tenant, &started, done)))
+}
+
+/// The session a completed capture stored.
+pub async fn captured_session(state: &AppState, tenant: &Tenant, id: &str) -> Result<String, ApiError> {
+    let unknown = || {
+        ApiError::new(StatusCode::NOT_FOUND, "CaptureNotFound", format!("unknown capture id '{id}'"))
+            .details(json!({ "id": id }))
+    };
+    if !valid_id(id, "cap") {
+        return Err(unknown());
+    }
+    load::<Started>(&state.store, &key(tenant, id, "started")).await?.ok_or_else(unknown)?;
+    let done: Done = load(&state.store, &key(tenant, id, "done")).await?.ok_or_else(|| {
+        ApiError::new(StatusCode::CONFLICT, "CaptureNotCompleted", format!("capture '{id}' is still running"))
+            .details(json!({ "id": id }))
+    })?;
+    done.session_id.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "CaptureFailed",
+            format!("capture '{id}' failed: {}", done.error.unwrap_or_default()),
+        )
+        .details(json!({ "id": id }))
+    })
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryPoint {
+    id: String,
+    service: String,
+    #[schema(value_type = String)]
+    profile_type: ProfileKind,
+    started_at: String,
+    status: String,
+    session_id: Option<String>,
+    sample_count: Option<i64>,
+    /// The profile's total in `unit` (cpu: nanoseconds; memory: bytes; …).
+    total: Option<i64>,
+    unit: Option<String>,
+    top_functions: Vec<FunctionShare>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct History {
+    /// Oldest first.
+    captures: Vec<HistoryPoint>,
+}
+
+/// Captures over time with their totals and top functions, for trend charts.
+#[utoipa::path(get, path = "/api/v1/observability/profiling/history", tag = "capture",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"),
+        ("service" = String, Query), ("profileType" = String, Query),
+        ("from" = Option<String>, Query, description = "RFC 3339; inclusive"), ("to" = Option<String>, Query, description = "RFC 3339; inclusive")),
+    responses((status = 200, body = History), (status = 400, body = ErrorBody)))]
+pub async fn history(
+    AxumState(state): AxumState<State>,
+    tenant: Tenant,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<History>, ApiError> {
+    let service = required(&query, "service")?;
+    let kind = parse_kind(required(&query, "profileType")?)?;
+    let bound = |name: &str| -> Result<Option<std::time::SystemTime>, ApiError> {
+        query.get(name).filter(|v| !v.is_empty()).map(|v| humantime::parse_rfc3339_weak(v)).transpose().map_err(|e| {
+            ApiError::bad_request("InvalidParameter", format!("{name} is not an RFC 3339 time: {e}"))
+                .details(json!({ "field": name }))
+        })
+    };
+    let (from, to) = (bound("from")?, bound("to")?);
+    let mut captures = Vec::new();
+    for entry in state.store.list(&history_prefix(&tenant, service, kind), None).await? {
+        let Some((_, id)) = entry.split_once('-') else { continue };
+        let Some(started) = load::<Started>(&state.store, &key(&tenant, id, "started")).await? else { continue };
+        let at = humantime::parse_rfc3339(&started.started_at).ok();
+        if from.is_some_and(|f| at.is_some_and(|a| a < f)) || to.is_some_and(|t| at.is_some_and(|a| a > t)) {
+            continue;
+        }
+        let done: Option<Done> = load(&state.store, &key(&tenant, id, "done")).await?;
+        let status = match &done {
+            None => "running",
+            Some(d) if d.error.is_some() => "failed",
+            Some(_) => "completed",
+        };
+        let done = done.unwrap_or_default();
+        captures.push(HistoryPoint {
+            id: started.id,
+            service: started.service,
+            profile_type: started.profile_type,
+            started_at: started.started_at,
+            status: status.to_owned(),
+            session_id: done.session_id,
+            sample_count: done.sample_count,
+            total: done.total,
+            unit: done.unit,
+            top_functions: done.top_functions.into_iter().take(5).collect(),
+        });
+    }
+    Ok(Json(History { captures }))
 }

@@ -52,6 +52,8 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(analysis::goroutine_analysis))
         .routes(routes!(capture::start))
         .routes(routes!(capture::status))
+        .routes(routes!(capture::history))
+        .routes(routes!(analysis::compare_profiles))
         .with_state(state)
         .split_for_parts();
     let published = doc.clone();
@@ -190,6 +192,13 @@ impl Tenant {
     pub fn key(&self, rest: &str) -> String {
         format!("tenants/{}/{rest}", self.0)
     }
+}
+
+/// A query parameter that must be present and non-empty.
+pub fn required<'a>(query: &'a std::collections::HashMap<String, String>, name: &str) -> Result<&'a str, ApiError> {
+    query.get(name).map(String::as_str).filter(|v| !v.is_empty()).ok_or_else(|| {
+        ApiError::bad_request("InvalidParameter", format!("{name} is required")).details(json!({ "field": name }))
+    })
 }
 
 /// Letters, digits, '-' and '_' only: safe inside object keys (no '/', no '..').
