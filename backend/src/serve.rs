@@ -207,6 +207,9 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
             captures_running: Default::default(),
             http: reqwest::Client::new(),
         });
+        if !state.targets.targets.is_empty() {
+            tokio::spawn(api::schedule::run_forever(state.clone()));
+        }
         let app = router(&args.dist, state, &args.cors_origins, Duration::from_secs(args.request_timeout_secs));
         axum::serve(listener, app).with_graceful_shutdown(shutdown()).await
     })

@@ -503,6 +503,7 @@ fn openapi_documents_every_route() {
         ("get", "/api/v1/observability/profiling/{id}"),
         ("get", "/api/v1/observability/profiling/history"),
         ("get", "/api/v1/observability/profiling/compare"),
+        ("post", "/api/v1/observability/profiling/continuous"),
     ]
     .into_iter()
     .map(|(m, p)| (m.to_owned(), p.to_owned()))

@@ -230,3 +230,85 @@ fn captures_every_profile_type_from_a_go_service() {
         .unwrap();
     assert_eq!(missing.status(), 404);
 }
+
+/// Two replicas run one stored schedule: each slot is captured once, old captures are
+/// deleted after the retention, the schedule outlives the replica it was posted to,
+/// and disabling it stops captures.
+#[test]
+fn continuous_capture_across_replicas_with_retention() {
+    let port = free_port();
+    let Some(_go) = go_service(port) else { return };
+    let targets = temp_dir("targets").join("targets.toml");
+    std::fs::write(
+        &targets,
+        format!("[[target]]\nservice = \"shop\"\nurl = \"http://127.0.0.1:{port}/debug/pprof\"\n"),
+    )
+    .unwrap();
+    let store = format!("file://{}", temp_dir("continuous").display());
+    let args = ["--targets", targets.to_str().unwrap()];
+    let (one, two) = (Server::start(&store, &args, &[]), Server::start(&store, &args, &[]));
+    let http = Client::new();
+    let schedule = |server: &Server, body: Value| {
+        let r =
+            http.post(format!("{}/api/v1/observability/profiling/continuous", server.base)).json(&body).send().unwrap();
+        (r.status().as_u16(), r.json::<Value>().unwrap())
+    };
+    let history = |server: &Server| -> Vec<Value> {
+        let url = format!("{}/api/v1/observability/profiling/history?service=shop&profileType=goroutine", server.base);
+        http.get(url).send().unwrap().json::<Value>().unwrap()["captures"].as_array().unwrap().clone()
+    };
+    let retention_secs = 4.0;
+    let (status, stored) = schedule(
+        &one,
+        json!({"service": "shop", "profileTypes": ["goroutine", "memory"], "sampleRate": 1, "retentionDays": retention_secs / 86400.0, "enabled": true, "intervalSeconds": 1}),
+    );
+    assert_eq!(status, 201, "{stored}");
+    assert_eq!((&stored["profileTypes"], &stored["intervalSeconds"]), (&json!(["goroutine", "memory"]), &json!(1)));
+
+    std::thread::sleep(Duration::from_millis(3500));
+    let early = history(&two);
+    assert!(early.len() >= 2, "captures are being taken: {early:?}");
+    let first_id = early[0]["id"].as_str().unwrap().to_owned();
+    // The replica the schedule was posted to goes away; the other keeps capturing.
+    one.kill_9();
+    std::thread::sleep(Duration::from_millis(4500));
+    let later = history(&two);
+    let slots: Vec<u64> = later.iter().map(|c| c["slot"].as_u64().unwrap()).collect();
+    let unique: std::collections::BTreeSet<u64> = slots.iter().copied().collect();
+    assert_eq!(unique.len(), slots.len(), "each slot captured once: {slots:?}");
+    assert!(later.len() >= 3, "{later:?}");
+    assert!(later.iter().all(|c| c["status"] != "failed"), "{later:?}");
+    assert!(
+        *slots.iter().max().unwrap() > early.iter().map(|c| c["slot"].as_u64().unwrap()).max().unwrap(),
+        "captures continue"
+    );
+    // Retention: the first capture (over 4 s old now) and its record are gone.
+    assert!(later.iter().all(|c| c["id"] != first_id.as_str()), "expired capture still listed");
+    let gone = http.get(format!("{}/api/v1/observability/profiling/{first_id}", two.base)).send().unwrap();
+    assert_eq!(gone.status(), 404);
+    let now = std::time::SystemTime::now();
+    for c in &later {
+        let at = humantime::parse_rfc3339(c["startedAt"].as_str().unwrap()).unwrap();
+        assert!(now.duration_since(at).unwrap().as_secs_f64() < retention_secs + 2.5, "{c}");
+    }
+
+    // Disabled: no new slots.
+    let (status, _) =
+        schedule(&two, json!({"service": "shop", "profileTypes": ["goroutine"], "retentionDays": 1, "enabled": false}));
+    assert_eq!(status, 201);
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = history(&two).iter().map(|c| c["slot"].as_u64().unwrap()).max().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let after = history(&two).iter().map(|c| c["slot"].as_u64().unwrap()).max().unwrap();
+    assert_eq!(before, after, "a disabled schedule captures nothing");
+
+    let (status, e) =
+        schedule(&two, json!({"service": "nope", "profileTypes": ["cpu"], "retentionDays": 1, "enabled": true}));
+    assert_eq!((status, e["error_code"].as_str()), (404, Some("UnknownService")));
+    let (status, _) =
+        schedule(&two, json!({"service": "shop", "profileTypes": [], "retentionDays": 1, "enabled": true}));
+    assert_eq!(status, 400);
+    let (status, _) =
+        schedule(&two, json!({"service": "shop", "profileTypes": ["cpu"], "retentionDays": 0, "enabled": true}));
+    assert_eq!(status, 400);
+}

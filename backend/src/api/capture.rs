@@ -41,13 +41,16 @@ pub struct StartCapture {
 
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Started {
+pub struct Started {
     id: String,
     service: String,
     profile_type: ProfileKind,
     started_at: String,
     duration_seconds: u64,
     sample_rate: Option<u64>,
+    /// For scheduled captures: the schedule's interval number this capture fills.
+    #[serde(default)]
+    slot: Option<u64>,
 }
 
 #[derive(Clone, Default, Serialize, Deserialize)]
@@ -81,6 +84,8 @@ pub struct CaptureResponse {
     completed_at: Option<String>,
     duration_seconds: u64,
     sample_rate: Option<u64>,
+    /// For scheduled captures: the interval number it fills.
+    slot: Option<u64>,
     sample_count: Option<i64>,
     top_functions: Vec<FunctionShare>,
     /// The page's share link for the captured session.
@@ -133,16 +138,31 @@ pub async fn start(
         return Err(ApiError::bad_request("InvalidRequest", format!("durationSeconds must be 1..{MAX_SECONDS}"))
             .details(json!({ "field": "durationSeconds" })));
     }
-    let target = state.targets.find(&request.service).cloned().ok_or_else(|| {
-        ApiError::new(StatusCode::NOT_FOUND, "UnknownService", format!("no capture target named '{}'", request.service))
-            .details(json!({ "service": request.service }))
+    let started = begin(&state, &tenant, &request.service, kind, seconds, request.sample_rate, None).await?;
+    Ok((StatusCode::ACCEPTED, Json(respond(&state, &headers, &tenant, &started, None))))
+}
+
+/// Starts a capture in the background: 404 for an unknown service, 409 while the same
+/// service and type is being captured on this replica.
+pub async fn begin(
+    state: &State,
+    tenant: &Tenant,
+    service: &str,
+    kind: ProfileKind,
+    seconds: u64,
+    sample_rate: Option<u64>,
+    slot: Option<u64>,
+) -> Result<Started, ApiError> {
+    let target = state.targets.find(service).cloned().ok_or_else(|| {
+        ApiError::new(StatusCode::NOT_FOUND, "UnknownService", format!("no capture target named '{service}'"))
+            .details(json!({ "service": service }))
     })?;
     let url = endpoint(&target, kind, seconds).ok_or_else(|| {
         ApiError::bad_request("InvalidProfileType", format!("{kind} profiles cannot be captured"))
             .details(json!({ "profileType": kind }))
     })?;
-    let slot = (tenant.0.clone(), target.service.clone(), kind);
-    if !state.captures_running.lock().expect("not poisoned").insert(slot.clone()) {
+    let running = (tenant.0.clone(), target.service.clone(), kind);
+    if !state.captures_running.lock().expect("not poisoned").insert(running.clone()) {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "CaptureInProgress",
@@ -156,31 +176,34 @@ pub async fn start(
         profile_type: kind,
         started_at: now_rfc3339(),
         duration_seconds: if kind == ProfileKind::Cpu { seconds } else { 0 },
-        sample_rate: request.sample_rate,
+        sample_rate,
+        slot,
     };
-    let millis = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-    let indexed = format!("{}/{millis:016x}-{}", history_prefix(&tenant, &started.service, kind), started.id);
+    let indexed = format!("{}/{:016x}-{}", history_prefix(tenant, &started.service, kind), now_millis(), started.id);
     let record = Bytes::from(serde_json::to_vec(&started)?);
-    let stored = match state.store.create(&key(&tenant, &started.id, "started"), record).await {
+    let stored = match state.store.create(&key(tenant, &started.id, "started"), record).await {
         Ok(_) => state.store.create(&indexed, Bytes::new()).await,
         Err(e) => Err(e),
     };
     if let Err(e) = stored {
-        state.captures_running.lock().expect("not poisoned").remove(&slot);
+        state.captures_running.lock().expect("not poisoned").remove(&running);
         return Err(e.into());
     }
-    let response = respond(&state, &headers, &tenant, &started, None);
-    let state2 = state.clone();
+    let (state, tenant, capture) = (state.clone(), Tenant(tenant.0.clone()), started.clone());
     tokio::spawn(async move {
-        let done = run(&state2, &tenant, &target, &started, &url).await;
+        let done = run(&state, &tenant, &target, &capture, &url).await;
         if let Ok(bytes) = serde_json::to_vec(&done) {
-            if let Err(e) = state2.store.create(&key(&tenant, &started.id, "done"), Bytes::from(bytes)).await {
-                tracing::error!("capture {}: cannot store its outcome: {e}", started.id);
+            if let Err(e) = state.store.create(&key(&tenant, &capture.id, "done"), Bytes::from(bytes)).await {
+                tracing::error!("capture {}: cannot store its outcome: {e}", capture.id);
             }
         }
-        state2.captures_running.lock().expect("not poisoned").remove(&slot);
+        state.captures_running.lock().expect("not poisoned").remove(&running);
     });
-    Ok((StatusCode::ACCEPTED, Json(response)))
+    Ok(started)
+}
+
+pub fn now_millis() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Fetches, validates and stores one capture.
@@ -241,11 +264,7 @@ fn respond(
     started: &Started,
     done: Option<Done>,
 ) -> CaptureResponse {
-    let status = match &done {
-        None => "running",
-        Some(d) if d.error.is_some() => "failed",
-        Some(_) => "completed",
-    };
+    let status = status_of(done.as_ref());
     let done = done.unwrap_or_default();
     CaptureResponse {
         id: started.id.clone(),
@@ -256,6 +275,7 @@ fn respond(
         completed_at: (!done.completed_at.is_empty()).then_some(done.completed_at),
         duration_seconds: started.duration_seconds,
         sample_rate: started.sample_rate,
+        slot: started.slot,
         sample_count: done.sample_count,
         top_functions: done.top_functions,
         flame_graph_url: done.session_id.as_ref().map(|id| share_url(state, headers, tenant, &format!("s/{id}"))),
@@ -329,6 +349,8 @@ pub struct HistoryPoint {
     #[schema(value_type = String)]
     profile_type: ProfileKind,
     started_at: String,
+    /// For scheduled captures: the interval number it fills.
+    slot: Option<u64>,
     status: String,
     session_id: Option<String>,
     sample_count: Option<i64>,
@@ -365,25 +387,20 @@ pub async fn history(
     };
     let (from, to) = (bound("from")?, bound("to")?);
     let mut captures = Vec::new();
-    for entry in state.store.list(&history_prefix(&tenant, service, kind), None).await? {
-        let Some((_, id)) = entry.split_once('-') else { continue };
-        let Some(started) = load::<Started>(&state.store, &key(&tenant, id, "started")).await? else { continue };
+    for entry in captured_history(&state, &tenant, service, kind).await? {
+        let started = entry.started;
         let at = humantime::parse_rfc3339(&started.started_at).ok();
         if from.is_some_and(|f| at.is_some_and(|a| a < f)) || to.is_some_and(|t| at.is_some_and(|a| a > t)) {
             continue;
         }
-        let done: Option<Done> = load(&state.store, &key(&tenant, id, "done")).await?;
-        let status = match &done {
-            None => "running",
-            Some(d) if d.error.is_some() => "failed",
-            Some(_) => "completed",
-        };
-        let done = done.unwrap_or_default();
+        let status = status_of(entry.done.as_ref());
+        let done = entry.done.unwrap_or_default();
         captures.push(HistoryPoint {
             id: started.id,
             service: started.service,
             profile_type: started.profile_type,
             started_at: started.started_at,
+            slot: started.slot,
             status: status.to_owned(),
             session_id: done.session_id,
             sample_count: done.sample_count,
@@ -393,4 +410,67 @@ pub async fn history(
         });
     }
     Ok(Json(History { captures }))
+}
+
+fn status_of(done: Option<&Done>) -> &'static str {
+    match done {
+        None => "running",
+        Some(d) if d.error.is_some() => "failed",
+        Some(_) => "completed",
+    }
+}
+
+/// A capture in a service and type's history.
+pub struct CaptureEntry {
+    /// When it started (milliseconds since the epoch).
+    pub millis: u64,
+    index: String,
+    started: Started,
+    done: Option<Done>,
+    pub session_id: Option<String>,
+}
+
+/// A service and type's captures, oldest first.
+pub async fn captured_history(
+    state: &AppState,
+    tenant: &Tenant,
+    service: &str,
+    kind: ProfileKind,
+) -> Result<Vec<CaptureEntry>, ApiError> {
+    let prefix = history_prefix(tenant, service, kind);
+    let mut entries = Vec::new();
+    for name in state.store.list(&prefix, None).await? {
+        let Some((millis, id)) = name.split_once('-') else { continue };
+        let Some(started) = load::<Started>(&state.store, &key(tenant, id, "started")).await? else { continue };
+        let done: Option<Done> = load(&state.store, &key(tenant, id, "done")).await?;
+        entries.push(CaptureEntry {
+            millis: u64::from_str_radix(millis, 16).unwrap_or(0),
+            index: format!("{prefix}/{name}"),
+            session_id: done.as_ref().and_then(|d| d.session_id.clone()),
+            started,
+            done,
+        });
+    }
+    Ok(entries)
+}
+
+/// Deletes a capture, and the session it created unless `in_use` still needs it.
+pub async fn forget_capture(
+    state: &AppState,
+    tenant: &Tenant,
+    entry: &CaptureEntry,
+    in_use: &std::collections::HashSet<String>,
+) -> Result<(), ApiError> {
+    if let Some(session) = entry.session_id.as_ref().filter(|s| !in_use.contains(*s)) {
+        if let Ok(record) = super::profiles::find(&state.store, tenant, session).await {
+            // Only a session this capture created: the same bytes may have been uploaded or baselined.
+            if record.labels.get("capture") == Some(&entry.started.id) {
+                super::profiles::delete_session(&state.store, tenant, &record).await?;
+            }
+        }
+    }
+    state.store.delete(&entry.index).await?;
+    state.store.delete(&key(tenant, &entry.started.id, "done")).await?;
+    state.store.delete(&key(tenant, &entry.started.id, "started")).await?;
+    Ok(())
 }

@@ -6,6 +6,7 @@ mod analysis;
 mod baselines;
 mod capture;
 mod profiles;
+pub mod schedule;
 
 use std::sync::Arc;
 
@@ -53,6 +54,7 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(capture::start))
         .routes(routes!(capture::status))
         .routes(routes!(capture::history))
+        .routes(routes!(schedule::set))
         .routes(routes!(analysis::compare_profiles))
         .with_state(state)
         .split_for_parts();

@@ -322,10 +322,16 @@ pub async fn delete(
 ) -> Result<StatusCode, ApiError> {
     authorize(&state, &headers)?;
     let record = find(&state.store, &tenant, &id).await?;
-    state.store.delete(&index_key(&tenant, &record)).await?;
-    state.store.delete(&record_key(&tenant, &id)).await?;
-    state.store.delete(&raw_key(&tenant, &record.sha256)).await?;
+    delete_session(&state.store, &tenant, &record).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Removes a session: its index entry first (listings stop showing it), then its record and bytes.
+pub async fn delete_session(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<(), ApiError> {
+    store.delete(&index_key(tenant, record)).await?;
+    store.delete(&record_key(tenant, &record.id)).await?;
+    store.delete(&raw_key(tenant, &record.sha256)).await?;
+    Ok(())
 }
 
 #[derive(Serialize, ToSchema)]
