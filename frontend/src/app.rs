@@ -840,6 +840,10 @@ pub fn App() -> impl IntoView {
                 "Open profiles " <input type="file" multiple data-testid="file-input" on:change=on_files />
             </label>
             <nav class="tabs">{tabs}</nav>
+            <details class="history-menu" data-testid="history-menu">
+                <summary>"Capture history"</summary>
+                <crate::history::HistoryView tenant=tenant.get_value() />
+            </details>
         </header>
         {progress}
         <details class="paste">

@@ -4,6 +4,7 @@
 pub mod app;
 mod client;
 mod flame;
+mod history;
 mod local_store;
 mod protocol;
 mod share;

@@ -142,3 +142,39 @@ pub async fn resolve(target: &str, tenant: Option<&str>) -> Result<(String, Stri
         Ok((name, raw_url(&s.id, tenant)))
     }
 }
+
+/// One capture in a service's history (see the API's history endpoint).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryPoint {
+    pub id: String,
+    pub started_at: String,
+    pub status: String,
+    pub session_id: Option<String>,
+    pub total: Option<i64>,
+    pub unit: Option<String>,
+    #[serde(default)]
+    pub top_functions: Vec<TopFunction>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopFunction {
+    pub func_name: String,
+    pub self_pct: f64,
+}
+
+#[derive(Deserialize)]
+struct History {
+    captures: Vec<HistoryPoint>,
+}
+
+/// A service's captures of one profile type, oldest first.
+pub async fn history(service: &str, profile_type: &str, tenant: Option<&str>) -> Result<Vec<HistoryPoint>, String> {
+    let url = format!(
+        "{API}/observability/profiling/history?service={}&profileType={}",
+        js_sys::encode_uri_component(service),
+        js_sys::encode_uri_component(profile_type)
+    );
+    call::<History>(with_tenant(Request::get(&url), tenant).build()).await.map(|h| h.captures)
+}

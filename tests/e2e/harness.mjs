@@ -28,10 +28,10 @@ async function freePort() {
 }
 
 /** Starts the server binary on a free port; resolves once /healthz answers. */
-export async function startServer() {
+export async function startServer(extraArgs = []) {
   const port = await freePort();
   const bin = process.env.STACKLENS_BIN || join(root, 'target/release/stacklens');
-  const proc = spawn(bin, ['serve', '--listen', `127.0.0.1:${port}`, '--dist', join(root, 'dist'), '--store', 'memory://'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const proc = spawn(bin, ['serve', '--listen', `127.0.0.1:${port}`, '--dist', join(root, 'dist'), '--store', 'memory://', ...extraArgs], { stdio: ['ignore', 'inherit', 'inherit'] });
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 15000;
   for (;;) {

@@ -2,6 +2,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { startServer, launchBrowser, fixtures, requireFixtures, screenshot } from './harness.mjs';
@@ -427,4 +428,53 @@ test('a samply (Firefox Profiler) profile shows its flame graph and top table', 
   assert.equal(await first.locator('[data-col=flat]').getAttribute('data-value'), String(11938 * 250000));
   await screenshot(page, 'top-samply');
   await page.close();
+});
+
+test('capture history: a trend chart per profile type from captures of a service', async (t) => {
+  if (!requireFixtures(t)) return;
+  // A stand-in for a Go service's net/http/pprof handlers, serving real profiles:
+  // the heap endpoint alternates between two snapshots.
+  let heaps = 0;
+  const target = createServer((req, res) => {
+    const file = req.url.startsWith('/debug/pprof/heap')
+      ? (heaps++ % 2 ? 'go/compare/heap.pb.gz' : 'go/base/heap.pb.gz')
+      : req.url.startsWith('/debug/pprof/goroutine') ? 'go/base/goroutine.debug2.txt' : null;
+    if (!file) { res.writeHead(404).end(); return; }
+    res.writeHead(200).end(readFileSync(join(fixtures, file)));
+  });
+  await new Promise((ok) => target.listen(0, '127.0.0.1', ok));
+  const dir = mkdtempSync(join(tmpdir(), 'stacklens-targets-'));
+  const targets = join(dir, 'targets.toml');
+  writeFileSync(targets, `[[target]]\nservice = "shop"\nurl = "http://127.0.0.1:${target.address().port}/debug/pprof"\n`);
+  const srv = await startServer(['--targets', targets]);
+  try {
+    for (const profileType of ['memory', 'memory', 'goroutine']) {
+      const started = await (await fetch(`${srv.base}/api/v1/observability/profiling/start`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ service: 'shop', profileType }),
+      })).json();
+      for (let status = started.status; status === 'running';) {
+        await new Promise((r) => setTimeout(r, 50));
+        status = (await (await fetch(`${srv.base}/api/v1/observability/profiling/${started.id}`)).json()).status;
+        assert.notEqual(status, 'failed');
+      }
+    }
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(srv.base);
+    await page.getByTestId('history-menu').locator('summary').click();
+    await page.getByTestId('history-service').fill('shop');
+    await page.getByTestId('history-load').click();
+    const memory = page.locator('[data-testid=history-type][data-type=memory]');
+    await memory.waitFor();
+    assert.equal(await memory.getByTestId('trend-point').count(), 2);
+    assert.equal(await memory.getByTestId('history-row').count(), 2);
+    const ys = await memory.getByTestId('trend-point').evaluateAll((els) => els.map((e) => Number(e.getAttribute('cy'))));
+    assert.notEqual(ys[0], ys[1], 'the two heap snapshots have different totals');
+    assert.equal(await page.locator('[data-testid=history-type][data-type=goroutine]').getByTestId('trend-point').count(), 1);
+    assert.equal(await page.locator('[data-testid=history-type][data-type=cpu]').count(), 0);
+    await screenshot(page, 'capture-history');
+    await page.close();
+  } finally {
+    await srv.stop();
+    target.close();
+  }
 });
