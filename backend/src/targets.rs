@@ -21,11 +21,42 @@ pub struct Target {
     pub labels: BTreeMap<String, String>,
 }
 
+/// A local process profiled with `samply record` (the seed's pipelines).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Pipeline {
+    pub name: String,
+    pub pid: Option<u32>,
+    /// A file holding the process id (one per line when the pipeline has several
+    /// processes; `ordinal` picks one).
+    pub pid_file: Option<std::path::PathBuf>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Pipeline {
+    /// The process ids, read now (a pid file may change between runs).
+    pub fn pids(&self) -> Result<Vec<u32>, String> {
+        match (&self.pid, &self.pid_file) {
+            (Some(pid), _) => Ok(vec![*pid]),
+            (None, Some(file)) => {
+                let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+                text.split_whitespace()
+                    .map(|p| p.parse().map_err(|_| format!("{}: '{p}' is not a process id", file.display())))
+                    .collect()
+            }
+            (None, None) => Err(format!("pipeline '{}' names neither pid nor pidFile", self.name)),
+        }
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Targets {
     #[serde(default, rename = "target")]
     pub targets: Vec<Target>,
+    #[serde(default, rename = "pipeline")]
+    pub pipelines: Vec<Pipeline>,
 }
 
 impl Targets {
@@ -42,6 +73,10 @@ impl Targets {
             }
         }
         Ok(targets)
+    }
+
+    pub fn pipeline(&self, name: &str) -> Option<&Pipeline> {
+        self.pipelines.iter().find(|p| p.name == name)
     }
 
     pub fn find(&self, service: &str) -> Option<&Target> {

@@ -504,6 +504,8 @@ fn openapi_documents_every_route() {
         ("get", "/api/v1/observability/profiling/history"),
         ("get", "/api/v1/observability/profiling/compare"),
         ("post", "/api/v1/observability/profiling/continuous"),
+        ("post", "/v0/pipelines/{pipeline_name}/samply_profile"),
+        ("get", "/v0/pipelines/{pipeline_name}/samply_profile"),
     ]
     .into_iter()
     .map(|(m, p)| (m.to_owned(), p.to_owned()))

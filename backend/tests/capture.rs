@@ -14,6 +14,12 @@ use stacklens_core::analysis::top::{top, TopOptions};
 
 struct GoService(Child);
 
+impl GoService {
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
 impl Drop for GoService {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -311,4 +317,107 @@ fn continuous_capture_across_replicas_with_retention() {
     let (status, _) =
         schedule(&two, json!({"service": "shop", "profileTypes": ["cpu"], "retentionDays": 0, "enabled": true}));
     assert_eq!(status, 400);
+}
+
+/// samply from the same places the server looks.
+fn samply() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let found = std::env::var_os("STACKLENS_SAMPLY")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(
+            std::env::var_os("PATH")
+                .map(|p| std::env::split_paths(&p).map(|d| d.join("samply")).collect::<Vec<_>>())
+                .unwrap_or_default(),
+        )
+        .chain([home.join(".cargo/bin/samply")])
+        .find(|p| p.is_file());
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "samply is not installed (scripts/ensure-tools.sh installs it)"
+        );
+        eprintln!("SKIPPED: samply is not installed (scripts/ensure-tools.sh installs it)");
+    }
+    found
+}
+
+/// samply refuses to run above perf_event_paranoid 1; as root the test lowers it and
+/// says so. Where that is impossible the kernel forbids perf events: skip, saying which.
+fn perf_events_allowed() -> bool {
+    let path = "/proc/sys/kernel/perf_event_paranoid";
+    let level: i32 = std::fs::read_to_string(path).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(2);
+    if level <= 1 {
+        return true;
+    }
+    if std::fs::write(path, "1").is_ok() {
+        eprintln!("note: lowered kernel.perf_event_paranoid from {level} to 1 so samply can attach");
+        return true;
+    }
+    eprintln!("SKIPPED: kernel.perf_event_paranoid is {level} and cannot be lowered here: the kernel forbids the perf events samply needs");
+    false
+}
+
+#[test]
+fn samply_profiles_a_busy_process() {
+    let Some(_samply) = samply() else { return };
+    if !perf_events_allowed() {
+        return;
+    }
+    let port = free_port();
+    let Some(go) = go_service(port) else { return };
+    let dir = temp_dir("pipeline");
+    let pid_file = dir.join("engine.pid");
+    std::fs::write(&pid_file, format!("{}\n", go.pid())).unwrap();
+    let targets = dir.join("targets.toml");
+    std::fs::write(&targets, format!("[[pipeline]]\nname = \"engine\"\npidFile = \"{}\"\n", pid_file.display()))
+        .unwrap();
+    let store = format!("file://{}", temp_dir("samply-store").display());
+    let server = Server::start(&store, &["--targets", targets.to_str().unwrap()], &[]);
+    let http = Client::new();
+    let url = |name: &str, query: &str| format!("{}/v0/pipelines/{name}/samply_profile{query}", server.base);
+    let answer = |r: reqwest::blocking::Response| (r.status().as_u16(), r.json::<Value>().unwrap());
+
+    let (status, body) = answer(http.post(url("nope", "")).send().unwrap());
+    assert_eq!(status, 404);
+    assert_eq!(
+        body,
+        json!({"message": "Unknown pipeline name 'nope'", "error_code": "UnknownPipelineName", "details": {"pipeline_name": "nope"}})
+    );
+    let (status, body) = answer(http.get(url("engine", "")).send().unwrap());
+    assert_eq!((status, body["error_code"].as_str()), (404, Some("NoSamplyProfile")));
+
+    let (status, started) = answer(http.post(url("engine", "?duration_secs=2&ordinal=0")).send().unwrap());
+    assert_eq!(status, 202, "{started}");
+    assert_eq!((&started["status"], &started["pid"]), (&json!("running"), &json!(go.pid())));
+    let (status, body) = answer(http.post(url("engine", "?duration_secs=2")).send().unwrap());
+    assert_eq!((status, body["error_code"].as_str()), (409, Some("SamplyProfileInProgress")));
+
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let done = loop {
+        let (_, latest) = answer(http.get(url("engine", "")).send().unwrap());
+        if latest["status"] != "running" {
+            break latest;
+        }
+        assert!(Instant::now() < deadline, "samply did not finish");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    if done["status"] == "failed" && done["error"].as_str().is_some_and(|e| e.contains("perf_event_open")) {
+        eprintln!("SKIPPED: the kernel refused perf_event_open: {}", done["error"]);
+        return;
+    }
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["id"], started["id"]);
+    let session = done["session_id"].as_str().unwrap();
+    assert_eq!(done["flame_graph_url"], format!("{}/#/s/{session}", server.base));
+    // The busy process's hot function, by name (symbolicated from samply's sidecar).
+    assert!(cum_of(&http, &server, session, "main.burnCPU") > 0, "main.burnCPU is not in the recorded profile");
+    let record: Value = http.get(format!("{}/api/v1/profiles/{session}", server.base)).send().unwrap().json().unwrap();
+    assert_eq!((&record["profileType"], &record["labels"]["pipeline"]), (&json!("cpu"), &json!("engine")));
+
+    let (status, body) = answer(http.post(url("engine", "?ordinal=3")).send().unwrap());
+    assert_eq!((status, body["details"]["field"].as_str()), (400, Some("ordinal")));
+    drop(go);
+    let (status, body) = answer(http.post(url("engine", "?duration_secs=1")).send().unwrap());
+    assert_eq!((status, body["error_code"].as_str()), (503, Some("ProcessNotFound")));
 }

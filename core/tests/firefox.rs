@@ -61,3 +61,31 @@ fn broken_firefox_tables_are_typed_errors() {
     // Other JSON is still refused as an unsupported format.
     assert!(matches!(parse(br#"{"traceEvents": []}"#).unwrap_err(), Error::UnknownFormat { .. }));
 }
+
+#[test]
+fn samply_symbols_sidecar_names_functions() {
+    use stacklens_core::import::firefox::symbolicate;
+    // Two addresses in lib "busy": one inside `main.hot` (0x100..0x140), one outside any symbol.
+    let mut profile: serde_json::Value = serde_json::from_str(
+        r#"{"meta": {"interval": 1, "symbolicated": false}, "libs": [{"name": "busy", "debugName": "busy"}],
+        "threads": [{"name": "t", "stringArray": ["0x120", "0x900", "busy"],
+          "funcTable": {"name": [0, 1], "resource": [0, 0], "fileName": [null, null], "lineNumber": [null, null]},
+          "frameTable": {"func": [0, 1], "address": [288, 2304]},
+          "resourceTable": {"lib": [0], "name": [2]},
+          "stackTable": {"frame": [1, 0], "prefix": [null, 0]},
+          "samples": {"stack": [1, 1, 0]}}]}"#,
+    )
+    .unwrap();
+    let syms: serde_json::Value = serde_json::from_str(
+        r#"{"string_table": ["main.hot", "/src/busy.go"], "data": [{"debug_name": "busy", "code_id": "",
+          "symbol_table": [{"rva": 256, "size": 64, "symbol": 0, "frames": [{"function": 0, "file": 1, "line": 7}]}]}]}"#,
+    )
+    .unwrap();
+    assert_eq!(symbolicate(&mut profile, &syms).unwrap(), 1);
+    let p = parse(&serde_json::to_vec(&profile).unwrap()).unwrap();
+    let report = top(&p, &TopOptions::default()).unwrap();
+    let names: Vec<(&str, i64)> = report.functions.iter().map(|f| (f.name.as_str(), f.flat)).collect();
+    assert_eq!(names, [("main.hot", 2_000_000), ("busy!0x900", 1_000_000)]);
+    let hot = p.functions.iter().find(|f| p.str(f.name) == "main.hot").unwrap();
+    assert_eq!(p.str(hot.filename), "/src/busy.go");
+}

@@ -6,6 +6,7 @@ mod analysis;
 mod baselines;
 mod capture;
 mod profiles;
+mod samply;
 pub mod schedule;
 
 use std::sync::Arc;
@@ -34,6 +35,8 @@ pub struct AppState {
     pub targets: crate::targets::Targets,
     /// (tenant, service, type) of captures running on this replica.
     pub captures_running: std::sync::Mutex<std::collections::HashSet<(String, String, stacklens_core::ProfileKind)>>,
+    /// (tenant, pipeline) of samply recordings running on this replica.
+    pub samply_running: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
     pub http: reqwest::Client,
 }
 
@@ -55,6 +58,7 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(capture::status))
         .routes(routes!(capture::history))
         .routes(routes!(schedule::set))
+        .routes(routes!(samply::start, samply::latest))
         .routes(routes!(analysis::compare_profiles))
         .with_state(state)
         .split_for_parts();

@@ -236,3 +236,113 @@ pub fn parse(json: &Value) -> Result<Profile> {
     }
     Ok(p)
 }
+
+/// A symbol of samply's sidecar: its address range in its library and where it is.
+struct Symbol {
+    rva: u64,
+    size: u64,
+    name: String,
+    file: Option<String>,
+    line: Option<i64>,
+}
+
+/// Names the native functions of a processed profile from samply's `.syms.json`
+/// sidecar (`samply record --unstable-presymbolicate`): each unsymbolicated function
+/// (one per address) gets the name, file and line of the symbol covering its address
+/// in its library. Returns how many functions were named.
+pub fn symbolicate(profile: &mut Value, syms: &Value) -> Result<usize> {
+    let strings = column(syms, "string_table");
+    let text = |i: Option<&Value>| index(i).and_then(|i| strings.get(i)).and_then(Value::as_str).map(str::to_owned);
+    // Per library, sorted by rva.
+    let mut tables: FxHashMap<String, Vec<Symbol>> = FxHashMap::default();
+    for lib in column(syms, "data") {
+        let Some(name) = lib["debug_name"].as_str() else { continue };
+        let mut table: Vec<_> = column(lib, "symbol_table")
+            .iter()
+            .filter_map(|s| {
+                let outer = column(s, "frames").last();
+                Some(Symbol {
+                    rva: s["rva"].as_u64()?,
+                    size: s["size"].as_u64().unwrap_or(0),
+                    name: text(s.get("symbol"))?,
+                    file: outer.and_then(|f| text(f.get("file"))),
+                    line: outer.and_then(|f| f["line"].as_i64()),
+                })
+            })
+            .collect();
+        table.sort_by_key(|s| s.rva);
+        tables.insert(name.to_owned(), table);
+    }
+    let lib_names: Vec<Option<String>> = column(profile, "libs")
+        .iter()
+        .map(|l| l["debugName"].as_str().or(l["name"].as_str()).map(str::to_owned))
+        .collect();
+    let mut named = 0;
+    let threads =
+        profile.get_mut("threads").and_then(Value::as_array_mut).ok_or_else(|| invalid("it has no threads"))?;
+    for thread in threads {
+        // The address of each function: samply makes one function per address.
+        let frame_funcs: Vec<Option<usize>> =
+            column(&thread["frameTable"], "func").iter().map(|f| index(Some(f))).collect();
+        let frame_addresses: Vec<Option<u64>> =
+            column(&thread["frameTable"], "address").iter().map(Value::as_u64).collect();
+        let mut address_of: FxHashMap<usize, u64> = FxHashMap::default();
+        for (f, a) in frame_funcs.iter().zip(&frame_addresses) {
+            if let (Some(f), Some(a)) = (f, a) {
+                address_of.entry(*f).or_insert(*a);
+            }
+        }
+        let resource_libs: Vec<Option<usize>> =
+            column(&thread["resourceTable"], "lib").iter().map(|l| index(Some(l))).collect();
+        let func_resources: Vec<Option<usize>> =
+            column(&thread["funcTable"], "resource").iter().map(|r| index(Some(r))).collect();
+        let mut renamed: Vec<(usize, String, Option<String>, Option<i64>)> = Vec::new();
+        for (func, resource) in func_resources.iter().enumerate() {
+            let lib = resource
+                .and_then(|r| resource_libs.get(r).copied().flatten())
+                .and_then(|l| lib_names.get(l).cloned().flatten());
+            let (Some(lib), Some(&address)) = (lib, address_of.get(&func)) else { continue };
+            let Some(table) = tables.get(&lib) else { continue };
+            let at = table.partition_point(|s| s.rva <= address);
+            if let Some(s) = at.checked_sub(1).map(|i| &table[i]) {
+                if address < s.rva + s.size.max(1) {
+                    renamed.push((func, s.name.clone(), s.file.clone(), s.line));
+                }
+            }
+        }
+        if renamed.is_empty() {
+            continue;
+        }
+        let strings = thread
+            .get_mut("stringArray")
+            .and_then(Value::as_array_mut)
+            .ok_or_else(|| invalid("a thread has no stringArray"))?;
+        let mut intern = |s: String| {
+            strings.push(Value::String(s));
+            strings.len() - 1
+        };
+        let mut names = Vec::with_capacity(renamed.len());
+        for (func, name, file, line) in renamed {
+            names.push((func, intern(name), file.map(&mut intern), line));
+        }
+        let funcs = &mut thread["funcTable"];
+        // Columns may be short in a damaged file: only cells that exist are written.
+        let mut set = |column: &str, i: usize, v: Value| {
+            if let Some(cell) = funcs.get_mut(column).and_then(Value::as_array_mut).and_then(|c| c.get_mut(i)) {
+                *cell = v;
+            }
+        };
+        for (func, name, file, line) in names {
+            set("name", func, Value::from(name));
+            if let Some(file) = file {
+                set("fileName", func, Value::from(file));
+            }
+            if let Some(line) = line {
+                set("lineNumber", func, Value::from(line));
+            }
+            named += 1;
+        }
+    }
+    profile["meta"]["symbolicated"] = Value::Bool(true);
+    Ok(named)
+}
