@@ -156,6 +156,12 @@ fn captures_every_profile_type_from_a_go_service() {
                 leak.map(|s| (s["count"].clone(), s["state"].clone())),
                 Some((json!(25), json!("chan receive")))
             );
+            // The pprof form (debug=0) is stored too, with the same goroutines.
+            let pprof = done["goroutinePprofSessionId"].as_str().unwrap();
+            let record: Value =
+                http.get(format!("{}/api/v1/profiles/{pprof}", server.base)).send().unwrap().json().unwrap();
+            assert_eq!(record["sampleTypes"], json!(["goroutine"]));
+            assert!(cum_of(&http, &server, pprof, busy) >= 25, "25 goroutines wait in {busy}");
         }
     }
 

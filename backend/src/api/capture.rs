@@ -59,6 +59,8 @@ struct Done {
     completed_at: String,
     session_id: Option<String>,
     sample_count: Option<i64>,
+    /// For goroutine captures: the `debug=0` pprof form, stored beside the dump.
+    pprof_session_id: Option<String>,
     /// The captured profile's total in its sample type (for trend charts).
     total: Option<i64>,
     unit: Option<String>,
@@ -91,6 +93,8 @@ pub struct CaptureResponse {
     /// The page's share link for the captured session.
     flame_graph_url: Option<String>,
     session_id: Option<String>,
+    /// For goroutine captures: the session of the `debug=0` pprof form.
+    goroutine_pprof_session_id: Option<String>,
     /// Why a capture failed.
     error: Option<String>,
 }
@@ -206,29 +210,47 @@ pub fn now_millis() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Fetches, validates and stores one capture.
-async fn run(state: &AppState, tenant: &Tenant, target: &Target, started: &Started, url: &str) -> Done {
-    let failed = |error: String| Done { completed_at: now_rfc3339(), error: Some(error), ..Done::default() };
+/// Fetches one profile from the target and stores it as a session of the capture.
+async fn fetch_and_store(
+    state: &AppState,
+    tenant: &Tenant,
+    target: &Target,
+    started: &Started,
+    url: &str,
+) -> Result<super::profiles::SessionRecord, String> {
     let timeout = std::time::Duration::from_secs(started.duration_seconds + 30);
-    let response = match state.http.get(url).timeout(timeout).send().await {
-        Ok(r) => r,
-        Err(e) => return failed(format!("{url} did not answer: {e}")),
-    };
+    let response =
+        state.http.get(url).timeout(timeout).send().await.map_err(|e| format!("{url} did not answer: {e}"))?;
     if !response.status().is_success() {
-        return failed(format!("{url} answered {}", response.status()));
+        return Err(format!("{url} answered {}", response.status()));
     }
-    let bytes = match response.bytes().await {
-        Ok(b) => b,
-        Err(e) => return failed(format!("reading {url}: {e}")),
-    };
+    let bytes = response.bytes().await.map_err(|e| format!("reading {url}: {e}"))?;
     let mut labels: BTreeMap<String, String> = target.labels.clone();
     labels.insert("capture".to_owned(), started.id.clone());
     let name = format!("{}-{}.pprof", started.service, started.profile_type);
     let meta = NewSession { service: started.service.clone(), name, labels, claimed: Some(started.profile_type) };
-    let record = match store_profile(&state.store, tenant, bytes, meta).await {
-        Ok((_, record)) => record,
-        Err(e) => return failed(format!("{url}: {}", e.message())),
+    store_profile(&state.store, tenant, bytes, meta)
+        .await
+        .map(|(_, r)| r)
+        .map_err(|e| format!("{url}: {}", e.message()))
+}
+
+/// Fetches, validates and stores one capture.
+async fn run(state: &AppState, tenant: &Tenant, target: &Target, started: &Started, url: &str) -> Done {
+    let failed = |error: String| Done { completed_at: now_rfc3339(), error: Some(error), ..Done::default() };
+    let record = match fetch_and_store(state, tenant, target, started, url).await {
+        Ok(record) => record,
+        Err(e) => return failed(e),
     };
+    // Goroutines: the pprof form too (debug=0), which pprof itself reads.
+    let mut pprof_session_id = None;
+    if started.profile_type == ProfileKind::Goroutine {
+        let pprof = url.replace("debug=2", "debug=0");
+        match fetch_and_store(state, tenant, target, started, &pprof).await {
+            Ok(r) => pprof_session_id = Some(r.id),
+            Err(e) => tracing::warn!("capture {}: {e}", started.id),
+        }
+    }
     let kind = started.profile_type;
     let summary = match raw_bytes(&state.store, tenant, &record).await {
         Ok(bytes) => blocking(move || -> Result<_, stacklens_core::Error> {
@@ -248,6 +270,7 @@ async fn run(state: &AppState, tenant: &Tenant, target: &Target, started: &Start
     };
     Done {
         completed_at: now_rfc3339(),
+        pprof_session_id,
         session_id: Some(record.id),
         sample_count: Some(record.sample_count),
         total,
@@ -280,6 +303,7 @@ fn respond(
         top_functions: done.top_functions,
         flame_graph_url: done.session_id.as_ref().map(|id| share_url(state, headers, tenant, &format!("s/{id}"))),
         session_id: done.session_id,
+        goroutine_pprof_session_id: done.pprof_session_id,
         error: done.error,
     }
 }
@@ -427,7 +451,8 @@ pub struct CaptureEntry {
     index: String,
     started: Started,
     done: Option<Done>,
-    pub session_id: Option<String>,
+    /// The sessions it stored (the profile, and for goroutines its pprof form).
+    pub sessions: Vec<String>,
 }
 
 /// A service and type's captures, oldest first.
@@ -446,7 +471,7 @@ pub async fn captured_history(
         entries.push(CaptureEntry {
             millis: u64::from_str_radix(millis, 16).unwrap_or(0),
             index: format!("{prefix}/{name}"),
-            session_id: done.as_ref().and_then(|d| d.session_id.clone()),
+            sessions: done.iter().flat_map(|d| d.session_id.iter().chain(&d.pprof_session_id).cloned()).collect(),
             started,
             done,
         });
@@ -461,7 +486,7 @@ pub async fn forget_capture(
     entry: &CaptureEntry,
     in_use: &std::collections::HashSet<String>,
 ) -> Result<(), ApiError> {
-    if let Some(session) = entry.session_id.as_ref().filter(|s| !in_use.contains(*s)) {
+    for session in entry.sessions.iter().filter(|s| !in_use.contains(*s)) {
         if let Ok(record) = super::profiles::find(&state.store, tenant, session).await {
             // Only a session this capture created: the same bytes may have been uploaded or baselined.
             if record.labels.get("capture") == Some(&entry.started.id) {

@@ -193,7 +193,7 @@ async fn expire(state: &State, tenant: &Tenant, group: &str, schedule: &Schedule
     for &kind in &schedule.profile_types {
         let history = captured_history(state, tenant, &schedule.service, kind).await?;
         let (old, kept): (Vec<_>, Vec<_>) = history.into_iter().partition(|c| c.millis < cutoff);
-        let in_use: HashSet<String> = kept.iter().filter_map(|c| c.session_id.clone()).collect();
+        let in_use: HashSet<String> = kept.iter().flat_map(|c| c.sessions.iter().cloned()).collect();
         for capture in old {
             forget_capture(state, tenant, &capture, &in_use).await?;
         }
