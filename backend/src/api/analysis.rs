@@ -14,7 +14,7 @@ use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineGroup, Gor
 use stacklens_core::{Profile, ProfileKind};
 
 use super::baselines::{find_baseline, latest_id};
-use super::profiles::{find, parse_kind, raw_bytes, read_body, SessionRecord};
+use super::profiles::{find, parse_kind, raw_bytes, read_json, SessionRecord};
 use super::{blocking, now_rfc3339, required, ApiError, AppState, ErrorBody, State, Tenant};
 use crate::store::Store;
 use std::collections::BTreeMap;
@@ -168,9 +168,7 @@ pub async fn diff_sessions(
     tenant: Tenant,
     body: Body,
 ) -> Result<Json<DiffResponse>, ApiError> {
-    let body = read_body(body, 1 << 16).await?;
-    let request: DiffRequest = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request("InvalidRequest", format!("not a diff request: {e}")))?;
+    let request: DiffRequest = read_json(body, 1 << 16, "a diff request").await?;
     let kind = parse_kind(&request.kind)?;
     let noise = noise_threshold(request.noise_threshold_pct)?;
     let base = session_of(&state, &tenant, &request.base_id).await?;

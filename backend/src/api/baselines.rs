@@ -15,7 +15,7 @@ use serde_json::json;
 use stacklens_core::analysis::summary::{top_functions, FunctionShare};
 use stacklens_core::ProfileKind;
 
-use super::profiles::{find, parse_kind, raw_bytes, read_body};
+use super::profiles::{find, parse_kind, raw_bytes, read_json};
 use utoipa::ToSchema;
 
 use super::{
@@ -116,9 +116,7 @@ pub async fn create(
     body: Body,
 ) -> Result<(StatusCode, Json<BaselineResponse>), ApiError> {
     authorize(&state, &headers)?;
-    let body = read_body(body, MAX_REQUEST).await?;
-    let request: CreateBaseline = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request("InvalidRequest", format!("not a CreateBaseline request: {e}")))?;
+    let request: CreateBaseline = read_json(body, MAX_REQUEST, "a CreateBaseline request").await?;
     let label = request.label.trim().to_owned();
     if label.is_empty() || label.len() > 200 || label.chars().any(char::is_control) {
         return Err(invalid("label", "label must be 1-200 printable characters"));

@@ -17,7 +17,7 @@ use stacklens_core::analysis::summary::{top_functions, FunctionShare};
 use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
-use super::profiles::{parse_kind, raw_bytes, read_body, store_profile, NewSession};
+use super::profiles::{parse_kind, raw_bytes, read_json, store_profile, NewSession};
 use super::{
     authorize, blocking, load, now_rfc3339, required, share_url, valid_id, ApiError, AppState, ErrorBody, State, Tenant,
 };
@@ -53,11 +53,12 @@ pub struct Started {
     slot: Option<u64>,
 }
 
+/// The outcome of a background run (a capture, or a samply recording).
 #[derive(Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-struct Done {
-    completed_at: String,
-    session_id: Option<String>,
+pub(super) struct Done {
+    pub(super) completed_at: String,
+    pub(super) session_id: Option<String>,
     sample_count: Option<i64>,
     /// For goroutine captures: the `debug=0` pprof form, stored beside the dump.
     pprof_session_id: Option<String>,
@@ -65,7 +66,19 @@ struct Done {
     total: Option<i64>,
     unit: Option<String>,
     top_functions: Vec<FunctionShare>,
-    error: Option<String>,
+    pub(super) error: Option<String>,
+}
+
+impl Done {
+    /// A run that failed, and why.
+    pub(super) fn failed(error: String) -> Self {
+        Done { completed_at: now_rfc3339(), error: Some(error), ..Done::default() }
+    }
+
+    /// A run that stored this session.
+    pub(super) fn stored(session_id: String) -> Self {
+        Done { completed_at: now_rfc3339(), session_id: Some(session_id), ..Done::default() }
+    }
 }
 
 /// Captures by service and type in time order (for history).
@@ -133,9 +146,7 @@ pub async fn start(
     body: Body,
 ) -> Result<(StatusCode, Json<CaptureResponse>), ApiError> {
     authorize(&state, &headers)?;
-    let body = read_body(body, 1 << 16).await?;
-    let request: StartCapture = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request("InvalidRequest", format!("not a capture request: {e}")))?;
+    let request: StartCapture = read_json(body, 1 << 16, "a capture request").await?;
     let kind = parse_kind(&request.profile_type)?;
     let seconds = request.duration_seconds.unwrap_or(10);
     if !(1..=MAX_SECONDS).contains(&seconds) {
@@ -237,7 +248,7 @@ async fn fetch_and_store(
 
 /// Fetches, validates and stores one capture.
 async fn run(state: &AppState, tenant: &Tenant, target: &Target, started: &Started, url: &str) -> Done {
-    let failed = |error: String| Done { completed_at: now_rfc3339(), error: Some(error), ..Done::default() };
+    let failed = Done::failed;
     let record = match fetch_and_store(state, tenant, target, started, url).await {
         Ok(record) => record,
         Err(e) => return failed(e),
@@ -318,10 +329,7 @@ pub async fn status(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<CaptureResponse>, ApiError> {
-    let unknown = || {
-        ApiError::new(StatusCode::NOT_FOUND, "CaptureNotFound", format!("unknown capture id '{id}'"))
-            .details(json!({ "id": id }))
-    };
+    let unknown = || capture_not_found(&id);
     if !valid_id(&id, "cap") {
         return Err(unknown());
     }
@@ -332,21 +340,14 @@ pub async fn status(
         .ok()
         .map(|t| t + std::time::Duration::from_secs(started.duration_seconds + 120));
     if done.is_none() && deadline.is_some_and(|d| d < std::time::SystemTime::now()) {
-        done = Some(Done {
-            completed_at: now_rfc3339(),
-            error: Some("the capture was interrupted (its server stopped)".to_owned()),
-            ..Done::default()
-        });
+        done = Some(Done::failed("the capture was interrupted (its server stopped)".to_owned()));
     }
     Ok(Json(respond(&state, &headers, &tenant, &started, done)))
 }
 
 /// The session a completed capture stored.
 pub async fn captured_session(state: &AppState, tenant: &Tenant, id: &str) -> Result<String, ApiError> {
-    let unknown = || {
-        ApiError::new(StatusCode::NOT_FOUND, "CaptureNotFound", format!("unknown capture id '{id}'"))
-            .details(json!({ "id": id }))
-    };
+    let unknown = || capture_not_found(id);
     if !valid_id(id, "cap") {
         return Err(unknown());
     }
@@ -436,7 +437,13 @@ pub async fn history(
     Ok(Json(History { captures }))
 }
 
-fn status_of(done: Option<&Done>) -> &'static str {
+fn capture_not_found(id: &str) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "CaptureNotFound", format!("unknown capture id '{id}'"))
+        .details(json!({ "id": id }))
+}
+
+/// running until there is an outcome; then failed or completed.
+pub(super) fn status_of(done: Option<&Done>) -> &'static str {
     match done {
         None => "running",
         Some(d) if d.error.is_some() => "failed",
@@ -455,6 +462,21 @@ pub struct CaptureEntry {
     pub sessions: Vec<String>,
 }
 
+/// When a service and type's captures started, with their index names, oldest first:
+/// a listing only, without reading the records.
+pub async fn capture_times(
+    state: &AppState,
+    tenant: &Tenant,
+    service: &str,
+    kind: ProfileKind,
+) -> Result<Vec<(u64, String)>, ApiError> {
+    let names = state.store.list(&history_prefix(tenant, service, kind), None).await?;
+    Ok(names
+        .into_iter()
+        .filter_map(|name| Some((u64::from_str_radix(name.split_once('-')?.0, 16).ok()?, name)))
+        .collect())
+}
+
 /// A service and type's captures, oldest first.
 pub async fn captured_history(
     state: &AppState,
@@ -464,12 +486,12 @@ pub async fn captured_history(
 ) -> Result<Vec<CaptureEntry>, ApiError> {
     let prefix = history_prefix(tenant, service, kind);
     let mut entries = Vec::new();
-    for name in state.store.list(&prefix, None).await? {
-        let Some((millis, id)) = name.split_once('-') else { continue };
+    for (millis, name) in capture_times(state, tenant, service, kind).await? {
+        let Some((_, id)) = name.split_once('-') else { continue };
         let Some(started) = load::<Started>(&state.store, &key(tenant, id, "started")).await? else { continue };
         let done: Option<Done> = load(&state.store, &key(tenant, id, "done")).await?;
         entries.push(CaptureEntry {
-            millis: u64::from_str_radix(millis, 16).unwrap_or(0),
+            millis,
             index: format!("{prefix}/{name}"),
             sessions: done.iter().flat_map(|d| d.session_id.iter().chain(&d.pprof_session_id).cloned()).collect(),
             started,

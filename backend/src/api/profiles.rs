@@ -95,6 +95,12 @@ pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     }
 }
 
+/// Reads a JSON request body of at most `limit` bytes; 400 says it is not `what`.
+pub async fn read_json<T: serde::de::DeserializeOwned>(body: Body, limit: usize, what: &str) -> Result<T, ApiError> {
+    let body = read_body(body, limit).await?;
+    serde_json::from_slice(&body).map_err(|e| ApiError::bad_request("InvalidRequest", format!("not {what}: {e}")))
+}
+
 /// A parameter from the query string, or else from an `X-Stacklens-…` header.
 fn param(query: &HashMap<String, String>, headers: &HeaderMap, name: &str) -> Option<String> {
     query.get(name).cloned().or_else(|| {

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::capture::now_millis;
+use super::capture::{now_millis, status_of, Done};
 use super::profiles::{store_profile, NewSession};
 use super::{authorize, blocking, load, now_rfc3339, share_url, ApiError, AppState, ErrorBody, State, Tenant};
 use crate::targets::Pipeline;
@@ -31,14 +31,6 @@ struct Run {
     ordinal: usize,
     duration_secs: u64,
     started_at: String,
-}
-
-#[derive(Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct Outcome {
-    completed_at: String,
-    session_id: Option<String>,
-    error: Option<String>,
 }
 
 /// A samply run and, once done, its session (snake_case, like the seed's v0 API).
@@ -181,14 +173,8 @@ pub async fn start(
 
 /// Runs samply, stops it after the duration (samply stops and saves on SIGINT), and
 /// stores the symbolicated profile.
-async fn record(
-    state: &AppState,
-    tenant: &Tenant,
-    pipeline: &Pipeline,
-    run: &Run,
-    samply: &std::path::Path,
-) -> Outcome {
-    let failed = |error: String| Outcome { completed_at: now_rfc3339(), error: Some(error), ..Outcome::default() };
+async fn record(state: &AppState, tenant: &Tenant, pipeline: &Pipeline, run: &Run, samply: &std::path::Path) -> Done {
+    let failed = Done::failed;
     let dir = std::env::temp_dir().join(format!("stacklens-{}", run.id));
     if let Err(e) = std::fs::create_dir_all(&dir) {
         return failed(format!("cannot create {}: {e}", dir.display()));
@@ -239,7 +225,7 @@ async fn record(
         claimed: None,
     };
     match store_profile(&state.store, tenant, Bytes::from(bytes), meta).await {
-        Ok((_, session)) => Outcome { completed_at: now_rfc3339(), session_id: Some(session.id), error: None },
+        Ok((_, session)) => Done::stored(session.id),
         Err(e) => failed(format!("the recorded profile was not stored: {}", e.message())),
     }
 }
@@ -268,13 +254,9 @@ fn respond(
     tenant: &Tenant,
     name: &str,
     run: &Run,
-    outcome: Option<Outcome>,
+    outcome: Option<Done>,
 ) -> SamplyProfile {
-    let status = match &outcome {
-        None => "running",
-        Some(o) if o.error.is_some() => "failed",
-        Some(_) => "completed",
-    };
+    let status = status_of(outcome.as_ref());
     let outcome = outcome.unwrap_or_default();
     SamplyProfile {
         pipeline_name: name.to_owned(),
@@ -311,6 +293,6 @@ pub async fn latest(
             .details(json!({ "pipeline_name": name }))
     })?;
     let run: Run = load(&state.store, &format!("{prefix}/{newest}/started.json")).await?.unwrap_or_default();
-    let outcome: Option<Outcome> = load(&state.store, &format!("{prefix}/{newest}/done.json")).await?;
+    let outcome: Option<Done> = load(&state.store, &format!("{prefix}/{newest}/done.json")).await?;
     Ok(Json(respond(&state, &headers, &tenant, &name, &run, outcome)))
 }

@@ -17,8 +17,8 @@ use serde_json::json;
 use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
-use super::capture::{begin, captured_history, forget_capture, now_millis};
-use super::profiles::{parse_kind, read_body};
+use super::capture::{begin, capture_times, captured_history, forget_capture, now_millis};
+use super::profiles::{parse_kind, read_json};
 use super::{authorize, load, now_rfc3339, ApiError, ErrorBody, State, Tenant};
 
 #[derive(Deserialize, ToSchema)]
@@ -74,9 +74,7 @@ pub async fn set(
     body: Body,
 ) -> Result<(StatusCode, Json<Schedule>), ApiError> {
     authorize(&state, &headers)?;
-    let body = read_body(body, 1 << 16).await?;
-    let request: ScheduleRequest = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request("InvalidRequest", format!("not a schedule: {e}")))?;
+    let request: ScheduleRequest = read_json(body, 1 << 16, "a schedule").await?;
     let invalid = |field: &str, message: &str| {
         ApiError::bad_request("InvalidRequest", message.to_owned()).details(json!({ "field": field }))
     };
@@ -191,11 +189,15 @@ async fn tick(state: &State) -> Result<(), ApiError> {
 async fn expire(state: &State, tenant: &Tenant, group: &str, schedule: &Schedule, now: u64) -> Result<(), ApiError> {
     let cutoff = now.saturating_sub((schedule.retention_days * 86_400_000.0) as u64);
     for &kind in &schedule.profile_types {
-        let history = captured_history(state, tenant, &schedule.service, kind).await?;
-        let (old, kept): (Vec<_>, Vec<_>) = history.into_iter().partition(|c| c.millis < cutoff);
-        let in_use: HashSet<String> = kept.iter().flat_map(|c| c.sessions.iter().cloned()).collect();
-        for capture in old {
-            forget_capture(state, tenant, &capture, &in_use).await?;
+        // Records are read only when something expired (this runs every second).
+        let times = capture_times(state, tenant, &schedule.service, kind).await?;
+        if times.iter().any(|(millis, _)| *millis < cutoff) {
+            let history = captured_history(state, tenant, &schedule.service, kind).await?;
+            let (old, kept): (Vec<_>, Vec<_>) = history.into_iter().partition(|c| c.millis < cutoff);
+            let in_use: HashSet<String> = kept.iter().flat_map(|c| c.sessions.iter().cloned()).collect();
+            for capture in old {
+                forget_capture(state, tenant, &capture, &in_use).await?;
+            }
         }
         let leases = format!("system/leases/{group}/{kind}");
         let oldest_slot = cutoff / 1000 / schedule.interval_seconds;
