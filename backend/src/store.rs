@@ -2,6 +2,11 @@
 //! `s3://`, `gs://` and `az://` (configured by URL and the usual environment
 //! variables). Objects are only ever created, never overwritten, so replicas sharing a
 //! bucket need no coordination beyond `PutMode::Create`.
+//!
+//! A 2xx means the store acknowledged the write: for S3-compatible stores that is
+//! their own durability; for `file://` the object and every folder up to the store's
+//! root are fsynced first (object_store's LocalFileSystem renames into place but
+//! does not sync), so an acknowledged write survives a power loss, and so does a delete.
 
 use std::sync::Arc;
 
@@ -16,6 +21,10 @@ pub enum StoreError {
     BadUrl { url: String, reason: String },
     #[error("object storage: {0}")]
     Backend(#[from] object_store::Error),
+    #[error("object storage: {0}")]
+    Sync(#[from] std::io::Error),
+    #[error("object storage is too contended: {0}")]
+    Contention(String),
 }
 
 #[derive(Clone, Debug)]
@@ -25,6 +34,10 @@ pub struct Store {
     root: Path,
     /// What the store is, for logs.
     pub description: String,
+    /// For `file://` stores: the folder objects live in, synced after each change.
+    local_root: Option<std::path::PathBuf>,
+    /// fsync calls made (files and folders), for tests.
+    syncs: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Store {
@@ -39,9 +52,11 @@ impl Store {
                 url::Url::from_directory_path(&dir).map_err(|()| bad("not an absolute folder".into()))?
             }
         };
+        let mut local_root = None;
         if parsed.scheme() == "file" {
             let dir = parsed.to_file_path().map_err(|()| bad("not a local path".into()))?;
             std::fs::create_dir_all(&dir).map_err(|e| bad(e.to_string()))?;
+            local_root = Some(dir);
         }
         // Each cloud builder reads its own settings (AWS_*, GOOGLE_*, AZURE_*), e.g.
         // AWS_ENDPOINT and AWS_ALLOW_HTTP for an S3-compatible server.
@@ -50,7 +65,44 @@ impl Store {
             (k.starts_with("aws_") || k.starts_with("google_") || k.starts_with("azure_")).then_some((k, v))
         });
         let (inner, root) = object_store::parse_url_opts(&parsed, options).map_err(|e| bad(e.to_string()))?;
-        Ok(Store { inner: Arc::from(inner), root, description: parsed.to_string() })
+        Ok(Store { inner: Arc::from(inner), root, description: parsed.to_string(), local_root, syncs: Arc::default() })
+    }
+
+    /// fsync calls made so far.
+    #[cfg(test)]
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// For `file://`: syncs the object (if it exists) and each folder from its own up to
+    /// the store's root, so its directory entries are durable too.
+    async fn sync(&self, key: &str) -> Result<(), StoreError> {
+        let Some(root) = self.local_root.clone() else { return Ok(()) };
+        // A file:// store is object_store's LocalFileSystem at `/`; keys carry the folder.
+        let path = std::path::Path::new("/").join(self.path(key).as_ref());
+        let syncs = self.syncs.clone();
+        tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+            let count = || syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if path.is_file() {
+                std::fs::File::open(&path)?.sync_all()?;
+                count();
+            }
+            let mut dir = path.parent();
+            while let Some(d) = dir {
+                if d.is_dir() {
+                    std::fs::File::open(d)?.sync_all()?;
+                    count();
+                }
+                if d == root || !d.starts_with(&root) {
+                    break;
+                }
+                dir = d.parent();
+            }
+            Ok(())
+        })
+        .await
+        .map_err(|e| StoreError::Sync(std::io::Error::other(e)))??;
+        Ok(())
     }
 
     fn path(&self, key: &str) -> Path {
@@ -62,7 +114,10 @@ impl Store {
     pub async fn create(&self, key: &str, bytes: Bytes) -> Result<bool, StoreError> {
         let options = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
         match self.inner.put_opts(&self.path(key), PutPayload::from(bytes), options).await {
-            Ok(_) => Ok(true),
+            Ok(_) => {
+                self.sync(key).await?;
+                Ok(true)
+            }
             Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
             Err(e) => Err(e.into()),
         }
@@ -78,7 +133,8 @@ impl Store {
 
     pub async fn delete(&self, key: &str) -> Result<(), StoreError> {
         match self.inner.delete(&self.path(key)).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Ok(()) => self.sync(key).await,
+            Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(e.into()),
         }
     }
@@ -102,5 +158,31 @@ impl Store {
         // Not every store lists in order.
         keys.sort_unstable();
         Ok(keys)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn file_writes_and_deletes_are_synced_to_the_root() {
+        let dir = std::env::temp_dir().join(format!("stacklens-store-sync-{}", std::process::id()));
+        let store = Store::open(dir.to_str().unwrap()).unwrap();
+        assert_eq!(store.syncs(), 0);
+        assert!(store.create("tenants/t/sessions/x.json", Bytes::from_static(b"{}")).await.unwrap());
+        // The file, then sessions/, t/, tenants/ and the root.
+        assert_eq!(store.syncs(), 5);
+        assert_eq!(store.get("tenants/t/sessions/x.json").await.unwrap().unwrap(), Bytes::from_static(b"{}"));
+        // An object that exists is not written again, and not synced.
+        assert!(!store.create("tenants/t/sessions/x.json", Bytes::from_static(b"[]")).await.unwrap());
+        assert_eq!(store.syncs(), 5);
+        store.delete("tenants/t/sessions/x.json").await.unwrap();
+        assert_eq!(store.syncs(), 9, "a delete syncs the folders it changed");
+        assert!(store.get("tenants/t/sessions/x.json").await.unwrap().is_none());
+        let memory = Store::open("memory://").unwrap();
+        memory.create("a", Bytes::new()).await.unwrap();
+        assert_eq!(memory.syncs(), 0, "only local folders are synced by stacklens");
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

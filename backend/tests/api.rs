@@ -29,6 +29,11 @@ impl Api {
     }
 
     fn get(&self, path: &str) -> Response {
+        self.with(self.http.get(format!("{}{path}", self.base))).send().unwrap()
+    }
+
+    /// A read without a credential, as a share link does it.
+    fn get_open(&self, path: &str) -> Response {
         self.http.get(format!("{}{path}", self.base)).header("X-Tenant-ID", &self.tenant).send().unwrap()
     }
 
@@ -126,15 +131,10 @@ fn suite(server: &Server, fx: &Path) {
     assert_eq!((status, body["error_code"].as_str()), (401, Some("Unauthorized")));
     let wrong = api.http.post(format!("{}/api/v1/profiles", server.base)).bearer_auth("s3cr3t-tokem").body(cpu.clone());
     assert_eq!(wrong.send().unwrap().status(), 401);
-    assert_eq!(
-        api.http
-            .get(format!("{}/api/v1/profiles/{id}", server.base))
-            .header("X-Tenant-ID", "acme")
-            .send()
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(api.get_open(&format!("/api/v1/profiles/{id}")).status(), 200);
+    // Listings are not open: they need a credential for the tenant.
+    let (status, body) = json_of(api.get_open("/api/v1/profiles"));
+    assert_eq!((status, body["error_code"].as_str()), (401, Some("Unauthorized")));
 
     // Tenants: another tenant sees nothing of acme's.
     let other = Api::new(server, "globex");
@@ -497,6 +497,7 @@ fn openapi_documents_every_route() {
         ("get", "/api/v1/profiling/baselines"),
         ("post", "/api/v1/profiling/baselines"),
         ("get", "/api/v1/profiling/baselines/{id}"),
+        ("delete", "/api/v1/profiling/baselines/{id}"),
         ("post", "/api/v1/profiling/diff"),
         ("get", "/api/v1/profiling/sessions/{id}/analysis"),
         ("post", "/api/v1/observability/profiling/start"),
@@ -511,6 +512,60 @@ fn openapi_documents_every_route() {
     .map(|(m, p)| (m.to_owned(), p.to_owned()))
     .collect();
     assert_eq!(documented, expected);
+    // Operation ids are unique (client generators need that); the seed's keep their names.
+    let mut ids = std::collections::BTreeMap::new();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let id = op["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+            assert!(ids.insert(id.to_owned(), format!("{method} {path}")).is_none(), "operationId {id} repeats");
+        }
+    }
+    assert_eq!(ids["CreateBaseline"], "post /api/v1/profiling/baselines");
+    assert_eq!(ids["DiffSessions"], "post /api/v1/profiling/diff");
+    assert_eq!(ids["GetGoroutineAnalysis"], "get /api/v1/profiling/sessions/{id}/analysis");
+    // Every error response names its error codes.
+    const CODES: &[&str] = &[
+        "InvalidProfile",
+        "InvalidParameter",
+        "InvalidProfileType",
+        "InvalidRequest",
+        "BadBody",
+        "Unauthorized",
+        "Forbidden",
+        "InsufficientScope",
+        "PayloadTooLarge",
+        "InflatesTooLarge",
+        "OverMemoryBudget",
+        "ProfileTypeMismatch",
+        "Busy",
+        "StorageUnavailable",
+        "ProfileNotFound",
+        "BaselineNotFound",
+        "CaptureNotFound",
+        "CaptureNotCompleted",
+        "CaptureFailed",
+        "AnalysisFailed",
+        "UnknownService",
+        "CaptureInProgress",
+        "UnknownPipelineName",
+        "NoSamplyProfile",
+        "SamplyProfileInProgress",
+        "SamplyNotInstalled",
+        "PerfEventsNotAllowed",
+        "ProcessNotFound",
+    ];
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            for (status, response) in op["responses"].as_object().unwrap() {
+                if status.starts_with('4') || status.starts_with('5') {
+                    let says = response["description"].as_str().unwrap_or("");
+                    let named = says.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| CODES.contains(&w));
+                    assert!(named, "{method} {path} {status} names no error_code: {says:?}");
+                }
+            }
+        }
+    }
+    validate_with_openapi_spec_validator(&doc);
     for (method, path) in &documented {
         let url = format!("{}{}", server.base, path.replace("{id}", "sess-0123456789abcdef0123456789abcdef"));
         let response =
@@ -546,4 +601,34 @@ fn openapi_documents_every_route() {
         json_of(http.get(format!("{}/api/v2/nothing", server.base)).send().unwrap()).1["error_code"],
         "NotFound"
     );
+    // A wrong method is JSON like every other error.
+    let (status, body) = json_of(http.put(format!("{}/api/v1/profiles", server.base)).send().unwrap());
+    assert_eq!((status, body["error_code"].as_str()), (405, Some("MethodNotAllowed")));
+    let (status, body) = json_of(http.patch(format!("{}/healthz", server.base)).send().unwrap());
+    assert_eq!((status, body["error_code"].as_str()), (405, Some("MethodNotAllowed")));
+    // The reference page renders the document with assets served from this server.
+    let page = http.get(format!("{}/api/docs", server.base)).send().unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().unwrap();
+    for needle in ["/api/openapi.json", "/api-docs/swagger-ui-bundle.js", "/api-docs/swagger-ui.css"] {
+        assert!(html.contains(needle), "/api/docs lacks {needle}");
+    }
+    assert!(!html.contains("://"), "/api/docs loads nothing from other origins");
+}
+
+/// openapi-spec-validator (PyPI), installed by scripts/ensure-tools.sh, accepts the document.
+fn validate_with_openapi_spec_validator(doc: &Value) {
+    let validator =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.tools/openapi/bin/openapi-spec-validator");
+    if !validator.is_file() {
+        assert!(std::env::var("CI").map_or(true, |v| v != "true"), "{} is not installed", validator.display());
+        eprintln!("SKIPPED: {} is not installed (scripts/ensure-tools.sh)", validator.display());
+        return;
+    }
+    let file = temp_dir("openapi").join("openapi.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let out = std::process::Command::new(&validator).arg(&file).output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "openapi-spec-validator refused the document: {said}");
+    assert!(said.contains("OK"), "{said}");
 }

@@ -1,9 +1,9 @@
 //! Analysis of stored sessions, computed natively by the same core code as the page
 //! and the CLI: diffs between two sessions and goroutine analysis of one.
 
-use axum::body::Body;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
+use axum::body::Body;
 use axum::extract::{Path, Query, State as AxumState};
 use axum::http::StatusCode;
 use axum::Json;
@@ -11,14 +11,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stacklens_core::analysis::diff::{diff, DiffOptions, FunctionDelta};
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineGroup, GoroutineOptions};
-use stacklens_core::{Profile, ProfileKind};
-
-use super::baselines::{find_baseline, latest_id};
-use super::profiles::{find, parse_kind, raw_bytes, read_json, SessionRecord};
-use super::{blocking, now_rfc3339, required, ApiError, AppState, ErrorBody, State, Tenant};
-use crate::store::Store;
-use std::collections::BTreeMap;
+use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
+
+use super::access::Reader;
+use super::request::{parse_kind, read_json, required};
+use super::{ApiError, ErrorBody};
+use crate::budget::{ParseFailure, Parsed};
+use crate::records::sessions::{self, SessionRecord};
+use crate::records::{baselines, captures, now_rfc3339, Tenant};
+use crate::state::AppState;
+use crate::state::State;
 
 /// Stacks an analysis returns, largest first.
 const TOP_STACKS: usize = 20;
@@ -33,34 +36,64 @@ fn noise_threshold(given: Option<f64>) -> Result<f64, ApiError> {
     }
 }
 
-/// A session id, or a baseline or capture id standing for its session.
+/// A session id, or a baseline or capture id standing for the session it holds.
 async fn session_of(state: &AppState, tenant: &Tenant, id: &str) -> Result<SessionRecord, ApiError> {
     let store = &state.store;
-    if id.starts_with("base-") {
-        let baseline = find_baseline(store, tenant, id).await?;
-        find(store, tenant, &baseline.session_id).await
+    let record = if id.starts_with("base-") {
+        let baseline = baselines::find(store, tenant, id).await?;
+        sessions::find_held(store, tenant, &baseline.session_id).await?
     } else if id.starts_with("cap-") {
-        find(store, tenant, &super::capture::captured_session(state, tenant, id).await?).await
+        let (_, done) = captures::find(store, tenant, id).await?;
+        let done = done.ok_or_else(|| {
+            ApiError::new(StatusCode::CONFLICT, "CaptureNotCompleted", format!("capture '{id}' is still running"))
+                .details(json!({ "id": id }))
+        })?;
+        let session = done.session_id.ok_or_else(|| {
+            ApiError::unprocessable(
+                "CaptureFailed",
+                format!("capture '{id}' failed: {}", done.error.clone().unwrap_or_default()),
+            )
+            .details(json!({ "id": id }))
+        })?;
+        sessions::find_held(store, tenant, &session).await?
     } else {
-        find(store, tenant, id).await
-    }
+        sessions::find(store, tenant, id).await?
+    };
+    Ok(record)
 }
 
-async fn profile_of(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<Profile, ApiError> {
-    let bytes = raw_bytes(store, tenant, record).await?;
-    blocking(move || stacklens_core::parse(&bytes)).await?.map_err(|e| {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "CorruptProfile", format!("stored profile {}: {e}", record.id))
+/// Stored sessions parsed by core within the memory budget.
+pub(super) async fn stored_profiles(
+    state: &AppState,
+    tenant: &Tenant,
+    records: &[SessionRecord],
+) -> Result<Parsed, ApiError> {
+    let mut raw = Vec::with_capacity(records.len());
+    for record in records {
+        raw.push(sessions::raw(&state.store, tenant, record).await?);
+    }
+    state.budget.parse(raw).await.map_err(|e| match e {
+        // The bytes were read by core when they were stored.
+        ParseFailure::Core(e) => {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "CorruptProfile", format!("a stored profile: {e}"))
+        }
+        other => other.into(),
     })
 }
 
-fn analysis_failed(e: stacklens_core::Error) -> ApiError {
-    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "AnalysisFailed", e.to_string())
-        .details(json!({ "coreError": e.code() }))
+/// Runs CPU-heavy core work off the async threads.
+async fn off_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", format!("analysis failed: {e}")))
+}
+
+pub(super) fn analysis_failed(e: stacklens_core::Error) -> ApiError {
+    ApiError::unprocessable("AnalysisFailed", e.to_string()).details(json!({ "coreError": e.code() }))
 }
 
 fn mismatch(record: &SessionRecord, wanted: ProfileKind) -> ApiError {
-    ApiError::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
+    ApiError::unprocessable(
         "ProfileTypeMismatch",
         format!("session {} is a {} profile, not {wanted}", record.id, record.profile_type),
     )
@@ -157,18 +190,24 @@ pub struct DiffRequest {
 
 /// The diff of two sessions, computed by core as the CLI's `diff` (or, for goroutine
 /// profiles, `goroutines --compare`).
-#[utoipa::path(post, path = "/api/v1/profiling/diff", tag = "analysis",
-    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant (default: \"default\"); or a `tenant` query parameter")),
+#[utoipa::path(post, path = "/api/v1/profiling/diff", tag = "analysis", operation_id = "DiffSessions",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant")),
     request_body = DiffRequest,
-    responses((status = 200, body = DiffResponse), (status = 400, body = ErrorBody),
-        (status = 404, description = "unknown id", body = ErrorBody),
-        (status = 422, description = "a session is not of this type", body = ErrorBody)))]
+    responses((status = 200, body = DiffResponse),
+        (status = 400, description = "InvalidRequest, InvalidProfileType, InvalidParameter", body = ErrorBody),
+        (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody),
+        (status = 404, description = "ProfileNotFound, BaselineNotFound, CaptureNotFound", body = ErrorBody),
+        (status = 409, description = "CaptureNotCompleted", body = ErrorBody),
+        (status = 413, description = "PayloadTooLarge, OverMemoryBudget", body = ErrorBody),
+        (status = 422, description = "ProfileTypeMismatch, CaptureFailed, AnalysisFailed", body = ErrorBody),
+        (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
+    security((), ("bearer" = [])))]
 pub async fn diff_sessions(
     AxumState(state): AxumState<State>,
-    tenant: Tenant,
+    Reader(tenant): Reader,
     body: Body,
 ) -> Result<Json<DiffResponse>, ApiError> {
-    let request: DiffRequest = read_json(body, 1 << 16, "a diff request").await?;
+    let request: DiffRequest = read_json(body, "a diff request").await?;
     let kind = parse_kind(&request.kind)?;
     let noise = noise_threshold(request.noise_threshold_pct)?;
     let base = session_of(&state, &tenant, &request.base_id).await?;
@@ -178,17 +217,17 @@ pub async fn diff_sessions(
             return Err(mismatch(record, kind));
         }
     }
-    let (base_profile, later_profile) =
-        (profile_of(&state.store, &tenant, &base).await?, profile_of(&state.store, &tenant, &later).await?);
+    let parsed = stored_profiles(&state, &tenant, &[base.clone(), later.clone()]).await?;
     let envelope = DiffResponse {
         base_session_id: base.id,
         compare_session_id: later.id,
         kind: kind.to_string(),
         ..DiffResponse::default()
     };
-    let response = blocking(move || -> Result<DiffResponse, stacklens_core::Error> {
+    let response = off_thread(move || -> Result<DiffResponse, stacklens_core::Error> {
+        let (base_profile, later_profile) = (&parsed.profiles[0], &parsed.profiles[1]);
         if kind == ProfileKind::Goroutine {
-            let c = compare(&base_profile, &later_profile)?;
+            let c = compare(base_profile, later_profile)?;
             return Ok(DiffResponse {
                 new_stacks: Some(c.new_stacks.iter().map(NewStack::from).collect()),
                 growth_count: Some(c.growth_count),
@@ -197,12 +236,12 @@ pub async fn diff_sessions(
             });
         }
         let options = DiffOptions {
-            sample_index: kind.sample_type(&later_profile).to_owned(),
+            sample_index: kind.sample_type(later_profile).to_owned(),
             normalize: request.normalize,
             noise_threshold_pct: noise,
             ..DiffOptions::default()
         };
-        let report = diff(&base_profile, &later_profile, &options)?;
+        let report = diff(base_profile, later_profile, &options)?;
         Ok(DiffResponse {
             sample_type: Some(report.sample_type),
             unit: Some(report.unit),
@@ -219,34 +258,41 @@ pub async fn diff_sessions(
 }
 
 /// Goroutine analysis of a session (a debug=2 dump, a debug=1 text or a goroutine pprof).
-#[utoipa::path(get, path = "/api/v1/profiling/sessions/{id}/analysis", tag = "analysis",
-    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant (default: \"default\"); or a `tenant` query parameter"), ("id" = String, Path, description = "session id")),
-    responses((status = 200, body = AnalysisResponse), (status = 404, body = ErrorBody),
-        (status = 422, description = "not a goroutine profile", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/v1/profiling/sessions/{id}/analysis", tag = "analysis", operation_id = "GetGoroutineAnalysis",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"), ("id" = String, Path, description = "session id")),
+    responses((status = 200, body = AnalysisResponse),
+        (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody),
+        (status = 404, description = "ProfileNotFound", body = ErrorBody),
+        (status = 422, description = "ProfileTypeMismatch: not a goroutine profile; AnalysisFailed", body = ErrorBody),
+        (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
+    security((), ("bearer" = [])))]
 pub async fn goroutine_analysis(
     AxumState(state): AxumState<State>,
-    tenant: Tenant,
+    Reader(tenant): Reader,
     Path(id): Path<String>,
 ) -> Result<Json<AnalysisResponse>, ApiError> {
-    let record = find(&state.store, &tenant, &id).await?;
+    let record = sessions::find(&state.store, &tenant, &id).await?;
     if record.profile_type != ProfileKind::Goroutine {
         return Err(mismatch(&record, ProfileKind::Goroutine));
     }
-    let profile = profile_of(&state.store, &tenant, &record).await?;
     // Growth is measured against the latest goroutine baseline of the same service.
-    let baseline = match latest_id(&state.store, &tenant, ProfileKind::Goroutine, &record.service).await? {
+    let baseline = match baselines::latest_id(&state.store, &tenant, ProfileKind::Goroutine, &record.service).await? {
         Some(id) => {
-            let b = find_baseline(&state.store, &tenant, &id).await?;
-            let session = find(&state.store, &tenant, &b.session_id).await?;
-            Some((b.baseline_id, profile_of(&state.store, &tenant, &session).await?))
+            let b = baselines::find(&state.store, &tenant, &id).await?;
+            Some((b.baseline_id, sessions::find_held(&state.store, &tenant, &b.session_id).await?))
         }
         None => None,
     };
-    let (report, growth) = blocking(move || -> Result<_, stacklens_core::Error> {
-        let report = analyze(&profile, &GoroutineOptions { filter: None, max_stacks: Some(TOP_STACKS) })?;
-        let growth = match &baseline {
-            Some((id, base)) => Some((id.clone(), compare(base, &profile)?.goroutine_growth_rate.unwrap_or(1.0))),
-            None => None,
+    let mut records = vec![record.clone()];
+    records.extend(baseline.iter().map(|(_, s)| s.clone()));
+    let parsed = stored_profiles(&state, &tenant, &records).await?;
+    let baseline_id = baseline.map(|(id, _)| id);
+    let (report, growth) = off_thread(move || -> Result<_, stacklens_core::Error> {
+        let profile = &parsed.profiles[0];
+        let report = analyze(profile, &GoroutineOptions { filter: None, max_stacks: Some(TOP_STACKS) })?;
+        let growth = match (baseline_id, parsed.profiles.get(1)) {
+            (Some(id), Some(base)) => Some((id, compare(base, profile)?.goroutine_growth_rate.unwrap_or(1.0))),
+            _ => None,
         };
         Ok((report, growth))
     })
@@ -310,16 +356,21 @@ pub struct CompareResponse {
 }
 
 /// Compares two captured profiles (or sessions, or baselines) function by function.
-#[utoipa::path(get, path = "/api/v1/observability/profiling/compare", tag = "capture",
+#[utoipa::path(get, path = "/api/v1/observability/profiling/compare", tag = "capture", operation_id = "CompareProfiles",
     params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"),
         ("baseProfileId" = String, Query), ("comparisonProfileId" = String, Query),
         ("noiseThresholdPct" = Option<f64>, Query, description = "changes below this % of the base total are unchanged (default 1)")),
-    responses((status = 200, body = CompareResponse), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, description = "a capture is still running", body = ErrorBody),
-        (status = 422, description = "profiles of different types, or a failed capture", body = ErrorBody)))]
+    responses((status = 200, body = CompareResponse),
+        (status = 400, description = "InvalidParameter", body = ErrorBody),
+        (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody),
+        (status = 404, description = "ProfileNotFound, BaselineNotFound, CaptureNotFound", body = ErrorBody),
+        (status = 409, description = "CaptureNotCompleted: a capture is still running", body = ErrorBody),
+        (status = 422, description = "ProfileTypeMismatch, CaptureFailed, AnalysisFailed", body = ErrorBody),
+        (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
+    security((), ("bearer" = [])))]
 pub async fn compare_profiles(
     AxumState(state): AxumState<State>,
-    tenant: Tenant,
+    Reader(tenant): Reader,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<CompareResponse>, ApiError> {
     let (base_id, later_id) = (required(&query, "baseProfileId")?, required(&query, "comparisonProfileId")?);
@@ -330,15 +381,15 @@ pub async fn compare_profiles(
     if !base.profile_type.accepts(kind) {
         return Err(mismatch(&base, kind));
     }
-    let (base_profile, later_profile) =
-        (profile_of(&state.store, &tenant, &base).await?, profile_of(&state.store, &tenant, &later).await?);
-    let report = blocking(move || {
+    let parsed = stored_profiles(&state, &tenant, &[base.clone(), later.clone()]).await?;
+    let report = off_thread(move || {
+        let (base_profile, later_profile) = (&parsed.profiles[0], &parsed.profiles[1]);
         let options = DiffOptions {
-            sample_index: kind.sample_type(&later_profile).to_owned(),
+            sample_index: kind.sample_type(later_profile).to_owned(),
             noise_threshold_pct: noise,
             ..DiffOptions::default()
         };
-        diff(&base_profile, &later_profile, &options)
+        diff(base_profile, later_profile, &options)
     })
     .await?
     .map_err(analysis_failed)?;

@@ -1,7 +1,5 @@
 //! Baselines, field for field as the seed's CreateBaseline: a labelled session whose
-//! top functions later profiles are compared with. "Latest" is not stored (it would
-//! need an overwrite): it is the newest entry of a per-type-and-service index, whose
-//! keys are time-ordered ids.
+//! top functions later profiles are compared with.
 
 use std::collections::HashMap;
 
@@ -9,23 +7,22 @@ use axum::body::Body;
 use axum::extract::{Path, Query, State as AxumState};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
-use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stacklens_core::analysis::summary::{top_functions, FunctionShare};
 use stacklens_core::ProfileKind;
-
-use super::profiles::{find, parse_kind, raw_bytes, read_json};
 use utoipa::ToSchema;
 
-use super::{
-    authorize, blocking, load, now_rfc3339, share_url, valid_id, ApiError, AppState, ErrorBody, State, Tenant,
-};
-use crate::store::Store;
+use super::access::{Open, Reader, Writer};
+use super::analysis::{analysis_failed, stored_profiles};
+use super::request::{parse_kind, read_json, share_url};
+use super::{ApiError, ErrorBody};
+use crate::records::baselines::{self, BaselineRecord, NewBaseline};
+use crate::records::{sessions, Tenant};
+use crate::state::{AppState, State};
 
 /// Functions a baseline keeps when the request gives none.
 const TOP_FUNCTIONS: usize = 20;
-const MAX_REQUEST: usize = 1 << 20;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -41,21 +38,6 @@ pub struct CreateBaseline {
     tags: Vec<String>,
 }
 
-#[derive(Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BaselineRecord {
-    pub baseline_id: String,
-    pub baseline_label: String,
-    pub profile_type: ProfileKind,
-    pub session_id: String,
-    /// The session's service: "latest" is per type and service.
-    pub service: String,
-    pub description: String,
-    pub top_functions: Vec<FunctionShare>,
-    pub created_at: String,
-    pub tags: Vec<String>,
-}
-
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BaselineResponse {
@@ -63,26 +45,6 @@ pub struct BaselineResponse {
     record: BaselineRecord,
     is_latest: bool,
     share_url: String,
-}
-
-fn record_key(tenant: &Tenant, id: &str) -> String {
-    tenant.key(&format!("baselines/by-id/{id}.json"))
-}
-
-/// The folder of one type and service's baselines; the service is hex-encoded so any
-/// text is a safe key.
-fn group_key(tenant: &Tenant, kind: ProfileKind, service: &str) -> String {
-    tenant.key(&format!("baselines/latest/{kind}/s{}", hex::encode(service)))
-}
-
-/// The newest baseline of a type and service.
-pub async fn latest_id(
-    store: &Store,
-    tenant: &Tenant,
-    kind: ProfileKind,
-    service: &str,
-) -> Result<Option<String>, ApiError> {
-    Ok(store.list(&group_key(tenant, kind, service), None).await?.pop())
 }
 
 fn respond(
@@ -101,22 +63,27 @@ fn invalid(field: &str, message: impl Into<String>) -> ApiError {
 }
 
 /// Saves a session as a baseline (the seed's CreateBaseline); without topFunctions
-/// core computes the top 20 by self from the stored session.
-#[utoipa::path(post, path = "/api/v1/profiling/baselines", tag = "baselines",
-    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant (default: \"default\"); or a `tenant` query parameter")),
+/// core computes the top 20 by self from the stored session. The baseline pins the
+/// session's bytes until it is deleted.
+#[utoipa::path(post, path = "/api/v1/profiling/baselines", tag = "baselines", operation_id = "CreateBaseline",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant")),
     request_body = CreateBaseline,
-    responses((status = 201, body = BaselineResponse), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, description = "unknown sessionId", body = ErrorBody),
-        (status = 422, description = "profileType does not match the session", body = ErrorBody)),
+    responses((status = 201, body = BaselineResponse),
+        (status = 400, description = "InvalidRequest, InvalidProfileType", body = ErrorBody),
+        (status = 401, description = "Unauthorized", body = ErrorBody),
+        (status = 403, description = "Forbidden, InsufficientScope", body = ErrorBody),
+        (status = 404, description = "ProfileNotFound: unknown sessionId", body = ErrorBody),
+        (status = 413, description = "PayloadTooLarge", body = ErrorBody),
+        (status = 422, description = "ProfileTypeMismatch, AnalysisFailed", body = ErrorBody),
+        (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn create(
     AxumState(state): AxumState<State>,
-    tenant: Tenant,
+    Writer(tenant): Writer,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<BaselineResponse>), ApiError> {
-    authorize(&state, &headers)?;
-    let request: CreateBaseline = read_json(body, MAX_REQUEST, "a CreateBaseline request").await?;
+    let request: CreateBaseline = read_json(body, "a CreateBaseline request").await?;
     let label = request.label.trim().to_owned();
     if label.is_empty() || label.len() > 200 || label.chars().any(char::is_control) {
         return Err(invalid("label", "label must be 1-200 printable characters"));
@@ -129,74 +96,72 @@ pub async fn create(
     {
         return Err(invalid("tags", "at most 50 tags of 1-64 printable characters"));
     }
+    if request.top_functions.len() > 1000 {
+        return Err(invalid("topFunctions", "at most 1000 top functions"));
+    }
     let kind = parse_kind(&request.profile_type)?;
-    let session = find(&state.store, &tenant, &request.session_id).await?;
+    let session = sessions::find(&state.store, &tenant, &request.session_id).await?;
     if !session.profile_type.accepts(kind) {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
+        return Err(ApiError::unprocessable(
             "ProfileTypeMismatch",
             format!("session {} is a {} profile, not {kind}", session.id, session.profile_type),
         )
         .details(json!({ "sessionId": session.id, "sessionProfileType": session.profile_type, "profileType": kind })));
     }
     let top_functions = if request.top_functions.is_empty() {
-        let bytes = raw_bytes(&state.store, &tenant, &session).await?;
-        blocking(move || -> Result<Vec<FunctionShare>, stacklens_core::Error> {
-            let profile = stacklens_core::parse(&bytes)?;
-            top_functions(&profile, kind.sample_type(&profile), TOP_FUNCTIONS)
+        let parsed = stored_profiles(&state, &tenant, std::slice::from_ref(&session)).await?;
+        tokio::task::spawn_blocking(move || {
+            let profile = &parsed.profiles[0];
+            top_functions(profile, kind.sample_type(profile), TOP_FUNCTIONS)
         })
-        .await?
-        .map_err(|e| {
-            ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "AnalysisFailed",
-                format!("cannot rank the session's functions: {e}"),
-            )
-        })?
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", e.to_string()))?
+        .map_err(analysis_failed)?
     } else {
         request.top_functions
     };
-    let record = BaselineRecord {
-        baseline_id: format!("base-{}", uuid::Uuid::now_v7().simple()),
-        baseline_label: label,
-        profile_type: kind,
-        session_id: session.id,
-        service: session.service,
-        description: request.description,
-        top_functions,
-        created_at: now_rfc3339(),
-        tags: request.tags,
-    };
-    // The record, then its index entry: "latest" moves only to a stored baseline.
-    state.store.create(&record_key(&tenant, &record.baseline_id), Bytes::from(serde_json::to_vec(&record)?)).await?;
-    let group = group_key(&tenant, kind, &record.service);
-    state.store.create(&format!("{group}/{}", record.baseline_id), Bytes::new()).await?;
-    let is_latest =
-        latest_id(&state.store, &tenant, kind, &record.service).await?.as_deref() == Some(&record.baseline_id);
+    let new =
+        NewBaseline { label, profile_type: kind, description: request.description, top_functions, tags: request.tags };
+    let record = baselines::create_baseline(&state.store, &tenant, &session, new).await?;
+    let is_latest = baselines::latest_id(&state.store, &tenant, kind, &record.service).await?.as_deref()
+        == Some(&record.baseline_id);
     Ok((StatusCode::CREATED, Json(respond(&state, &headers, &tenant, record, is_latest))))
 }
 
-pub async fn find_baseline(store: &Store, tenant: &Tenant, id: &str) -> Result<BaselineRecord, ApiError> {
-    if !valid_id(id, "base") {
-        return Err(ApiError::not_found("baseline", id));
-    }
-    load(store, &record_key(tenant, id)).await?.ok_or_else(|| ApiError::not_found("baseline", id))
-}
-
 /// A baseline; isLatest is true for the newest of its profile type and service.
-#[utoipa::path(get, path = "/api/v1/profiling/baselines/{id}", tag = "baselines",
+#[utoipa::path(get, path = "/api/v1/profiling/baselines/{id}", tag = "baselines", operation_id = "GetBaseline",
     params(("X-Tenant-ID" = Option<String>, Header, description = "tenant (default: \"default\"); or a `tenant` query parameter"), ("id" = String, Path, description = "baseline id")),
-    responses((status = 200, body = BaselineResponse), (status = 404, description = "unknown id", body = ErrorBody)))]
+    responses((status = 200, body = BaselineResponse), (status = 404, description = "BaselineNotFound", body = ErrorBody)),
+    security((), ("bearer" = [])))]
 pub async fn record(
     AxumState(state): AxumState<State>,
-    tenant: Tenant,
+    Open(tenant): Open,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<BaselineResponse>, ApiError> {
-    let record = find_baseline(&state.store, &tenant, &id).await?;
-    let latest = latest_id(&state.store, &tenant, record.profile_type, &record.service).await?;
+    let record = baselines::find(&state.store, &tenant, &id).await?;
+    let latest = baselines::latest_id(&state.store, &tenant, record.profile_type, &record.service).await?;
     let is_latest = latest.as_deref() == Some(&record.baseline_id);
     Ok(Json(respond(&state, &headers, &tenant, record, is_latest)))
+}
+
+/// Deletes a baseline; its link answers 404 at once and the session's bytes are
+/// released (removed if nothing else holds them).
+#[utoipa::path(delete, path = "/api/v1/profiling/baselines/{id}", tag = "baselines", operation_id = "DeleteBaseline",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"), ("id" = String, Path, description = "baseline id")),
+    responses((status = 204, description = "deleted"),
+        (status = 401, description = "Unauthorized", body = ErrorBody),
+        (status = 403, description = "Forbidden, InsufficientScope", body = ErrorBody),
+        (status = 404, description = "BaselineNotFound", body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn delete(
+    AxumState(state): AxumState<State>,
+    Writer(tenant): Writer,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let record = baselines::find(&state.store, &tenant, &id).await?;
+    baselines::delete(&state.store, &tenant, &record).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[derive(Serialize, ToSchema)]
@@ -205,14 +170,17 @@ pub struct BaselineList {
 }
 
 /// Baselines, newest first.
-#[utoipa::path(get, path = "/api/v1/profiling/baselines", tag = "baselines",
-    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant (default: \"default\"); or a `tenant` query parameter"),
+#[utoipa::path(get, path = "/api/v1/profiling/baselines", tag = "baselines", operation_id = "ListBaselines",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"),
         ("profileType" = Option<String>, Query), ("tag" = Option<String>, Query), ("service" = Option<String>, Query),
         ("latest" = Option<bool>, Query, description = "only the latest of each type and service")),
-    responses((status = 200, body = BaselineList), (status = 400, body = ErrorBody)))]
+    responses((status = 200, body = BaselineList),
+        (status = 400, description = "InvalidRequest, InvalidProfileType", body = ErrorBody),
+        (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody)),
+    security((), ("bearer" = [])))]
 pub async fn list(
     AxumState(state): AxumState<State>,
-    tenant: Tenant,
+    Reader(tenant): Reader,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Result<Json<BaselineList>, ApiError> {
@@ -224,13 +192,9 @@ pub async fn list(
     };
     let tag = query.get("tag");
     let service = query.get("service");
-    let ids = state.store.list(&tenant.key("baselines/by-id"), None).await?;
     let mut latest: HashMap<(ProfileKind, String), Option<String>> = HashMap::new();
-    let mut baselines = Vec::new();
-    // Newest first: ids are time-ordered.
-    for name in ids.iter().rev() {
-        let Some(id) = name.strip_suffix(".json") else { continue };
-        let Some(record) = load::<BaselineRecord>(&state.store, &record_key(&tenant, id)).await? else { continue };
+    let mut found = Vec::new();
+    for record in baselines::list(&state.store, &tenant).await? {
         if kind.is_some_and(|k| k != record.profile_type)
             || tag.is_some_and(|t| !record.tags.contains(t))
             || service.is_some_and(|s| *s != record.service)
@@ -241,7 +205,7 @@ pub async fn list(
         let newest = match latest.get(&group) {
             Some(l) => l.clone(),
             None => {
-                let l = latest_id(&state.store, &tenant, record.profile_type, &record.service).await?;
+                let l = baselines::latest_id(&state.store, &tenant, record.profile_type, &record.service).await?;
                 latest.insert(group, l.clone());
                 l
             }
@@ -250,7 +214,7 @@ pub async fn list(
         if only_latest && !is_latest {
             continue;
         }
-        baselines.push(respond(&state, &headers, &tenant, record, is_latest));
+        found.push(respond(&state, &headers, &tenant, record, is_latest));
     }
-    Ok(Json(BaselineList { baselines }))
+    Ok(Json(BaselineList { baselines: found }))
 }

@@ -1,0 +1,119 @@
+//! Who a request acts for. With credentials configured, the tenant comes from the
+//! bearer credential (`X-Tenant-ID` or `?tenant=` only choose among the tenants an
+//! admin key may act for); without any (the local default), from `X-Tenant-ID`, a
+//! `tenant` query parameter, or "default".
+//!
+//! - [`Open`]: reads by an unguessable id (share links); no credential needed.
+//! - [`Reader`]: listings, history, comparisons, analyses, capture status.
+//! - [`Writer`]: everything that stores or deletes.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use serde_json::json;
+
+use super::ApiError;
+use crate::auth::{Grant, Scope};
+use crate::records::{valid_name, Tenant, DEFAULT_TENANT};
+use crate::state::State;
+
+pub struct Open(pub Tenant);
+pub struct Reader(pub Tenant);
+pub struct Writer(pub Tenant);
+
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Need {
+    Nothing,
+    Read,
+    Write,
+}
+
+fn tenant_name_error(tenant: &str) -> ApiError {
+    ApiError::bad_request("InvalidTenant", "a tenant is 1-64 letters, digits, '-' or '_'")
+        .details(json!({ "tenant": tenant }))
+}
+
+/// The tenant the request names, if any.
+fn requested_tenant(parts: &Parts) -> Result<Option<String>, ApiError> {
+    let from_query = || {
+        let query = parts.uri.query()?;
+        url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "tenant").map(|(_, v)| v.into_owned())
+    };
+    let tenant = match parts.headers.get("x-tenant-id") {
+        Some(value) => value.to_str().unwrap_or("").to_owned(),
+        None => match from_query() {
+            Some(t) => t,
+            None => return Ok(None),
+        },
+    };
+    if valid_name(&tenant, 64) {
+        Ok(Some(tenant))
+    } else {
+        Err(tenant_name_error(&tenant))
+    }
+}
+
+fn unauthorized(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", message)
+}
+
+fn resolve(state: &State, parts: &Parts, need: Need) -> Result<Tenant, ApiError> {
+    let requested = requested_tenant(parts)?;
+    let or_default = |t: Option<String>| Tenant(t.unwrap_or_else(|| DEFAULT_TENANT.to_owned()));
+    if !state.auth.configured() {
+        return Ok(or_default(requested));
+    }
+    let bearer = match parts.headers.get("authorization") {
+        None => None,
+        Some(value) => {
+            let text = value.to_str().unwrap_or("");
+            let token = text.strip_prefix("Bearer ").or_else(|| text.strip_prefix("bearer ")).map(str::trim);
+            Some(
+                token
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| unauthorized("Authorization must be 'Bearer <token>'"))?,
+            )
+        }
+    };
+    let Some(bearer) = bearer else {
+        return match need {
+            Need::Nothing => Ok(or_default(requested)),
+            _ => Err(unauthorized("this call needs 'Authorization: Bearer <token>' for its tenant")),
+        };
+    };
+    let Grant { tenant, scope } = state.auth.verify(bearer).map_err(|e| unauthorized(e.to_string()))?;
+    let tenant = match tenant {
+        None => or_default(requested),
+        Some(own) => {
+            if let Some(other) = requested.filter(|r| *r != own) {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "Forbidden",
+                    format!("this credential acts for tenant '{own}', not '{other}'"),
+                )
+                .details(json!({ "tenant": other })));
+            }
+            Tenant(own)
+        }
+    };
+    if need == Need::Write && scope < Scope::Write {
+        return Err(ApiError::new(StatusCode::FORBIDDEN, "InsufficientScope", "this credential may only read"));
+    }
+    Ok(tenant)
+}
+
+macro_rules! extractor {
+    ($name:ident, $need:expr) => {
+        impl FromRequestParts<State> for $name {
+            type Rejection = ApiError;
+
+            async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Self, ApiError> {
+                resolve(state, parts, $need).map($name)
+            }
+        }
+    };
+}
+
+extractor!(Open, Need::Nothing);
+extractor!(Reader, Need::Read);
+extractor!(Writer, Need::Write);

@@ -1,0 +1,128 @@
+//! Baselines, field for field as the seed's CreateBaseline: a labelled session whose
+//! top functions later profiles are compared with. A baseline holds its session (see
+//! [`super::refs`]), so its bytes outlive retention and the session's own deletion.
+//! "Latest" is not stored (it would need an overwrite): it is the newest entry of a
+//! per-type-and-service index whose names are time-ordered.
+
+use serde::{Deserialize, Serialize};
+use stacklens_core::analysis::summary::FunctionShare;
+use stacklens_core::ProfileKind;
+use utoipa::ToSchema;
+
+use super::sessions::SessionRecord;
+use super::{create, load, millis_of, now_rfc3339, random_id, refs, valid_id, Kind, RecordError, Result, Tenant};
+use crate::store::Store;
+
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BaselineRecord {
+    pub baseline_id: String,
+    pub baseline_label: String,
+    pub profile_type: ProfileKind,
+    pub session_id: String,
+    /// The session's service: "latest" is per type and service.
+    pub service: String,
+    pub description: String,
+    pub top_functions: Vec<FunctionShare>,
+    pub created_at: String,
+    pub tags: Vec<String>,
+}
+
+/// What a new baseline says about its session.
+pub struct NewBaseline {
+    pub label: String,
+    pub profile_type: ProfileKind,
+    pub description: String,
+    pub top_functions: Vec<FunctionShare>,
+    pub tags: Vec<String>,
+}
+
+fn record_key(tenant: &Tenant, id: &str) -> String {
+    tenant.key(&format!("baselines/by-id/{id}.json"))
+}
+
+fn time_prefix(tenant: &Tenant) -> String {
+    tenant.key("baselines/by-time")
+}
+
+/// The folder of one type and service's baselines; the service is hex-encoded so any
+/// text is a safe key.
+fn group_prefix(tenant: &Tenant, kind: ProfileKind, service: &str) -> String {
+    tenant.key(&format!("baselines/latest/{kind}/s{}", hex::encode(service)))
+}
+
+/// Index names: the creation time, then the (random) baseline id.
+fn index_name(record: &BaselineRecord) -> String {
+    format!("{:016x}-{}", millis_of(&record.created_at), record.baseline_id)
+}
+
+fn id_of(index_name: &str) -> Option<&str> {
+    index_name.split_once('-').map(|(_, id)| id)
+}
+
+/// Saves a baseline of `session`; NotFound when the session went meanwhile.
+pub async fn create_baseline(
+    store: &Store,
+    tenant: &Tenant,
+    session: &SessionRecord,
+    new: NewBaseline,
+) -> Result<BaselineRecord> {
+    let record = BaselineRecord {
+        baseline_id: random_id("base"),
+        baseline_label: new.label,
+        profile_type: new.profile_type,
+        session_id: session.id.clone(),
+        service: session.service.clone(),
+        description: new.description,
+        top_functions: new.top_functions,
+        created_at: now_rfc3339(),
+        tags: new.tags,
+    };
+    // The pin first, then the record, then the indexes: "latest" moves only to a
+    // stored baseline, and no baseline exists whose bytes could be collected.
+    if !refs::hold(store, tenant, &session.id, &record.baseline_id).await? {
+        return Err(RecordError::not_found(Kind::Session, &session.id));
+    }
+    create(store, &record_key(tenant, &record.baseline_id), &record).await?;
+    let name = index_name(&record);
+    store.create(&format!("{}/{name}", time_prefix(tenant)), bytes::Bytes::new()).await?;
+    let group = group_prefix(tenant, record.profile_type, &record.service);
+    store.create(&format!("{group}/{name}"), bytes::Bytes::new()).await?;
+    Ok(record)
+}
+
+/// The newest baseline of a type and service.
+pub async fn latest_id(store: &Store, tenant: &Tenant, kind: ProfileKind, service: &str) -> Result<Option<String>> {
+    let names = store.list(&group_prefix(tenant, kind, service), None).await?;
+    Ok(names.last().and_then(|n| id_of(n)).map(str::to_owned))
+}
+
+pub async fn find(store: &Store, tenant: &Tenant, id: &str) -> Result<BaselineRecord> {
+    if !valid_id(id, "base") {
+        return Err(RecordError::not_found(Kind::Baseline, id));
+    }
+    load(store, &record_key(tenant, id)).await?.ok_or_else(|| RecordError::not_found(Kind::Baseline, id))
+}
+
+/// A tenant's baselines, newest first.
+pub async fn list(store: &Store, tenant: &Tenant) -> Result<Vec<BaselineRecord>> {
+    let mut baselines = Vec::new();
+    for name in store.list(&time_prefix(tenant), None).await?.iter().rev() {
+        let Some(id) = id_of(name) else { continue };
+        if let Some(record) = load(store, &record_key(tenant, id)).await? {
+            baselines.push(record);
+        }
+    }
+    Ok(baselines)
+}
+
+/// Deletes a baseline: out of the indexes, then its record, then its pin (which
+/// removes the session's bytes if nothing else holds them).
+pub async fn delete(store: &Store, tenant: &Tenant, record: &BaselineRecord) -> Result<()> {
+    let id = &record.baseline_id;
+    let name = index_name(record);
+    store.delete(&format!("{}/{name}", group_prefix(tenant, record.profile_type, &record.service))).await?;
+    store.delete(&format!("{}/{name}", time_prefix(tenant))).await?;
+    store.delete(&record_key(tenant, id)).await?;
+    refs::release(store, tenant, &record.session_id, id).await
+}

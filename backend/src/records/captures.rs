@@ -1,0 +1,145 @@
+//! Captures from running services. Records are create-only: `started.json`, then
+//! `done.json` with the outcome; a per-service-and-type index in start order serves
+//! history. A capture holds the sessions it stored (see [`super::refs`]).
+
+use serde::{Deserialize, Serialize};
+use stacklens_core::analysis::summary::FunctionShare;
+use stacklens_core::ProfileKind;
+
+use super::{create, load, now_rfc3339, refs, valid_id, Kind, RecordError, Result, Tenant};
+use crate::store::Store;
+
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Started {
+    pub id: String,
+    pub service: String,
+    pub profile_type: ProfileKind,
+    pub started_at: String,
+    pub duration_seconds: u64,
+    pub sample_rate: Option<u64>,
+    /// For scheduled captures: the schedule's interval number this capture fills.
+    #[serde(default)]
+    pub slot: Option<u64>,
+}
+
+/// The outcome of a background run (a capture, or a samply recording).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Done {
+    pub completed_at: String,
+    pub session_id: Option<String>,
+    pub sample_count: Option<i64>,
+    /// For goroutine captures: the `debug=0` pprof form, stored beside the dump.
+    pub pprof_session_id: Option<String>,
+    /// The captured profile's total in its sample type (for trend charts).
+    pub total: Option<i64>,
+    pub unit: Option<String>,
+    pub top_functions: Vec<FunctionShare>,
+    pub error: Option<String>,
+}
+
+impl Done {
+    /// A run that failed, and why.
+    pub fn failed(error: String) -> Self {
+        Done { completed_at: now_rfc3339(), error: Some(error), ..Done::default() }
+    }
+
+    /// A run that stored this session.
+    pub fn stored(session_id: String) -> Self {
+        Done { completed_at: now_rfc3339(), session_id: Some(session_id), ..Done::default() }
+    }
+
+    /// running until there is an outcome; then failed or completed.
+    pub fn status(done: Option<&Done>) -> &'static str {
+        match done {
+            None => "running",
+            Some(d) if d.error.is_some() => "failed",
+            Some(_) => "completed",
+        }
+    }
+
+    /// The sessions the run stored.
+    pub fn sessions(&self) -> impl Iterator<Item = &String> {
+        self.session_id.iter().chain(&self.pprof_session_id)
+    }
+}
+
+/// Captures by service and type in time order (for history).
+fn history_prefix(tenant: &Tenant, service: &str, kind: ProfileKind) -> String {
+    tenant.key(&format!("captures-by/s{}/{kind}", hex::encode(service)))
+}
+
+fn key(tenant: &Tenant, id: &str, part: &str) -> String {
+    tenant.key(&format!("captures/{id}/{part}.json"))
+}
+
+/// Files a new capture: its record, then its history entry.
+pub async fn start(store: &Store, tenant: &Tenant, started: &Started) -> Result<()> {
+    create(store, &key(tenant, &started.id, "started"), started).await?;
+    let millis = super::millis_of(&started.started_at);
+    let indexed =
+        format!("{}/{millis:016x}-{}", history_prefix(tenant, &started.service, started.profile_type), started.id);
+    store.create(&indexed, bytes::Bytes::new()).await?;
+    Ok(())
+}
+
+/// The outcome key of a capture (written once by the run's guard).
+pub fn done_key(tenant: &Tenant, id: &str) -> String {
+    key(tenant, id, "done")
+}
+
+/// A capture and its outcome, if it has one.
+pub async fn find(store: &Store, tenant: &Tenant, id: &str) -> Result<(Started, Option<Done>)> {
+    if !valid_id(id, "cap") {
+        return Err(RecordError::not_found(Kind::Capture, id));
+    }
+    let started: Started =
+        load(store, &key(tenant, id, "started")).await?.ok_or_else(|| RecordError::not_found(Kind::Capture, id))?;
+    let done = load(store, &key(tenant, id, "done")).await?;
+    Ok((started, done))
+}
+
+/// A capture in a service and type's history.
+pub struct CaptureEntry {
+    /// When it started (milliseconds since the epoch).
+    pub millis: u64,
+    index: String,
+    pub started: Started,
+    pub done: Option<Done>,
+}
+
+/// When a service and type's captures started, with their index names, oldest first:
+/// a listing only, without reading the records.
+pub async fn times(store: &Store, tenant: &Tenant, service: &str, kind: ProfileKind) -> Result<Vec<(u64, String)>> {
+    let names = store.list(&history_prefix(tenant, service, kind), None).await?;
+    Ok(names
+        .into_iter()
+        .filter_map(|name| Some((u64::from_str_radix(name.split_once('-')?.0, 16).ok()?, name)))
+        .collect())
+}
+
+/// A service and type's captures, oldest first.
+pub async fn history(store: &Store, tenant: &Tenant, service: &str, kind: ProfileKind) -> Result<Vec<CaptureEntry>> {
+    let prefix = history_prefix(tenant, service, kind);
+    let mut entries = Vec::new();
+    for (millis, name) in times(store, tenant, service, kind).await? {
+        let Some((_, id)) = name.split_once('-') else { continue };
+        let Some(started) = load::<Started>(store, &key(tenant, id, "started")).await? else { continue };
+        let done: Option<Done> = load(store, &key(tenant, id, "done")).await?;
+        entries.push(CaptureEntry { millis, index: format!("{prefix}/{name}"), started, done });
+    }
+    Ok(entries)
+}
+
+/// Deletes a capture, and releases its sessions (removed unless something else holds them).
+pub async fn forget(store: &Store, tenant: &Tenant, entry: &CaptureEntry) -> Result<()> {
+    store.delete(&entry.index).await?;
+    let id = &entry.started.id;
+    for session in entry.done.iter().flat_map(Done::sessions) {
+        refs::release(store, tenant, session, id).await?;
+    }
+    store.delete(&key(tenant, id, "done")).await?;
+    store.delete(&key(tenant, id, "started")).await?;
+    Ok(())
+}

@@ -1,0 +1,66 @@
+//! References that pin a session's bytes. Each live record that needs a session holds
+//! one (its upload, a capture, a baseline, a samply run); a session's record and bytes
+//! are removed only when its last reference goes, so retention or a delete never takes
+//! bytes a baseline still needs.
+//!
+//! Collection races safely with new references without locks: each side first writes
+//! its own object (a reference, or the `~collect` marker) and then looks for the
+//! other's. With a store that reads its own writes, at least one of them sees the other
+//! and backs off.
+
+use bytes::Bytes;
+
+use super::{sessions, Result, Tenant};
+use crate::store::Store;
+
+const MARKER: &str = "~collect";
+
+fn prefix(tenant: &Tenant, session: &str) -> String {
+    tenant.key(&format!("refs/{session}"))
+}
+
+/// Adds `holder`'s reference to a session; false when the session is gone or being
+/// removed (the caller treats it as not found).
+pub async fn hold(store: &Store, tenant: &Tenant, session: &str, holder: &str) -> Result<bool> {
+    let dir = prefix(tenant, session);
+    let reference = format!("{dir}/{holder}");
+    store.create(&reference, Bytes::new()).await?;
+    let collecting = store.get(&format!("{dir}/{MARKER}")).await?.is_some();
+    if collecting || !sessions::exists(store, tenant, session).await? {
+        store.delete(&reference).await?;
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// Drops `holder`'s reference and nothing else.
+pub async fn withdraw(store: &Store, tenant: &Tenant, session: &str, holder: &str) -> Result<()> {
+    Ok(store.delete(&format!("{}/{holder}", prefix(tenant, session))).await?)
+}
+
+/// Drops `holder`'s reference, and removes the session when nothing refers to it any more.
+pub async fn release(store: &Store, tenant: &Tenant, session: &str, holder: &str) -> Result<()> {
+    withdraw(store, tenant, session, holder).await?;
+    collect(store, tenant, session).await
+}
+
+/// The holders of a session's references.
+pub async fn holders(store: &Store, tenant: &Tenant, session: &str) -> Result<Vec<String>> {
+    Ok(store.list(&prefix(tenant, session), None).await?.into_iter().filter(|h| h != MARKER).collect())
+}
+
+/// Removes an unreferenced session.
+async fn collect(store: &Store, tenant: &Tenant, session: &str) -> Result<()> {
+    if !holders(store, tenant, session).await?.is_empty() {
+        return Ok(());
+    }
+    let marker = format!("{}/{MARKER}", prefix(tenant, session));
+    if !store.create(&marker, Bytes::new()).await? {
+        return Ok(()); // someone else is collecting it
+    }
+    if holders(store, tenant, session).await?.is_empty() {
+        sessions::remove(store, tenant, session).await?;
+    }
+    store.delete(&marker).await?;
+    Ok(())
+}

@@ -1,0 +1,230 @@
+//! Sessions: raw profiles as uploaded, captured or recorded, with a small record each.
+//! Ids are random (a share link is a capability); the same bytes in the same tenant
+//! still map to one session through a claim keyed by their sha256, so bytes are
+//! stored once. A deleted session is hidden at once (tombstone) and its bytes go when
+//! no baseline or capture refers to it any more (see [`super::refs`]).
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use stacklens_core::ProfileKind;
+use utoipa::ToSchema;
+
+use super::{create, load, millis_of, now_rfc3339, random_id, refs, valid_id, Kind, RecordError, Result, Tenant};
+use crate::store::Store;
+
+/// What is stored beside each raw profile.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord {
+    pub id: String,
+    pub service: String,
+    pub profile_type: ProfileKind,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub sample_types: Vec<String>,
+    pub sample_count: i64,
+    pub duration_seconds: f64,
+    pub created_at: String,
+    pub size: u64,
+    pub sha256: String,
+    pub content_type: String,
+}
+
+/// A new session's description; core has read the bytes already.
+pub struct NewSession {
+    pub service: String,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub profile_type: ProfileKind,
+    pub sample_types: Vec<String>,
+    pub sample_count: i64,
+    pub duration_seconds: f64,
+}
+
+/// Who holds an uploaded session (its uploader).
+pub const UPLOAD: &str = "upload";
+
+fn record_key(tenant: &Tenant, id: &str) -> String {
+    tenant.key(&format!("sessions/{id}.json"))
+}
+
+fn raw_key(tenant: &Tenant, id: &str) -> String {
+    tenant.key(&format!("sessions/{id}.raw"))
+}
+
+fn tombstone_key(tenant: &Tenant, id: &str) -> String {
+    tenant.key(&format!("sessions/{id}.deleted"))
+}
+
+fn claim_key(tenant: &Tenant, sha256: &str) -> String {
+    tenant.key(&format!("by-sha256/{sha256}"))
+}
+
+fn index_prefix(tenant: &Tenant) -> String {
+    tenant.key("sessions-by-time")
+}
+
+/// Index entries sort newest first: the name starts with the inverted creation time.
+fn index_name(record: &SessionRecord) -> String {
+    format!("{:016x}-{}", u64::MAX - millis_of(&record.created_at), record.id)
+}
+
+/// Stores `bytes` as a session held by `holder`, or finds the session these bytes
+/// already are (then `false`). Returns after the store acknowledged every object.
+pub async fn store(
+    store: &Store,
+    tenant: &Tenant,
+    bytes: Bytes,
+    new: NewSession,
+    holder: &str,
+) -> Result<(bool, SessionRecord)> {
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    let claim = claim_key(tenant, &sha256);
+    // A few rounds: another replica may be storing or removing the same bytes.
+    for _ in 0..4 {
+        if let Some(id) = store.get(&claim).await? {
+            let id = String::from_utf8_lossy(&id).into_owned();
+            if let Some(record) = visible(store, tenant, &id).await? {
+                if refs::hold(store, tenant, &id, holder).await? {
+                    store.create(&format!("{}/{}", index_prefix(tenant), index_name(&record)), Bytes::new()).await?;
+                    return Ok((false, record));
+                }
+            }
+            // The claimed session was deleted or is being removed: new bytes take its place.
+            release_claim(store, tenant, &sha256, &id).await?;
+            continue;
+        }
+        let text = !bytes.starts_with(&[0x1f, 0x8b]) && std::str::from_utf8(&bytes[..bytes.len().min(4096)]).is_ok();
+        let record = SessionRecord {
+            id: random_id("sess"),
+            service: new.service.clone(),
+            profile_type: new.profile_type,
+            name: new.name.clone(),
+            labels: new.labels.clone(),
+            sample_types: new.sample_types.clone(),
+            sample_count: new.sample_count,
+            duration_seconds: new.duration_seconds,
+            created_at: now_rfc3339(),
+            size: bytes.len() as u64,
+            sha256: sha256.clone(),
+            content_type: if text { "text/plain; charset=utf-8" } else { "application/octet-stream" }.to_owned(),
+        };
+        // Bytes, record and reference first; the claim makes it findable by content and
+        // the index lists it, so nothing is listed that cannot be read.
+        store.create(&raw_key(tenant, &record.id), bytes.clone()).await?;
+        create(store, &record_key(tenant, &record.id), &record).await?;
+        refs::hold(store, tenant, &record.id, holder).await?;
+        if store.create(&claim, Bytes::from(record.id.clone())).await? {
+            store.create(&format!("{}/{}", index_prefix(tenant), index_name(&record)), Bytes::new()).await?;
+            return Ok((true, record));
+        }
+        // Another replica stored the same bytes meanwhile: theirs wins, ours goes.
+        refs::withdraw(store, tenant, &record.id, holder).await?;
+        remove(store, tenant, &record.id).await?;
+    }
+    Err(RecordError::Store(crate::store::StoreError::Contention(format!("storing the profile with sha256 {sha256}"))))
+}
+
+async fn release_claim(store: &Store, tenant: &Tenant, sha256: &str, id: &str) -> Result<()> {
+    let claim = claim_key(tenant, sha256);
+    if store.get(&claim).await?.is_some_and(|named| named == id.as_bytes()) {
+        store.delete(&claim).await?;
+    }
+    Ok(())
+}
+
+/// A session that was not deleted.
+async fn visible(store: &Store, tenant: &Tenant, id: &str) -> Result<Option<SessionRecord>> {
+    if store.get(&tombstone_key(tenant, id)).await?.is_some() {
+        return Ok(None);
+    }
+    load(store, &record_key(tenant, id)).await
+}
+
+/// Whether the session's record is still stored (deleted ones too, while pinned).
+pub async fn exists(store: &Store, tenant: &Tenant, id: &str) -> Result<bool> {
+    Ok(store.get(&record_key(tenant, id)).await?.is_some())
+}
+
+/// A session as its own link finds it: 404 once deleted.
+pub async fn find(store: &Store, tenant: &Tenant, id: &str) -> Result<SessionRecord> {
+    if !valid_id(id, "sess") {
+        return Err(RecordError::not_found(Kind::Session, id));
+    }
+    visible(store, tenant, id).await?.ok_or_else(|| RecordError::not_found(Kind::Session, id))
+}
+
+/// A session as a baseline or capture that holds it finds it, deleted or not.
+pub async fn find_held(store: &Store, tenant: &Tenant, id: &str) -> Result<SessionRecord> {
+    if !valid_id(id, "sess") {
+        return Err(RecordError::not_found(Kind::Session, id));
+    }
+    load(store, &record_key(tenant, id)).await?.ok_or_else(|| RecordError::not_found(Kind::Session, id))
+}
+
+/// A session's raw bytes.
+pub async fn raw(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<Bytes> {
+    store.get(&raw_key(tenant, &record.id)).await?.ok_or_else(|| RecordError::not_found(Kind::Session, &record.id))
+}
+
+/// Deletes a session for its owner: its link answers 404 at once and listings drop it;
+/// its bytes stay while a baseline or capture still holds them.
+pub async fn delete(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<()> {
+    store.create(&tombstone_key(tenant, &record.id), Bytes::new()).await?;
+    store.delete(&format!("{}/{}", index_prefix(tenant), index_name(record))).await?;
+    release_claim(store, tenant, &record.sha256, &record.id).await?;
+    refs::release(store, tenant, &record.id, UPLOAD).await
+}
+
+/// Removes everything of a session that nothing refers to (called by [`refs`]).
+pub(super) async fn remove(store: &Store, tenant: &Tenant, id: &str) -> Result<()> {
+    if let Some(record) = load::<SessionRecord>(store, &record_key(tenant, id)).await? {
+        store.delete(&format!("{}/{}", index_prefix(tenant), index_name(&record))).await?;
+        release_claim(store, tenant, &record.sha256, id).await?;
+    }
+    store.delete(&record_key(tenant, id)).await?;
+    store.delete(&raw_key(tenant, id)).await?;
+    store.delete(&tombstone_key(tenant, id)).await?;
+    Ok(())
+}
+
+/// One page of a tenant's sessions, newest first, and the cursor of the next page.
+pub async fn list(
+    store: &Store,
+    tenant: &Tenant,
+    service: Option<&str>,
+    kind: Option<ProfileKind>,
+    limit: usize,
+    cursor: Option<&str>,
+) -> Result<(Vec<SessionRecord>, Option<String>)> {
+    let entries = store.list(&index_prefix(tenant), cursor).await?;
+    let mut page = Vec::new();
+    let mut next_cursor = None;
+    for entry in entries {
+        if page.len() == limit {
+            break;
+        }
+        next_cursor = Some(entry.clone());
+        let Some(record) = visible(store, tenant, &entry[17..]).await? else {
+            continue; // deleted meanwhile
+        };
+        if service.is_some_and(|s| s != record.service) || kind.is_some_and(|k| k != record.profile_type) {
+            continue;
+        }
+        page.push(record);
+    }
+    if page.len() < limit {
+        next_cursor = None;
+    }
+    Ok((page, next_cursor))
+}
+
+/// Whether `cursor` is one [`list`] returned.
+pub fn valid_cursor(cursor: &str) -> bool {
+    cursor.len() == 16 + 1 + 37
+        && cursor[..16].bytes().all(|b| b.is_ascii_hexdigit())
+        && valid_id(&cursor[17..], "sess")
+}

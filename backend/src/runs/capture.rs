@@ -1,0 +1,164 @@
+//! Captures from running Go services (pull, like a Parca or Pyroscope scrape): fetch
+//! the matching `net/http/pprof` endpoint, let core validate it, store it as a session.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use stacklens_core::analysis::summary::top_functions;
+use stacklens_core::ProfileKind;
+
+use super::{launch, StartError};
+use crate::intake::{file_profile, Intake};
+use crate::records::captures::{self, Done, Started};
+use crate::records::sessions::{self, SessionRecord};
+use crate::records::{leases, now_rfc3339, ordered_id, Tenant};
+use crate::state::{AppState, State};
+use crate::targets::Target;
+
+/// Longest capture accepted.
+pub const MAX_SECONDS: u64 = 300;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BeginError {
+    #[error("no capture target named '{0}'")]
+    UnknownService(String),
+    #[error("{0} profiles cannot be captured")]
+    NotCapturable(ProfileKind),
+    #[error("a {kind} capture of '{service}' is already running")]
+    Running { service: String, kind: ProfileKind },
+    #[error(transparent)]
+    Start(StartError),
+}
+
+/// The pprof endpoint for a profile type.
+fn endpoint(target: &Target, kind: ProfileKind, seconds: u64) -> Option<String> {
+    let path = match kind {
+        ProfileKind::Cpu => format!("profile?seconds={seconds}"),
+        ProfileKind::Memory => "heap".to_owned(),
+        ProfileKind::Alloc => "allocs".to_owned(),
+        ProfileKind::Block => "block".to_owned(),
+        ProfileKind::Mutex => "mutex".to_owned(),
+        // The debug=2 dump: states, wait times and creators, which debug=0 lacks.
+        ProfileKind::Goroutine => "goroutine?debug=2".to_owned(),
+        ProfileKind::Threadcreate | ProfileKind::Other => return None,
+    };
+    Some(format!("{}/{path}", target.url.trim_end_matches('/')))
+}
+
+/// How long a capture may take before it counts as interrupted.
+pub fn deadline_seconds(duration_seconds: u64) -> u64 {
+    duration_seconds + 120
+}
+
+/// Starts a capture in the background. One capture of a service and type runs at a
+/// time across replicas (a lease in the store).
+pub async fn begin(
+    state: &State,
+    tenant: &Tenant,
+    service: &str,
+    kind: ProfileKind,
+    seconds: u64,
+    sample_rate: Option<u64>,
+    slot: Option<u64>,
+) -> Result<Started, BeginError> {
+    let target = state.targets.find(service).cloned().ok_or_else(|| BeginError::UnknownService(service.to_owned()))?;
+    let url = endpoint(&target, kind, seconds).ok_or(BeginError::NotCapturable(kind))?;
+    let duration_seconds = if kind == ProfileKind::Cpu { seconds } else { 0 };
+    let folder = tenant.key(&format!("running/capture/s{}/{kind}", hex::encode(&target.service)));
+    let lease = leases::acquire(&state.store, &folder, deadline_seconds(duration_seconds))
+        .await
+        .map_err(|e| BeginError::Start(e.into()))?
+        .ok_or_else(|| BeginError::Running { service: target.service.clone(), kind })?;
+    let started = Started {
+        id: ordered_id("cap"),
+        service: target.service.clone(),
+        profile_type: kind,
+        started_at: now_rfc3339(),
+        duration_seconds,
+        sample_rate,
+        slot,
+    };
+    if let Err(e) = captures::start(&state.store, tenant, &started).await {
+        let _ = lease.release(&state.store).await;
+        return Err(BeginError::Start(e.into()));
+    }
+    let (run_state, run_tenant, capture) = (state.clone(), tenant.clone(), started.clone());
+    let what = format!("capture {}", started.id);
+    launch(state.clone(), lease, captures::done_key(tenant, &started.id), what, async move {
+        run(&run_state, &run_tenant, &target, &capture, &url).await
+    });
+    Ok(started)
+}
+
+/// Fetches one profile from the target and stores it as a session held by the capture.
+async fn fetch_and_store(
+    state: &AppState,
+    tenant: &Tenant,
+    target: &Target,
+    started: &Started,
+    url: &str,
+) -> Result<SessionRecord, String> {
+    let timeout = Duration::from_secs(started.duration_seconds + 30);
+    let response =
+        state.http.get(url).timeout(timeout).send().await.map_err(|e| format!("{url} did not answer: {e}"))?;
+    if !response.status().is_success() {
+        return Err(format!("{url} answered {}", response.status()));
+    }
+    if response.content_length().is_some_and(|n| n > state.max_upload as u64) {
+        return Err(format!("{url} sent more than {} bytes", state.max_upload));
+    }
+    let bytes = response.bytes().await.map_err(|e| format!("reading {url}: {e}"))?;
+    let mut labels: BTreeMap<String, String> = target.labels.clone();
+    labels.insert("capture".to_owned(), started.id.clone());
+    let intake = Intake {
+        service: started.service.clone(),
+        name: format!("{}-{}.pprof", started.service, started.profile_type),
+        labels,
+        claimed: Some(started.profile_type),
+    };
+    file_profile(state, tenant, bytes, intake, &started.id).await.map(|(_, r)| r).map_err(|e| format!("{url}: {e}"))
+}
+
+/// Fetches, validates and stores one capture.
+async fn run(state: &AppState, tenant: &Tenant, target: &Target, started: &Started, url: &str) -> Done {
+    let record = match fetch_and_store(state, tenant, target, started, url).await {
+        Ok(record) => record,
+        Err(e) => return Done::failed(e),
+    };
+    // Goroutines: the pprof form too (debug=0), which pprof itself reads.
+    let mut pprof_session_id = None;
+    if started.profile_type == ProfileKind::Goroutine {
+        let pprof = url.replace("debug=2", "debug=0");
+        match fetch_and_store(state, tenant, target, started, &pprof).await {
+            Ok(r) => pprof_session_id = Some(r.id),
+            Err(e) => tracing::warn!("capture {}: {e}", started.id),
+        }
+    }
+    let kind = started.profile_type;
+    let summary = async {
+        let bytes = sessions::raw(&state.store, tenant, &record).await.ok()?;
+        let parsed = state.budget.parse(vec![bytes]).await.ok()?;
+        tokio::task::spawn_blocking(move || {
+            let p = &parsed.profiles[0];
+            let index = p.sample_index(kind.sample_type(p)).ok()?;
+            let top = top_functions(p, kind.sample_type(p), 20).ok()?;
+            Some((p.total(index), p.sample_type_unit(index).to_owned(), top))
+        })
+        .await
+        .ok()?
+    };
+    let (total, unit, top) = match summary.await {
+        Some((total, unit, top)) => (Some(total), Some(unit), top),
+        None => (None, None, Vec::new()),
+    };
+    Done {
+        completed_at: now_rfc3339(),
+        pprof_session_id,
+        session_id: Some(record.id),
+        sample_count: Some(record.sample_count),
+        total,
+        unit,
+        top_functions: top,
+        error: None,
+    }
+}

@@ -1,0 +1,25 @@
+//! What every request and background run shares: the store, credentials, the memory
+//! budget and the configured targets. Replicas share nothing but the store.
+
+use std::sync::Arc;
+
+use crate::auth::Auth;
+use crate::budget::Budget;
+use crate::store::Store;
+use crate::targets::Targets;
+
+pub struct AppState {
+    pub store: Store,
+    pub auth: Auth,
+    pub budget: Budget,
+    pub max_upload: usize,
+    /// Where share links point (`--public-url`); else the request's Host.
+    pub public_url: Option<String>,
+    /// Services captures may be taken from, and samply pipelines (`--targets`).
+    pub targets: Targets,
+    pub http: reqwest::Client,
+    /// How often continuous capture looks at the schedules.
+    pub schedule_tick: std::time::Duration,
+}
+
+pub type State = Arc<AppState>;
