@@ -4,7 +4,7 @@
 //! bytes a baseline still needs.
 //!
 //! Collection races safely with new references without locks: each side first writes
-//! its own object (a reference, or the `~collect` marker) and then looks for the
+//! its own object (a reference, or the `collecting` marker) and then looks for the
 //! other's. With a store that reads its own writes, at least one of them sees the other
 //! and backs off.
 
@@ -13,7 +13,8 @@ use bytes::Bytes;
 use super::{sessions, Result, Tenant};
 use crate::store::Store;
 
-const MARKER: &str = "~collect";
+/// Not a holder name (holders are "upload" or record ids); no characters object_store encodes.
+const MARKER: &str = "collecting";
 
 fn prefix(tenant: &Tenant, session: &str) -> String {
     tenant.key(&format!("refs/{session}"))

@@ -74,6 +74,10 @@ impl Server {
         self.dist.clone()
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Ends the process without letting it clean up.
     pub fn kill_9(mut self) {
         let _ = self.child.kill(); // SIGKILL
