@@ -74,6 +74,13 @@ pub struct ServeArgs {
     /// Requests taking longer (a slow body included) are answered 408.
     #[arg(long, default_value_t = 120)]
     request_timeout_secs: u64,
+    /// Longest one object-storage operation may take before the request fails with 504.
+    #[arg(long, default_value_t = 30)]
+    store_timeout_secs: u64,
+    /// Seconds past its own length after which a capture without an outcome counts as
+    /// interrupted and its lease expires (more than the fetch's 30 s of slack).
+    #[arg(long, default_value_t = 120, hide = true)]
+    capture_grace_secs: u64,
     /// Milliseconds between two looks at the continuous-capture schedules.
     #[arg(long, default_value_t = 1000, hide = true)]
     schedule_tick_ms: u64,
@@ -232,7 +239,7 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
         Some(path) => Targets::load(path).map_err(invalid_input)?,
         None => Targets::default(),
     };
-    let store = Store::open(&args.store).map_err(invalid_input)?;
+    let store = Store::open(&args.store, Duration::from_secs(args.store_timeout_secs.max(1))).map_err(invalid_input)?;
     let budget_total = args.memory_budget.map_or_else(budget::default_total, |b| b as u64);
     let inflate_cap = args.inflate_cap.map_or((args.max_upload as u64).saturating_mul(4), |c| c as u64);
     let request_timeout = Duration::from_secs(args.request_timeout_secs);
@@ -262,6 +269,7 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
             targets,
             http: reqwest::Client::new(),
             schedule_tick: Duration::from_millis(args.schedule_tick_ms.max(10)),
+            capture_grace: Duration::from_secs(args.capture_grace_secs),
         });
         tokio::spawn(reload_on_hangup(state.clone()));
         if !state.targets.targets.is_empty() {

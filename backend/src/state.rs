@@ -20,6 +20,8 @@ pub struct AppState {
     pub http: reqwest::Client,
     /// How often continuous capture looks at the schedules.
     pub schedule_tick: std::time::Duration,
+    /// How long past its fetch a capture may go without an outcome (`--capture-grace-secs`).
+    pub capture_grace: std::time::Duration,
 }
 
 pub type State = Arc<AppState>;

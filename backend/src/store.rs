@@ -7,13 +7,19 @@
 //! their own durability; for `file://` the object and every folder up to the store's
 //! root are fsynced first (object_store's LocalFileSystem renames into place but
 //! does not sync), so an acknowledged write survives a power loss, and so does a delete.
+//!
+//! Every operation is bounded by the store timeout: a store that is down fails fast
+//! (few retries) and one that hangs fails when the timeout passes, so a request never
+//! waits on storage for longer than that.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutMode, PutOptions, PutPayload, RetryConfig};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -25,6 +31,8 @@ pub enum StoreError {
     Sync(#[from] std::io::Error),
     #[error("object storage is too contended: {0}")]
     Contention(String),
+    #[error("object storage did not answer within {} s", .0.as_secs_f64())]
+    Timeout(Duration),
 }
 
 #[derive(Clone, Debug)]
@@ -38,11 +46,48 @@ pub struct Store {
     local_root: Option<std::path::PathBuf>,
     /// fsync calls made (files and folders), for tests.
     syncs: Arc<std::sync::atomic::AtomicU64>,
+    /// Longest any one operation may take.
+    timeout: Duration,
+}
+
+/// A cloud store's builder from the URL and options, retrying within `retry`.
+macro_rules! cloud {
+    ($builder:ty, $url:expr, $options:expr, $retry:expr) => {{
+        let builder =
+            $options.fold(<$builder>::new().with_url($url.to_string()), |builder, (key, value)| match key.parse() {
+                Ok(k) => builder.with_config(k, value),
+                Err(_) => builder,
+            });
+        Arc::new(builder.with_retry($retry).build()?) as Arc<dyn ObjectStore>
+    }};
+}
+
+/// The store behind `url`: object_store's own, except that retries stop within
+/// `timeout` (its default retries for three minutes, far past any request's patience).
+fn open_backend(url: &url::Url, timeout: Duration) -> Result<(Arc<dyn ObjectStore>, Path), object_store::Error> {
+    let (scheme, path) = ObjectStoreScheme::parse(url)?;
+    // Each cloud builder reads its own settings (AWS_*, GOOGLE_*, AZURE_*), e.g.
+    // AWS_ENDPOINT and AWS_ALLOW_HTTP for an S3-compatible server.
+    let options = std::env::vars().filter_map(|(k, v)| {
+        let k = k.to_ascii_lowercase();
+        (k.starts_with("aws_") || k.starts_with("google_") || k.starts_with("azure_")).then_some((k, v))
+    });
+    let retry = RetryConfig { max_retries: 3, retry_timeout: timeout, ..RetryConfig::default() };
+    let inner = match scheme {
+        ObjectStoreScheme::AmazonS3 => cloud!(object_store::aws::AmazonS3Builder, url, options, retry),
+        ObjectStoreScheme::GoogleCloudStorage => {
+            cloud!(object_store::gcp::GoogleCloudStorageBuilder, url, options, retry)
+        }
+        ObjectStoreScheme::MicrosoftAzure => cloud!(object_store::azure::MicrosoftAzureBuilder, url, options, retry),
+        _ => return object_store::parse_url(url).map(|(store, root)| (Arc::from(store), root)),
+    };
+    Ok((inner, Path::parse(path)?))
 }
 
 impl Store {
     /// Opens `url`; a plain path (like the default `./data`) means a local folder.
-    pub fn open(url: &str) -> Result<Self, StoreError> {
+    /// No operation takes longer than `timeout`.
+    pub fn open(url: &str, timeout: Duration) -> Result<Self, StoreError> {
         let bad = |reason: String| StoreError::BadUrl { url: url.to_owned(), reason };
         let parsed = match url::Url::parse(url) {
             Ok(u) if u.scheme().len() > 1 => u,
@@ -58,14 +103,13 @@ impl Store {
             std::fs::create_dir_all(&dir).map_err(|e| bad(e.to_string()))?;
             local_root = Some(dir);
         }
-        // Each cloud builder reads its own settings (AWS_*, GOOGLE_*, AZURE_*), e.g.
-        // AWS_ENDPOINT and AWS_ALLOW_HTTP for an S3-compatible server.
-        let options = std::env::vars().filter_map(|(k, v)| {
-            let k = k.to_ascii_lowercase();
-            (k.starts_with("aws_") || k.starts_with("google_") || k.starts_with("azure_")).then_some((k, v))
-        });
-        let (inner, root) = object_store::parse_url_opts(&parsed, options).map_err(|e| bad(e.to_string()))?;
-        Ok(Store { inner: Arc::from(inner), root, description: parsed.to_string(), local_root, syncs: Arc::default() })
+        let (inner, root) = open_backend(&parsed, timeout).map_err(|e| bad(e.to_string()))?;
+        Ok(Store { inner, root, description: parsed.to_string(), local_root, syncs: Arc::default(), timeout })
+    }
+
+    /// `operation`, or a timeout error once the store timeout has passed.
+    async fn bounded<T>(&self, operation: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
+        tokio::time::timeout(self.timeout, operation).await.unwrap_or(Err(StoreError::Timeout(self.timeout)))
     }
 
     /// fsync calls made so far.
@@ -113,30 +157,39 @@ impl Store {
     /// the store acknowledged the write.
     pub async fn create(&self, key: &str, bytes: Bytes) -> Result<bool, StoreError> {
         let options = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
-        match self.inner.put_opts(&self.path(key), PutPayload::from(bytes), options).await {
-            Ok(_) => {
-                self.sync(key).await?;
-                Ok(true)
+        self.bounded(async {
+            match self.inner.put_opts(&self.path(key), PutPayload::from(bytes), options).await {
+                Ok(_) => {
+                    self.sync(key).await?;
+                    Ok(true)
+                }
+                Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+                Err(e) => Err(e.into()),
             }
-            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
-            Err(e) => Err(e.into()),
-        }
+        })
+        .await
     }
 
     pub async fn get(&self, key: &str) -> Result<Option<Bytes>, StoreError> {
-        match self.inner.get(&self.path(key)).await {
-            Ok(r) => Ok(Some(r.bytes().await?)),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(e.into()),
-        }
+        self.bounded(async {
+            match self.inner.get(&self.path(key)).await {
+                Ok(r) => Ok(Some(r.bytes().await?)),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await
     }
 
     pub async fn delete(&self, key: &str) -> Result<(), StoreError> {
-        match self.inner.delete(&self.path(key)).await {
-            Ok(()) => self.sync(key).await,
-            Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        self.bounded(async {
+            match self.inner.delete(&self.path(key)).await {
+                Ok(()) => self.sync(key).await,
+                Err(object_store::Error::NotFound { .. }) => Ok(()),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await
     }
 
     /// Keys under `prefix` (relative to it), in ascending order, after `offset` if given.
@@ -146,7 +199,7 @@ impl Store {
             Some(o) => self.inner.list_with_offset(Some(&base), &self.path(&format!("{prefix}/{o}"))),
             None => self.inner.list(Some(&base)),
         };
-        let metas: Vec<_> = stream.try_collect().await?;
+        let metas: Vec<_> = self.bounded(async { Ok(stream.try_collect().await?) }).await?;
         let mut keys: Vec<String> = metas
             .into_iter()
             .filter_map(|m| {
@@ -168,7 +221,7 @@ mod tests {
     #[tokio::test]
     async fn file_writes_and_deletes_are_synced_to_the_root() {
         let dir = std::env::temp_dir().join(format!("stacklens-store-sync-{}", std::process::id()));
-        let store = Store::open(dir.to_str().unwrap()).unwrap();
+        let store = Store::open(dir.to_str().unwrap(), Duration::from_secs(10)).unwrap();
         assert_eq!(store.syncs(), 0);
         assert!(store.create("tenants/t/sessions/x.json", Bytes::from_static(b"{}")).await.unwrap());
         // The file, then sessions/, t/, tenants/ and the root.
@@ -180,7 +233,7 @@ mod tests {
         store.delete("tenants/t/sessions/x.json").await.unwrap();
         assert_eq!(store.syncs(), 9, "a delete syncs the folders it changed");
         assert!(store.get("tenants/t/sessions/x.json").await.unwrap().is_none());
-        let memory = Store::open("memory://").unwrap();
+        let memory = Store::open("memory://", Duration::from_secs(10)).unwrap();
         memory.create("a", Bytes::new()).await.unwrap();
         assert_eq!(memory.syncs(), 0, "only local folders are synced by stacklens");
         let _ = std::fs::remove_dir_all(dir);

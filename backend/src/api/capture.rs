@@ -138,8 +138,8 @@ fn respond(
 
 /// A capture's outcome, or "interrupted" once its deadline passed without one (its
 /// server stopped before it finished).
-fn outcome(started: &Started, done: Option<Done>) -> Option<Done> {
-    let deadline = millis_of(&started.started_at) + deadline_seconds(started.duration_seconds) * 1000;
+fn outcome(state: &AppState, started: &Started, done: Option<Done>) -> Option<Done> {
+    let deadline = millis_of(&started.started_at) + deadline_seconds(state, started.duration_seconds) * 1000;
     done.or_else(|| {
         (deadline < now_millis()).then(|| Done::failed("the capture was interrupted (its server stopped)".to_owned()))
     })
@@ -159,7 +159,7 @@ pub async fn status(
     headers: HeaderMap,
 ) -> Result<Json<CaptureResponse>, ApiError> {
     let (started, done) = captures::find(&state.store, &tenant, &id).await?;
-    let done = outcome(&started, done);
+    let done = outcome(&state, &started, done);
     Ok(Json(respond(&state, &headers, &tenant, &started, done)))
 }
 
@@ -218,7 +218,7 @@ pub async fn history(
         if from.is_some_and(|f| at.is_some_and(|a| a < f)) || to.is_some_and(|t| at.is_some_and(|a| a > t)) {
             continue;
         }
-        let done = outcome(&started, entry.done);
+        let done = outcome(&state, &started, entry.done);
         let status = Done::status(done.as_ref());
         let done = done.unwrap_or_default();
         points.push(HistoryPoint {

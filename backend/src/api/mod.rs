@@ -26,6 +26,7 @@ use crate::budget::{BudgetError, ParseFailure};
 use crate::intake::IntakeError;
 use crate::records::{Kind, RecordError};
 use crate::state::State;
+use crate::store::StoreError;
 
 /// The API's routes and, from the same annotations, its OpenAPI document: a route
 /// cannot exist without being documented.
@@ -59,7 +60,7 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
 #[openapi(
     info(title = "stacklens", description = "Profiles, baselines and their analysis. Every error is {message, error_code, details}; \
         any route may also answer 400 InvalidTenant, 401 Unauthorized, 403 Forbidden, 405 MethodNotAllowed, 408 RequestTimeout, \
-        431 RequestHeaderFieldsTooLarge and 503 StorageUnavailable or Busy (with Retry-After)."),
+        431 RequestHeaderFieldsTooLarge, 503 StorageUnavailable or Busy (with Retry-After) and 504 StorageTimeout."),
     modifiers(&BearerAuth),
     components(schemas(ErrorBody))
 )]
@@ -148,6 +149,10 @@ impl From<RecordError> for ApiError {
                 };
                 ApiError::new(StatusCode::NOT_FOUND, code, format!("unknown {what} id '{id}'"))
                     .details(json!({ "id": id }))
+            }
+            RecordError::Store(e @ StoreError::Timeout(limit)) => {
+                ApiError::new(StatusCode::GATEWAY_TIMEOUT, "StorageTimeout", e.to_string())
+                    .details(json!({ "timeoutSeconds": limit.as_secs_f64() }))
             }
             RecordError::Store(e) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "StorageUnavailable", e.to_string())

@@ -45,9 +45,13 @@ fn endpoint(target: &Target, kind: ProfileKind, seconds: u64) -> Option<String> 
     Some(format!("{}/{path}", target.url.trim_end_matches('/')))
 }
 
-/// How long a capture may take before it counts as interrupted.
-pub fn deadline_seconds(duration_seconds: u64) -> u64 {
-    duration_seconds + 120
+/// How much longer than the capture itself the target may take to answer.
+const FETCH_SLACK_SECS: u64 = 30;
+
+/// How long a capture may take before it counts as interrupted (its server stopped):
+/// then its lease is void and its status reads failed.
+pub fn deadline_seconds(state: &AppState, duration_seconds: u64) -> u64 {
+    duration_seconds + state.capture_grace.as_secs()
 }
 
 /// Starts a capture in the background. One capture of a service and type runs at a
@@ -65,7 +69,7 @@ pub async fn begin(
     let url = endpoint(&target, kind, seconds).ok_or(BeginError::NotCapturable(kind))?;
     let duration_seconds = if kind == ProfileKind::Cpu { seconds } else { 0 };
     let folder = tenant.key(&format!("running/capture/s{}/{kind}", hex::encode(&target.service)));
-    let lease = leases::acquire(&state.store, &folder, deadline_seconds(duration_seconds))
+    let lease = leases::acquire(&state.store, &folder, deadline_seconds(state, duration_seconds))
         .await
         .map_err(|e| BeginError::Start(e.into()))?
         .ok_or_else(|| BeginError::Running { service: target.service.clone(), kind })?;
@@ -98,7 +102,7 @@ async fn fetch_and_store(
     started: &Started,
     url: &str,
 ) -> Result<SessionRecord, String> {
-    let timeout = Duration::from_secs(started.duration_seconds + 30);
+    let timeout = Duration::from_secs(started.duration_seconds + FETCH_SLACK_SECS);
     let response =
         state.http.get(url).timeout(timeout).send().await.map_err(|e| format!("{url} did not answer: {e}"))?;
     if !response.status().is_success() {

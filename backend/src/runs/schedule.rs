@@ -57,7 +57,9 @@ async fn expire(state: &State, tenant: &Tenant, schedule: &Schedule, now: u64) -
             for capture in captures::history(&state.store, tenant, &schedule.service, kind).await? {
                 // A capture still running keeps its records until its deadline passed.
                 let settled = capture.done.is_some()
-                    || capture.millis + super::capture::deadline_seconds(capture.started.duration_seconds) * 1000 < now;
+                    || capture.millis
+                        + super::capture::deadline_seconds(state, capture.started.duration_seconds) * 1000
+                        < now;
                 if capture.millis < cutoff && settled {
                     captures::forget(&state.store, tenant, &capture).await?;
                 }

@@ -3,7 +3,7 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -97,7 +97,10 @@ impl Drop for Server {
 /// not installed, except under CI=true.
 pub struct Seaweed {
     child: Child,
-    _dir: PathBuf,
+    weed: PathBuf,
+    dir: PathBuf,
+    /// Held until the server is gone (fields drop after `drop` has killed it).
+    _lock: std::fs::File,
 }
 
 pub const S3_KEY: &str = "stacklens-test";
@@ -113,11 +116,22 @@ impl Seaweed {
             eprintln!("SKIPPED: SeaweedFS not installed at {} (run scripts/ensure-tools.sh)", weed.display());
             return None;
         }
+        // One SeaweedFS at a time on this machine (its ports are fixed): tests in other
+        // threads and processes wait here until the running one is dropped.
+        let lock = std::fs::File::create(std::env::temp_dir().join("stacklens-seaweedfs.lock")).unwrap();
+        lock.lock().unwrap();
         let dir = temp_dir("seaweed");
         let config = serde_json::json!({"identities": [{"name": "ci",
             "credentials": [{"accessKey": S3_KEY, "secretKey": S3_SECRET}],
             "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]});
         std::fs::write(dir.join("s3.json"), config.to_string()).unwrap();
+        let child = Self::spawn(&weed, &dir);
+        Some(Seaweed { child, weed, dir, _lock: lock })
+    }
+
+    /// Starts `weed mini` over `dir` and waits until it serves the bucket.
+    fn spawn(weed: &Path, dir: &Path) -> Child {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("weed.log")).unwrap();
         let child = Command::new(weed)
             .args([
                 "mini",
@@ -134,14 +148,34 @@ impl Seaweed {
                 "-master.telemetry=false",
             ])
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("weed.log")).unwrap())
+            .stderr(log)
             .spawn()
             .unwrap();
         wait_until("SeaweedFS", || {
             let ok = |url: &str| reqwest::blocking::get(url).is_ok_and(|r| r.status().is_success());
             ok("http://127.0.0.1:8333/healthz") && ok("http://127.0.0.1:8888/buckets/test/")
         });
-        Some(Seaweed { child, _dir: dir })
+        child
+    }
+
+    /// Stops the server as an operator would (SIGTERM) and waits until it is gone.
+    pub fn stop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.child.try_wait().ok().flatten().is_none() {
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Starts it again over the same data.
+    pub fn restart(&mut self) {
+        self.child = Self::spawn(&self.weed, &self.dir);
     }
 
     /// The environment a server needs for `s3://test`.
