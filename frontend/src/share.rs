@@ -1,6 +1,10 @@
 //! The page's side of the backend: sharing a profile, baselines, and opening share
 //! links (`#/s/{session}`, `#/b/{baseline}`, `#/diff/{a}/{b}`, with `?tenant=` for a
 //! tenant other than the default). Nothing here runs unless the user asks for it.
+//!
+//! A server with credentials answers 401 to listings and writes: the page then asks
+//! for an API key or token once and keeps it in this tab's sessionStorage (never in a
+//! URL or a link). Share links open by their unguessable id and send no credential.
 
 use gloo::net::http::{Request, RequestBuilder};
 use serde::de::DeserializeOwned;
@@ -53,31 +57,92 @@ pub struct Baseline {
     pub share_url: String,
 }
 
-fn with_tenant(request: RequestBuilder, tenant: Option<&str>) -> RequestBuilder {
-    match tenant {
+/// Where this tab keeps the credential the user entered.
+const TOKEN_KEY: &str = "stacklens-token";
+
+fn session_storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.session_storage().ok()?
+}
+
+fn stored_token() -> Option<String> {
+    session_storage()?.get_item(TOKEN_KEY).ok()?.filter(|t| !t.is_empty())
+}
+
+fn forget_token() {
+    if let Some(storage) = session_storage() {
+        let _ = storage.remove_item(TOKEN_KEY);
+    }
+}
+
+/// Asks for the server's API key or token; kept for this tab when given.
+fn ask_token(why: &str) -> Option<String> {
+    let question = format!(
+        "{why}\n\nEnter an API key or token for this stacklens server (ask its operator for one). \
+         It is kept in this tab only, never in a link."
+    );
+    let token = web_sys::window()?.prompt_with_message(&question).ok()??.trim().to_owned();
+    if token.is_empty() {
+        return None;
+    }
+    session_storage()?.set_item(TOKEN_KEY, &token).ok()?;
+    Some(token)
+}
+
+/// A request for `tenant`, carrying `token` when there is one.
+fn addressed(request: RequestBuilder, tenant: Option<&str>, token: Option<&str>) -> RequestBuilder {
+    let request = match tenant {
         Some(t) => request.header("X-Tenant-ID", t),
+        None => request,
+    };
+    match token {
+        Some(t) => request.header("Authorization", &format!("Bearer {t}")),
         None => request,
     }
 }
 
-/// Sends a request; the error is the API's message (or why the server was unreachable).
-async fn call<T: DeserializeOwned>(request: Result<Request, gloo::net::Error>) -> Result<T, String> {
+/// What the user should do about an error answer.
+fn explain(status: u16, message: String) -> String {
+    match status {
+        401 => format!("{message}. This server needs an API key or token: click again and enter one"),
+        403 => format!("{message}. The key or token entered does not allow this: click again to enter another"),
+        _ => message,
+    }
+}
+
+/// Sends the request `build` makes with the tab's token (`build` may leave it out); on
+/// 401 asks for a token once and sends again. The error is the API's message (or why
+/// the server was unreachable), with what to do about it.
+async fn call<T: DeserializeOwned>(
+    build: impl Fn(Option<&str>) -> Result<Request, gloo::net::Error>,
+) -> Result<T, String> {
     let unreachable =
         |e: gloo::net::Error| format!("the stacklens server cannot be reached ({e}); sharing needs `stacklens serve`");
-    let response = request.map_err(unreachable)?.send().await.map_err(unreachable)?;
-    let status = response.status();
-    let text = response.text().await.map_err(unreachable)?;
-    if !(200..300).contains(&status) {
+    let mut token = stored_token();
+    let mut asked = false;
+    loop {
+        let response = build(token.as_deref()).map_err(unreachable)?.send().await.map_err(unreachable)?;
+        let status = response.status();
+        let text = response.text().await.map_err(unreachable)?;
+        if (200..300).contains(&status) {
+            return serde_json::from_str(&text).map_err(|e| format!("unexpected answer from the server: {e}"));
+        }
         let message = serde_json::from_str::<serde_json::Value>(&text)
             .ok()
             .and_then(|v| v["message"].as_str().map(str::to_owned))
             .unwrap_or_else(|| format!("the server answered {status}"));
-        return Err(match status {
-            401 => format!("{message} (this server only accepts uploads with its token)"),
-            _ => message,
-        });
+        if status == 401 || status == 403 {
+            // A rejected token is of no more use; the next click asks again.
+            forget_token();
+        }
+        if status == 401 && !asked {
+            asked = true;
+            if let Some(t) = ask_token(&message) {
+                token = Some(t);
+                continue;
+            }
+        }
+        return Err(explain(status, message));
     }
-    serde_json::from_str(&text).map_err(|e| format!("unexpected answer from the server: {e}"))
 }
 
 /// Where a session's raw bytes are; the tenant goes in the query so it is a plain link.
@@ -92,8 +157,12 @@ pub fn raw_url(session: &str, tenant: Option<&str>) -> String {
 /// Uploads a profile's bytes; the same bytes always give the same session.
 pub async fn upload(bytes: &[u8], name: &str, tenant: Option<&str>) -> Result<Session, String> {
     let url = format!("{API}/profiles?name={}", js_sys::encode_uri_component(name));
-    let body = js_sys::Uint8Array::from(bytes);
-    call(with_tenant(Request::post(&url), tenant).header("Content-Type", "application/octet-stream").body(body)).await
+    call(|token| {
+        addressed(Request::post(&url), tenant, token)
+            .header("Content-Type", "application/octet-stream")
+            .body(js_sys::Uint8Array::from(bytes))
+    })
+    .await
 }
 
 pub async fn save_baseline(
@@ -107,7 +176,7 @@ pub async fn save_baseline(
         "label": label, "sessionId": session.id, "profileType": session.profile_type,
         "description": description, "tags": tags,
     });
-    call(with_tenant(Request::post(&format!("{API}/profiling/baselines")), tenant).json(&body)).await
+    call(|token| addressed(Request::post(&format!("{API}/profiling/baselines")), tenant, token).json(&body)).await
 }
 
 #[derive(Deserialize)]
@@ -125,19 +194,20 @@ pub async fn baselines(
     if let Some(t) = profile_type {
         url.push_str(&format!("&profileType={}", js_sys::encode_uri_component(t)));
     }
-    call::<BaselineList>(with_tenant(Request::get(&url), tenant).build()).await.map(|l| l.baselines)
+    call::<BaselineList>(|token| addressed(Request::get(&url), tenant, token).build()).await.map(|l| l.baselines)
 }
 
-/// A share link target (session or baseline id) as a tab name and its raw bytes' URL.
+/// A share link target (session or baseline id) as a tab name and its raw bytes' URL;
+/// the link is the capability, so no credential is sent.
 pub async fn resolve(target: &str, tenant: Option<&str>) -> Result<(String, String), String> {
     let encoded = String::from(js_sys::encode_uri_component(target));
     if target.starts_with("base-") {
         let url = format!("{API}/profiling/baselines/{encoded}");
-        let b: Baseline = call(with_tenant(Request::get(&url), tenant).build()).await?;
+        let b: Baseline = call(|_| addressed(Request::get(&url), tenant, None).build()).await?;
         Ok((format!("baseline {}", b.baseline_label), raw_url(&b.session_id, tenant)))
     } else {
         let url = format!("{API}/profiles/{encoded}");
-        let s: Session = call(with_tenant(Request::get(&url), tenant).build()).await?;
+        let s: Session = call(|_| addressed(Request::get(&url), tenant, None).build()).await?;
         let name = if s.name.is_empty() { s.id.clone() } else { s.name };
         Ok((name, raw_url(&s.id, tenant)))
     }
@@ -176,5 +246,5 @@ pub async fn history(service: &str, profile_type: &str, tenant: Option<&str>) ->
         js_sys::encode_uri_component(service),
         js_sys::encode_uri_component(profile_type)
     );
-    call::<History>(with_tenant(Request::get(&url), tenant).build()).await.map(|h| h.captures)
+    call::<History>(|token| addressed(Request::get(&url), tenant, token).build()).await.map(|h| h.captures)
 }
