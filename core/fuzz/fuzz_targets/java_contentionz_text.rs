@@ -1,0 +1,12 @@
+//! `--- contentionz 1 ---` / `format = java` + input: Java contentionz text.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use stacklens_core_fuzz::{check, with_header};
+
+fuzz_target!(|data: &[u8]| {
+    let input = with_header(b"--- contentionz 1 ---\nformat = java\n", data);
+    if let Ok(p) = stacklens_core::import::legacy_text::parse_java(&input) {
+        check(&p);
+    }
+});
