@@ -62,17 +62,43 @@ fn empty_input() {
 }
 
 #[test]
-fn text_that_is_no_profile() {
-    let err = parse(b"hello, this is not a profile\n").unwrap_err();
-    assert!(matches!(err, Error::UnknownFormat { .. } | Error::Protobuf { .. }), "{err:?}");
+fn text_that_is_no_profile_is_never_read_as_protobuf() {
+    let hint = |text: &[u8]| match parse(text).unwrap_err() {
+        Error::UnknownFormat { hint } => hint,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        hint(b"\n  hello, this is not a profile\nsecond line\n"),
+        "text starting with \"hello, this is not a profile\", not a profile format stacklens reads"
+    );
+    let long = format!("{}\n", "x".repeat(100));
+    assert_eq!(
+        hint(long.as_bytes()),
+        format!("text starting with \"{}…\", not a profile format stacklens reads", "x".repeat(60))
+    );
+    // UTF-8 cut at the end of the sniffed window is still text.
+    let accents = "é".repeat(600);
+    assert!(hint(accents.as_bytes()).starts_with("text starting with \"éé"));
 }
 
 #[test]
 fn html_and_json_are_named_for_what_they_are() {
     let err = parse(b"<!doctype html><html><body>Not found</body></html>").unwrap_err();
     assert_eq!(err, Error::UnknownFormat { hint: "this is an HTML page, not a profile".into() });
-    let err = parse(b"{\"traceEvents\": []}").unwrap_err();
-    assert!(matches!(err, Error::UnknownFormat { .. }), "{err:?}");
+    let err = parse(b"{\"traceEvents\": [], \"metadata\": {}}").unwrap_err();
+    assert_eq!(
+        err,
+        Error::UnknownFormat {
+            hint: "JSON with top-level keys metadata, traceEvents, not a profile format stacklens reads".into()
+        }
+    );
+    let err = parse(b"[1, 2, 3]").unwrap_err();
+    assert_eq!(
+        err,
+        Error::UnknownFormat { hint: "a JSON array of 3 items, not a profile format stacklens reads".into() }
+    );
+    let Error::UnknownFormat { hint } = parse(b"{\"a\": ").unwrap_err() else { panic!("not UnknownFormat") };
+    assert!(hint.starts_with("this looks like JSON but is not valid JSON (line 1, column 6"), "{hint}");
 }
 
 #[test]

@@ -48,7 +48,9 @@ pub enum Format {
     LegacyCpu,
     Threadz,
     JavaText,
-    /// Text that is recognisably not a supported profile (HTML, JSON).
+    /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
+    Json,
+    /// Recognisably not a supported profile (HTML, text no importer claims).
     Unrecognized,
 }
 
@@ -97,39 +99,86 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::LegacyCpu => legacy_cpu::parse(bytes),
         Format::Threadz => legacy_text::parse_threadz(bytes),
         Format::JavaText => legacy_text::parse_java(bytes),
-        Format::Unrecognized => {
-            // JSON is read once: a Firefox Profiler profile (samply's output) is imported.
-            if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
-                if let Ok(json) = serde_json::from_slice::<serde_json::Value>(bytes) {
-                    if firefox::is_firefox(&json) {
-                        return firefox::parse(&json);
-                    }
-                }
-            }
-            Err(Error::UnknownFormat { hint: unrecognized_hint(bytes) })
-        }
+        Format::Json => parse_json(bytes),
+        Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
     }
 }
 
-fn unrecognized_hint(bytes: &[u8]) -> String {
+/// A JSON profile format: whether a document is one, and its importer.
+struct JsonFormat {
+    is: fn(&serde_json::Value) -> bool,
+    parse: fn(&serde_json::Value) -> Result<Profile>,
+}
+
+/// JSON formats in the order they are tried; the document is parsed once.
+const JSON_FORMATS: &[JsonFormat] = &[JsonFormat { is: firefox::is_firefox, parse: firefox::parse }];
+
+fn parse_json(bytes: &[u8]) -> Result<Profile> {
+    let json: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| Error::UnknownFormat {
+        hint: format!("this looks like JSON but is not valid JSON (line {}, column {}: {e})", e.line(), e.column()),
+    })?;
+    match JSON_FORMATS.iter().find(|f| (f.is)(&json)) {
+        Some(format) => (format.parse)(&json),
+        None => Err(Error::UnknownFormat { hint: describe_json(&json) }),
+    }
+}
+
+/// What a JSON document no importer reads looks like.
+fn describe_json(json: &serde_json::Value) -> String {
+    match json {
+        serde_json::Value::Object(map) => {
+            let keys: Vec<&str> = map.keys().take(8).map(String::as_str).collect();
+            let more = if map.len() > keys.len() { ", …" } else { "" };
+            format!("JSON with top-level keys {}{more}, not a profile format stacklens reads", keys.join(", "))
+        }
+        serde_json::Value::Array(items) => {
+            format!("a JSON array of {} items, not a profile format stacklens reads", items.len())
+        }
+        _ => "a JSON value that is not a profile".into(),
+    }
+}
+
+/// What bytes no importer reads look like, for the error message.
+fn describe(bytes: &[u8]) -> String {
     let head = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).trim_start().to_lowercase();
     if head.starts_with("<!doctype html") || head.starts_with("<html") {
-        "this is an HTML page, not a profile".into()
-    } else if head.starts_with('<') {
-        "this is XML or HTML, not a profile".into()
-    } else {
-        "this is JSON in a format that is not supported yet".into()
+        return "this is an HTML page, not a profile".into();
     }
+    if head.starts_with('<') {
+        return "this is XML or HTML, not a profile".into();
+    }
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]);
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let shown: String = first.chars().take(60).collect();
+    let more = if shown.len() < first.len() { "…" } else { "" };
+    format!("text starting with \"{shown}{more}\", not a profile format stacklens reads")
 }
 
-/// Detects the format of uncompressed bytes. Anything that is not a recognised text or
-/// legacy binary header is treated as protobuf, whose decoder then reports where it fails.
+/// Whether the start of `bytes` is text: UTF-8 without control characters other than
+/// tabs and line breaks. Protobuf always has some (field tags, lengths) early on.
+fn looks_like_text(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(512)];
+    let valid = match std::str::from_utf8(head) {
+        Ok(_) => head,
+        // A character cut at the end of the window is still text.
+        Err(e) if e.error_len().is_none() => &head[..e.valid_up_to()],
+        Err(_) => return false,
+    };
+    !valid.is_empty() && valid.iter().all(|&b| b >= 0x20 || matches!(b, b'\t' | b'\n' | b'\r'))
+}
+
+/// Detects the format of uncompressed bytes. Binary input that is not a legacy CPU
+/// profile is treated as protobuf, whose decoder then reports where it fails; text is
+/// never decoded as protobuf.
 pub fn detect(bytes: &[u8]) -> Format {
     if legacy_cpu::is_legacy_cpu(bytes) {
         return Format::LegacyCpu;
     }
     if let Some(format) = text::detect(bytes) {
         return format;
+    }
+    if looks_like_text(bytes) {
+        return Format::Unrecognized;
     }
     Format::Pprof
 }

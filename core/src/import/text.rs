@@ -31,8 +31,11 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<Format> {
     let text = decode(head);
     let mut meaningful = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let first = meaningful.clone().find(|l| !l.starts_with('#'))?;
-    if first.starts_with('<') || first.starts_with('{') || first.starts_with('[') {
-        // HTML (an error page or SPA fallback) or JSON: say so instead of decoding it as protobuf.
+    if first.starts_with('{') || first.starts_with('[') {
+        return Some(Format::Json);
+    }
+    if first.starts_with('<') {
+        // HTML (an error page or SPA fallback): say so instead of decoding it as protobuf.
         return Some(Format::Unrecognized);
     }
     if first.starts_with("heap profile:") {
