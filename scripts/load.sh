@@ -58,7 +58,7 @@ measure() {
   wait_for "stacklens serve" "http://127.0.0.1:$port/healthz"
   # shellcheck disable=SC2086 # LOAD_ARGS is a list of options
   "$load" run --url "http://127.0.0.1:$port" --fixtures "$fixtures" --clients "$clients" \
-    --server-pid "$server_pid" --label "$label" --json "$out" ${LOAD_ARGS:-} >&2
+    --server-pid "$server_pid" ${weed_pid:+--store-pid "$weed_pid"} --label "$label" --json "$out" ${LOAD_ARGS:-} >&2
   stop "$server_pid"
   server_pid=''
   if grep -qiE 'error|panic' "$work/server-$port.log"; then

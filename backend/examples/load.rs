@@ -82,6 +82,9 @@ struct RunArgs {
     /// The server's pid, to read its peak RSS (VmHWM) from /proc.
     #[arg(long)]
     server_pid: Option<u32>,
+    /// The object store's pid (SeaweedFS on this machine), to count its CPU too.
+    #[arg(long)]
+    store_pid: Option<u32>,
     /// The column's name in the table.
     #[arg(long, default_value = "server")]
     label: String,
@@ -105,6 +108,12 @@ struct Phase {
     max_ms: f64,
     /// Failures by status and error code (or transport error, or byte mismatch).
     errors: BTreeMap<String, usize>,
+    /// CPU the server used during the phase, per successful request (with --server-pid).
+    server_cpu_ms_per_ok: Option<f64>,
+    /// CPU the object store's process used during the phase, per successful request.
+    store_cpu_ms_per_ok: Option<f64>,
+    /// CPU this load tool used during the phase, in cores (it shares the machine).
+    client_cpu_cores: Option<f64>,
 }
 
 #[derive(Serialize, Deserialize, Default)]
@@ -123,6 +132,9 @@ struct Storm {
     max_ms: f64,
     readback_seconds: f64,
     errors: BTreeMap<String, usize>,
+    /// CPU the server (and the store's process) used for the uploads, per acknowledged one.
+    server_cpu_ms_per_upload: Option<f64>,
+    store_cpu_ms_per_upload: Option<f64>,
 }
 
 #[derive(Serialize, Deserialize, Default)]
@@ -145,6 +157,25 @@ enum Outcome {
     /// Success, with the id the server named (uploads).
     Ok(Option<String>),
     Failed(String),
+}
+
+/// Processes on this machine whose CPU time a phase reports.
+#[derive(Clone, Copy, Default)]
+struct Watch {
+    server: Option<u32>,
+    store: Option<u32>,
+}
+
+impl Watch {
+    /// CPU seconds of the server, the store and this tool so far.
+    fn cpu(&self) -> [Option<f64>; 3] {
+        [self.server.and_then(cpu_seconds), self.store.and_then(cpu_seconds), cpu_seconds(std::process::id())]
+    }
+}
+
+/// `after - before` per item, in milliseconds.
+fn per_item_ms(before: Option<f64>, after: Option<f64>, items: usize) -> Option<f64> {
+    Some((after? - before?) * 1000.0 / items.max(1) as f64)
 }
 
 type Prepare = Arc<dyn Fn(usize) -> reqwest::RequestBuilder + Send + Sync>;
@@ -227,6 +258,7 @@ fn transport(e: &reqwest::Error) -> String {
 /// Runs up to `count` requests from `clients` tasks, for at most `limit`.
 async fn phase(
     name: &str,
+    watch: Watch,
     clients: usize,
     count: usize,
     limit: Duration,
@@ -234,6 +266,7 @@ async fn phase(
     check: Check,
 ) -> (Phase, Vec<(usize, Option<String>)>) {
     let next = Arc::new(AtomicUsize::new(0));
+    let cpu_before = watch.cpu();
     let start = Instant::now();
     let deadline = start + limit;
     let tasks: Vec<_> = (0..clients.max(1))
@@ -270,6 +303,8 @@ async fn phase(
     }
     let last = results.iter().map(|r| r.2).max().unwrap_or(start);
     let wall = last.duration_since(start).as_secs_f64().max(1e-9);
+    let elapsed = start.elapsed().as_secs_f64().max(1e-9);
+    let cpu_after = watch.cpu();
     let mut latencies = Vec::new();
     let mut errors = BTreeMap::new();
     let mut ok = Vec::new();
@@ -294,9 +329,13 @@ async fn phase(
         p99_ms: percentile(&latencies, 99.0),
         max_ms: percentile(&latencies, 100.0),
         errors,
+        server_cpu_ms_per_ok: per_item_ms(cpu_before[0], cpu_after[0], ok.len()),
+        store_cpu_ms_per_ok: per_item_ms(cpu_before[1], cpu_after[1], ok.len()),
+        client_cpu_cores: per_item_ms(cpu_before[2], cpu_after[2], 1).map(|ms| ms / 1000.0 / elapsed),
     };
     println!(
-        "{:<14} {:>6} ok of {:>6} in {:>6.2} s: {:>8.1}/s  p50 {:>8.1} ms  p99 {:>8.1} ms  max {:>8.1} ms  errors {:?}",
+        "{:<14} {:>6} ok of {:>6} in {:>6.2} s: {:>8.1}/s  p50 {:>8.1} ms  p99 {:>8.1} ms  max {:>8.1} ms  \
+         server CPU {:.2} ms/request, store {:.2} ms/request, client {:.2} cores; errors {:?}",
         phase.name,
         phase.ok,
         phase.attempted,
@@ -305,6 +344,9 @@ async fn phase(
         phase.p50_ms,
         phase.p99_ms,
         phase.max_ms,
+        phase.server_cpu_ms_per_ok.unwrap_or(f64::NAN),
+        phase.store_cpu_ms_per_ok.unwrap_or(f64::NAN),
+        phase.client_cpu_cores.unwrap_or(f64::NAN),
         phase.errors
     );
     ok.sort_unstable();
@@ -322,6 +364,15 @@ fn upload_check() -> Check {
             None => Outcome::Failed("201 without an id".into()),
         }
     })
+}
+
+/// User and system CPU seconds a process used so far (/proc/PID/stat, USER_HZ = 100).
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name in parentheses: state is field 3, utime 14, stime 15.
+    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split(' ').collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
 }
 
 /// The server's peak resident set (VmHWM) in MiB.
@@ -348,6 +399,7 @@ async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     let run_tag = format!("{:x}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis());
     let tenant = format!("load-{run_tag}");
     let limit = Duration::from_secs(args.seconds);
+    let watch = Watch { server: args.server_pid, store: args.store_pid };
     let mut report = Report {
         label: args.label.clone(),
         url: base.clone(),
@@ -386,7 +438,8 @@ async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
                 .body(bodies[i].clone())
         })
     };
-    let (small_phase, stored) = phase("small uploads", args.clients, args.small, limit, prepare, upload_check()).await;
+    let (small_phase, stored) =
+        phase("small uploads", watch, args.clients, args.small, limit, prepare, upload_check()).await;
     report.phases.push(small_phase);
 
     // Large uploads: each body made (a 14 MB copy plus a tiny member) before its clock starts.
@@ -399,7 +452,8 @@ async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
                 .body(distinct(&large, &format!("load-{tag}-large-{i}")))
         })
     };
-    let (large_phase, _) = phase("large uploads", args.large_clients, args.large, limit, prepare, upload_check()).await;
+    let (large_phase, _) =
+        phase("large uploads", watch, args.large_clients, args.large, limit, prepare, upload_check()).await;
     report.phases.push(large_phase);
 
     // Raw GETs of the small uploads, checked byte for byte.
@@ -420,7 +474,7 @@ async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
                 _ => Outcome::Failed(failure(status, body)),
             })
         };
-        let (raw_phase, _) = phase("raw GETs", args.clients, args.raw, limit, prepare, check).await;
+        let (raw_phase, _) = phase("raw GETs", watch, args.clients, args.raw, limit, prepare, check).await;
         report.phases.push(raw_phase);
     }
 
@@ -442,7 +496,7 @@ async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
             Outcome::Failed(failure(status, body))
         }
     });
-    let (analysis_phase, _) = phase("diffs", args.clients, args.analysis, limit, prepare, check).await;
+    let (analysis_phase, _) = phase("diffs", watch, args.clients, args.analysis, limit, prepare, check).await;
     report.phases.push(analysis_phase);
     report.peak_rss_mib_phases = args.server_pid.and_then(peak_rss_mib);
 
@@ -450,7 +504,7 @@ async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
         let storm_tenant = format!("{tenant}-storm");
         let bodies: Vec<Bytes> =
             (0..args.storm).map(|i| Bytes::from(distinct(&small, &format!("load-{run_tag}-storm-{i}")))).collect();
-        report.storm = Some(storm(&http, &base, &storm_tenant, bodies, args.clients, limit).await);
+        report.storm = Some(storm(&http, &base, &storm_tenant, bodies, args.clients, limit, watch).await);
     }
     report.peak_rss_mib_end = args.server_pid.and_then(peak_rss_mib);
     if let (Some(a), Some(b)) = (report.peak_rss_mib_phases, report.peak_rss_mib_end) {
@@ -471,10 +525,12 @@ async fn storm(
     bodies: Vec<Bytes>,
     clients: usize,
     limit: Duration,
+    watch: Watch,
 ) -> Storm {
     let count = bodies.len();
     let bodies = Arc::new(bodies);
     let gate = Arc::new(tokio::sync::Barrier::new(count));
+    let cpu_before = watch.cpu();
     let start = Instant::now();
     let tasks: Vec<_> = (0..count)
         .map(|i| {
@@ -516,6 +572,9 @@ async fn storm(
         }
     }
     result.upload_wall_seconds = start.elapsed().as_secs_f64();
+    let cpu_after = watch.cpu();
+    result.server_cpu_ms_per_upload = per_item_ms(cpu_before[0], cpu_after[0], acknowledged.len());
+    result.store_cpu_ms_per_upload = per_item_ms(cpu_before[1], cpu_after[1], acknowledged.len());
     latencies.sort_unstable();
     result.acknowledged = acknowledged.len();
     result.distinct_ids = acknowledged.iter().map(|(_, id)| id.as_str()).collect::<HashSet<_>>().len();
@@ -541,7 +600,7 @@ async fn storm(
             _ => Outcome::Failed(format!("read back: {}", failure(status, body))),
         })
     };
-    let (read, _) = phase("storm readback", clients, acknowledged.len(), limit, prepare, check).await;
+    let (read, _) = phase("storm readback", Watch::default(), clients, acknowledged.len(), limit, prepare, check).await;
     result.identical = read.ok;
     for (what, n) in read.errors {
         *result.errors.entry(what).or_insert(0) += n;
@@ -581,7 +640,8 @@ async fn storm(
     result.readback_seconds = readback.elapsed().as_secs_f64();
     println!(
         "storm: {} uploads at once: {} acknowledged (201), {} distinct ids, {} read back identical, {} listed; \
-         uploads done in {:.2} s (p50 {:.0} ms, p99 {:.0} ms), read back and listed in {:.2} s; errors {:?}",
+         uploads done in {:.2} s (p50 {:.0} ms, p99 {:.0} ms; CPU per upload: server {:.2} ms, store {:.2} ms), \
+         read back and listed in {:.2} s; errors {:?}",
         result.count,
         result.acknowledged,
         result.distinct_ids,
@@ -590,6 +650,8 @@ async fn storm(
         result.upload_wall_seconds,
         result.p50_ms,
         result.p99_ms,
+        result.server_cpu_ms_per_upload.unwrap_or(f64::NAN),
+        result.store_cpu_ms_per_upload.unwrap_or(f64::NAN),
         result.readback_seconds,
         result.errors
     );
@@ -599,6 +661,8 @@ async fn storm(
 fn ms(v: f64) -> String {
     if v >= 1000.0 {
         format!("{:.2} s", v / 1000.0)
+    } else if v < 10.0 {
+        format!("{v:.1} ms")
     } else {
         format!("{v:.0} ms")
     }
@@ -606,7 +670,10 @@ fn ms(v: f64) -> String {
 
 fn cell(p: &Phase) -> String {
     let rate = if p.per_second >= 100.0 { format!("{:.0}", p.per_second) } else { format!("{:.1}", p.per_second) };
-    format!("{rate}/s · p50 {} · p99 {} ({} ok)", ms(p.p50_ms), ms(p.p99_ms), p.ok)
+    let store = p.store_cpu_ms_per_ok.map(|c| format!(" + store {}", ms(c))).unwrap_or_default();
+    let cpu =
+        p.server_cpu_ms_per_ok.map(|c| format!(" · CPU per request: server {}{store}", ms(c))).unwrap_or_default();
+    format!("{rate}/s · p50 {} · p99 {}{cpu} ({} ok)", ms(p.p50_ms), ms(p.p99_ms), p.ok)
 }
 
 fn table(reports: &[Report]) -> String {
@@ -661,9 +728,14 @@ fn table(reports: &[Report]) -> String {
         .map(|r| match &r.storm {
             Some(s) => {
                 let errors = if s.errors.is_empty() { String::new() } else { format!("; errors {:?}", s.errors) };
+                let store = s.store_cpu_ms_per_upload.map(|c| format!(" + store {}", ms(c))).unwrap_or_default();
+                let cpu = s
+                    .server_cpu_ms_per_upload
+                    .map(|c| format!("; CPU per upload: server {}{store}", ms(c)))
+                    .unwrap_or_default();
                 format!(
                     "**{} acknowledged / {} read back identical** ({} distinct ids, {} listed); all answered in {:.1} s \
-                     (p50 {}, p99 {}){errors}",
+                     (p50 {}, p99 {}){cpu}{errors}",
                     s.acknowledged,
                     s.identical,
                     s.distinct_ids,
