@@ -8,7 +8,7 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     default: 60 s, every target
 #
 # Environment: FUZZ_RUNS (stop a target after this many executions as well),
-# FUZZ_MAX_LEN (default 16384), FUZZ_RSS_LIMIT_MB (2048), FUZZ_TIMEOUT (10 s per input).
+# FUZZ_MAX_LEN (default 8192), FUZZ_RSS_LIMIT_MB (2048), FUZZ_TIMEOUT (10 s per input).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -16,7 +16,7 @@ export CARGO_TERM_COLOR=never
 
 per_target=${1:-60}
 shift || true
-max_len=${FUZZ_MAX_LEN:-16384}
+max_len=${FUZZ_MAX_LEN:-8192}
 rss_limit=${FUZZ_RSS_LIMIT_MB:-2048}
 timeout=${FUZZ_TIMEOUT:-10}
 fixtures=${STACKLENS_FIXTURES:-../shared/fixtures}
@@ -114,12 +114,12 @@ failed=0
 for t in "${targets[@]}"; do
   log=$fuzz/artifacts/$t.log
   mkdir -p "$fuzz/artifacts/$t"
-  dict=()
-  [ -f "$fuzz/dicts/$t.dict" ] && dict=("-dict=$PWD/$fuzz/dicts/$t.dict")
+  dict=$fuzz/dicts/$t.dict
+  [ -f "$dict" ] || dict=$fuzz/dicts/common.dict
   printf '\n=== %s (%ss)\n' "$t" "$per_target"
   status=ok
   (cd core && cargo +nightly fuzz run -s none "$t" -- -max_total_time="$per_target" ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} \
-    -rss_limit_mb="$rss_limit" -max_len="$max_len" -timeout="$timeout" -print_final_stats=1 "${dict[@]}") \
+    -rss_limit_mb="$rss_limit" -max_len="$max_len" -timeout="$timeout" -print_final_stats=1 -dict="$PWD/$dict") \
     >"$log" 2>&1 || status=FAILED
   grep -E '^(Done|stat::|==[0-9]+== ERROR|SUMMARY|thread .* panicked|artifact_prefix|Test unit written)' "$log" || true
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)

@@ -280,11 +280,12 @@ impl CallTree {
     pub fn search(&self, matches: impl Fn(&str) -> bool) -> (Vec<bool>, i64) {
         let name_hits: Vec<bool> = self.names.iter().map(|n| matches(n)).collect();
         let hit: Vec<bool> = self.nodes.iter().map(|n| name_hits[n.name as usize]).collect();
-        let mut covered = 0;
+        let mut covered: i64 = 0;
         let mut i = 1;
         while i < self.nodes.len() {
             if hit[i] {
-                covered += self.nodes[i].total;
+                // Totals are sums of sample values, which may be as large as i64 allows.
+                covered = covered.saturating_add(self.nodes[i].total);
                 i = self.nodes[i].end as usize; // nested matches are already covered
             } else {
                 i += 1;
@@ -338,7 +339,10 @@ impl CallTree {
         let sample_type = r.string()?;
         let unit = r.string()?;
         let n_names = r.u32()? as usize;
-        let (mut names, mut files) = (Vec::with_capacity(n_names), Vec::with_capacity(n_names));
+        // The count is read from the bytes: reserve only what they can hold (a name and
+        // a file take at least 8 bytes), not 4 billion entries for a corrupt header.
+        let capacity = n_names.min(r.remaining() / 8);
+        let (mut names, mut files) = (Vec::with_capacity(capacity), Vec::with_capacity(capacity));
         for _ in 0..n_names {
             names.push(r.string()?);
             files.push(r.string()?);
@@ -370,10 +374,11 @@ impl CallTree {
         } else {
             Vec::new()
         };
-        // Indices must stay inside the arena so every accessor is safe.
+        // Indices must stay inside the arena so every accessor is safe, and parents come
+        // before their children (pre-order), so walking up always ends at the root.
         let valid = nodes.iter().enumerate().all(|(i, n)| {
             (n.name as usize) < names.len()
-                && (n.parent as usize) < nodes.len()
+                && (n.parent as usize) < i.max(1)
                 && (n.end as usize) <= nodes.len()
                 && n.end as usize > i
         });
@@ -499,6 +504,10 @@ impl<'a> Reader<'a> {
         let s = self.bytes.get(self.at..self.at.checked_add(n)?)?;
         self.at += n;
         Some(s)
+    }
+
+    fn remaining(&self) -> usize {
+        self.bytes.len() - self.at
     }
 
     fn u32(&mut self) -> Option<u32> {

@@ -1,0 +1,61 @@
+//! Inputs that crashed, hung or exhausted memory under `cargo fuzz` (core/fuzz,
+//! FUZZING.md), minimized where they are inline, with the outcome each must now have.
+
+use stacklens_core::analysis::tree::{CallTree, TreeNode, TreeOptions};
+use stacklens_core::model::{Line, Profile, Sample, SourceFormat};
+
+/// A profile with one sample of `value` per stack, stacks given root first.
+fn profile(stacks: &[(&[&str], i64)]) -> Profile {
+    let mut p = Profile::new(SourceFormat::Built);
+    p.sample_types = vec![p.value_type("samples", "count")];
+    for (frames, value) in stacks {
+        let locations = frames
+            .iter()
+            .rev()
+            .map(|name| {
+                let function = p.add_function(name, name, "", 0);
+                p.add_location(0, vec![Line { function, line: 0, column: 0 }])
+            })
+            .collect();
+        p.samples.push(Sample { locations, values: vec![*value], labels: Vec::new() });
+    }
+    p
+}
+
+/// fuzz target `tree_bytes`: a header declaring 0x544c0000 names made `from_bytes`
+/// reserve 34 GB before reading any of them.
+#[test]
+fn tree_from_bytes_with_a_huge_name_count_is_refused_without_allocating_it() {
+    let bytes = b"SLT3\0\0\0\0\0\0\0\0\0\0LT";
+    assert!(CallTree::from_bytes(bytes).is_none());
+}
+
+/// fuzz target `tree_bytes`: a node that was its own parent passed `from_bytes`, and
+/// `path` (and layout's walk up from a zoomed node) then looped, growing until OOM.
+#[test]
+fn tree_from_bytes_refuses_a_parent_that_does_not_come_first() {
+    let mut tree = CallTree::build(&profile(&[(&["main", "work"], 1)]), &TreeOptions::default()).unwrap();
+    assert_eq!(tree.nodes.len(), 3);
+    assert!(CallTree::from_bytes(&tree.to_bytes()).is_some());
+    tree.nodes[2] = TreeNode { parent: 2, ..tree.nodes[2] };
+    assert!(CallTree::from_bytes(&tree.to_bytes()).is_none(), "a node that is its own parent");
+    tree.nodes[1] = TreeNode { parent: 2, ..tree.nodes[1] };
+    tree.nodes[2] = TreeNode { parent: 1, ..tree.nodes[2] };
+    assert!(CallTree::from_bytes(&tree.to_bytes()).is_none(), "two nodes that are each other's parent");
+    // The fuzzer's input (nodes 1 and 2 are each other's parent).
+    assert!(CallTree::from_bytes(include_bytes!("fuzz_regressions/tree_bytes_parent_cycle.bin")).is_none());
+}
+
+/// fuzz target `tree_bytes`: `search` summed the totals of matching subtrees with `+`,
+/// which overflowed on large values; it saturates like every other sum in the tree.
+#[test]
+fn tree_search_saturates_the_covered_value() {
+    let p = profile(&[(&["main", "a"], i64::MAX), (&["other", "b"], i64::MAX)]);
+    let tree = CallTree::build(&p, &TreeOptions::default()).unwrap();
+    let (hits, covered) = tree.search(|name| name == "a" || name == "b");
+    assert_eq!(hits.iter().filter(|&&h| h).count(), 2);
+    assert_eq!(covered, i64::MAX);
+    // The fuzzer's input: a tree whose matching subtrees add up past i64::MAX.
+    let fuzzed = CallTree::from_bytes(include_bytes!("fuzz_regressions/tree_bytes_search_overflow.bin")).unwrap();
+    assert_eq!(fuzzed.search(|_| true).1, i64::MAX);
+}
