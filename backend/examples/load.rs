@@ -749,6 +749,7 @@ fn table(reports: &[Report]) -> String {
         })
         .collect();
     let count = reports.iter().find_map(|r| r.storm.as_ref().map(|s| s.count)).unwrap_or(0);
+    let count = if count >= 1000 { format!("{},{:03}", count / 1000, count % 1000) } else { count.to_string() };
     out.push_str(&format!("| {count} concurrent uploads of distinct profiles | {} |\n", storms.join(" | ")));
     out
 }
