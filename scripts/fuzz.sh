@@ -114,12 +114,12 @@ failed=0
 for t in "${targets[@]}"; do
   log=$fuzz/artifacts/$t.log
   mkdir -p "$fuzz/artifacts/$t"
-  dict=$fuzz/dicts/$t.dict
-  [ -f "$dict" ] || dict=$fuzz/dicts/common.dict
+  dict=$PWD/$fuzz/dicts/$t.dict
+  [ -f "$dict" ] || dict=$PWD/$fuzz/dicts/common.dict
   printf '\n=== %s (%ss)\n' "$t" "$per_target"
   status=ok
   (cd core && cargo +nightly fuzz run -s none "$t" -- -max_total_time="$per_target" ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} \
-    -rss_limit_mb="$rss_limit" -max_len="$max_len" -timeout="$timeout" -print_final_stats=1 -dict="$PWD/$dict") \
+    -rss_limit_mb="$rss_limit" -max_len="$max_len" -timeout="$timeout" -print_final_stats=1 -dict="$dict") \
     >"$log" 2>&1 || status=FAILED
   grep -E '^(Done|stat::|==[0-9]+== ERROR|SUMMARY|thread .* panicked|artifact_prefix|Test unit written)' "$log" || true
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)

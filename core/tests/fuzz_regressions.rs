@@ -1,6 +1,8 @@
 //! Inputs that crashed, hung or exhausted memory under `cargo fuzz` (core/fuzz,
 //! FUZZING.md), minimized where they are inline, with the outcome each must now have.
 
+use stacklens_core::analysis::diff::diff_top;
+use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::tree::{CallTree, TreeNode, TreeOptions};
 use stacklens_core::model::{Line, Profile, Sample, SourceFormat};
 
@@ -58,4 +60,23 @@ fn tree_search_saturates_the_covered_value() {
     // The fuzzer's input: a tree whose matching subtrees add up past i64::MAX.
     let fuzzed = CallTree::from_bytes(include_bytes!("fuzz_regressions/tree_bytes_search_overflow.bin")).unwrap();
     assert_eq!(fuzzed.search(|_| true).1, i64::MAX);
+}
+
+/// fuzz targets `analysis_top` and `diff`: a node fraction such as -1e300 (any finite
+/// JSON number is accepted) made the cutoff `i64::MIN`, whose `abs` overflowed. The
+/// cutoff saturates instead, so such a fraction drops every node.
+#[test]
+fn top_with_a_huge_negative_node_fraction_drops_every_node() {
+    let p = profile(&[(&["main", "work"], 5)]);
+    let options = TopOptions { node_fraction: -1e300, ..TopOptions::default() };
+    let r = top(&p, &options).unwrap();
+    assert_eq!((r.total, r.node_total, r.dropped_nodes, r.node_cutoff), (5, 2, 2, i64::MAX));
+    assert!(r.functions.is_empty());
+    // A net change of i64::MIN (compare MIN, base MAX) times a fraction of 1 is the same.
+    let base = profile(&[(&["main"], i64::MAX)]);
+    let compare = profile(&[(&["main"], i64::MIN)]);
+    let d = diff_top(&base, &compare, &TopOptions { node_fraction: 1.0, ..TopOptions::default() }).unwrap();
+    assert_eq!(d.node_cutoff, i64::MAX);
+    assert_eq!(d.functions.len(), 1, "|cum| of i64::MIN reaches the cutoff");
+    assert_eq!((d.functions[0].flat, d.functions[0].cum), (i64::MIN, i64::MIN));
 }

@@ -187,7 +187,8 @@ pub(crate) fn select_rows<T>(
     let flat_sum = items.iter().map(|t| values(t).0).fold(0i64, i64::saturating_add);
     sort_rows(items, options.cum, &values, names);
     let node_total = items.len();
-    let node_cutoff = ((flat_sum as f64 * options.node_fraction) as i64).abs();
+    // A huge or negative fraction saturates the product at i64::MIN, which has no `abs`.
+    let node_cutoff = ((flat_sum as f64 * options.node_fraction) as i64).saturating_abs();
     items.retain(|t| values(t).1.unsigned_abs() >= node_cutoff.unsigned_abs());
     let dropped_nodes = node_total - items.len();
     if let Some(limit) = options.node_count {
