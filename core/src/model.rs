@@ -161,6 +161,12 @@ pub enum SourceFormat {
     Threadz,
     JavaText,
     FirefoxProfiler,
+    Folded,
+    PerfScript,
+    V8CpuProfile,
+    V8HeapProfile,
+    ChromeTrace,
+    Speedscope,
     Built,
 }
 

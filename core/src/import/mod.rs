@@ -13,13 +13,18 @@ macro_rules! static_regex {
     };
 }
 
+pub mod chrome_trace;
 pub mod firefox;
+pub mod folded;
 mod gzip;
 pub mod legacy_cpu;
 pub mod legacy_text;
+pub mod perf_script;
 pub mod pprof;
 mod pprof_wire;
+pub mod speedscope;
 mod text;
+pub mod v8;
 
 use crate::{Error, Profile, Result};
 
@@ -48,6 +53,10 @@ pub enum Format {
     LegacyCpu,
     Threadz,
     JavaText,
+    /// Folded (collapsed) stacks: `a;b;c 123`.
+    Folded,
+    /// Linux `perf script` text.
+    PerfScript,
     /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
@@ -99,6 +108,8 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::LegacyCpu => legacy_cpu::parse(bytes),
         Format::Threadz => legacy_text::parse_threadz(bytes),
         Format::JavaText => legacy_text::parse_java(bytes),
+        Format::Folded => folded::parse(bytes),
+        Format::PerfScript => perf_script::parse(bytes),
         Format::Json => parse_json(bytes),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
     }
@@ -111,7 +122,13 @@ struct JsonFormat {
 }
 
 /// JSON formats in the order they are tried; the document is parsed once.
-const JSON_FORMATS: &[JsonFormat] = &[JsonFormat { is: firefox::is_firefox, parse: firefox::parse }];
+const JSON_FORMATS: &[JsonFormat] = &[
+    JsonFormat { is: firefox::is_firefox, parse: firefox::parse },
+    JsonFormat { is: speedscope::is_speedscope, parse: speedscope::parse },
+    JsonFormat { is: chrome_trace::is_chrome_trace, parse: chrome_trace::parse },
+    JsonFormat { is: v8::is_heapprofile, parse: v8::parse_heapprofile },
+    JsonFormat { is: v8::is_cpuprofile, parse: v8::parse_cpuprofile },
+];
 
 fn parse_json(bytes: &[u8]) -> Result<Profile> {
     let json: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| Error::UnknownFormat {

@@ -31,6 +31,10 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<Format> {
     let text = decode(head);
     let mut meaningful = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let first = meaningful.clone().find(|l| !l.starts_with('#'))?;
+    // Folded stacks whose first frame looks like markup or JSON (py-spy's `<module>`).
+    if (first.starts_with('<') || first.starts_with('[')) && super::folded::looks_folded(&text) {
+        return Some(Format::Folded);
+    }
     if first.starts_with('{') || first.starts_with('[') {
         return Some(Format::Json);
     }
@@ -61,6 +65,12 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<Format> {
     // Dumps may be preceded by a panic message or other log lines.
     if meaningful.by_ref().take(64).any(|l| goroutine_header().is_match(l)) {
         return Some(Format::GoGoroutineDump);
+    }
+    if super::perf_script::looks_like_perf_script(&text) {
+        return Some(Format::PerfScript);
+    }
+    if super::folded::looks_folded(&text) {
+        return Some(Format::Folded);
     }
     None
 }

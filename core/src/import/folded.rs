@@ -1,0 +1,281 @@
+//! Folded (collapsed) stacks, as Brendan Gregg's `stackcollapse-*.pl`, inferno's
+//! `collapse-*`, py-spy (`record -f raw`) and many other tools write them: one line per
+//! distinct stack, root first, frames separated by `;`, then a count:
+//!
+//! ```text
+//! main;run;compute 123
+//! <module> (workload.py:53);main (workload.py:46) 391
+//! java;start_thread_[k];Interpreter_[j] 7
+//! main;f 10 12
+//! ```
+//!
+//! * Several counts per line (inferno's `difffolded` writes `stack before after`) become
+//!   one sample type each: `samples_1`, `samples_2`, …; a single count is `samples`.
+//!   The number of count columns is the fewest trailing numbers any line has, so a
+//!   frame name that happens to end in ` 5` does not add a column.
+//! * Counts may be decimal. They are kept exactly: a column whose counts have at most
+//!   `d` decimals is stored in units of 10^-d counts (unit `count/1000` for `d = 3`)
+//!   and a profile comment says so. More than 9 decimals is an error.
+//! * py-spy frames `name (file.py:12)` become function `name` in file `file.py`, at line
+//!   12 of the location.
+//! * inferno/FlameGraph annotations are stripped from names and kept in the model:
+//!   `_[i]` (inlined) makes the frame an inline line of its caller's location (pprof's
+//!   representation of inlining: one location, innermost line first); `_[k]` (kernel)
+//!   and `_[j]` (JIT) place the frame's location in a `[kernel.kallsyms]` or `[jit]`
+//!   mapping, the names `perf` gives those code regions.
+//! * Empty frames (`a;;b`) are skipped; blank lines are ignored.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::text::{self, text_error};
+use crate::model::{FunctionId, Line, LocationId, Mapping, MappingId, Profile, Sample, SourceFormat, StrId};
+use crate::Result;
+
+const FORMAT: &str = "folded stacks";
+
+/// At most this many decimals are kept exactly (10^9 still leaves room in an i64).
+const MAX_DECIMALS: usize = 9;
+
+/// How many lines detection looks at.
+const DETECT_LINES: usize = 16;
+
+#[derive(Copy, Clone, PartialEq, Eq, Hash)]
+enum Region {
+    User,
+    Kernel,
+    Jit,
+}
+
+fn is_count(token: &str) -> bool {
+    let (int, frac) = token.split_once('.').unwrap_or((token, "0"));
+    !int.is_empty()
+        && !frac.is_empty()
+        && int.bytes().all(|b| b.is_ascii_digit())
+        && frac.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Splits the last whitespace-separated token off `s` (already trimmed at the end).
+fn split_last(s: &str) -> Option<(&str, &str)> {
+    let at = s.rfind(char::is_whitespace)?;
+    Some((s[..at].trim_end(), &s[at + 1..]))
+}
+
+/// The number of count tokens at the end of a line. A line of counts only is an empty
+/// stack (py-spy writes ` 6` for samples it caught outside any Python frame).
+fn trailing_counts(line: &str) -> usize {
+    let mut rest = line.trim();
+    let mut n = 0;
+    loop {
+        let (stack, last) = split_last(rest).unwrap_or(("", rest));
+        if !is_count(last) {
+            return n;
+        }
+        n += 1;
+        if stack.is_empty() {
+            return n;
+        }
+        rest = stack;
+    }
+}
+
+/// `line` without its last `n` tokens.
+fn strip_counts(line: &str, n: usize) -> &str {
+    let mut stack = line.trim();
+    for _ in 0..n {
+        stack = split_last(stack).map_or("", |(s, _)| s);
+    }
+    stack
+}
+
+/// Whether the start of a text is folded stacks: its first line and at least three in
+/// four of its first 16 lines end in counts (a stray line still gets its typed error
+/// from the parser), and some line has a stack with something other than numbers in
+/// it. `text` may be a window cut mid-line; a last line without its newline is not
+/// judged.
+pub(crate) fn looks_folded(text: &str) -> bool {
+    let mut lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(DETECT_LINES + 1).collect();
+    if lines.len() > DETECT_LINES || (lines.len() > 1 && !text.ends_with('\n')) {
+        lines.pop();
+    }
+    let counts: Vec<usize> = lines.iter().map(|l| trailing_counts(l)).collect();
+    let folded = counts.iter().filter(|&&n| n > 0).count();
+    let Some(columns) = counts.iter().copied().filter(|&n| n > 0).min() else { return false };
+    counts[0] > 0
+        && folded * 4 >= lines.len() * 3
+        && lines.iter().any(|l| {
+            strip_counts(l, columns).bytes().any(|b| !(b.is_ascii_digit() || b.is_ascii_whitespace() || b == b'.'))
+        })
+}
+
+/// A count as an integer and its decimal digits (trailing zeros removed).
+fn split_count(token: &str) -> (&str, &str) {
+    let (int, frac) = token.split_once('.').unwrap_or((token, ""));
+    (int, frac.trim_end_matches('0'))
+}
+
+/// `int.frac` scaled by 10^decimals, exactly.
+fn scaled(token: &str, decimals: usize, line: usize) -> Result<i64> {
+    let (int, frac) = split_count(token);
+    let overflow = || text_error(FORMAT, line, format!("count {token} is too large"));
+    let mut value: i64 = int.parse().map_err(|_| overflow())?;
+    for i in 0..decimals {
+        let digit = frac.as_bytes().get(i).map_or(0, |b| i64::from(b - b'0'));
+        value = value.checked_mul(10).and_then(|v| v.checked_add(digit)).ok_or_else(overflow)?;
+    }
+    Ok(value)
+}
+
+/// A parsed frame: its name, py-spy file and line, and annotation.
+struct Frame<'a> {
+    name: &'a str,
+    file: &'a str,
+    line: i64,
+    region: Region,
+    inlined: bool,
+}
+
+fn parse_frame(raw: &str) -> Frame<'_> {
+    let (mut name, mut region, mut inlined) = (raw, Region::User, false);
+    if let Some(stem) = raw.strip_suffix("_[k]") {
+        (name, region) = (stem, Region::Kernel);
+    } else if let Some(stem) = raw.strip_suffix("_[j]") {
+        (name, region) = (stem, Region::Jit);
+    } else if let Some(stem) = raw.strip_suffix("_[i]") {
+        (name, inlined) = (stem, true);
+    }
+    let (name, file, line) = py_spy_frame(name).unwrap_or((name, "", 0));
+    Frame { name, file, line, region, inlined }
+}
+
+/// `JSONDecoder.decode (json/decoder.py:337)` → (`JSONDecoder.decode`, `json/decoder.py`, 337).
+fn py_spy_frame(frame: &str) -> Option<(&str, &str, i64)> {
+    let inner = frame.strip_suffix(')')?;
+    let open = inner.rfind(" (")?;
+    let (file, line) = inner[open + 2..].rsplit_once(':')?;
+    if file.is_empty() || line.is_empty() || !line.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let name = inner[..open].trim_end();
+    Some((if name.is_empty() { frame } else { name }, file, line.parse().ok()?))
+}
+
+#[derive(Default)]
+struct Builder {
+    functions: HashMap<(StrId, StrId), FunctionId>,
+    /// (lines innermost first, region) → location.
+    locations: HashMap<(Vec<(FunctionId, i64)>, Region), LocationId>,
+    regions: HashMap<Region, MappingId>,
+}
+
+impl Builder {
+    fn function(&mut self, p: &mut Profile, name: &str, file: &str) -> FunctionId {
+        let key = (p.strings.intern(name), p.strings.intern(file));
+        *self.functions.entry(key).or_insert_with(|| p.add_function(name, name, file, 0))
+    }
+
+    fn mapping(&mut self, p: &mut Profile, region: Region) -> Option<MappingId> {
+        let file = match region {
+            Region::User => return None,
+            Region::Kernel => "[kernel.kallsyms]",
+            Region::Jit => "[jit]",
+        };
+        Some(*self.regions.entry(region).or_insert_with(|| {
+            let id = MappingId(p.mappings.len() as u32);
+            let filename = p.strings.intern(file);
+            p.mappings.push(Mapping { id: u64::from(id.0) + 1, filename, has_functions: true, ..Mapping::default() });
+            id
+        }))
+    }
+
+    fn location(&mut self, p: &mut Profile, lines: Vec<(FunctionId, i64)>, region: Region) -> LocationId {
+        let key = (lines, region);
+        if let Some(&l) = self.locations.get(&key) {
+            return l;
+        }
+        let model_lines = key.0.iter().map(|&(function, line)| Line { function, line, column: 0 }).collect();
+        let l = p.add_location(0, model_lines);
+        let mapping = self.mapping(p, region);
+        p.locations[l.0 as usize].mapping = mapping;
+        self.locations.insert(key, l);
+        l
+    }
+
+    /// A root-first stack → leaf-first locations, inlined frames joined to their callers.
+    fn stack(&mut self, p: &mut Profile, stack: &str) -> Vec<LocationId> {
+        // Groups of (function, line), root first within the group's physical frame.
+        let mut groups: Vec<(Vec<(FunctionId, i64)>, Region)> = Vec::new();
+        for raw in stack.split(';') {
+            if raw.is_empty() {
+                continue;
+            }
+            let frame = parse_frame(raw);
+            let function = self.function(p, frame.name, frame.file);
+            match groups.last_mut() {
+                Some(group) if frame.inlined => group.0.push((function, frame.line)),
+                _ => groups.push((vec![(function, frame.line)], frame.region)),
+            }
+        }
+        groups
+            .into_iter()
+            .rev()
+            .map(|(mut lines, region)| {
+                lines.reverse(); // innermost first, as pprof stores inlining
+                self.location(p, lines, region)
+            })
+            .collect()
+    }
+}
+
+pub fn parse(bytes: &[u8]) -> Result<Profile> {
+    let text = text::decode(bytes);
+    // First pass: the lines with content and how many counts each ends with.
+    let mut records: Vec<(usize, &str, usize)> = Vec::new();
+    for (n, line) in text::numbered(&text) {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let counts = trailing_counts(line);
+        if counts == 0 {
+            return Err(text_error(FORMAT, n, "expected 'frame;frame;… count' (no count at the end of the line)"));
+        }
+        records.push((n, line, counts));
+    }
+    let columns = records.iter().map(|r| r.2).min().ok_or_else(|| text_error(FORMAT, 1, "no stacks"))?;
+
+    // Split stacks from counts; find each column's decimals.
+    let mut rows: Vec<(usize, &str, Vec<&str>)> = Vec::with_capacity(records.len());
+    let mut decimals = vec![0usize; columns];
+    for (n, line, _) in records {
+        let stack = strip_counts(line, columns);
+        let counts: Vec<&str> = line[stack.len()..].split_whitespace().collect();
+        for (d, count) in decimals.iter_mut().zip(&counts) {
+            let frac = split_count(count).1.len();
+            if frac > MAX_DECIMALS {
+                return Err(text_error(FORMAT, n, format!("count {count} has more than {MAX_DECIMALS} decimals")));
+            }
+            *d = (*d).max(frac);
+        }
+        rows.push((n, stack, counts));
+    }
+
+    let mut p = Profile::new(SourceFormat::Folded);
+    for (i, &d) in decimals.iter().enumerate() {
+        let kind = if columns == 1 { "samples".to_owned() } else { format!("samples_{}", i + 1) };
+        let unit = if d == 0 { "count".to_owned() } else { format!("count/{}", 10u64.pow(d as u32)) };
+        let vt = p.value_type(&kind, &unit);
+        p.sample_types.push(vt);
+        if d > 0 {
+            let comment = format!("{kind}: decimal counts, stored exactly in units of 1/{} count", 10u64.pow(d as u32));
+            let id = p.strings.intern(&comment);
+            p.comments.push(id);
+        }
+    }
+    let mut b = Builder::default();
+    for (n, stack, counts) in rows {
+        let values = counts.iter().zip(&decimals).map(|(c, &d)| scaled(c, d, n)).collect::<Result<Vec<_>>>()?;
+        let locations = b.stack(&mut p, stack);
+        p.samples.push(Sample { locations, values, labels: Vec::new() });
+    }
+    Ok(p)
+}

@@ -1,0 +1,487 @@
+//! Linux `perf script` text: an optional `--header` block of `#` lines, then one record
+//! per sample — a header line and, with call graphs, one line per frame, leaf
+//! first, indented (perf uses a tab), ending at a blank line:
+//!
+//! ```text
+//! go  6157  1224.147545:     250000 cpu-clock:uhH:
+//!               414297 runtime.mapassign_faststr+0x277 (/usr/lib/go/bin/go)
+//!     ffffffff8104f45a native_write_msr_safe ([kernel.kallsyms])
+//!         7f26cab4c0b0 [unknown] ([unknown])
+//! ```
+//!
+//! * Sample types: with one event, `samples/count` and, when records carry a period,
+//!   the event itself weighted by its periods (`cpu-clock`, `task-clock` in
+//!   nanoseconds, other events in `count`). With several events (`-e cycles -e
+//!   instructions`), each event gets `<event>_samples/count` and, with periods,
+//!   `<event>`; a record counts only in its own event's types. Event modifiers
+//!   (`:uhH`, `:ppp`) are dropped from names; tracepoints (`sched:sched_switch`) keep
+//!   theirs.
+//! * Frames: the address is kept on the location; the DSO in parentheses becomes the
+//!   location's mapping (`[kernel.kallsyms]` for kernel frames); the symbol, without
+//!   its `+0x…` offset, becomes the function (names are kept as written: no
+//!   demangling). `[unknown]` symbols give locations without lines, which analyses
+//!   show by their mapping (`[libc.so.6]`) as pprof does. A `file:line` line after a
+//!   frame (`perf script -F +srcline`) sets that frame's line.
+//! * Each record is labelled with `comm`, `pid` and `tid` (when printed); records with
+//!   the same stack, event and labels are summed into one sample.
+//! * Header lines `captured on`, `hostname`, `perf version` and `cmdline` become
+//!   profile comments; the span of the records' timestamps is the duration.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::text::{self, text_error};
+use crate::model::{
+    FunctionId, Label, LabelValue, Line, LocationId, Mapping, MappingId, Profile, Sample, SourceFormat,
+};
+use crate::model::{StrId, ValueType};
+use crate::Result;
+
+const FORMAT: &str = "perf script";
+
+/// What a record's header line says.
+#[derive(Debug, PartialEq, Eq)]
+struct EventLine<'a> {
+    comm: &'a str,
+    pid: Option<i64>,
+    tid: Option<i64>,
+    time_nanos: Option<i64>,
+    period: Option<i64>,
+    event: &'a str,
+    /// What follows the event name: a frame when perf ran without call graphs.
+    rest: &'a str,
+}
+
+/// Whitespace-separated tokens with their byte offsets.
+fn tokens(line: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in line.char_indices() {
+        match (c.is_whitespace(), start) {
+            (true, Some(s)) => {
+                out.push((s, &line[s..i]));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, &line[s..]));
+    }
+    out
+}
+
+fn is_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `1224.147545:` → nanoseconds.
+fn timestamp(token: &str) -> Option<i64> {
+    let (secs, frac) = token.strip_suffix(':')?.split_once('.')?;
+    if !is_digits(secs) || !is_digits(frac) || frac.len() > 9 {
+        return None;
+    }
+    let frac_ns: i64 = format!("{frac:0<9}").parse().ok()?;
+    secs.parse::<i64>().ok()?.checked_mul(1_000_000_000)?.checked_add(frac_ns)
+}
+
+fn is_cpu(token: &str) -> bool {
+    token.strip_prefix('[').and_then(|t| t.strip_suffix(']')).is_some_and(is_digits)
+}
+
+/// `6157` or `977/977` → (pid, tid).
+fn pid_tid(token: &str) -> Option<(i64, Option<i64>)> {
+    match token.split_once('/') {
+        Some((p, t)) if is_digits(p) && is_digits(t) => Some((p.parse().ok()?, Some(t.parse().ok()?))),
+        None if is_digits(token) => Some((token.parse().ok()?, None)),
+        _ => None,
+    }
+}
+
+/// `cpu-clock:uhH:` → `cpu-clock`; `sched:sched_switch:` stays `sched:sched_switch`.
+fn event_name(token: &str) -> &str {
+    let name = token.strip_suffix(':').unwrap_or(token);
+    match name.rsplit_once(':') {
+        Some((base, modifiers))
+            if !base.is_empty()
+                && !modifiers.is_empty()
+                && modifiers.bytes().all(|b| b"ukhIGHpPSDWeb".contains(&b)) =>
+        {
+            base
+        }
+        _ => name,
+    }
+}
+
+/// Parses `comm pid/tid [cpu] time: period event: rest`; the pid, tid, cpu, time and
+/// period are each optional, but a time or an event name must be there.
+fn event_line(line: &str) -> Option<EventLine<'_>> {
+    let toks = tokens(line);
+    // The anchor: the timestamp, else the first `name:` token after the command.
+    let time_at = toks.iter().position(|(_, t)| timestamp(t).is_some());
+    let anchor = match time_at {
+        Some(i) => i,
+        None => (1..toks.len()).find(|&i| {
+            let t = toks[i].1;
+            t.len() > 1 && t.ends_with(':') && !is_digits(&t[..t.len() - 1])
+        })?,
+    };
+    // Backwards from the anchor: [cpu], pid[/tid], and without a timestamp a period.
+    let mut j = anchor;
+    let mut period = None;
+    if time_at.is_none()
+        && j >= 3
+        && is_digits(toks[j - 1].1)
+        && (is_cpu(toks[j - 2].1) || pid_tid(toks[j - 2].1).is_some())
+    {
+        period = toks[j - 1].1.parse().ok();
+        j -= 1;
+    }
+    if j >= 2 && is_cpu(toks[j - 1].1) {
+        j -= 1;
+    }
+    let (mut pid, mut tid) = (None, None);
+    if j >= 2 {
+        if let Some((p, t)) = pid_tid(toks[j - 1].1) {
+            (pid, tid) = (Some(p), t);
+            j -= 1;
+        }
+    }
+    let comm = if j == 0 { "" } else { line[..toks[j - 1].0 + toks[j - 1].1.len()].trim() };
+    // Forwards from the anchor: [period] event:.
+    let mut k = anchor;
+    let mut time_nanos = None;
+    if time_at.is_some() {
+        time_nanos = timestamp(toks[anchor].1);
+        k += 1;
+        if k < toks.len() && is_digits(toks[k].1) {
+            period = toks[k].1.parse().ok();
+            k += 1;
+        }
+    }
+    let (event, rest) = match toks.get(k) {
+        Some(&(at, t)) if t.ends_with(':') => (event_name(t), line[at + t.len()..].trim()),
+        Some(&(at, _)) => ("", line[at..].trim()),
+        None => ("", ""),
+    };
+    Some(EventLine { comm, pid, tid, time_nanos, period, event, rest })
+}
+
+/// Whether a text starts like `perf script` output: the `--header` banner, or a first
+/// record line with a pid and a timestamp.
+pub(crate) fn looks_like_perf_script(text: &str) -> bool {
+    let mut lines = text.lines().map(str::trim_end).filter(|l| !l.trim().is_empty());
+    if text.starts_with("# ========\n# captured on") {
+        return true;
+    }
+    let Some(first) = lines.find(|l| !l.starts_with('#')) else { return false };
+    if first.starts_with(char::is_whitespace) {
+        return false;
+    }
+    let toks = tokens(first);
+    let Some(at) = toks.iter().position(|(_, t)| timestamp(t).is_some()) else { return false };
+    let before = |i: usize| at > i && pid_tid(toks[at - i].1).is_some();
+    // comm pid [cpu] time: … — the pid right before the time or before the cpu.
+    (before(1) || (at >= 3 && is_cpu(toks[at - 1].1) && before(2))) && toks.len() > at + 1
+}
+
+/// One frame line: `\t 7f26cab4c0b0 sym+0x12 (/lib/libc.so.6)`.
+struct Frame<'a> {
+    address: u64,
+    symbol: Option<&'a str>,
+    dso: &'a str,
+}
+
+/// The index of the `(` matching the `)` that ends `s`.
+fn matching_open(s: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, b) in s.bytes().enumerate().rev() {
+        match b {
+            b')' => depth += 1,
+            b'(' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn frame(line: &str) -> Option<Frame<'_>> {
+    let t = line.trim();
+    let (address, rest) = t.split_once(char::is_whitespace).unwrap_or((t, ""));
+    let address = u64::from_str_radix(address.strip_prefix("0x").unwrap_or(address), 16).ok()?;
+    let rest = rest.trim();
+    let (symbol, dso) = match rest.strip_suffix(')').and(matching_open(rest)) {
+        Some(open) if open == 0 || rest[..open].ends_with(char::is_whitespace) => {
+            (rest[..open].trim(), &rest[open + 1..rest.len() - 1])
+        }
+        _ => (rest, ""),
+    };
+    // `sym+0x1f3` → `sym`: the offset is the address's, not the function's.
+    let symbol = match symbol.rsplit_once("+0x") {
+        Some((s, off)) if !s.is_empty() && !off.is_empty() && off.bytes().all(|b| b.is_ascii_hexdigit()) => s,
+        _ => symbol,
+    };
+    let symbol = (!symbol.is_empty() && symbol != "[unknown]").then_some(symbol);
+    Some(Frame { address, symbol, dso })
+}
+
+/// `/src/x.c:123` after a frame (srcline output) → 123.
+fn srcline(line: &str) -> Option<i64> {
+    let (file, n) = line.trim().rsplit_once(':')?;
+    (!file.is_empty() && is_digits(n)).then(|| n.parse().ok()).flatten()
+}
+
+/// A record's (comm, pid, tid), which become its labels.
+type Thread = (StrId, Option<i64>, Option<i64>);
+
+/// (address, symbol, DSO, source line) of one frame.
+type FrameKey = (u64, Option<StrId>, StrId, i64);
+
+struct Record {
+    event: usize,
+    period: Option<i64>,
+    thread: Thread,
+    /// (frame, line) leaf first; locations are made when the record ends.
+    frames: Vec<FrameKey>,
+    /// A frame on the header line, used when no frame lines follow.
+    inline_frame: Option<FrameKey>,
+}
+
+#[derive(Default)]
+struct Builder {
+    functions: HashMap<StrId, FunctionId>,
+    mappings: HashMap<StrId, MappingId>,
+    locations: HashMap<FrameKey, LocationId>,
+}
+
+impl Builder {
+    fn location(&mut self, p: &mut Profile, key: FrameKey) -> LocationId {
+        if let Some(&l) = self.locations.get(&key) {
+            return l;
+        }
+        let (address, symbol, dso, line) = key;
+        let lines = match symbol {
+            Some(s) => {
+                let function = *self.functions.entry(s).or_insert_with(|| {
+                    let name = p.strings.get(s).to_owned();
+                    p.add_function(&name, &name, "", 0)
+                });
+                vec![Line { function, line, column: 0 }]
+            }
+            None => Vec::new(),
+        };
+        let l = p.add_location(address, lines);
+        let dso_name = p.str(dso);
+        if !dso_name.is_empty() && dso_name != "[unknown]" {
+            let mapping = *self.mappings.entry(dso).or_insert_with(|| {
+                let id = MappingId(p.mappings.len() as u32);
+                p.mappings.push(Mapping { id: u64::from(id.0) + 1, filename: dso, ..Mapping::default() });
+                id
+            });
+            if symbol.is_some() {
+                p.mappings[mapping.0 as usize].has_functions = true;
+            }
+            p.locations[l.0 as usize].mapping = Some(mapping);
+        }
+        self.locations.insert(key, l);
+        l
+    }
+}
+
+/// The unit of an event's periods: software clocks count nanoseconds.
+fn period_unit(event: &str) -> &'static str {
+    match event {
+        "cpu-clock" | "task-clock" => "nanoseconds",
+        _ => "count",
+    }
+}
+
+pub fn parse(bytes: &[u8]) -> Result<Profile> {
+    let text = text::decode(bytes);
+    let mut p = Profile::new(SourceFormat::PerfScript);
+    let mut b = Builder::default();
+    let (comm_key, pid_key, tid_key) = (p.strings.intern("comm"), p.strings.intern("pid"), p.strings.intern("tid"));
+    let no_unit = StrId(0);
+    // Events in order of appearance, and whether any of their records has a period.
+    let mut events: Vec<(String, bool)> = Vec::new();
+    let mut records: Vec<Record> = Vec::new();
+    let mut current: Option<Record> = None;
+    let (mut first_time, mut last_time) = (None::<i64>, None::<i64>);
+    let mut seen_record_line = false;
+
+    for (n, line) in text::numbered(&text) {
+        if line.starts_with('#') {
+            if !seen_record_line {
+                let body = line.trim_start_matches('#').trim();
+                if let Some((key, value)) = body.split_once(" : ") {
+                    if matches!(key.trim(), "captured on" | "hostname" | "perf version" | "cmdline") {
+                        let comment = p.strings.intern(&format!("{}: {}", key.trim(), value.trim()));
+                        p.comments.push(comment);
+                    }
+                }
+            }
+            continue;
+        }
+        if line.trim().is_empty() {
+            records.extend(current.take());
+            continue;
+        }
+        if line.starts_with(char::is_whitespace) {
+            let Some(record) = current.as_mut() else {
+                return Err(text_error(FORMAT, n, "a frame line outside a sample (no record header before it)"));
+            };
+            match frame(line) {
+                Some(f) => {
+                    let symbol = f.symbol.map(|s| p.strings.intern(s));
+                    record.frames.push((f.address, symbol, p.strings.intern(f.dso), 0));
+                }
+                None => match (srcline(line), record.frames.last_mut()) {
+                    (Some(l), Some(last)) => last.3 = l,
+                    _ => {
+                        let shown: String = line.trim().chars().take(60).collect();
+                        return Err(text_error(FORMAT, n, format!("expected 'address symbol (dso)', got '{shown}'")));
+                    }
+                },
+            }
+            continue;
+        }
+        records.extend(current.take());
+        seen_record_line = true;
+        let Some(e) = event_line(line) else {
+            let shown: String = line.trim().chars().take(60).collect();
+            return Err(text_error(
+                FORMAT,
+                n,
+                format!("expected a sample line 'comm pid time: event:', got '{shown}'"),
+            ));
+        };
+        let event = match events.iter().position(|(name, _)| name == e.event) {
+            Some(i) => i,
+            None => {
+                events.push((e.event.to_owned(), false));
+                events.len() - 1
+            }
+        };
+        events[event].1 |= e.period.is_some();
+        if let Some(t) = e.time_nanos {
+            first_time = Some(first_time.map_or(t, |f| f.min(t)));
+            last_time = Some(last_time.map_or(t, |l| l.max(t)));
+        }
+        let thread = (p.strings.intern(e.comm), e.pid, e.tid);
+        let inline_frame = frame(e.rest).map(|f| {
+            let symbol = f.symbol.map(|s| p.strings.intern(s));
+            (f.address, symbol, p.strings.intern(f.dso), 0)
+        });
+        current = Some(Record { event, period: e.period, thread, frames: Vec::new(), inline_frame });
+    }
+    records.extend(current.take());
+    if records.is_empty() {
+        return Err(text_error(FORMAT, 1, "no samples"));
+    }
+
+    // Sample types: per event, its count column and (with periods) its weight column.
+    let single = events.len() == 1;
+    let mut columns: Vec<(usize, Option<usize>)> = Vec::with_capacity(events.len());
+    for (name, has_period) in &events {
+        let shown = if name.is_empty() { "events" } else { name.as_str() };
+        let count_name = if single { "samples".to_owned() } else { format!("{shown}_samples") };
+        let count_type: ValueType = p.value_type(&count_name, "count");
+        p.sample_types.push(count_type);
+        let count_column = p.sample_types.len() - 1;
+        let weight_column = has_period.then(|| {
+            let vt = p.value_type(shown, period_unit(shown));
+            p.sample_types.push(vt);
+            p.sample_types.len() - 1
+        });
+        columns.push((count_column, weight_column));
+    }
+    if let (Some(first), Some(last)) = (first_time, last_time) {
+        p.duration_nanos = last - first;
+    }
+
+    let n_types = p.sample_types.len();
+    let mut index: HashMap<(Vec<LocationId>, usize, Thread), usize> = HashMap::default();
+    for mut record in records {
+        if record.frames.is_empty() {
+            record.frames.extend(record.inline_frame);
+        }
+        let locations: Vec<LocationId> = record.frames.iter().map(|&f| b.location(&mut p, f)).collect();
+        let (count_column, weight_column) = columns[record.event];
+        let key = (locations, record.event, record.thread);
+        let at = match index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let (comm, pid, tid) = record.thread;
+                let mut labels = Vec::with_capacity(3);
+                if comm != StrId(0) {
+                    labels.push(Label { key: comm_key, value: LabelValue::Str(comm) });
+                }
+                if let Some(pid) = pid {
+                    labels.push(Label { key: pid_key, value: LabelValue::Num { value: pid, unit: no_unit } });
+                }
+                if let Some(tid) = tid {
+                    labels.push(Label { key: tid_key, value: LabelValue::Num { value: tid, unit: no_unit } });
+                }
+                p.samples.push(Sample { locations: key.0.clone(), values: vec![0; n_types], labels });
+                index.insert(key, p.samples.len() - 1);
+                p.samples.len() - 1
+            }
+        };
+        let values = &mut p.samples[at].values;
+        values[count_column] = values[count_column].saturating_add(1);
+        if let Some(w) = weight_column {
+            values[w] = values[w].saturating_add(record.period.unwrap_or(0));
+        }
+    }
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_headers_in_their_several_shapes() {
+        let e = event_line("go  6157  1224.147545:     250000 cpu-clock:uhH: ").unwrap();
+        assert_eq!(
+            e,
+            EventLine {
+                comm: "go",
+                pid: Some(6157),
+                tid: None,
+                time_nanos: Some(1_224_147_545_000),
+                period: Some(250_000),
+                event: "cpu-clock",
+                rest: ""
+            }
+        );
+        let e = event_line("perf   977/977   [000] 7628263.042515: cycles: ").unwrap();
+        assert_eq!((e.comm, e.pid, e.tid, e.period, e.event), ("perf", Some(977), Some(977), None, "cycles"));
+        let e = event_line("V8 WorkerThread 12 [001] 5.5: 3 sched:sched_switch: prev_comm=x").unwrap();
+        assert_eq!(
+            (e.comm, e.pid, e.period, e.event, e.rest),
+            ("V8 WorkerThread", Some(12), Some(3), "sched:sched_switch", "prev_comm=x")
+        );
+        let e = event_line("a 1 [002] 100 cycles:ppp:  ffff81 sym+0x1 ([kernel.kallsyms])").unwrap();
+        assert_eq!((e.comm, e.pid, e.time_nanos, e.period, e.event), ("a", Some(1), None, Some(100), "cycles"));
+        let f = frame(e.rest).unwrap();
+        assert_eq!((f.address, f.symbol, f.dso), (0xffff81, Some("sym"), "[kernel.kallsyms]"));
+        assert!(event_line("just some words").is_none());
+    }
+
+    #[test]
+    fn frame_lines() {
+        let f = frame("\t 7f00 std::vector<int>::push_back(int const&) (/usr/lib/x.so (deleted))").unwrap();
+        assert_eq!((f.symbol, f.dso), (Some("std::vector<int>::push_back(int const&)"), "/usr/lib/x.so (deleted)"));
+        let f = frame("\t0 [unknown] ([unknown])").unwrap();
+        assert_eq!((f.address, f.symbol, f.dso), (0, None, "[unknown]"));
+        let f = frame("\tffffffff81 ([kernel.kallsyms])").unwrap();
+        assert_eq!((f.symbol, f.dso), (None, "[kernel.kallsyms]"));
+        assert!(frame("\tnot-hex sym (dso)").is_none());
+    }
+}
