@@ -4,9 +4,10 @@
 //! bucket need no coordination beyond `PutMode::Create`.
 //!
 //! A 2xx means the store acknowledged the write: for S3-compatible stores that is
-//! their own durability; for `file://` the object and every folder up to the store's
-//! root are fsynced first (object_store's LocalFileSystem renames into place but
-//! does not sync), so an acknowledged write survives a power loss, and so does a delete.
+//! their own durability; for `file://` the object, its folder and every folder whose
+//! own entry is not yet known to be durable (up to the store's root) are fsynced first
+//! (object_store's LocalFileSystem renames into place but does not sync), so an
+//! acknowledged write survives a power loss, and so does a delete.
 //!
 //! Every operation is bounded by the store timeout: a store that is down fails fast
 //! (few retries) and one that hangs fails when the timeout passes, so a request never
@@ -46,6 +47,9 @@ pub struct Store {
     local_root: Option<std::path::PathBuf>,
     /// fsync calls made (files and folders), for tests.
     syncs: Arc<std::sync::atomic::AtomicU64>,
+    /// Folders whose entry in their parent this process has synced: a new object in
+    /// one needs only its own folder synced, not every folder up to the root.
+    durable_dirs: Arc<std::sync::Mutex<std::collections::HashSet<std::path::PathBuf>>>,
     /// Longest any one operation may take.
     timeout: Duration,
 }
@@ -104,7 +108,15 @@ impl Store {
             local_root = Some(dir);
         }
         let (inner, root) = open_backend(&parsed, timeout).map_err(|e| bad(e.to_string()))?;
-        Ok(Store { inner, root, description: parsed.to_string(), local_root, syncs: Arc::default(), timeout })
+        Ok(Store {
+            inner,
+            root,
+            description: parsed.to_string(),
+            local_root,
+            syncs: Arc::default(),
+            durable_dirs: Arc::default(),
+            timeout,
+        })
     }
 
     /// `operation`, or a timeout error once the store timeout has passed.
@@ -118,29 +130,39 @@ impl Store {
         self.syncs.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// For `file://`: syncs the object (if it exists) and each folder from its own up to
-    /// the store's root, so its directory entries are durable too.
+    /// For `file://`: syncs the object (if it exists) and its folder, then each folder
+    /// above whose entry this process has not synced yet, up to the store's root.
     async fn sync(&self, key: &str) -> Result<(), StoreError> {
+        /// Past this many, the set starts again (costing only a few extra syncs).
+        const MAX_KNOWN: usize = 100_000;
         let Some(root) = self.local_root.clone() else { return Ok(()) };
         // A file:// store is object_store's LocalFileSystem at `/`; keys carry the folder.
         let path = std::path::Path::new("/").join(self.path(key).as_ref());
-        let syncs = self.syncs.clone();
+        let (syncs, durable) = (self.syncs.clone(), self.durable_dirs.clone());
         tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-            let count = || syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let sync = |p: &std::path::Path| {
+                std::fs::File::open(p)?.sync_all()?;
+                syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok::<_, std::io::Error>(())
+            };
             if path.is_file() {
-                std::fs::File::open(&path)?.sync_all()?;
-                count();
+                sync(&path)?;
             }
-            let mut dir = path.parent();
-            while let Some(d) = dir {
-                if d.is_dir() {
-                    std::fs::File::open(d)?.sync_all()?;
-                    count();
-                }
-                if d == root || !d.starts_with(&root) {
+            let Some(mut dir) = path.parent() else { return Ok(()) };
+            sync(dir)?;
+            // A folder's own entry lives in its parent: sync that once per folder.
+            while dir != root && dir.starts_with(&root) {
+                if durable.lock().unwrap_or_else(|e| e.into_inner()).contains(dir) {
                     break;
                 }
-                dir = d.parent();
+                let Some(parent) = dir.parent() else { break };
+                sync(parent)?;
+                let mut known = durable.lock().unwrap_or_else(|e| e.into_inner());
+                if known.len() >= MAX_KNOWN {
+                    known.clear();
+                }
+                known.insert(dir.to_path_buf());
+                dir = parent;
             }
             Ok(())
         })
@@ -230,8 +252,14 @@ mod tests {
         // An object that exists is not written again, and not synced.
         assert!(!store.create("tenants/t/sessions/x.json", Bytes::from_static(b"[]")).await.unwrap());
         assert_eq!(store.syncs(), 5);
+        // Beside it: the file and its folder; the folders above are durable already.
+        assert!(store.create("tenants/t/sessions/y.json", Bytes::from_static(b"{}")).await.unwrap());
+        assert_eq!(store.syncs(), 7);
+        // In a new folder: the file, the folder, and the new folder's entry in t/.
+        assert!(store.create("tenants/t/refs/x/upload", Bytes::new()).await.unwrap());
+        assert_eq!(store.syncs(), 11, "file, refs/x/, its entry in refs/, refs/'s entry in t/");
         store.delete("tenants/t/sessions/x.json").await.unwrap();
-        assert_eq!(store.syncs(), 9, "a delete syncs the folders it changed");
+        assert_eq!(store.syncs(), 12, "a delete syncs the folder it changed");
         assert!(store.get("tenants/t/sessions/x.json").await.unwrap().is_none());
         let memory = Store::open("memory://", Duration::from_secs(10)).unwrap();
         memory.create("a", Bytes::new()).await.unwrap();
