@@ -5,6 +5,7 @@ use stacklens_core::analysis::diff::diff_top;
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::tree::{CallTree, TreeNode, TreeOptions};
 use stacklens_core::model::{Line, Profile, Sample, SourceFormat};
+use stacklens_core::parse;
 
 /// A profile with one sample of `value` per stack, stacks given root first.
 fn profile(stacks: &[(&[&str], i64)]) -> Profile {
@@ -79,4 +80,40 @@ fn top_with_a_huge_negative_node_fraction_drops_every_node() {
     assert_eq!(d.node_cutoff, i64::MAX);
     assert_eq!(d.functions.len(), 1, "|cum| of i64::MIN reaches the cutoff");
     assert_eq!((d.functions[0].flat, d.functions[0].cum), (i64::MIN, i64::MIN));
+}
+
+/// fuzz target `parse` (OOM at 2.5 GB): memory map variables (`name=value`, used as
+/// `$name`) whose values name earlier variables doubled a line per definition. Lines
+/// that would outgrow any real entry are skipped; ordinary variables still work.
+#[test]
+fn memory_map_variables_cannot_grow_lines_exponentially() {
+    let mut text = String::from(
+        "--- threadz 1 ---\n--- Thread 1 (name: main/1) stack: ---\n  0x401000\n--- Memory map: ---\nv00=xxxxxxxx\n",
+    );
+    for i in 1..60 {
+        text.push_str(&format!("v{i:02}=$v{:02}$v{:02}\n", i - 1, i - 1));
+    }
+    text.push_str("lib=/usr/lib\n400000-500000: $lib/app\n");
+    let p = parse(text.as_bytes()).unwrap();
+    assert_eq!(p.source, SourceFormat::Threadz);
+    assert_eq!((p.samples.len(), p.mappings.len()), (1, 1));
+    assert_eq!(p.str(p.mappings[0].filename), "/usr/lib/app");
+    let location = p.location(p.samples[0].locations[0]);
+    assert_eq!((location.address, location.mapping.map(|m| m.0)), (0x400fff, Some(0)));
+    // The fuzzer's input: a threadz text whose memory map defines `$` over and over.
+    let p = parse(include_bytes!("fuzz_regressions/parse_memory_map_expansion.bin")).unwrap();
+    assert_eq!((p.source, p.samples.len(), p.mappings.len()), (SourceFormat::Threadz, 0, 21));
+}
+
+/// fuzz target `goroutines` (through `parse`'s format detection): folded-stack
+/// detection split a line after its last whitespace by adding one byte, which panicked
+/// inside a multi-byte space (U+2007). Such a space separates the count like any other.
+#[test]
+fn folded_stacks_with_a_unicode_space_before_the_count_parse() {
+    let p = parse("main;work\u{2007}7\n".as_bytes()).unwrap();
+    assert_eq!(p.source, SourceFormat::Folded);
+    assert_eq!((p.samples.len(), p.total(0)), (1, 7));
+    let names: Vec<&str> =
+        p.samples[0].locations.iter().map(|&l| p.line_function_name(&p.location(l).lines[0])).collect();
+    assert_eq!(names, ["work", "main"]);
 }

@@ -56,8 +56,9 @@ fn is_count(token: &str) -> bool {
 
 /// Splits the last whitespace-separated token off `s` (already trimmed at the end).
 fn split_last(s: &str) -> Option<(&str, &str)> {
-    let at = s.rfind(char::is_whitespace)?;
-    Some((s[..at].trim_end(), &s[at + 1..]))
+    // Unicode whitespace (U+2007 figure space, …) is wider than one byte.
+    let (at, space) = s.char_indices().rev().find(|&(_, c)| c.is_whitespace())?;
+    Some((s[..at].trim_end(), &s[at + space.len_utf8()..]))
 }
 
 /// The number of count tokens at the end of a line. A line of counts only is an empty

@@ -97,6 +97,10 @@ struct NoteFrame {
     line: i64,
 }
 
+/// Longest memory map line kept after `$name` substitution (real entries are a path
+/// and a few numbers).
+const MAX_MAP_LINE: usize = 16 << 10;
+
 /// Builds a profile from address stacks, deduplicating locations by address.
 pub(crate) struct AddressProfile {
     pub profile: Profile,
@@ -168,9 +172,15 @@ impl AddressProfile {
     /// `name=value` lines define `$name` for the entries after them, as in pprof.
     pub fn memory_map<'a>(&mut self, lines: impl Iterator<Item = &'a str>) {
         let mut vars: Vec<(String, String)> = Vec::new();
-        for line in lines {
+        'lines: for line in lines {
             let mut line = line.trim().to_owned();
             for (name, value) in &vars {
+                // Values may name other variables, so each definition can double a line:
+                // a line that would outgrow any real mapping entry is skipped.
+                let grown = line.matches(name.as_str()).count().saturating_mul(value.len());
+                if line.len().saturating_add(grown) > MAX_MAP_LINE {
+                    continue 'lines;
+                }
                 line = line.replace(name.as_str(), value);
             }
             match parse_mapping_entry(&line) {
