@@ -150,6 +150,9 @@ impl CliError {
 
 fn load(path: &Path) -> Result<Profile, CliError> {
     let bytes = std::fs::read(path).map_err(|source| CliError::Read { path: path.to_owned(), source })?;
+    if let Some(source) = crate::budget::twice_gzipped(&bytes) {
+        return Err(CliError::Parse { path: path.to_owned(), source });
+    }
     stacklens_core::parse(&bytes).map_err(|source| CliError::Parse { path: path.to_owned(), source })
 }
 

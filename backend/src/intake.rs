@@ -8,7 +8,7 @@ use bytes::Bytes;
 use stacklens_core::analysis::summary::sample_count;
 use stacklens_core::ProfileKind;
 
-use crate::budget::ParseFailure;
+use crate::budget::{ParseFailure, Reservation};
 use crate::records::sessions::{self, NewSession, SessionRecord};
 use crate::records::{RecordError, Tenant};
 use crate::state::AppState;
@@ -41,7 +41,21 @@ pub async fn file_profile(
     intake: Intake,
     holder: &str,
 ) -> Result<(bool, SessionRecord), IntakeError> {
-    let parsed = state.budget.parse(vec![bytes.clone()]).await?;
+    let held = state.budget.hold(bytes.len() as u64).await.map_err(ParseFailure::from)?;
+    file_profile_held(state, tenant, bytes, held, intake, holder).await
+}
+
+/// [`file_profile`] of bytes already counted in the memory budget by `held` (a request
+/// body reserved before it was read); they stay counted until they are stored.
+pub async fn file_profile_held(
+    state: &AppState,
+    tenant: &Tenant,
+    bytes: Bytes,
+    held: Reservation,
+    intake: Intake,
+    holder: &str,
+) -> Result<(bool, SessionRecord), IntakeError> {
+    let parsed = state.budget.parse_held(vec![bytes.clone()], held).await?;
     let profile = &parsed.profiles[0];
     let detected = ProfileKind::of(profile);
     let profile_type = match intake.claimed {
@@ -58,6 +72,7 @@ pub async fn file_profile(
         sample_count: sample_count(profile),
         duration_seconds: profile.duration_nanos as f64 / 1e9,
     };
-    drop(parsed);
+    // The model goes; the bytes stay counted while they are stored.
+    let _bytes_held = parsed.keep(bytes.len() as u64);
     Ok(sessions::store(&state.store, tenant, bytes, new, holder).await?)
 }

@@ -222,6 +222,7 @@ fn invalid_input(e: impl std::fmt::Display) -> std::io::Error {
 }
 
 pub fn run(args: ServeArgs) -> std::io::Result<()> {
+    budget::tune_allocator();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,tower_http=info".into()),
@@ -306,10 +307,13 @@ async fn serve_connections(listener: tokio::net::TcpListener, app: Router, heade
                     }
                 };
                 let service = TowerToHyperService::new(app.clone());
-                let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
-                let connection = graceful.watch(connection);
+                let (builder, watcher) = (builder.clone(), graceful.watcher());
                 tokio::spawn(async move {
-                    let _ = connection.await;
+                    if !client_spoke(&stream, header_timeout).await {
+                        return;
+                    }
+                    let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                    let _ = watcher.watch(connection.into_owned()).await;
                 });
             }
             _ = &mut stop => break,
@@ -318,6 +322,27 @@ async fn serve_connections(listener: tokio::net::TcpListener, app: Router, heade
     if tokio::time::timeout(Duration::from_secs(30), graceful.shutdown()).await.is_err() {
         tracing::warn!("requests still open after 30 s; stopping anyway");
     }
+}
+
+/// Whether the client sent, within `limit`, enough to tell HTTP/1 from HTTP/2: the
+/// auto builder waits for those first bytes with no timer of its own, so a client that
+/// connects and sends nothing (or part of the HTTP/2 preface) would hold a connection
+/// forever; the header timeout starts after them.
+async fn client_spoke(stream: &tokio::net::TcpStream, limit: Duration) -> bool {
+    const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    let spoke = async {
+        let mut first = [0u8; 24];
+        loop {
+            match stream.peek(&mut first).await {
+                Ok(n) if n > 0 && n < H2_PREFACE.len() && first[..n] == H2_PREFACE[..n] => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Ok(n) => return n > 0,
+                Err(_) => return false,
+            }
+        }
+    };
+    tokio::time::timeout(limit, spoke).await.unwrap_or(false)
 }
 
 /// SIGHUP re-reads the token file.

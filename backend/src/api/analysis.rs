@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use axum::body::Body;
-use axum::extract::{Path, Query, State as AxumState};
+use axum::extract::{Query, State as AxumState};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -15,7 +15,7 @@ use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
 use super::access::Reader;
-use super::request::{parse_kind, read_json, required};
+use super::request::{parse_kind, read_json, required, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::budget::{ParseFailure, Parsed};
 use crate::records::sessions::{self, SessionRecord};
@@ -68,11 +68,13 @@ pub(super) async fn stored_profiles(
     tenant: &Tenant,
     records: &[SessionRecord],
 ) -> Result<Parsed, ApiError> {
+    // The bytes are counted before they are read, and while they wait for the parse.
+    let held = state.budget.hold(records.iter().map(|r| r.size).fold(0, u64::saturating_add)).await?;
     let mut raw = Vec::with_capacity(records.len());
     for record in records {
         raw.push(sessions::raw(&state.store, tenant, record).await?);
     }
-    state.budget.parse(raw).await.map_err(|e| match e {
+    state.budget.parse_held(raw, held).await.map_err(|e| match e {
         // The bytes were read by core when they were stored.
         ParseFailure::Core(e) => {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "CorruptProfile", format!("a stored profile: {e}"))
@@ -269,7 +271,7 @@ pub async fn diff_sessions(
 pub async fn goroutine_analysis(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
-    Path(id): Path<String>,
+    PathParam(id): PathParam,
 ) -> Result<Json<AnalysisResponse>, ApiError> {
     let record = sessions::find(&state.store, &tenant, &id).await?;
     if record.profile_type != ProfileKind::Goroutine {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use axum::body::Body;
-use axum::extract::{Path, Query, State as AxumState};
+use axum::extract::{Query, State as AxumState};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 
 use super::access::{Open, Reader, Writer};
 use super::analysis::{analysis_failed, stored_profiles};
-use super::request::{parse_kind, read_json, share_url};
+use super::request::{check_name, parse_kind, read_json, share_url, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::records::baselines::{self, BaselineRecord, NewBaseline};
 use crate::records::{sessions, Tenant};
@@ -136,7 +136,7 @@ pub async fn create(
 pub async fn record(
     AxumState(state): AxumState<State>,
     Open(tenant): Open,
-    Path(id): Path<String>,
+    PathParam(id): PathParam,
     headers: HeaderMap,
 ) -> Result<Json<BaselineResponse>, ApiError> {
     let record = baselines::find(&state.store, &tenant, &id).await?;
@@ -157,7 +157,7 @@ pub async fn record(
 pub async fn delete(
     AxumState(state): AxumState<State>,
     Writer(tenant): Writer,
-    Path(id): Path<String>,
+    PathParam(id): PathParam,
 ) -> Result<StatusCode, ApiError> {
     let record = baselines::find(&state.store, &tenant, &id).await?;
     baselines::delete(&state.store, &tenant, &record).await?;
@@ -175,7 +175,7 @@ pub struct BaselineList {
         ("profileType" = Option<String>, Query), ("tag" = Option<String>, Query), ("service" = Option<String>, Query),
         ("latest" = Option<bool>, Query, description = "only the latest of each type and service")),
     responses((status = 200, body = BaselineList),
-        (status = 400, description = "InvalidRequest, InvalidProfileType", body = ErrorBody),
+        (status = 400, description = "InvalidRequest, InvalidParameter (a service that reads as a path), InvalidProfileType", body = ErrorBody),
         (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn list(
@@ -192,6 +192,9 @@ pub async fn list(
     };
     let tag = query.get("tag");
     let service = query.get("service");
+    if let Some(service) = service {
+        check_name("service", service, 128)?;
+    }
     let mut latest: HashMap<(ProfileKind, String), Option<String>> = HashMap::new();
     let mut found = Vec::new();
     for record in baselines::list(&state.store, &tenant).await? {

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use axum::body::Body;
-use axum::extract::{Path, Query, State as AxumState};
+use axum::extract::{Query, State as AxumState};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -13,7 +13,7 @@ use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
 use super::access::{Reader, Writer};
-use super::request::{parse_kind, read_json, required, session_url};
+use super::request::{check_name, parse_kind, read_json, required, session_url, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::records::captures::{self, Done, Started};
 use crate::records::{millis_of, now_millis, Tenant};
@@ -155,7 +155,7 @@ fn outcome(state: &AppState, started: &Started, done: Option<Done>) -> Option<Do
 pub async fn status(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
-    Path(id): Path<String>,
+    PathParam(id): PathParam,
     headers: HeaderMap,
 ) -> Result<Json<CaptureResponse>, ApiError> {
     let (started, done) = captures::find(&state.store, &tenant, &id).await?;
@@ -203,6 +203,7 @@ pub async fn history(
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<History>, ApiError> {
     let service = required(&query, "service")?;
+    check_name("service", service, 128)?;
     let kind = parse_kind(required(&query, "profileType")?)?;
     let bound = |name: &str| -> Result<Option<std::time::SystemTime>, ApiError> {
         query.get(name).filter(|v| !v.is_empty()).map(|v| humantime::parse_rfc3339_weak(v)).transpose().map_err(|e| {

@@ -49,7 +49,8 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .with_state(state)
         .split_for_parts();
     let router = docs::routes(router, doc.clone())
-        .route("/api/{*rest}", any(|| async { ApiError::new(StatusCode::NOT_FOUND, "NotFound", "no such API route") }))
+        .route("/api/{*rest}", any(no_route))
+        .route("/v0/{*rest}", any(no_route))
         .method_not_allowed_fallback(|| async {
             ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "this route does not take that method")
         });
@@ -59,7 +60,7 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
 #[derive(utoipa::OpenApi)]
 #[openapi(
     info(title = "stacklens", description = "Profiles, baselines and their analysis. Every error is {message, error_code, details}; \
-        any route may also answer 400 InvalidTenant, 401 Unauthorized, 403 Forbidden, 405 MethodNotAllowed, 408 RequestTimeout, \
+        any route may also answer 400 InvalidTenant or InvalidParameter (a path parameter that is not UTF-8), 401 Unauthorized, 403 Forbidden, 405 MethodNotAllowed, 408 RequestTimeout, \
         431 RequestHeaderFieldsTooLarge, 503 StorageUnavailable or Busy (with Retry-After) and 504 StorageTimeout."),
     modifiers(&BearerAuth),
     components(schemas(ErrorBody))
@@ -78,6 +79,10 @@ impl utoipa::Modify for BearerAuth {
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
     }
+}
+
+async fn no_route() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "NotFound", "no such API route")
 }
 
 /// Liveness.

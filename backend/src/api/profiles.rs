@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use axum::body::Body;
-use axum::extract::{Path, Query, State as AxumState};
+use axum::extract::{Query, State as AxumState};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -13,9 +13,9 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::access::{Open, Reader, Writer};
-use super::request::{check_text, param, parse_kind, parse_labels, read_body, session_url};
+use super::request::{check_name, check_text, param, parse_kind, parse_labels, read_body, session_url, PathParam};
 use super::{ApiError, ErrorBody};
-use crate::intake::{file_profile, Intake};
+use crate::intake::{file_profile_held, Intake};
 use crate::records::sessions::{self, SessionRecord, UPLOAD};
 use crate::records::Tenant;
 use crate::state::{AppState, State};
@@ -62,7 +62,7 @@ pub async fn upload(
     body: Body,
 ) -> Result<Response, ApiError> {
     let service = param(&query, &headers, "service").unwrap_or_default();
-    check_text("service", &service, 128)?;
+    check_name("service", &service, 128)?;
     let name = param(&query, &headers, "name").unwrap_or_default();
     check_text("name", &name, 256)?;
     let labels = parse_labels(&param(&query, &headers, "labels").unwrap_or_default())?;
@@ -73,11 +73,12 @@ pub async fn upload(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
         .unwrap_or(state.max_upload as u64);
-    let reading = state.budget.reserve(announced.min(state.max_upload as u64)).await?;
-    let bytes = read_body(body, state.max_upload).await?;
-    drop(reading);
+    // It stays counted while it waits for its parse and until it is stored.
+    let announced = announced.min(state.max_upload as u64);
+    let held = state.budget.hold(announced).await?;
+    let bytes = read_body(body, state.max_upload, announced as usize).await?;
     let (created, record) =
-        file_profile(&state, &tenant, bytes, Intake { service, name, labels, claimed }, UPLOAD).await?;
+        file_profile_held(&state, &tenant, bytes, held, Intake { service, name, labels, claimed }, UPLOAD).await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(respond(&state, &headers, &tenant, record))).into_response())
 }
@@ -90,7 +91,7 @@ pub async fn upload(
 pub async fn record(
     AxumState(state): AxumState<State>,
     Open(tenant): Open,
-    Path(id): Path<String>,
+    PathParam(id): PathParam,
     headers: HeaderMap,
 ) -> Result<Json<SessionResponse>, ApiError> {
     let record = sessions::find(&state.store, &tenant, &id).await?;
@@ -106,14 +107,16 @@ pub async fn record(
 pub async fn raw(
     AxumState(state): AxumState<State>,
     Open(tenant): Open,
-    Path(id): Path<String>,
+    PathParam(id): PathParam,
 ) -> Result<Response, ApiError> {
     let record = sessions::find(&state.store, &tenant, &id).await?;
     let bytes = sessions::raw(&state.store, &tenant, &record).await?;
     let file = if record.name.is_empty() {
         format!("{}.pb.gz", record.id)
     } else {
-        record.name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' { c } else { '_' }).collect()
+        // The last path component only, in printable ASCII without quotes.
+        let base = record.name.rsplit(['/', '\\']).next().unwrap_or_default();
+        base.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' { c } else { '_' }).collect()
     };
     Ok((
         [
@@ -140,7 +143,7 @@ pub async fn raw(
 pub async fn delete(
     AxumState(state): AxumState<State>,
     Writer(tenant): Writer,
-    Path(id): Path<String>,
+    PathParam(id): PathParam,
 ) -> Result<StatusCode, ApiError> {
     let record = sessions::find(&state.store, &tenant, &id).await?;
     sessions::delete(&state.store, &tenant, &record).await?;
@@ -185,6 +188,9 @@ pub async fn list(
             .details(json!({ "field": "cursor" })));
     }
     let service = query.get("service").map(String::as_str);
+    if let Some(service) = service {
+        check_name("service", service, 128)?;
+    }
     let (page, next_cursor) =
         sessions::list(&state.store, &tenant, service, kind, limit, cursor.map(String::as_str)).await?;
     let profiles = page.into_iter().map(|r| respond(&state, &headers, &tenant, r)).collect();

@@ -4,6 +4,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use axum::body::Body;
+use axum::extract::{FromRequestParts, Path};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use bytes::Bytes;
 use serde_json::json;
@@ -18,31 +20,35 @@ pub const MAX_JSON: usize = 1 << 20;
 /// Most labels one profile may carry.
 pub const MAX_LABELS: usize = 64;
 
-/// Reads a request body, refusing more than `limit` bytes with 413.
-pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
-    match axum::body::to_bytes(body, limit).await {
-        Ok(b) => Ok(b),
-        Err(e) => {
-            let too_large = std::error::Error::source(&e)
-                .is_some_and(|s| s.downcast_ref::<http_body_util::LengthLimitError>().is_some());
-            if too_large {
-                Err(ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "PayloadTooLarge",
-                    format!("the body is larger than {limit} bytes"),
-                )
-                .details(json!({ "limit": limit })))
-            } else {
-                Err(ApiError::bad_request("BadBody", format!("cannot read the request body: {e}")))
-            }
+/// Reads a request body, refusing more than `limit` bytes with 413. `expected` (the
+/// announced length, at most `limit`) is allocated once, so the body is never copied.
+pub async fn read_body(body: Body, limit: usize, expected: usize) -> Result<Bytes, ApiError> {
+    use futures::StreamExt;
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PayloadTooLarge",
+            format!("the body is larger than {limit} bytes"),
+        )
+        .details(json!({ "limit": limit }))
+    };
+    let mut stream = body.into_data_stream();
+    let mut bytes = bytes::BytesMut::with_capacity(expected.min(limit));
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| ApiError::bad_request("BadBody", format!("cannot read the request body: {e}")))?;
+        if bytes.len() + chunk.len() > limit {
+            return Err(too_large());
         }
+        bytes.extend_from_slice(&chunk);
     }
+    Ok(bytes.freeze())
 }
 
 /// Reads a JSON request body; 400 says it is not `what` (serde_json also refuses
 /// nesting deeper than 128 and duplicate fields).
 pub async fn read_json<T: serde::de::DeserializeOwned>(body: Body, what: &str) -> Result<T, ApiError> {
-    let body = read_body(body, MAX_JSON).await?;
+    let body = read_body(body, MAX_JSON, 0).await?;
     serde_json::from_slice(&body).map_err(|e| ApiError::bad_request("InvalidRequest", format!("not {what}: {e}")))
 }
 
@@ -75,6 +81,51 @@ pub fn check_text(field: &str, value: &str, max: usize) -> Result<(), ApiError> 
     Ok(())
 }
 
+/// `value` with the characters that Unicode normalisation (NFKC) turns into full stops
+/// replaced by them, so `\u{2024}\u{2024}` cannot pass for something other than `..`.
+fn dots_normalised(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\u{2024}' | '\u{FE52}' | '\u{FF0E}' => out.push('.'),
+            '\u{2025}' => out.push_str(".."),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A name that stands for a thing, such as a service: free text, but nothing that
+/// could be read as a path (no `/` or `\`, not `.` or `..`, Unicode look-alikes of
+/// the dot included).
+pub fn check_name(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
+    check_text(field, value, max)?;
+    let dots = dots_normalised(value);
+    if value.contains(['/', '\\', '\u{FF0F}', '\u{FF3C}']) || dots == "." || dots == ".." {
+        return Err(ApiError::bad_request(
+            "InvalidParameter",
+            format!("{field} must not contain '/' or '\\' or be '.' or '..'"),
+        )
+        .details(json!({ "field": field })));
+    }
+    Ok(())
+}
+
+/// A path parameter (an id or a name); one that is not UTF-8 is refused with the
+/// API's own 400, not axum's plain-text one.
+pub struct PathParam(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathParam {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(PathParam(value)),
+            Err(e) => Err(ApiError::bad_request("InvalidParameter", e.body_text())),
+        }
+    }
+}
+
 /// `k=v,k2=v2`, at most [`MAX_LABELS`].
 pub fn parse_labels(text: &str) -> Result<BTreeMap<String, String>, ApiError> {
     let mut labels = BTreeMap::new();
@@ -101,13 +152,27 @@ pub fn parse_kind(text: &str) -> Result<ProfileKind, ApiError> {
     })
 }
 
-/// The page's address for share links.
+/// The page's address for share links: `--public-url`, else the request's Host when
+/// it is a plain `host[:port]` (a Host carrying anything else, such as `"`, `<`, `@`
+/// or a path, must not end up in a link), else 127.0.0.1:8080.
 fn public_base(state: &AppState, headers: &HeaderMap) -> String {
     if let Some(url) = &state.public_url {
         return url.trim_end_matches('/').to_owned();
     }
-    let host = headers.get("host").and_then(|h| h.to_str().ok()).unwrap_or("127.0.0.1:8080");
+    let host =
+        headers.get("host").and_then(|h| h.to_str().ok()).filter(|h| plain_authority(h)).unwrap_or("127.0.0.1:8080");
     format!("http://{host}")
+}
+
+/// `name`, `name:port`, `1.2.3.4:port` or `[v6]:port`, and nothing else.
+fn plain_authority(host: &str) -> bool {
+    let Ok(url) = url::Url::parse(&format!("http://{host}/")) else { return false };
+    let Some(name) = url.host_str() else { return false };
+    let rebuilt = match url.port() {
+        Some(port) => format!("{name}:{port}"),
+        None => name.to_owned(),
+    };
+    !host.is_empty() && rebuilt.eq_ignore_ascii_case(host) && url.username().is_empty()
 }
 
 /// A share link to a page route, carrying the tenant when it is not the default one.

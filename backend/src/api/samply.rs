@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{Path, Query, State as AxumState};
+use axum::extract::{Query, State as AxumState};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde::Serialize;
@@ -11,7 +11,7 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::access::{Reader, Writer};
-use super::request::session_url;
+use super::request::{session_url, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::records::captures::Done;
 use crate::records::samply::{self as records, Run};
@@ -72,7 +72,7 @@ fn unavailable(e: Unavailable, name: &str) -> ApiError {
 pub async fn start(
     AxumState(state): AxumState<State>,
     Writer(tenant): Writer,
-    Path(name): Path<String>,
+    PathParam(name): PathParam,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Result<(StatusCode, Json<SamplyProfile>), ApiError> {
@@ -147,7 +147,7 @@ fn respond(
 pub async fn latest(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
-    Path(name): Path<String>,
+    PathParam(name): PathParam,
     headers: HeaderMap,
 ) -> Result<Json<SamplyProfile>, ApiError> {
     if state.targets.pipeline(&name).is_none() {
