@@ -100,9 +100,22 @@ fn memory_map_variables_cannot_grow_lines_exponentially() {
     assert_eq!(p.str(p.mappings[0].filename), "/usr/lib/app");
     let location = p.location(p.samples[0].locations[0]);
     assert_eq!((location.address, location.mapping.map(|m| m.0)), (0x400fff, Some(0)));
-    // The fuzzer's input: a threadz text whose memory map defines `$` over and over.
+    // The fuzzer's inputs: a threadz text whose memory map defines `$` over and over
+    // (target `parse`), and the same in the bodies of `count_text` and `threadz_text`,
+    // which the targets put after these headers.
     let p = parse(include_bytes!("fuzz_regressions/parse_memory_map_expansion.bin")).unwrap();
     assert_eq!((p.source, p.samples.len(), p.mappings.len()), (SourceFormat::Threadz, 0, 21));
+    let with_header = |header: &str, body: &[u8]| [header.as_bytes(), body].concat();
+    let count = with_header(
+        "goroutine profile: total 1\n",
+        include_bytes!("fuzz_regressions/count_text_memory_map_expansion.bin"),
+    );
+    let p = stacklens_core::import::go_text::parse_count(&count).unwrap();
+    assert_eq!((p.source, p.samples.len(), p.mappings.len()), (SourceFormat::GoCountText, 1, 0));
+    let threadz =
+        with_header("--- threadz 1 ---\n", include_bytes!("fuzz_regressions/threadz_text_memory_map_expansion.bin"));
+    let p = stacklens_core::import::legacy_text::parse_threadz(&threadz).unwrap();
+    assert_eq!((p.source, p.samples.len(), p.mappings.len()), (SourceFormat::Threadz, 0, 0));
 }
 
 /// fuzz target `goroutines` (through `parse`'s format detection): folded-stack
