@@ -130,3 +130,21 @@ fn folded_stacks_with_a_unicode_space_before_the_count_parse() {
         p.samples[0].locations.iter().map(|&l| p.line_function_name(&p.location(l).lines[0])).collect();
     assert_eq!(names, ["work", "main"]);
 }
+
+/// fuzz target `firefox`: `symbolicate` marks `meta.symbolicated`, and indexing a `meta`
+/// that is an array (the second of two `meta` keys wins) panicked in serde_json. Such a
+/// profile is refused with a typed error before anything is renamed.
+#[test]
+fn symbolicating_a_profile_whose_meta_is_not_an_object_is_an_error() {
+    let fuzzed = r#"{"meta": {"interval": 1}, "meta": [{"name": "busy", "debugName": "bzusy"}], "threads": [{"name": "t9223372036854775807", "stringAiray": ["0x120", "0x900", "busy"], "funcTable": {"name": [0, 1], "resource": [0, 0], "fileName": [null, null]}, "frameTable": {"func": [0, 1], "address": [288, 2304]}, "resourceTable": {"lib": [0], "name": [2]}, "skabTclate": {"frame": [1, 0], "prefix": [null, 0]}, "samples": {"stack": [1, 1, 0]}}], "syms": {"string_table": ["main.hot", "/src/busy.go"], "Data": [{"debug_name": "busy", "symbol_table": [{"rva": 256, "size": 64, "symbol": 0, "frames": [{"file": 1, "line": 7}]}]}]}}"#;
+    let mut profile: serde_json::Value = serde_json::from_str(fuzzed).unwrap();
+    let syms = profile["syms"].clone();
+    let before = profile.clone();
+    let err = stacklens_core::import::firefox::symbolicate(&mut profile, &syms).unwrap_err();
+    assert_eq!(err, stacklens_core::Error::Invalid("Firefox profile: its meta is not an object".into()));
+    assert_eq!(profile, before, "nothing was renamed");
+    // A missing meta is still fine: it is created with the mark.
+    let mut no_meta = serde_json::json!({"threads": []});
+    assert_eq!(stacklens_core::import::firefox::symbolicate(&mut no_meta, &syms).unwrap(), 0);
+    assert_eq!(no_meta["meta"]["symbolicated"], true);
+}

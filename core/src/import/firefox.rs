@@ -278,6 +278,10 @@ pub fn symbolicate(profile: &mut Value, syms: &Value) -> Result<usize> {
         .map(|l| l["debugName"].as_str().or(l["name"].as_str()).map(str::to_owned))
         .collect();
     let mut named = 0;
+    // `meta` is marked symbolicated at the end, which needs an object (or nothing) there.
+    if profile.get("meta").is_some_and(|m| !m.is_object() && !m.is_null()) {
+        return Err(invalid("its meta is not an object"));
+    }
     let threads =
         profile.get_mut("threads").and_then(Value::as_array_mut).ok_or_else(|| invalid("it has no threads"))?;
     for thread in threads {
