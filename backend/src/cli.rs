@@ -156,6 +156,18 @@ fn load(path: &Path) -> Result<Profile, CliError> {
     stacklens_core::parse(&bytes).map_err(|source| CliError::Parse { path: path.to_owned(), source })
 }
 
+/// Report text with control characters other than newlines and tabs escaped (`\u{1b}`),
+/// so names in a profile cannot drive the terminal (or rewrite a CI log).
+fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| if c.is_control() && c != '\n' && c != '\t' { c.escape_unicode().to_string() } else { c.to_string() })
+        .collect::<String>()
+        .into()
+}
+
 fn print_json(value: &impl serde::Serialize) {
     println!("{}", serde_json::to_string_pretty(value).expect("reports serialize"));
 }
@@ -179,7 +191,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             };
             match format {
                 Format::Json => print_json(&report),
-                Format::Text => print!("{}", text::top(&report)),
+                Format::Text => print!("{}", for_terminal(&text::top(&report))),
             }
         }
         Command::Diff { base, new, sample_index, filters, normalize, noise_threshold, fail_on_regression, format } => {
@@ -193,13 +205,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             let report = diff(&load(&base)?, &load(&new)?, &options)?;
             match format {
                 Format::Json => print_json(&report),
-                Format::Text => print!("{}", text::diff(&report)),
+                Format::Text => print!("{}", for_terminal(&text::diff(&report))),
             }
             if let Some(limit) = fail_on_regression {
                 if let Some(worst) = report.regressions.iter().find(|r| r.flat_delta_pct > limit) {
                     eprintln!(
                         "stacklens: regression: {} grew by {:.2}% of the base total (limit {limit}%)",
-                        worst.name, worst.flat_delta_pct
+                        for_terminal(&worst.name),
+                        worst.flat_delta_pct
                     );
                     return Ok(ExitCode::from(1));
                 }
@@ -230,7 +243,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                     }
                     print_json(&value);
                 }
-                Format::Text => print!("{}", text::goroutines(&report, comparison.as_ref())),
+                Format::Text => print!("{}", for_terminal(&text::goroutines(&report, comparison.as_ref()))),
             }
         }
     }

@@ -49,7 +49,11 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .with_state(state)
         .split_for_parts();
     let router = docs::routes(router, doc.clone())
+        .route("/api", any(no_route))
+        .route("/api/", any(no_route))
         .route("/api/{*rest}", any(no_route))
+        .route("/v0", any(no_route))
+        .route("/v0/", any(no_route))
         .route("/v0/{*rest}", any(no_route))
         .method_not_allowed_fallback(|| async {
             ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "this route does not take that method")

@@ -76,7 +76,7 @@ pub async fn upload(
     // It stays counted while it waits for its parse and until it is stored.
     let announced = announced.min(state.max_upload as u64);
     let held = state.budget.hold(announced).await?;
-    let bytes = read_body(body, state.max_upload, announced as usize).await?;
+    let bytes = read_body(body, state.max_upload).await?;
     let (created, record) =
         file_profile_held(&state, &tenant, bytes, held, Intake { service, name, labels, claimed }, UPLOAD).await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };

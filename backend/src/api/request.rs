@@ -20,35 +20,56 @@ pub const MAX_JSON: usize = 1 << 20;
 /// Most labels one profile may carry.
 pub const MAX_LABELS: usize = 64;
 
-/// Reads a request body, refusing more than `limit` bytes with 413. `expected` (the
-/// announced length, at most `limit`) is allocated once, so the body is never copied.
-pub async fn read_body(body: Body, limit: usize, expected: usize) -> Result<Bytes, ApiError> {
+/// How much of a refused body is still read (and dropped) before the 413 is sent: a
+/// client answered while it is still sending would otherwise see its connection reset
+/// instead of the answer.
+const DRAIN: u64 = 16 << 20;
+
+/// Reads a request body, refusing more than `limit` bytes with 413. A body's announced
+/// length is allocated once, so the body is never copied; one announced over `limit`
+/// is refused without being kept.
+pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    use axum::body::HttpBody;
     use futures::StreamExt;
-    let too_large = || {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "PayloadTooLarge",
-            format!("the body is larger than {limit} bytes"),
-        )
-        .details(json!({ "limit": limit }))
-    };
+    let announced = HttpBody::size_hint(&body).exact();
     let mut stream = body.into_data_stream();
-    let mut bytes = bytes::BytesMut::with_capacity(expected.min(limit));
-    while let Some(chunk) = stream.next().await {
-        let chunk =
-            chunk.map_err(|e| ApiError::bad_request("BadBody", format!("cannot read the request body: {e}")))?;
-        if bytes.len() + chunk.len() > limit {
-            return Err(too_large());
+    let bad = |e: axum::Error| ApiError::bad_request("BadBody", format!("cannot read the request body: {e}"));
+    let mut bytes = bytes::BytesMut::new();
+    if announced.is_none_or(|n| n <= limit as u64) {
+        bytes.reserve(announced.unwrap_or(0) as usize);
+        loop {
+            match stream.next().await {
+                None => return Ok(bytes.freeze()),
+                Some(chunk) => {
+                    let chunk = chunk.map_err(bad)?;
+                    if bytes.len() + chunk.len() > limit {
+                        break;
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+            }
         }
-        bytes.extend_from_slice(&chunk);
     }
-    Ok(bytes.freeze())
+    drop(bytes);
+    let mut drained = 0u64;
+    while drained < DRAIN {
+        match stream.next().await {
+            Some(Ok(chunk)) => drained += chunk.len() as u64,
+            _ => break,
+        }
+    }
+    Err(ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "PayloadTooLarge",
+        format!("the body is larger than {limit} bytes"),
+    )
+    .details(json!({ "limit": limit })))
 }
 
 /// Reads a JSON request body; 400 says it is not `what` (serde_json also refuses
 /// nesting deeper than 128 and duplicate fields).
 pub async fn read_json<T: serde::de::DeserializeOwned>(body: Body, what: &str) -> Result<T, ApiError> {
-    let body = read_body(body, MAX_JSON, 0).await?;
+    let body = read_body(body, MAX_JSON).await?;
     serde_json::from_slice(&body).map_err(|e| ApiError::bad_request("InvalidRequest", format!("not {what}: {e}")))
 }
 
@@ -159,20 +180,18 @@ fn public_base(state: &AppState, headers: &HeaderMap) -> String {
     if let Some(url) = &state.public_url {
         return url.trim_end_matches('/').to_owned();
     }
-    let host =
-        headers.get("host").and_then(|h| h.to_str().ok()).filter(|h| plain_authority(h)).unwrap_or("127.0.0.1:8080");
-    format!("http://{host}")
+    let host = headers.get("host").and_then(|h| h.to_str().ok()).and_then(plain_authority);
+    format!("http://{}", host.as_deref().unwrap_or("127.0.0.1:8080"))
 }
 
-/// `name`, `name:port`, `1.2.3.4:port` or `[v6]:port`, and nothing else.
-fn plain_authority(host: &str) -> bool {
-    let Ok(url) = url::Url::parse(&format!("http://{host}/")) else { return false };
-    let Some(name) = url.host_str() else { return false };
-    let rebuilt = match url.port() {
-        Some(port) => format!("{name}:{port}"),
-        None => name.to_owned(),
-    };
-    !host.is_empty() && rebuilt.eq_ignore_ascii_case(host) && url.username().is_empty()
+/// `name`, `name:port`, `1.2.3.4:port` or `[v6]:port` in its normal form (lower case,
+/// no default port), or `None` for anything else.
+fn plain_authority(host: &str) -> Option<String> {
+    let url = url::Url::parse(&format!("http://{host}/")).ok()?;
+    let name = url.host_str()?;
+    let with_port = format!("{name}:{}", url.port_or_known_default()?);
+    let plain = url.username().is_empty() && (host.eq_ignore_ascii_case(name) || host.eq_ignore_ascii_case(&with_port));
+    plain.then(|| url.port().map_or_else(|| name.to_owned(), |port| format!("{name}:{port}")))
 }
 
 /// A share link to a page route, carrying the tenant when it is not the default one.
