@@ -20,9 +20,43 @@ use bytes::Bytes;
 use stacklens_core::{ParseOptions, Profile};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// Peak bytes core holds per inflated profile byte while parsing and analysing it
-/// (measured in BENCHMARKS.md: parse + top of the large CPU profile).
-pub const MODEL_BYTES_PER_BYTE: u64 = 8;
+/// What core holds at its peak while it parses a profile and analyses it, from the
+/// profile's shape (see [`Shape`]). Measured as the growth of a debug server's peak
+/// resident memory over its idle peak, one operation per fresh server (the large rows
+/// are `tests/memory.rs`), with the profile's bytes included:
+///
+/// | profile (inflated size; samples, locations, location ids) | upload (parse) | baseline (parse, top) | diff with itself | reserved: read, diff |
+/// | --- | --- | --- | --- | --- |
+/// | large CPU (22.0 MB; 247,410, 155,185, 6,158,088) | 150 MB | 151 MB | 655 MB | 241 MB, 1,270 MB |
+/// | 1,000,000 samples of 3 frames (14.0 MB; 1,000,000, 58, 3,000,000) | 166 MB | 168 MB | 317 MB | 316 MB, 1,016 MB |
+/// | 2,000,000 samples of 1 frame (16.0 MB; 2,000,000, 1, 2,000,000) | 314 MB | 316-471 MB | 613 MB | 544 MB, 1,344 MB |
+/// | goroutine dump, text (21.1 MB) | 30 MB | 56 MB (analysis) | | 190 MB |
+///
+/// A single factor per inflated byte (8, before) undercounts sample-heavy profiles
+/// (the 2,000,000 samples take 20 bytes per byte) and diffs (which name every frame of
+/// every distinct stack: about 55 bytes per location id of the large profile), and
+/// overcounts text. So a pprof model costs 2 bytes per inflated byte (the inflated
+/// copy, strings), 240 per sample, 160 per location and 16 per location id, and a diff
+/// 64 more per location id; text formats cost at most 3 bytes per byte (8 reserved),
+/// JSON documents up to about 20 (24 reserved).
+pub mod cost {
+    pub const PPROF_PER_BYTE: u64 = 2;
+    pub const PER_SAMPLE: u64 = 240;
+    pub const PER_LOCATION: u64 = 160;
+    pub const PER_LOCATION_ID: u64 = 16;
+    /// What a diff adds per location id (the names of each distinct stack's frames).
+    pub const DIFF_PER_LOCATION_ID: u64 = 64;
+    pub const TEXT_PER_BYTE: u64 = 8;
+    pub const JSON_PER_BYTE: u64 = 24;
+}
+
+/// The work a parse is for: reading a profile (its summary or top functions), or
+/// diffing it against another.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Work {
+    Read,
+    Diff,
+}
 /// Reservations are counted in KiB, so the semaphore's count fits a u32.
 const UNIT: u64 = 1024;
 
@@ -66,6 +100,8 @@ pub struct Reservation {
     permit: Option<OwnedSemaphorePermit>,
     /// This reservation's share of the holding half, while its bytes wait for a parse.
     holding: Option<OwnedSemaphorePermit>,
+    /// Until when the work may wait for memory, all of its waits together.
+    deadline: Option<tokio::time::Instant>,
 }
 
 impl Reservation {
@@ -161,7 +197,7 @@ impl Budget {
         let share = units.min(self.holding_units());
         let holding = self.acquire(&self.holding, share, deadline).await?;
         let permit = self.acquire(&self.permits, units, deadline).await?;
-        Ok(Reservation { permit: Some(permit), holding: Some(holding) })
+        Ok(Reservation { permit: Some(permit), holding: Some(holding), deadline: Some(deadline) })
     }
 
     fn holding_units(&self) -> u32 {
@@ -171,31 +207,37 @@ impl Budget {
     /// Parses profiles (raw bytes as uploaded or stored) holding one reservation for
     /// all of them, so two-sided work never waits while holding half its memory.
     pub async fn parse(&self, inputs: Vec<Bytes>) -> Result<Parsed, ParseFailure> {
-        self.parse_held(inputs, Reservation::default()).await
+        self.parse_held(inputs, Reservation::default(), Work::Read).await
     }
 
     /// [`Budget::parse`] of bytes already held by `held` (from [`Budget::hold`]): only
     /// what the parse needs beyond them is reserved, and the bytes stay counted while
     /// they wait for it.
-    pub async fn parse_held(&self, inputs: Vec<Bytes>, mut held: Reservation) -> Result<Parsed, ParseFailure> {
+    pub async fn parse_held(
+        &self,
+        inputs: Vec<Bytes>,
+        mut held: Reservation,
+        work: Work,
+    ) -> Result<Parsed, ParseFailure> {
         let cap = self.inflate_cap;
         let measured = inputs.clone();
-        let sizes = tokio::task::spawn_blocking(move || {
-            measured.iter().map(|b| inflated_size(b, cap)).collect::<Result<Vec<_>, _>>()
+        let shapes = tokio::task::spawn_blocking(move || {
+            measured.iter().map(|b| Shape::measure(b, cap)).collect::<Result<Vec<_>, _>>()
         })
         .await
         .map_err(|e| ParseFailure::Stopped(e.to_string()))??;
         let need = inputs
             .iter()
-            .zip(&sizes)
-            .map(|(b, s)| (b.len() as u64).saturating_add(s.saturating_mul(MODEL_BYTES_PER_BYTE)))
+            .zip(&shapes)
+            .map(|(b, shape)| (b.len() as u64).saturating_add(shape.model_bytes(work)))
             .fold(0u64, u64::saturating_add);
+        let sizes: Vec<u64> = shapes.iter().map(|s| s.bytes.saturating_add(1)).collect();
         if need > self.total {
             return Err(BudgetError::OverBudget { need, budget: self.total }.into());
         }
         let more = need.saturating_sub(held.bytes());
         if more > 0 {
-            let deadline = tokio::time::Instant::now() + self.max_wait;
+            let deadline = held.deadline.unwrap_or_else(|| tokio::time::Instant::now() + self.max_wait);
             let permit = self.acquire(&self.permits, Self::units(more), deadline).await?;
             match &mut held.permit {
                 Some(p) => p.merge(permit),
@@ -240,27 +282,215 @@ pub fn twice_gzipped(bytes: &[u8]) -> Option<stacklens_core::Error> {
     })
 }
 
-/// The size `bytes` inflate to (their own size when not gzip), found by inflating
-/// without keeping the output. A stream that ends early or is not valid gzip reports
-/// the size reached: core's parse then names the exact error.
-fn inflated_size(bytes: &[u8], cap: u64) -> Result<u64, BudgetError> {
-    if !bytes.starts_with(&[0x1f, 0x8b]) {
-        return Ok(bytes.len() as u64);
+/// What a profile's bytes say about the model core will build from them: their
+/// inflated size and, for a pprof protobuf, how many samples, locations and location
+/// ids in samples it holds. Found by reading the bytes once as they inflate, keeping
+/// nothing, so a bomb costs CPU up to the inflate cap but never memory.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Inflated size (the bytes' own size when not gzip).
+    pub bytes: u64,
+    pub samples: u64,
+    pub locations: u64,
+    pub location_ids: u64,
+    /// The bytes read as a protobuf from start to end.
+    pub protobuf: bool,
+    /// They start (after white space) with `{` or `[`.
+    pub json: bool,
+}
+
+impl Shape {
+    /// Measures `bytes`, refusing those that inflate past `cap`. A stream that ends
+    /// early or is not valid gzip reports what was read: core's parse then names the
+    /// exact error.
+    pub fn measure(bytes: &[u8], cap: u64) -> Result<Shape, BudgetError> {
+        let mut scan = Scan::default();
+        if !bytes.starts_with(&[0x1f, 0x8b]) {
+            scan.feed(bytes);
+            return Ok(scan.finish());
+        }
+        let mut decoder = flate2::read::MultiGzDecoder::new(bytes).take(cap.saturating_add(1));
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            match decoder.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => scan.feed(&buffer[..n]),
+            }
+            if scan.bytes > cap {
+                return Err(BudgetError::InflatesTooLarge { cap });
+            }
+        }
+        Ok(scan.finish())
     }
-    let mut decoder = flate2::read::MultiGzDecoder::new(bytes).take(cap.saturating_add(1));
-    let mut buffer = vec![0u8; 64 * 1024];
-    let mut total = 0u64;
-    loop {
-        match decoder.read(&mut buffer) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => total += n as u64,
+
+    /// Bytes core holds at its peak for `work` on this profile (see [`cost`]).
+    pub fn model_bytes(&self, work: Work) -> u64 {
+        use cost::*;
+        if !self.protobuf {
+            return self.bytes.saturating_mul(if self.json { JSON_PER_BYTE } else { TEXT_PER_BYTE });
+        }
+        let per_id = PER_LOCATION_ID + if work == Work::Diff { DIFF_PER_LOCATION_ID } else { 0 };
+        [
+            self.bytes.saturating_mul(PPROF_PER_BYTE),
+            self.samples.saturating_mul(PER_SAMPLE),
+            self.locations.saturating_mul(PER_LOCATION),
+            self.location_ids.saturating_mul(per_id),
+        ]
+        .into_iter()
+        .fold(0, u64::saturating_add)
+    }
+}
+
+/// Where [`Scan`] is in a protobuf: reading a tag, a varint value, a length, or
+/// passing over bytes (counting the location ids of a packed list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Tag,
+    Value,
+    Length { field: u64 },
+    Skip(u64),
+    LocationIds(u64),
+}
+
+/// Reads the top level of a pprof `Profile` and each `Sample` in it, a byte at a time
+/// (bytes arrive in pieces as they inflate), counting what [`Shape`] counts.
+#[derive(Debug)]
+struct Scan {
+    bytes: u64,
+    step: Step,
+    varint: u64,
+    shift: u32,
+    /// Bytes left in the sample being read, if inside one.
+    sample_left: Option<u64>,
+    samples: u64,
+    locations: u64,
+    location_ids: u64,
+    broken: bool,
+    first: Option<u8>,
+}
+
+impl Default for Scan {
+    fn default() -> Self {
+        Scan {
+            bytes: 0,
+            step: Step::Tag,
+            varint: 0,
+            shift: 0,
+            sample_left: None,
+            samples: 0,
+            locations: 0,
+            location_ids: 0,
+            broken: false,
+            first: None,
         }
     }
-    if total > cap {
-        return Err(BudgetError::InflatesTooLarge { cap });
+}
+
+impl Scan {
+    fn feed(&mut self, data: &[u8]) {
+        self.bytes += data.len() as u64;
+        if self.first.is_none() {
+            self.first = data.iter().copied().find(|b| !b.is_ascii_whitespace());
+        }
+        for &b in data {
+            if self.broken {
+                return;
+            }
+            self.byte(b);
+        }
     }
-    // Room for core to meet the same error where the stream broke off.
-    Ok(total.saturating_add(1))
+
+    fn byte(&mut self, b: u8) {
+        if let Some(left) = &mut self.sample_left {
+            *left -= 1;
+        }
+        match self.step {
+            Step::Skip(n) => self.step = if n > 1 { Step::Skip(n - 1) } else { Step::Tag },
+            Step::LocationIds(n) => {
+                self.location_ids += u64::from(b < 0x80);
+                self.step = if n > 1 { Step::LocationIds(n - 1) } else { Step::Tag };
+            }
+            Step::Tag | Step::Value | Step::Length { .. } => {
+                if self.shift > 63 {
+                    self.broken = true;
+                    return;
+                }
+                self.varint |= u64::from(b & 0x7f) << self.shift;
+                self.shift += 7;
+                if b & 0x80 == 0 {
+                    let value = std::mem::take(&mut self.varint);
+                    self.shift = 0;
+                    self.varint_read(value);
+                }
+            }
+        }
+        if self.sample_left == Some(0) {
+            // A sample's last field must end with it.
+            self.broken |= self.step != Step::Tag || self.shift != 0;
+            self.sample_left = None;
+        }
+    }
+
+    fn varint_read(&mut self, value: u64) {
+        let in_sample = self.sample_left.is_some();
+        self.step = match self.step {
+            Step::Tag => {
+                let (field, wire) = (value >> 3, value & 7);
+                if field == 0 {
+                    self.broken = true;
+                }
+                match wire {
+                    0 => {
+                        // An unpacked location id.
+                        self.location_ids += u64::from(in_sample && field == 1);
+                        Step::Value
+                    }
+                    1 => Step::Skip(8),
+                    2 => Step::Length { field },
+                    5 => Step::Skip(4),
+                    _ => {
+                        self.broken = true;
+                        Step::Tag
+                    }
+                }
+            }
+            Step::Value => Step::Tag,
+            Step::Length { field } => {
+                if self.sample_left.is_some_and(|left| value > left) {
+                    self.broken = true;
+                }
+                match (in_sample, field) {
+                    (false, 2) => {
+                        self.samples += 1;
+                        self.sample_left = (value > 0).then_some(value);
+                        Step::Tag
+                    }
+                    (true, 1) if value > 0 => Step::LocationIds(value),
+                    _ => {
+                        self.locations += u64::from(!in_sample && field == 4);
+                        if value > 0 {
+                            Step::Skip(value)
+                        } else {
+                            Step::Tag
+                        }
+                    }
+                }
+            }
+            other => other,
+        };
+    }
+
+    fn finish(self) -> Shape {
+        let protobuf = !self.broken && self.step == Step::Tag && self.shift == 0 && self.sample_left.is_none();
+        Shape {
+            bytes: self.bytes,
+            samples: self.samples,
+            locations: self.locations,
+            location_ids: self.location_ids,
+            protobuf,
+            json: matches!(self.first, Some(b'{' | b'[')),
+        }
+    }
 }
 
 /// glibc keeps what a thread frees in that thread's arena (up to 8 arenas per core)
@@ -309,17 +539,65 @@ mod tests {
 
     #[test]
     fn inflated_sizes_are_measured_not_trusted() {
-        assert_eq!(inflated_size(b"plain", 10).unwrap(), 5);
-        assert_eq!(inflated_size(&gzip(&[7u8; 1000]), 10_000).unwrap(), 1001);
+        let size = |bytes: &[u8], cap| Shape::measure(bytes, cap).map(|s| s.bytes);
+        assert_eq!(size(b"plain", 10).unwrap(), 5);
+        assert_eq!(size(&gzip(&[7u8; 1000]), 10_000).unwrap(), 1000);
         let bomb = gzip(&vec![0u8; 1 << 20]);
-        assert!(matches!(inflated_size(&bomb, 1 << 16), Err(BudgetError::InflatesTooLarge { cap: 65536 })));
+        assert!(matches!(size(&bomb, 1 << 16), Err(BudgetError::InflatesTooLarge { cap: 65536 })));
         // A forged size field changes nothing.
         let mut forged = bomb.clone();
         let n = forged.len();
         forged[n - 4..].copy_from_slice(&16u32.to_le_bytes());
-        assert!(matches!(inflated_size(&forged, 1 << 16), Err(BudgetError::InflatesTooLarge { .. })));
+        assert!(matches!(size(&forged, 1 << 16), Err(BudgetError::InflatesTooLarge { .. })));
         let truncated = &bomb[..bomb.len() / 2];
-        assert!(inflated_size(truncated, 1 << 30).unwrap() < 1 << 20);
+        assert!(size(truncated, 1 << 30).unwrap() < 1 << 20);
+    }
+
+    /// `samples` samples of `depth` frames each over `depth` locations.
+    fn pprof(samples: usize, depth: usize) -> Vec<u8> {
+        use stacklens_core::model::{Line, Sample, SourceFormat};
+        let mut p = Profile::new(SourceFormat::Built);
+        p.sample_types = vec![p.value_type("samples", "count")];
+        let stack: Vec<_> = (0..depth)
+            .map(|i| {
+                let f = p.add_function(&format!("f{i}"), "", "x.go", 0);
+                p.add_location(i as u64 + 1, vec![Line { function: f, line: 1, column: 0 }])
+            })
+            .collect();
+        for i in 0..samples {
+            // Location ids past 127 take two bytes: counted once each.
+            p.samples.push(Sample { locations: stack.clone(), values: vec![i as i64 + 1], labels: vec![] });
+        }
+        stacklens_core::import::pprof::encode(&p)
+    }
+
+    #[test]
+    fn a_pprof_profile_is_counted_as_it_inflates() {
+        let plain = pprof(1000, 200);
+        let expected = Shape {
+            bytes: plain.len() as u64,
+            samples: 1000,
+            locations: 200,
+            location_ids: 200_000,
+            protobuf: true,
+            json: false,
+        };
+        assert_eq!(Shape::measure(&plain, 1 << 30).unwrap(), expected);
+        // Gzipped, it arrives in 64 KiB pieces that split fields and varints.
+        assert!(plain.len() > 1 << 17);
+        assert_eq!(Shape::measure(&gzip(&plain), 1 << 30).unwrap(), expected);
+        let read = expected.model_bytes(Work::Read);
+        assert_eq!(read, plain.len() as u64 * 2 + 1000 * 240 + 200 * 160 + 200_000 * 16);
+        assert_eq!(expected.model_bytes(Work::Diff), read + 200_000 * 64);
+        // Cut short, or not protobuf at all: priced per byte.
+        let cut = Shape::measure(&plain[..plain.len() - 3], 1 << 30).unwrap();
+        assert!(!cut.protobuf);
+        assert_eq!(cut.model_bytes(Work::Read), cut.bytes * cost::TEXT_PER_BYTE);
+        let dump = Shape::measure(b"goroutine 1 [running]:\nmain.main()\n", 1 << 30).unwrap();
+        assert!(!dump.protobuf && !dump.json);
+        let json = Shape::measure(b"  {\"meta\": {}}", 1 << 30).unwrap();
+        assert!(!json.protobuf && json.json);
+        assert_eq!(json.model_bytes(Work::Read), json.bytes * cost::JSON_PER_BYTE);
     }
 
     #[test]
@@ -352,8 +630,8 @@ mod tests {
         assert!(matches!(budget.hold(UNIT).await, Err(BudgetError::Busy { .. })));
         drop(waiting);
         let held = budget.hold(len).await.unwrap();
-        let parsed = budget.parse_held(vec![plain.clone()], held).await.unwrap();
-        assert_eq!(parsed.reserved.bytes(), (len + (len + 1) * MODEL_BYTES_PER_BYTE).div_ceil(UNIT) * UNIT);
+        let parsed = budget.parse_held(vec![plain.clone()], held, Work::Read).await.unwrap();
+        assert_eq!(parsed.reserved.bytes(), (len + len * cost::TEXT_PER_BYTE).div_ceil(UNIT) * UNIT);
         // Parsing, the bytes no longer wait: the holding half is free again.
         let other = budget.hold(500 * UNIT).await.unwrap();
         drop(other);

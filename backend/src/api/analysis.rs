@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 use super::access::Reader;
 use super::request::{parse_kind, read_json, required, PathParam};
 use super::{ApiError, ErrorBody};
-use crate::budget::{ParseFailure, Parsed};
+use crate::budget::{ParseFailure, Parsed, Work};
 use crate::records::sessions::{self, SessionRecord};
 use crate::records::{baselines, captures, now_rfc3339, Tenant};
 use crate::state::AppState;
@@ -67,6 +67,7 @@ pub(super) async fn stored_profiles(
     state: &AppState,
     tenant: &Tenant,
     records: &[SessionRecord],
+    work: Work,
 ) -> Result<Parsed, ApiError> {
     // The bytes are counted before they are read, and while they wait for the parse.
     let held = state.budget.hold(records.iter().map(|r| r.size).fold(0, u64::saturating_add)).await?;
@@ -74,7 +75,7 @@ pub(super) async fn stored_profiles(
     for record in records {
         raw.push(sessions::raw(&state.store, tenant, record).await?);
     }
-    state.budget.parse_held(raw, held).await.map_err(|e| match e {
+    state.budget.parse_held(raw, held, work).await.map_err(|e| match e {
         // The bytes were read by core when they were stored.
         ParseFailure::Core(e) => {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "CorruptProfile", format!("a stored profile: {e}"))
@@ -219,7 +220,9 @@ pub async fn diff_sessions(
             return Err(mismatch(record, kind));
         }
     }
-    let parsed = stored_profiles(&state, &tenant, &[base.clone(), later.clone()]).await?;
+    // A goroutine comparison groups stacks; any other type is a diff, which names stacks.
+    let work = if kind == ProfileKind::Goroutine { Work::Read } else { Work::Diff };
+    let parsed = stored_profiles(&state, &tenant, &[base.clone(), later.clone()], work).await?;
     let envelope = DiffResponse {
         base_session_id: base.id,
         compare_session_id: later.id,
@@ -287,7 +290,7 @@ pub async fn goroutine_analysis(
     };
     let mut records = vec![record.clone()];
     records.extend(baseline.iter().map(|(_, s)| s.clone()));
-    let parsed = stored_profiles(&state, &tenant, &records).await?;
+    let parsed = stored_profiles(&state, &tenant, &records, Work::Read).await?;
     let baseline_id = baseline.map(|(id, _)| id);
     let (report, growth) = off_thread(move || -> Result<_, stacklens_core::Error> {
         let profile = &parsed.profiles[0];
@@ -383,7 +386,7 @@ pub async fn compare_profiles(
     if !base.profile_type.accepts(kind) {
         return Err(mismatch(&base, kind));
     }
-    let parsed = stored_profiles(&state, &tenant, &[base.clone(), later.clone()]).await?;
+    let parsed = stored_profiles(&state, &tenant, &[base.clone(), later.clone()], Work::Diff).await?;
     let report = off_thread(move || {
         let (base_profile, later_profile) = (&parsed.profiles[0], &parsed.profiles[1]);
         let options = DiffOptions {
