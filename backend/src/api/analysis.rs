@@ -269,6 +269,7 @@ pub async fn diff_sessions(
         (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody),
         (status = 404, description = "ProfileNotFound", body = ErrorBody),
         (status = 422, description = "ProfileTypeMismatch: not a goroutine profile; AnalysisFailed", body = ErrorBody),
+        (status = 413, description = "OverMemoryBudget: the profiles need more than the whole memory budget", body = ErrorBody),
         (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn goroutine_analysis(
@@ -371,6 +372,7 @@ pub struct CompareResponse {
         (status = 404, description = "ProfileNotFound, BaselineNotFound, CaptureNotFound", body = ErrorBody),
         (status = 409, description = "CaptureNotCompleted: a capture is still running", body = ErrorBody),
         (status = 422, description = "ProfileTypeMismatch, CaptureFailed, AnalysisFailed", body = ErrorBody),
+        (status = 413, description = "OverMemoryBudget: the profiles need more than the whole memory budget", body = ErrorBody),
         (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn compare_profiles(

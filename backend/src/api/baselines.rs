@@ -74,7 +74,7 @@ fn invalid(field: &str, message: impl Into<String>) -> ApiError {
         (status = 401, description = "Unauthorized", body = ErrorBody),
         (status = 403, description = "Forbidden, InsufficientScope", body = ErrorBody),
         (status = 404, description = "ProfileNotFound: unknown sessionId", body = ErrorBody),
-        (status = 413, description = "PayloadTooLarge", body = ErrorBody),
+        (status = 413, description = "PayloadTooLarge, OverMemoryBudget", body = ErrorBody),
         (status = 422, description = "ProfileTypeMismatch, AnalysisFailed", body = ErrorBody),
         (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
     security((), ("bearer" = [])))]
