@@ -125,6 +125,8 @@ for t in "${targets[@]}"; do
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -n 1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+  # A target that stopped on a finding prints no "Done" line.
+  if [ -z "$secs" ] && [ -n "$runs" ] && [ "${rate:-0}" -gt 0 ]; then secs="~$((runs / rate))"; fi
   [ "$status" = ok ] || failed=1
   printf '| %s | %s | %s | %s | %s |\n' "$t" "${runs:-?}" "${secs:-?}" "${rate:-?}" "$status" >>"$summary"
 done
