@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, temp_dir, Server};
+use common::{free_port, missing_prerequisite, temp_dir, Server};
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 use stacklens_core::analysis::top::{top, TopOptions};
@@ -34,11 +34,7 @@ fn go_service(port: u16) -> Option<GoService> {
         .map(PathBuf::from)
         .find(|p| p.is_file());
     let Some(go) = go else {
-        assert!(
-            std::env::var("CI").map_or(true, |v| v != "true"),
-            "Go is not installed (scripts/ensure-tools.sh installs golang-go)"
-        );
-        eprintln!("SKIPPED: Go is not installed (scripts/ensure-tools.sh installs golang-go)");
+        missing_prerequisite("Go is not installed (scripts/ensure-tools.sh installs golang-go)");
         return None;
     };
     let dir = temp_dir("goservice");
@@ -339,37 +335,52 @@ fn samply() -> Option<PathBuf> {
         .chain([home.join(".cargo/bin/samply")])
         .find(|p| p.is_file());
     if found.is_none() {
-        assert!(
-            std::env::var("CI").map_or(true, |v| v != "true"),
-            "samply is not installed (scripts/ensure-tools.sh installs it)"
-        );
-        eprintln!("SKIPPED: samply is not installed (scripts/ensure-tools.sh installs it)");
+        missing_prerequisite("samply is not installed (scripts/ensure-tools.sh installs it)");
     }
     found
 }
 
-/// samply refuses to run above perf_event_paranoid 1; as root the test lowers it and
-/// says so. Where that is impossible the kernel forbids perf events: skip, saying which.
-fn perf_events_allowed() -> bool {
-    let path = "/proc/sys/kernel/perf_event_paranoid";
-    let level: i32 = std::fs::read_to_string(path).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(2);
+/// samply refuses to run above perf_event_paranoid 1: as root the test lowers it for its
+/// run, and the guard puts the host's level back when dropped. `None` when the kernel
+/// forbids perf events (a missing prerequisite).
+fn perf_events_allowed() -> Option<PerfParanoid> {
+    let level = std::fs::read_to_string(PerfParanoid::PATH).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(2);
     if level <= 1 {
-        return true;
+        return Some(PerfParanoid { restore: None });
     }
-    if std::fs::write(path, "1").is_ok() {
-        eprintln!("note: lowered kernel.perf_event_paranoid from {level} to 1 so samply can attach");
-        return true;
+    if std::fs::write(PerfParanoid::PATH, "1").is_ok() {
+        eprintln!("note: kernel.perf_event_paranoid lowered from {level} to 1 for this test; restored after it");
+        return Some(PerfParanoid { restore: Some(level) });
     }
-    eprintln!("SKIPPED: kernel.perf_event_paranoid is {level} and cannot be lowered here: the kernel forbids the perf events samply needs");
-    false
+    missing_prerequisite(&format!(
+        "kernel.perf_event_paranoid is {level} and cannot be lowered here: the kernel forbids the perf events samply needs"
+    ));
+    None
+}
+
+/// Restores `kernel.perf_event_paranoid` to the level found before the test.
+struct PerfParanoid {
+    restore: Option<i32>,
+}
+
+impl PerfParanoid {
+    const PATH: &str = "/proc/sys/kernel/perf_event_paranoid";
+}
+
+impl Drop for PerfParanoid {
+    fn drop(&mut self) {
+        if let Some(level) = self.restore {
+            if let Err(e) = std::fs::write(Self::PATH, level.to_string()) {
+                eprintln!("could not restore kernel.perf_event_paranoid to {level}: {e}");
+            }
+        }
+    }
 }
 
 #[test]
 fn samply_profiles_a_busy_process() {
     let Some(_samply) = samply() else { return };
-    if !perf_events_allowed() {
-        return;
-    }
+    let Some(_paranoid) = perf_events_allowed() else { return };
     let port = free_port();
     let Some(go) = go_service(port) else { return };
     let dir = temp_dir("pipeline");
@@ -409,7 +420,7 @@ fn samply_profiles_a_busy_process() {
         std::thread::sleep(Duration::from_millis(200));
     };
     if done["status"] == "failed" && done["error"].as_str().is_some_and(|e| e.contains("perf_event_open")) {
-        eprintln!("SKIPPED: the kernel refused perf_event_open: {}", done["error"]);
+        missing_prerequisite(&format!("the kernel refused perf_event_open: {}", done["error"]));
         return;
     }
     assert_eq!(done["status"], "completed", "{done}");
