@@ -17,6 +17,9 @@ pub enum Error {
     #[error("decompressed data exceeds the limit of {limit} bytes (a gzip bomb, or raise the limit)")]
     TooLarge { limit: u64 },
 
+    #[error("not enough memory to decompress: {bytes} bytes could not be allocated")]
+    OutOfMemory { bytes: u64 },
+
     #[error("malformed protobuf at byte {offset}: {reason}")]
     Protobuf { offset: usize, reason: String },
 
@@ -53,6 +56,7 @@ impl Error {
             Error::UnknownFormat { .. } => "UnknownFormat",
             Error::Gzip { .. } => "CorruptGzip",
             Error::TooLarge { .. } => "InputTooLarge",
+            Error::OutOfMemory { .. } => "OutOfMemory",
             Error::Protobuf { .. } => "MalformedProtobuf",
             Error::DanglingReference { .. } | Error::Invalid(_) => "InvalidProfile",
             Error::Text { .. } => "MalformedText",

@@ -1,6 +1,6 @@
 //! The page's side of the analysis worker: spawns it with the page's own WASM module,
 //! matches responses to requests, queues requests until the worker is ready, and
-//! restarts it to cancel a parse (re-sending the other profiles' bytes).
+//! restarts it to cancel a parse or after it crashed (re-sending the other profiles' bytes).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -10,7 +10,7 @@ use js_sys::{Array, Object, Reflect, Uint8Array};
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{MessageEvent, Worker, WorkerOptions, WorkerType};
+use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
 
 use crate::protocol::{Envelope, Request, Response};
 
@@ -23,6 +23,7 @@ extern "C" {
 
 type Reply = Box<dyn FnOnce(Response, Option<Vec<u8>>)>;
 type MessageHandler = Closure<dyn FnMut(MessageEvent)>;
+type ErrorHandler = Closure<dyn FnMut(ErrorEvent)>;
 
 pub struct Client {
     worker: RefCell<Option<Worker>>,
@@ -34,10 +35,13 @@ pub struct Client {
     on_event: Box<dyn Fn(Response)>,
     /// Each loaded profile's bytes, to repopulate a restarted worker.
     sources: RefCell<Vec<(u32, String, Vec<u8>)>>,
+    /// Profiles sent to parse and not yet Parsed or Failed, in the order the worker takes them.
+    parsing: RefCell<Vec<u32>>,
     /// Bumped when the worker restarts: views depending on it ask again.
     pub generation: RwSignal<u32>,
-    /// Kept alive while the worker may call it.
+    /// Kept alive while the worker may call them.
     on_message: RefCell<Option<MessageHandler>>,
+    on_error: RefCell<Option<ErrorHandler>>,
 }
 
 impl Client {
@@ -50,8 +54,10 @@ impl Client {
             pending: RefCell::new(HashMap::new()),
             on_event: Box::new(on_event),
             sources: RefCell::new(Vec::new()),
+            parsing: RefCell::new(Vec::new()),
             generation: RwSignal::new(0),
             on_message: RefCell::new(None),
+            on_error: RefCell::new(None),
         });
         client.spawn();
         client
@@ -80,11 +86,21 @@ impl Client {
             }
         });
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        // A panic in the worker's WASM (a bug, or memory the browser refuses) surfaces here;
+        // the worker is then in no state to go on.
+        let weak = Rc::downgrade(self);
+        let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(move |e: ErrorEvent| {
+            if let Some(client) = weak.upgrade() {
+                client.crashed(&e.message());
+            }
+        });
+        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         let init = Object::new();
         let _ = Reflect::set(&init, &"glue".into(), &glue.into());
         let _ = Reflect::set(&init, &"module".into(), &wasm_bindgen::module());
         let _ = worker.post_message(&init);
         *self.on_message.borrow_mut() = Some(on_message);
+        *self.on_error.borrow_mut() = Some(on_error);
         *self.worker.borrow_mut() = Some(worker);
         self.ready.set(false);
     }
@@ -106,9 +122,11 @@ impl Client {
                     self.post(&json, bytes);
                 }
             }
-            body @ (Response::Progress { .. } | Response::Parsed { .. } | Response::Failed { .. }) => {
+            body @ (Response::Parsed { id, .. } | Response::Failed { id, .. }) => {
+                self.parsing.borrow_mut().retain(|&p| p != id);
                 (self.on_event)(body)
             }
+            body @ Response::Progress { .. } => (self.on_event)(body),
             body => {
                 if let Some(reply) = self.pending.borrow_mut().remove(&envelope.seq) {
                     reply(body, bytes);
@@ -141,6 +159,7 @@ impl Client {
     /// Hands a profile to the worker; its outcome arrives as Parsed or Failed.
     pub fn parse(&self, id: u32, name: &str, bytes: Vec<u8>) {
         self.sources.borrow_mut().push((id, name.to_owned(), bytes.clone()));
+        self.parsing.borrow_mut().push(id);
         self.send(&Request::Parse { id, name: name.to_owned() }, Some(bytes));
     }
 
@@ -161,15 +180,35 @@ impl Client {
 
     /// Stops a parse in progress: the worker is replaced and given the other profiles again.
     pub fn cancel(self: &Rc<Self>, id: u32) {
+        self.restart_without(Some(id));
+    }
+
+    /// The worker died: the parse it was on (the first one sent and not answered) is
+    /// reported as failed, and a new worker gets the other profiles. A crash outside a
+    /// parse restarts the worker with every profile, and the views ask again.
+    fn crashed(self: &Rc<Self>, message: &str) {
+        let culprit = self.parsing.borrow().first().copied();
+        let name = culprit.and_then(|id| self.sources.borrow().iter().find(|s| s.0 == id).map(|s| s.1.clone()));
+        self.restart_without(culprit);
+        let message = match (culprit, name) {
+            (Some(id), Some(name)) => (id, format!("{name}: the analysis stopped while reading this file ({message})")),
+            _ => (u32::MAX, format!("the analysis worker stopped ({message}) and was restarted")),
+        };
+        (self.on_event)(Response::Failed { id: message.0, message: message.1 });
+    }
+
+    fn restart_without(self: &Rc<Self>, id: Option<u32>) {
         if let Some(w) = self.worker.borrow_mut().take() {
             w.terminate();
         }
         self.pending.borrow_mut().clear();
         self.outbox.borrow_mut().clear();
-        self.sources.borrow_mut().retain(|s| s.0 != id);
+        self.parsing.borrow_mut().clear();
+        self.sources.borrow_mut().retain(|s| Some(s.0) != id);
         self.spawn();
         let again: Vec<(u32, String, Vec<u8>)> = self.sources.borrow().clone();
         for (id, name, bytes) in again {
+            self.parsing.borrow_mut().push(id);
             self.send(&Request::Parse { id, name }, Some(bytes));
         }
         self.generation.update(|g| *g += 1);

@@ -41,12 +41,14 @@ pub(crate) fn inflate(bytes: &[u8], limit: u64, progress: super::Progress<'_>) -
         .get(bytes.len().saturating_sub(4)..)
         .and_then(|t| t.try_into().ok())
         .map_or(0, |t: [u8; 4]| u32::from_le_bytes(t) as u64);
-    let mut out = Vec::with_capacity(hint.min(limit).min(256 << 20) as usize);
+    let mut out = Vec::new();
+    grow(&mut out, hint.min(limit).min(256 << 20) as usize, limit)?;
     let mut decoder = MultiGzDecoder::new(Counting { inner: bytes, consumed: 0 });
     // In 1 MiB steps, so progress can be reported from the compressed bytes consumed.
     let mut read = Ok(());
     loop {
         let room = limit.saturating_add(1).saturating_sub(out.len() as u64).min(1 << 20);
+        grow(&mut out, room as usize, limit)?;
         match (&mut decoder).take(room).read_to_end(&mut out) {
             Ok(0) => break,
             Ok(_) if out.len() as u64 > limit => break,
@@ -71,6 +73,19 @@ pub(crate) fn inflate(bytes: &[u8], limit: u64, progress: super::Progress<'_>) -
     }
 }
 
+/// Makes room for `extra` more bytes, doubling as `Vec` does but never past `limit + 1`
+/// bytes, and failing with `OutOfMemory` instead of aborting: on wasm32 the doubling of a
+/// 1 GiB buffer overflows the address space, and the browser may refuse far less.
+fn grow(out: &mut Vec<u8>, extra: usize, limit: u64) -> Result<()> {
+    let needed = out.len().saturating_add(extra);
+    if needed <= out.capacity() {
+        return Ok(());
+    }
+    let ceiling = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX).max(needed);
+    let target = out.capacity().saturating_mul(2).clamp(needed, ceiling);
+    out.try_reserve_exact(target - out.len()).map_err(|_| Error::OutOfMemory { bytes: target as u64 })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,6 +108,23 @@ mod tests {
         let big = vec![0u8; 10 << 20];
         let err = inflate(&gz(&big), 1 << 20, &mut |_, _| {}).unwrap_err();
         assert_eq!(err, Error::TooLarge { limit: 1 << 20 });
+    }
+
+    #[test]
+    fn capacity_never_passes_the_limit() {
+        // Two members, so the size hint (the last member's, 1 byte) is useless and the buffer
+        // grows by doubling: 1, 2, then 4 MiB for 2.5 MiB without the ceiling.
+        let limit = 5 << 19;
+        let mut data = gz(&vec![1u8; limit - 1]);
+        data.extend(gz(b"x"));
+        let out = inflate(&data, limit as u64, &mut |_, _| {}).unwrap();
+        assert_eq!((out.len(), out.capacity()), (limit, limit + 1));
+    }
+
+    #[test]
+    fn an_allocation_the_system_refuses_is_an_error() {
+        let mut out = vec![0u8; 16];
+        assert_eq!(grow(&mut out, usize::MAX - 8, u64::MAX), Err(Error::OutOfMemory { bytes: usize::MAX as u64 }));
     }
 
     #[test]
