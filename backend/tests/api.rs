@@ -9,6 +9,7 @@ use std::path::Path;
 use common::{fixtures, missing_prerequisite, temp_dir, Seaweed, Server};
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use serde_json::{json, Value};
+use sha2::Digest;
 
 const TOKEN: &str = "s3cr3t-token";
 
@@ -64,6 +65,11 @@ fn read(dir: &Path, file: &str) -> Vec<u8> {
     std::fs::read(dir.join(file)).unwrap()
 }
 
+/// The `field` of each object in a JSON array, in order.
+fn ids_of<'a>(list: &'a Value, field: &str) -> Vec<&'a str> {
+    list.as_array().unwrap().iter().map(|p| p[field].as_str().unwrap()).collect()
+}
+
 fn server_args(token_file: &Path) -> Vec<String> {
     vec!["--token-file".into(), token_file.display().to_string(), "--max-upload".into(), "512KiB".into()]
 }
@@ -96,6 +102,8 @@ fn suite(server: &Server, fx: &Path) {
     assert_eq!(first["sampleCount"], 708);
     assert_eq!(first["labels"], json!({"env": "prod", "region": "eu"}));
     assert_eq!(first["size"], cpu.len());
+    assert_eq!(first["sha256"], hex::encode(sha2::Sha256::digest(&cpu)), "the sha256 of the bytes sent");
+    assert_eq!((&first["name"], &first["contentType"]), (&json!("cpu.pb.gz"), &json!("application/octet-stream")));
     assert!((first["durationSeconds"].as_f64().unwrap() - 8.17).abs() < 0.01);
     assert_eq!(first["shareUrl"], format!("{}/#/s/{id}?tenant=acme", server.base));
     // The same bytes again: the same session, nothing overwritten.
@@ -161,7 +169,9 @@ fn suite(server: &Server, fx: &Path) {
     let ids: Vec<&str> = all["profiles"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
     assert_eq!(ids, [dump["id"].as_str().unwrap(), heap["id"].as_str().unwrap(), &id]);
     let (_, checkout) = json_of(api.get("/api/v1/profiles?service=checkout&profileType=cpu"));
-    assert_eq!(checkout["profiles"].as_array().unwrap().len(), 1);
+    assert_eq!(ids_of(&checkout["profiles"], "id"), [id.as_str()]);
+    let (_, checkout) = json_of(api.get("/api/v1/profiles?service=checkout"));
+    assert_eq!(ids_of(&checkout["profiles"], "id"), [heap["id"].as_str().unwrap(), &id]);
     let mut paged = Vec::new();
     let mut cursor = String::new();
     loop {
@@ -183,23 +193,15 @@ fn suite(server: &Server, fx: &Path) {
         &json!({"label": "v1.0", "sessionId": id, "profileType": "cpu", "description": "release", "tags": ["release"]}),
     ));
     assert_eq!(status, 201, "{b1}");
-    for field in [
-        "baselineId",
-        "baselineLabel",
-        "profileType",
-        "sessionId",
-        "description",
-        "topFunctions",
-        "createdAt",
-        "isLatest",
-        "tags",
-    ] {
-        assert!(b1.get(field).is_some(), "no {field} in {b1}");
-    }
     assert_eq!(
-        (&b1["baselineLabel"], &b1["isLatest"], &b1["tags"]),
-        (&json!("v1.0"), &json!(true), &json!(["release"]))
+        (&b1["baselineLabel"], &b1["isLatest"], &b1["tags"], &b1["description"]),
+        (&json!("v1.0"), &json!(true), &json!(["release"]), &json!("release"))
     );
+    assert_eq!((&b1["profileType"], &b1["sessionId"], &b1["service"]), (&json!("cpu"), &json!(id), &json!("checkout")));
+    let b1_id = b1["baselineId"].as_str().unwrap();
+    assert!(b1_id.starts_with("base-") && b1_id.len() == 37, "{b1_id}");
+    assert_eq!(b1["shareUrl"], format!("{}/#/b/{b1_id}?tenant=acme", server.base));
+    assert!(b1["createdAt"].as_str().unwrap() >= first["createdAt"].as_str().unwrap(), "created after the upload");
     // Computed by core: cpu.pprof-top.txt has findMatch at 1.34s flat, 18.93%.
     let top = b1["topFunctions"].as_array().unwrap();
     assert_eq!(top.len(), 20);
@@ -214,7 +216,6 @@ fn suite(server: &Server, fx: &Path) {
         &json!({"label": "v1.1", "sessionId": id, "profileType": "cpu", "topFunctions": given}),
     ));
     assert_eq!((status, &b2["topFunctions"], &b2["isLatest"]), (201, &given, &json!(true)));
-    let b1_id = b1["baselineId"].as_str().unwrap();
     let (_, b1_now) = json_of(api.get(&format!("/api/v1/profiling/baselines/{b1_id}")));
     assert_eq!(b1_now["isLatest"], false, "the newer baseline of the type took over");
     let (_, latest) = json_of(api.get("/api/v1/profiling/baselines?profileType=cpu&latest=true"));
@@ -223,7 +224,7 @@ fn suite(server: &Server, fx: &Path) {
         [&b2["baselineId"]]
     );
     let (_, tagged) = json_of(api.get("/api/v1/profiling/baselines?tag=release"));
-    assert_eq!(tagged["baselines"].as_array().unwrap().len(), 1);
+    assert_eq!(ids_of(&tagged["baselines"], "baselineId"), [b1_id]);
     let (_, all) = json_of(api.get("/api/v1/profiling/baselines"));
     assert_eq!(all["baselines"][0]["baselineId"], b2["baselineId"], "newest first");
     // A heap session can be a memory baseline; its latest is separate from cpu's.
@@ -231,7 +232,14 @@ fn suite(server: &Server, fx: &Path) {
         "/api/v1/profiling/baselines",
         &json!({"label": "heap", "sessionId": heap["id"], "profileType": "memory"}),
     ));
-    assert_eq!((status, &mem["isLatest"], &mem["topFunctions"][0]["package"].is_string()), (201, &json!(true), &true));
+    assert_eq!((status, &mem["isLatest"]), (201, &json!(true)), "{mem}");
+    // heap.inuse_space.pprof-top.txt: main.(*responseCache).put 5.51MB flat and cum, 75.84%.
+    let put = &mem["topFunctions"][0];
+    assert_eq!(
+        (&put["funcName"], &put["package"], &put["selfPct"], &put["cumulativePct"]),
+        (&json!("main.(*responseCache).put"), &json!("main"), &json!(75.84), &json!(75.84)),
+        "{mem}"
+    );
     assert_eq!(
         json_of(api.get(&format!("/api/v1/profiling/baselines/{}", b2["baselineId"].as_str().unwrap()))).1["isLatest"],
         true
@@ -316,8 +324,9 @@ fn replicas_share_a_local_folder() {
     );
 }
 
-/// Uploads distinct profiles from several threads, kills the server with SIGKILL in
-/// the middle, restarts it on the same folder: every acknowledged upload is there.
+/// Uploads distinct profiles from several threads, kills the server with SIGKILL once
+/// 16 were acknowledged (with the workers still sending), restarts it on the same
+/// folder: every acknowledged upload is there, and nothing listed is unreadable.
 #[test]
 fn kill_9_during_uploads_loses_nothing_acknowledged() {
     let Some(fx) = fixtures() else { return };
@@ -328,11 +337,13 @@ fn kill_9_during_uploads_loses_nothing_acknowledged() {
     // Distinct bytes per upload: a goroutine dump with a changing trailing goroutine.
     let dump = String::from_utf8(read(&fx, "go/base/goroutine.debug2.txt")).unwrap();
     let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, Vec<u8>)>::new()));
+    let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Vec<u8>>::new()));
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let workers: Vec<_> = (0..4)
+    const WORKERS: usize = 4;
+    let workers: Vec<_> = (0..WORKERS)
         .map(|w| {
-            let (acknowledged, stop, dump, base) =
-                (acknowledged.clone(), stop.clone(), dump.clone(), server.base.clone());
+            let (acknowledged, sent, stop, dump, base) =
+                (acknowledged.clone(), sent.clone(), stop.clone(), dump.clone(), server.base.clone());
             std::thread::spawn(move || {
                 let http = Client::new();
                 for i in 0.. {
@@ -344,9 +355,10 @@ fn kill_9_during_uploads_loses_nothing_acknowledged() {
                         1_000_000 + i
                     )
                     .into_bytes();
-                    let sent =
+                    sent.lock().unwrap().push(body.clone());
+                    let answer =
                         http.post(format!("{base}/api/v1/profiles")).bearer_auth(TOKEN).body(body.clone()).send();
-                    match sent {
+                    match answer {
                         // Acknowledged: a 201 whose body arrived whole.
                         Ok(r) if r.status() == 201 => match r.json::<Value>() {
                             Ok(v) => acknowledged.lock().unwrap().push((v["id"].as_str().unwrap().to_owned(), body)),
@@ -358,14 +370,26 @@ fn kill_9_during_uploads_loses_nothing_acknowledged() {
             })
         })
         .collect();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Killed after a count of acknowledged uploads, however long they take; the deadline
+    // only ends a run whose uploads stopped (a worker that gets no 201 stops).
+    const BEFORE_KILL: usize = 16;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while acknowledged.lock().unwrap().len() < BEFORE_KILL {
+        let working = workers.iter().any(|w| !w.is_finished());
+        assert!(
+            working && std::time::Instant::now() < deadline,
+            "the uploads stopped before {BEFORE_KILL} were acknowledged"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     server.kill_9();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for w in workers {
         w.join().unwrap();
     }
     let acknowledged = acknowledged.lock().unwrap().clone();
-    assert!(acknowledged.len() >= 4, "the burst got going ({} uploads)", acknowledged.len());
+    let sent = sent.lock().unwrap().clone();
+    assert!(acknowledged.len() >= BEFORE_KILL, "{} acknowledged", acknowledged.len());
 
     let args = server_args(&token_file());
     let restarted = Server::start_on(port, &url, &args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
@@ -376,8 +400,89 @@ fn kill_9_during_uploads_loses_nothing_acknowledged() {
         assert_eq!(raw.bytes().unwrap().as_ref(), body.as_slice());
     }
     let listed = json_of(api.get("/api/v1/profiles?limit=1000")).1;
-    let listed: Vec<&str> = listed["profiles"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
-    assert!(acknowledged.iter().all(|(id, _)| listed.contains(&id.as_str())), "every acknowledged upload is listed");
+    let listed = ids_of(&listed["profiles"], "id");
+    for (id, _) in &acknowledged {
+        assert!(listed.contains(&id.as_str()), "{id} was acknowledged but is not listed");
+    }
+    // Beyond those, at most the one upload each worker had in flight when the server died,
+    // and each listed one is readable with the bytes one of them sent.
+    assert!(
+        listed.len() <= acknowledged.len() + WORKERS,
+        "{} listed, {} acknowledged",
+        listed.len(),
+        acknowledged.len()
+    );
+    for id in &listed {
+        let raw = api.get(&format!("/api/v1/profiles/{id}/raw"));
+        assert_eq!(raw.status(), 200, "{id} is listed but cannot be read");
+        let bytes = raw.bytes().unwrap();
+        assert!(sent.iter().any(|b| b.as_slice() == bytes.as_ref()), "{id}: bytes nobody sent");
+    }
+}
+
+/// One row of a `go tool pprof -top` output of a cpu profile, values in nanoseconds.
+struct PprofRow {
+    name: String,
+    flat: i64,
+    cum: i64,
+    flat_pct: f64,
+}
+
+/// pprof's `0.65s`, `-318.70ms` or `0` in nanoseconds.
+fn nanos(text: &str) -> i64 {
+    let (number, scale) = [("ms", 1e6), ("us", 1e3), ("ns", 1.0), ("s", 1e9)]
+        .into_iter()
+        .find_map(|(unit, scale)| text.strip_suffix(unit).map(|n| (n, scale)))
+        .unwrap_or((text, 1.0));
+    (number.parse::<f64>().unwrap_or_else(|e| panic!("{text}: {e}")) * scale).round() as i64
+}
+
+/// The `Total samples = …` figure and the rows of a `go tool pprof -top` output (an
+/// independent reference: made by Go's pprof, see the fixtures' SOURCES.md).
+fn pprof_top(path: &Path) -> (i64, Vec<PprofRow>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let total = text.split("Total samples = ").nth(1).and_then(|t| t.split_whitespace().next()).map(nanos);
+    let rows = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .skip(1)
+        .map(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let name = cols[5..].join(" ");
+            PprofRow {
+                name: name.trim_end_matches(" (inline)").to_owned(),
+                flat: nanos(cols[0]),
+                cum: nanos(cols[3]),
+                flat_pct: cols[1].trim_end_matches('%').parse().unwrap(),
+            }
+        })
+        .collect();
+    (total.unwrap_or_else(|| panic!("{}: no total", path.display())), rows)
+}
+
+fn pprof_row<'a>(rows: &'a [PprofRow], name: &str) -> &'a PprofRow {
+    rows.iter().find(|r| r.name == name).unwrap_or_else(|| panic!("no {name} in the pprof output"))
+}
+
+/// The function named `name` in a diff's `list` (regressions or improvements).
+fn delta_of<'a>(diff: &'a Value, list: &str, name: &str) -> Option<&'a Value> {
+    diff[list].as_array().unwrap_or_else(|| panic!("no {list} in {diff}")).iter().find(|f| f["name"] == name)
+}
+
+/// Names in a diff's `list`, in order.
+fn names(diff: &Value, list: &str) -> Vec<String> {
+    diff[list].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap().to_owned()).collect()
+}
+
+/// Goroutines per state in a debug=2 dump, counted from its `goroutine N [state, …]:`
+/// header lines.
+fn states_in_dump(dump: &[u8]) -> std::collections::BTreeMap<String, u64> {
+    let mut states = std::collections::BTreeMap::new();
+    for line in String::from_utf8_lossy(dump).lines().filter(|l| l.starts_with("goroutine ")) {
+        let state = line.split_once('[').unwrap().1.split([',', ']']).next().unwrap();
+        *states.entry(state.to_owned()).or_insert(0) += 1;
+    }
+    states
 }
 
 /// `stacklens … --format json` on fixture files.
@@ -408,7 +513,47 @@ fn diff_and_goroutine_analysis_equal_the_cli() {
     assert_eq!(d["improvements"], cli["improvements"]);
     assert_eq!(d["unchanged"], cli["unchanged"]);
     assert_eq!(d["overallDelta"], cli["overallDeltaPct"]);
-    assert!(d["regressions"].as_array().unwrap().iter().any(|r| r["name"] == "main.matrixMultiply"));
+
+    // …and the numbers of `go tool pprof -top -diff_base` (cpu.diff-vs-base.pprof-top.txt):
+    // every row beyond the default noise threshold (1% of the base total) is a regression
+    // when its flat or cum grew past it, else an improvement, with pprof's exact deltas.
+    let (base_total, reference) = pprof_top(&fx.join("go/compare/cpu.diff-vs-base.pprof-top.txt"));
+    let (compare_total, _) = pprof_top(&fx.join("go/compare/cpu.pprof-top.txt"));
+    assert_eq!((base_total, compare_total), (7_080_000_000, 6_900_000_000), "SOURCES.md: sums 7080000000, 6900000000");
+    assert_eq!((&d["sampleType"], &d["unit"]), (&json!("cpu"), &json!("nanoseconds")));
+    let overall = (compare_total - base_total) as f64 * 100.0 / base_total as f64; // -2.54%
+    assert!((d["overallDelta"].as_f64().unwrap() - overall).abs() < 1e-9, "{} vs {overall}", d["overallDelta"]);
+    let noise = base_total / 100;
+    let mut listed = std::collections::BTreeMap::<&str, usize>::new();
+    for row in &reference {
+        let expected = if row.flat > noise || row.cum > noise {
+            "regressions"
+        } else if row.flat < -noise || row.cum < -noise {
+            "improvements"
+        } else {
+            "unchanged"
+        };
+        *listed.entry(expected).or_default() += 1;
+        for list in ["regressions", "improvements"] {
+            let found = delta_of(&d, list, &row.name);
+            if list != expected {
+                assert!(found.is_none(), "{} is not one of the {list}", row.name);
+                continue;
+            }
+            let f = found.unwrap_or_else(|| panic!("{} is one of the {list}: {}", row.name, d[list]));
+            assert_eq!((f["flatDelta"].as_i64(), f["cumDelta"].as_i64()), (Some(row.flat), Some(row.cum)), "{f}");
+            let pct = f["flatDeltaPct"].as_f64().unwrap();
+            assert_eq!(((pct.abs() * 100.0).round() / 100.0, pct < 0.0), (row.flat_pct, row.flat < 0), "{f}");
+        }
+    }
+    // pprof's first row, and how its 20 rows split (stateInString and heapBits.isPointer
+    // changed by 0.04s, within the threshold).
+    let first = &reference[0];
+    assert_eq!(
+        (first.name.as_str(), first.flat, first.cum),
+        ("compress/flate.(*compressor).findMatch", 650_000_000, 750_000_000)
+    );
+    assert_eq!(listed, [("improvements", 11), ("regressions", 7), ("unchanged", 2)].into());
 
     // goroutine: new stacks and growth as `stacklens goroutines --compare`.
     let (status, g) = json_of(api.post_json(
@@ -426,36 +571,69 @@ fn diff_and_goroutine_analysis_equal_the_cli() {
     ]);
     let cli = &growth;
     assert_eq!(g["growthCount"], cli["growthCount"]);
+    // SOURCES.md: 453 goroutines in the base dump, 1617 in the later one.
+    assert_eq!(g["growthCount"], 1617 - 453);
+    assert_eq!(g["goroutineGrowthRate"], json!(1617.0 / 453.0));
     let fields = |s: &Value| json!({"count": s["count"], "state": s["state"], "waitReason": s["waitReason"], "frames": s["frames"], "createdBy": s["createdBy"]});
     assert_eq!(g["newStacks"], Value::Array(cli["newStacks"].as_array().unwrap().iter().map(fields).collect()));
 
     // Analysis of one dump: as `stacklens goroutines`, growth 1.0 without a baseline…
+    let asked = std::time::SystemTime::now();
     let (status, a) = json_of(api.get(&format!("/api/v1/profiling/sessions/{dump_new}/analysis")));
+    let answered = std::time::SystemTime::now();
     assert_eq!(status, 200, "{a}");
+    let analyzed = humantime::parse_rfc3339(a["analyzedAt"].as_str().unwrap()).unwrap();
+    // Written in milliseconds: at most 1 ms before the request was sent, never after its answer.
+    let after_asking = asked <= analyzed + std::time::Duration::from_millis(1) && analyzed <= answered;
+    assert!(after_asking, "analyzedAt {} is the time of the analysis", a["analyzedAt"]);
     let cli =
         cli_json(&["goroutines", &path("go/compare/goroutine.debug2.txt"), "--max-stacks", "20", "--format", "json"]);
     for key in ["goroutineCount", "topStacks", "blockedGoroutines"] {
         assert_eq!(a[key], cli[key], "{key}");
     }
+    // SOURCES.md: 1617 goroutines; chan send 1552, sleep 27, IO wait 17, select 7,
+    // sync.Cond.Wait 6, semacquire 4, chan receive 2 (and, counted from the dump's
+    // headers, 1 running and 1 runnable: the only ones not blocked).
+    let by_state = states_in_dump(&read(&fx, "go/compare/goroutine.debug2.txt"));
+    for (state, count) in [
+        ("chan send", 1552),
+        ("sleep", 27),
+        ("IO wait", 17),
+        ("select", 7),
+        ("sync.Cond.Wait", 6),
+        ("semacquire", 4),
+        ("chan receive", 2),
+        ("running", 1),
+        ("runnable", 1),
+    ] {
+        assert_eq!(by_state.get(state), Some(&count), "{state} in the dump");
+    }
+    assert_eq!(a["byState"], json!(by_state));
+    assert_eq!((&a["goroutineCount"], &a["blockedCount"]), (&json!(1617), &json!(1617 - 2)));
+    let top = &a["topStacks"][0];
+    assert_eq!((&top["count"], &top["state"]), (&json!(1552), &json!("chan send")), "the largest group: {top}");
     assert_eq!((&a["sessionId"], &a["goroutineGrowthRate"]), (&json!(dump_new), &json!(1.0)));
-    assert!(a["analyzedAt"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(a["growthBaselineId"], Value::Null);
     // …and against the service's latest goroutine baseline once there is one.
-    let (status, _) = json_of(api.post_json(
+    let (status, before) = json_of(api.post_json(
         "/api/v1/profiling/baselines",
         &json!({"label": "before", "sessionId": dump_base, "profileType": "goroutine"}),
     ));
     assert_eq!(status, 201);
     let a = json_of(api.get(&format!("/api/v1/profiling/sessions/{dump_new}/analysis"))).1;
     assert_eq!(a["goroutineGrowthRate"], growth["goroutineGrowthRate"]);
-    assert_ne!(a["goroutineGrowthRate"], json!(1.0));
-    // A debug=1 text and a goroutine pprof are analysed too.
-    for f in ["go/base/goroutine.debug1.txt", "go/base/goroutine.pb.gz"] {
+    assert_eq!((&a["goroutineGrowthRate"], &a["growthBaselineId"]), (&json!(1617.0 / 453.0), &before["baselineId"]));
+    // A debug=1 text and a goroutine pprof are analysed too (SOURCES.md: "goroutine
+    // profile: total 453" and "sums [453]"; 1617 for the later ones).
+    for (f, total) in [
+        ("go/base/goroutine.debug1.txt", 453),
+        ("go/base/goroutine.pb.gz", 453),
+        ("go/compare/goroutine.debug1.txt", 1617),
+        ("go/compare/goroutine.pb.gz", 1617),
+    ] {
         let a = json_of(api.get(&format!("/api/v1/profiling/sessions/{}/analysis", upload(f)))).1;
-        assert_eq!(
-            a["goroutineCount"],
-            cli_json(&["goroutines", &path(f), "--format", "json"])["goroutineCount"],
-            "{f}"
-        );
+        assert_eq!(a["goroutineCount"], total, "{f}");
+        assert_eq!(a["goroutineCount"], cli_json(&["goroutines", &path(f), "--format", "json"])["goroutineCount"]);
     }
 
     // Errors: unknown ids 404, types that do not match 422, bad requests 400.
@@ -472,6 +650,164 @@ fn diff_and_goroutine_analysis_equal_the_cli() {
     let (status, e) = json_of(api.get(&format!("/api/v1/profiling/sessions/{cpu_base}/analysis")));
     assert_eq!((status, e["error_code"].as_str()), (422, Some("ProfileTypeMismatch")));
     assert_eq!(json_of(api.get("/api/v1/profiling/sessions/sess-0123456789abcdef0123456789abcdef/analysis")).0, 404);
+}
+
+/// `service`, `profileType`, `labels` and `name` as `X-Stacklens-…` headers instead of
+/// query parameters; `--public-url` in the links instead of the request's Host.
+#[test]
+fn upload_headers_and_public_url_are_recorded() {
+    let Some(fx) = fixtures() else { return };
+    let token = token_file();
+    let mut args = server_args(&token);
+    args.extend(["--public-url".into(), "https://profiles.example.test/stacklens/".into()]);
+    let public = Server::start("memory://", &args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+    let plain = start("memory://", &[]);
+    let heap = read(&fx, "go/base/heap.pb.gz");
+    let send = |server: &Server, profile_type: &str| {
+        let api = Api::new(server, "acme");
+        let request = api
+            .with(api.http.post(format!("{}/api/v1/profiles", server.base)))
+            .header("Host", "elsewhere.example:9999")
+            .header("X-Stacklens-Service", "payments")
+            .header("X-Stacklens-ProfileType", profile_type)
+            .header("X-Stacklens-Labels", "env=staging,zone=b")
+            .header("X-Stacklens-Name", "heap-0412.pb.gz");
+        json_of(request.body(heap.clone()).send().unwrap())
+    };
+    // The type header is read: a heap profile claimed to be cpu is refused.
+    let (status, e) = send(&public, "cpu");
+    assert_eq!((status, e["error_code"].as_str()), (422, Some("ProfileTypeMismatch")), "{e}");
+    let (status, up) = send(&public, "heap");
+    assert_eq!(status, 201, "{up}");
+    let id = up["id"].as_str().unwrap();
+    let api = Api::new(&public, "acme");
+    let (_, record) = json_of(api.get(&format!("/api/v1/profiles/{id}")));
+    for r in [&up, &record] {
+        assert_eq!(
+            (&r["service"], &r["profileType"], &r["labels"], &r["name"]),
+            (&json!("payments"), &json!("memory"), &json!({"env": "staging", "zone": "b"}), &json!("heap-0412.pb.gz")),
+            "{r}"
+        );
+        assert_eq!(r["shareUrl"], format!("https://profiles.example.test/stacklens/#/s/{id}?tenant=acme"));
+    }
+    let (_, listed) = json_of(api.get("/api/v1/profiles?service=payments&profileType=memory"));
+    assert_eq!(ids_of(&listed["profiles"], "id"), [id]);
+    let (status, b) =
+        json_of(api.post_json(
+            "/api/v1/profiling/baselines",
+            &json!({"label": "heap", "sessionId": id, "profileType": "memory"}),
+        ));
+    assert_eq!(status, 201, "{b}");
+    let baseline = b["baselineId"].as_str().unwrap();
+    assert_eq!(b["shareUrl"], format!("https://profiles.example.test/stacklens/#/b/{baseline}?tenant=acme"));
+    assert_eq!(b["service"], "payments");
+    // Without --public-url the same request's link names its Host.
+    let (status, up) = send(&plain, "memory");
+    assert_eq!(status, 201, "{up}");
+    assert_eq!(up["shareUrl"], format!("http://elsewhere.example:9999/#/s/{}?tenant=acme", up["id"].as_str().unwrap()));
+}
+
+/// `normalize` and `noiseThresholdPct` of `POST /api/v1/profiling/diff`, and
+/// `noiseThresholdPct` of `GET /api/v1/observability/profiling/compare`, with values
+/// computed from `go tool pprof -top` outputs of the two cpu fixtures.
+#[test]
+fn diff_and_compare_options_change_the_numbers_as_documented() {
+    let Some(fx) = fixtures() else { return };
+    let server = start("memory://", &[]);
+    let api = Api::new(&server, "default");
+    let upload = |f: &str| json_of(api.upload("", read(&fx, f))).1["id"].as_str().unwrap().to_owned();
+    let (base, later) = (upload("go/base/cpu.pb.gz"), upload("go/compare/cpu.pb.gz"));
+    let diff = |options: Value| {
+        let mut body = json!({"baseId": base, "compareId": later, "type": "cpu"});
+        body.as_object_mut().unwrap().extend(options.as_object().unwrap().clone());
+        let (status, d) = json_of(api.post_json("/api/v1/profiling/diff", &body));
+        assert_eq!(status, 200, "{body}: {d}");
+        d
+    };
+    let (base_total, base_rows) = pprof_top(&fx.join("go/base/cpu.pprof-top.txt"));
+    let (compare_total, compare_rows) = pprof_top(&fx.join("go/compare/cpu.pprof-top.txt"));
+
+    // normalize scales the base by compare total / base total (6.90 s / 7.08 s) before
+    // subtracting: the base side shrinks, the compare side stays, and the overall delta
+    // stays that of the raw totals. (pprof's -normalize scales the other side instead:
+    // its findMatch +701.91ms × 6.90/7.08 is the 684.07ms here.)
+    let ratio = compare_total as f64 / base_total as f64;
+    let scaled = |v: i64| (v as f64 * ratio).round() as i64;
+    let (plain, normalized) = (diff(json!({})), diff(json!({"normalize": true})));
+    assert_eq!(plain["overallDelta"], normalized["overallDelta"]);
+    for (name, list) in
+        [("compress/flate.(*compressor).findMatch", "regressions"), ("sort.partition_func", "improvements")]
+    {
+        let (b, c) = (pprof_row(&base_rows, name), pprof_row(&compare_rows, name));
+        let values = |f: &Value| {
+            ["baseFlat", "compareFlat", "flatDelta", "baseCum", "compareCum", "cumDelta"]
+                .map(|k| f[k].as_i64().unwrap())
+        };
+        let as_is = values(delta_of(&plain, list, name).unwrap());
+        assert_eq!(as_is, [b.flat, c.flat, c.flat - b.flat, b.cum, c.cum, c.cum - b.cum], "{name}");
+        let now = values(delta_of(&normalized, list, name).unwrap());
+        let (bf, bc) = (scaled(b.flat), scaled(b.cum));
+        assert_eq!(now, [bf, c.flat, c.flat - bf, bc, c.cum, c.cum - bc], "{name} normalized");
+    }
+    let find_match = delta_of(&normalized, "regressions", "compress/flate.(*compressor).findMatch").unwrap();
+    assert_eq!((&find_match["baseFlat"], &find_match["flatDelta"]), (&json!(1_305_932_203), &json!(684_067_797)));
+
+    // noiseThresholdPct: main.dotRowCol grew by 0.23 s flat and 0.24 s cum
+    // (cpu.diff-vs-base.pprof-top.txt), main.matrixMultiply by 0.24 s cum (0.05 s → 0.29 s,
+    // cpu.cum.pprof-top.txt). 3.3% of 7.08 s is 233.64 ms: both are regressions; 3.4% is
+    // 240.72 ms: both are unchanged, and nothing else moves.
+    let (_, reference) = pprof_top(&fx.join("go/compare/cpu.diff-vs-base.pprof-top.txt"));
+    let dot = pprof_row(&reference, "main.dotRowCol");
+    assert_eq!((dot.flat, dot.cum), (230_000_000, 240_000_000));
+    let compare = |pct: &str| {
+        let query = format!("baseProfileId={base}&comparisonProfileId={later}&noiseThresholdPct={pct}");
+        let (status, c) = json_of(api.get(&format!("/api/v1/observability/profiling/compare?{query}")));
+        assert_eq!(status, 200, "{c}");
+        c
+    };
+    let moved = ["main.dotRowCol", "main.matrixMultiply"];
+    let mut unchanged = Vec::new();
+    for (pct, regressed) in [(3.3, true), (3.4, false)] {
+        let d = diff(json!({"noiseThresholdPct": pct}));
+        let c = compare(&pct.to_string());
+        for name in moved {
+            assert_eq!(
+                delta_of(&d, "regressions", name).is_some(),
+                regressed,
+                "{name} at {pct}%: {}",
+                d["regressions"]
+            );
+            assert_eq!(delta_of(&d, "improvements", name), None);
+        }
+        if regressed {
+            let f = delta_of(&d, "regressions", "main.dotRowCol").unwrap();
+            assert_eq!((&f["flatDelta"], &f["cumDelta"]), (&json!(dot.flat), &json!(dot.cum)));
+            let f = delta_of(&d, "regressions", "main.matrixMultiply").unwrap();
+            assert_eq!((&f["flatDelta"], &f["cumDelta"]), (&json!(0), &json!(240_000_000)));
+        }
+        // The compare endpoint applies the same threshold to the same numbers.
+        for key in ["regressions", "improvements", "unchanged", "overallDelta"] {
+            assert_eq!(c[key], d[key], "{key} at {pct}%");
+        }
+        assert_eq!(c["noiseThresholdPct"], json!(pct));
+        assert_eq!(
+            (&c["baseProfile"]["sessionId"], &c["comparisonProfile"]["sessionId"]),
+            (&json!(base), &json!(later))
+        );
+        assert_eq!(
+            (&c["baseProfile"]["sampleCount"], &c["comparisonProfile"]["sampleCount"]),
+            (&json!(708), &json!(690))
+        );
+        unchanged.push((names(&d, "regressions"), names(&d, "improvements"), d["unchanged"].as_u64().unwrap()));
+    }
+    let ((r33, i33, u33), (r34, i34, u34)) = (&unchanged[0], &unchanged[1]);
+    let gone: Vec<&str> = r33.iter().filter(|n| !r34.contains(n)).map(String::as_str).collect();
+    assert_eq!((gone, r34.len(), i33 == i34, *u34), (moved.to_vec(), r33.len() - 2, true, u33 + 2));
+    // Out of range is refused, not clamped.
+    let (status, e) = json_of(api.get(&format!(
+        "/api/v1/observability/profiling/compare?baseProfileId={base}&comparisonProfileId={later}&noiseThresholdPct=101"
+    )));
+    assert_eq!((status, e["details"]["field"].as_str()), (400, Some("noiseThresholdPct")));
 }
 
 /// The OpenAPI document lists exactly the API's routes, and each one it lists is served.
