@@ -128,7 +128,23 @@ fn page(dist: &std::path::Path) -> Router {
             Ok(index.call(req).await.map(IntoResponse::into_response).unwrap_or_else(|e| match e {}))
         }
     });
-    Router::new().fallback_service(ServeDir::new(dist).fallback(spa)).layer(axum::middleware::from_fn(cache_headers))
+    Router::new()
+        .fallback_service(ServeDir::new(dist).fallback(spa))
+        .layer(axum::middleware::from_fn(cache_headers))
+        .layer(axum::middleware::from_fn(read_only))
+}
+
+/// The page takes GET and HEAD; other methods get the API's JSON 405 rather than
+/// ServeDir's empty one.
+async fn read_only(req: Request, next: axum::middleware::Next) -> axum::response::Response {
+    if matches!(*req.method(), axum::http::Method::GET | axum::http::Method::HEAD) {
+        return next.run(req).await;
+    }
+    let mut response =
+        api::ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "the page takes only GET and HEAD")
+            .into_response();
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+    response
 }
 
 /// Trunk names built assets `name-<16 hex>.ext`: such a file never changes.

@@ -1468,6 +1468,15 @@ fn wrong_methods_and_unknown_routes() {
         // A page path that names a file that is not there.
         let answer = raw(port, "GET", b"/nope.js", &[], b"");
         assert_eq!((answer.status, &answer.error()["error_code"]), (404, &json!("NotFound")));
+        // The page is read-only: other methods get the same JSON 405, with Allow.
+        for target in ["/", "/index.html", "/nope.js", "/s/abc"] {
+            for method in ["POST", "PUT", "DELETE", "PATCH"] {
+                let answer = raw(port, method, target.as_bytes(), &[], b"{}");
+                assert_eq!(answer.status, 405, "{method} {target}");
+                assert_eq!(answer.error()["error_code"], "MethodNotAllowed", "{method} {target}");
+                assert_eq!(answer.header("allow"), Some("GET, HEAD"), "{method} {target}");
+            }
+        }
     });
 }
 
