@@ -1,7 +1,7 @@
 // Shared pieces of the browser tests: a real `stacklens serve` on 127.0.0.1 and
 // Debian's Chromium driven by playwright-core (never a downloaded browser).
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import net from 'node:net';
@@ -64,4 +64,158 @@ export async function launchBrowser() {
 export async function screenshot(page, name) {
   mkdirSync(screenshots, { recursive: true });
   await page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true });
+}
+
+// ---- Shared by the view tests: prerequisites, pprof's reference outputs, what the page shows.
+
+/** Fails (or with STACKLENS_ALLOW_SKIP=1 outside CI, skips) a test whose prerequisite is missing. */
+export function missingPrerequisite(t, what) {
+  if (process.env.CI === 'true' || process.env.STACKLENS_ALLOW_SKIP !== '1') {
+    throw new Error(`missing prerequisite: ${what} (CI or no STACKLENS_ALLOW_SKIP=1)`);
+  }
+  t.skip(what);
+}
+
+export const goBinary = process.env.STACKLENS_GO || '/usr/bin/go';
+
+/** True when Go (for `go tool pprof` reference outputs) is present; see missingPrerequisite. */
+export function requireGo(t) {
+  if (existsSync(goBinary)) return true;
+  missingPrerequisite(t, `${goBinary} not found (go tool pprof makes the reference outputs)`);
+  return false;
+}
+
+/** `go tool pprof -top ARGS FILE` (a fixture path), the independent reference. */
+export function pprofTop(args, file) {
+  return execFileSync(goBinary, ['tool', 'pprof', '-top', ...args, join(fixtures, file)], {
+    encoding: 'utf8', env: { ...process.env, PPROF_BINARY_PATH: '/nonexistent' }, timeout: 60000,
+  });
+}
+
+/** A value as pprof prints it ("0.65s", "-450ms", "13.86MB", "134") in the base unit (ns, B, count). */
+export function pprofValue(text) {
+  const m = /^(-?[0-9.]+)([a-zA-Z]*)$/.exec(text);
+  if (!m) throw new Error(`not a pprof value: ${text}`);
+  const factor = { '': 1, ns: 1, us: 1e3, ms: 1e6, s: 1e9, B: 1, kB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 }[m[2]];
+  if (factor === undefined) throw new Error(`unknown unit in ${text}`);
+  return Math.round(Number(m[1]) * factor);
+}
+
+/** The table of a `go tool pprof -top` text: [{ flat, cum, name }] ("(inline)" dropped), first `n`. */
+export function pprofTable(text, n = Infinity) {
+  const lines = text.split('\n');
+  const start = lines.findIndex((l) => l.trim().startsWith('flat  flat%')) + 1;
+  if (start === 0) throw new Error(`no pprof table in:\n${text}`);
+  return lines.slice(start).filter((l) => l.trim()).slice(0, n).map((l) => {
+    const t = l.trim().split(/\s+/);
+    return { flat: pprofValue(t[0]), cum: pprofValue(t[3]), name: t.slice(5).join(' ').replace(/ \((partial-)?inline\)$/, '') };
+  });
+}
+
+/** A fixture's stored pprof output (`*.pprof-top.txt`) as a table. */
+export function pprofFileTable(file, n) {
+  return pprofTable(readFileSync(join(fixtures, file), 'utf8'), n);
+}
+
+/** "Showing nodes accounting for X" of a pprof text (with -nodecount large and -nodefraction=0: the total kept). */
+export function pprofShown(text) {
+  return pprofValue(/Showing nodes accounting for (\S+),/.exec(text)[1]);
+}
+
+/** The first `n` rows of the page's top table: [{ flat, cum, name }] from the cells' raw values. */
+export async function pageTopTable(page, n) {
+  await page.getByTestId('top-row').first().waitFor();
+  return page.getByTestId('top-row').evaluateAll((rows, n) => rows.slice(0, n).map((r) => ({
+    flat: Number(r.querySelector('[data-col=flat]').dataset.value),
+    cum: Number(r.querySelector('[data-col=cum]').dataset.value),
+    name: r.querySelector('[data-col=name]').dataset.value,
+  })), n);
+}
+
+/** Polls `probe` until it returns something other than undefined, or fails after `ms`. */
+export async function until(what, probe, ms = 20000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Waits until the page's top table starts with exactly `expected` (pprof's rows); returns what it shows. */
+export async function expectTopTable(page, expected, what) {
+  let shown;
+  try {
+    return await until(what, async () => {
+      shown = await pageTopTable(page, expected.length);
+      return JSON.stringify(shown) === JSON.stringify(expected) ? shown : undefined;
+    });
+  } catch (e) {
+    // Show the difference, not only the timeout.
+    const { deepStrictEqual } = await import('node:assert/strict');
+    deepStrictEqual(shown, expected, what);
+    throw e;
+  }
+}
+
+/** The flame graph canvas's pixel [r, g, b, a] at CSS pixel (x, y) of the canvas. */
+export async function canvasPixel(canvas, x, y) {
+  return canvas.evaluate((c, [x, y]) => {
+    const scale = c.width / c.clientWidth;
+    return [...c.getContext('2d').getImageData(Math.floor(x * scale), Math.floor(y * scale), 1, 1).data];
+  }, [x, y]);
+}
+
+/** CSS hsl(h, s%, l%) as 8-bit [r, g, b] (what a canvas fill of that colour reads back, ±1). */
+export function hslRgb(h, s, l) {
+  const a = (s / 100) * Math.min(l / 100, 1 - l / 100);
+  const f = (n) => { const k = (n + h / 30) % 12; return Math.round(255 * (l / 100 - a * Math.max(-1, Math.min(k - 3, 9 - k, 1)))); };
+  return [f(0), f(8), f(4)];
+}
+
+/** True when `pixel` is `rgb` within 1 per channel (canvas colour rounding). */
+export function sameColour(pixel, rgb) {
+  return rgb.every((v, i) => Math.abs(pixel[i] - v) <= 1) && pixel[3] === 255;
+}
+
+/** Hovers the canvas at CSS (x, y): the tooltip's frame name and its whole text (name, file, total, self). */
+export async function hoverText(page, canvas, x, y) {
+  const box = await canvas.boundingBox();
+  const tip = page.getByTestId('flame-tooltip');
+  // Leave the canvas first, so the tooltip read is the one for (x, y).
+  await page.mouse.move(box.x + box.width / 2, box.y - 30);
+  await tip.waitFor({ state: 'detached' });
+  await page.mouse.move(box.x + x, box.y + y);
+  await tip.waitFor();
+  return { name: await tip.locator('.tt-name').textContent(), text: await tip.textContent() };
+}
+
+/** A fresh page (its own context) on the server's page, recording every request it makes. */
+export async function openPage(browser, base) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const requests = [];
+  page.on('request', (r) => requests.push(r.url()));
+  await page.goto(base);
+  return { page, requests };
+}
+
+/** Opens fixture files (paths under the fixtures folder) with the page's file button. */
+export async function loadFixtures(page, ...files) {
+  await page.getByTestId('file-input').setInputFiles(files.map((f) => join(fixtures, f)));
+}
+
+/** Waits until the page's Cache Storage holds `n` kept files. */
+export async function keptFiles(page, n) {
+  await until(`the page to keep ${n} files`, async () => {
+    const kept = await page.evaluate(async () => (await (await caches.open('stacklens-local-profiles')).keys()).length);
+    return kept === n ? kept : undefined;
+  });
+}
+
+/** Sets a focus/ignore/hide input the way a user does: type, then Enter (the inputs apply on change). */
+export async function setFilter(page, testid, value) {
+  const input = page.getByTestId(testid);
+  await input.fill(value);
+  await input.press('Enter');
 }
