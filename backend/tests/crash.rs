@@ -5,14 +5,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{fixtures, free_port, temp_dir, Seaweed, Server};
+use common::{fixtures, free_port, stand_in, temp_dir, until, Seaweed, Server};
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 
@@ -29,17 +27,8 @@ fn post(http: &Client, base: &str, path: &str, body: Value) -> (u16, Value) {
     answer(http.post(format!("{base}{path}")).json(&body).send().unwrap())
 }
 
-/// Polls `check` until it gives a value (30 s at most).
-fn until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+/// How long a wait in these tests may take at most.
+const PATIENCE: Duration = Duration::from_secs(60);
 
 fn baselines_scenario(store: &str, env: &[(&str, &str)]) {
     let Some(fx) = fixtures() else { return };
@@ -53,8 +42,10 @@ fn baselines_scenario(store: &str, env: &[(&str, &str)]) {
     let session = session["id"].as_str().unwrap().to_owned();
 
     let acknowledged = Arc::new(Mutex::new(Vec::<String>::new()));
-    // Three crashes at different moments of the burst.
-    for crash_after in [250, 600, 1100] {
+    // Three crashes at different moments of the burst: after 2, 5 and 10 more
+    // acknowledged baselines (writes are in flight on four connections then).
+    for burst in [2, 5, 10] {
+        let before = acknowledged.lock().unwrap().len();
         let stop = Arc::new(AtomicBool::new(false));
         let writers: Vec<_> = (0..4)
             .map(|w| {
@@ -80,14 +71,15 @@ fn baselines_scenario(store: &str, env: &[(&str, &str)]) {
                 })
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(crash_after));
+        until(&format!("{burst} more acknowledged baselines"), PATIENCE, || {
+            (acknowledged.lock().unwrap().len() >= before + burst).then_some(())
+        });
         server.kill_9();
         stop.store(true, Ordering::Relaxed);
         writers.into_iter().for_each(|w| w.join().unwrap());
         server = Server::start_on(port, store, &[], env);
     }
     let acknowledged = acknowledged.lock().unwrap().clone();
-    assert!(acknowledged.len() >= 6, "the bursts got going ({} baselines)", acknowledged.len());
 
     let base = &server.base;
     let (status, listed) = get(&http, base, "/api/v1/profiling/baselines");
@@ -127,103 +119,118 @@ fn kill_9_during_baseline_creation_on_seaweedfs() {
 }
 
 /// A stand-in for Go's net/http/pprof: `profile?seconds=N` answers a real CPU profile
-/// after N seconds, `heap` a real heap profile at once.
-fn pprof_target(fx: &Path) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let cpu = std::fs::read(fx.join("go/base/cpu.pb.gz")).unwrap();
-    let heap = std::fs::read(fx.join("go/base/heap.pb.gz")).unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let (cpu, heap) = (cpu.clone(), heap.clone());
-            std::thread::spawn(move || {
-                let mut line = String::new();
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                if reader.read_line(&mut line).is_err() {
-                    return;
+/// after N seconds, `heap` a real heap profile at once. While `hold` is set, CPU
+/// profiles are not answered (a capture stays mid-fetch for as long as the test needs).
+struct PprofTarget {
+    port: u16,
+    /// The paths asked for, in order.
+    asked: Arc<Mutex<Vec<String>>>,
+    hold: Arc<AtomicBool>,
+}
+
+impl PprofTarget {
+    fn start(fx: &Path) -> PprofTarget {
+        let cpu = std::fs::read(fx.join("go/base/cpu.pb.gz")).unwrap();
+        let heap = std::fs::read(fx.join("go/base/heap.pb.gz")).unwrap();
+        let (asked, hold) = (Arc::new(Mutex::new(Vec::new())), Arc::new(AtomicBool::new(false)));
+        let (log, held) = (asked.clone(), hold.clone());
+        let port = stand_in(move |path| {
+            log.lock().unwrap().push(path.to_owned());
+            if let Some(seconds) = path.split("seconds=").nth(1) {
+                // The length of the profile being "recorded", as Go's endpoint takes it.
+                std::thread::sleep(Duration::from_secs(seconds.parse().unwrap_or(1)));
+                while held.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(20));
                 }
-                let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
-                let body = if let Some(seconds) = path.split("seconds=").nth(1) {
-                    std::thread::sleep(Duration::from_secs(seconds.parse().unwrap_or(1)));
-                    cpu
-                } else if path.ends_with("/heap") {
-                    heap
-                } else {
-                    Vec::new()
-                };
-                let status = if body.is_empty() { "404 Not Found" } else { "200 OK" };
-                let mut stream = stream;
-                let head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-                let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&body));
-            });
-        }
-    });
-    port
+                Some(cpu.clone())
+            } else {
+                path.ends_with("/heap").then(|| heap.clone())
+            }
+        });
+        PprofTarget { port, asked, hold }
+    }
+
+    fn hold_cpu(&self, hold: bool) {
+        self.hold.store(hold, Ordering::SeqCst);
+    }
+
+    /// A targets file naming it as service "shop".
+    fn targets_file(&self) -> PathBuf {
+        let file = temp_dir("crash-targets").join("targets.toml");
+        let url = format!("http://127.0.0.1:{}/debug/pprof", self.port);
+        std::fs::write(&file, format!("[[target]]\nservice = \"shop\"\nurl = \"{url}\"\n")).unwrap();
+        file
+    }
 }
 
-/// A targets file naming the stand-in as service "shop".
-fn targets_file(target_port: u16) -> PathBuf {
-    let file = temp_dir("crash-targets").join("targets.toml");
-    std::fs::write(
-        &file,
-        format!("[[target]]\nservice = \"shop\"\nurl = \"http://127.0.0.1:{target_port}/debug/pprof\"\n"),
-    )
-    .unwrap();
-    file
+/// Capture deadline = duration + grace; short here so the test sees it pass. The
+/// restarted server must come up within it (it takes well under a second).
+const GRACE_SECS: &str = "6";
+
+fn capture_status(http: &Client, base: &str, id: &str) -> Value {
+    get(http, base, &format!("/api/v1/observability/profiling/{id}")).1
 }
 
-/// Capture deadline = duration + grace; short here so the test sees it pass.
-const GRACE_SECS: &str = "3";
+fn history(http: &Client, base: &str, kind: &str) -> Vec<Value> {
+    let (_, h) = get(http, base, &format!("/api/v1/observability/profiling/history?service=shop&profileType={kind}"));
+    h["captures"].as_array().unwrap().clone()
+}
 
 #[test]
 fn kill_9_during_a_capture_leaves_no_capture_running_forever() {
     let Some(fx) = fixtures() else { return };
-    let targets = targets_file(pprof_target(&fx));
+    let target = PprofTarget::start(&fx);
+    let targets = target.targets_file();
     let store = format!("file://{}", temp_dir("crash-capture").display());
     let args = ["--targets", targets.to_str().unwrap(), "--capture-grace-secs", GRACE_SECS];
     let port = free_port();
     let http = Client::new();
     let server = Server::start_on(port, &store, &args, &[]);
     let capture = json!({"service": "shop", "profileType": "cpu", "durationSeconds": 2});
+    target.hold_cpu(true);
     let (status, started) = post(&http, &server.base, "/api/v1/observability/profiling/start", capture.clone());
     assert_eq!(status, 202, "{started}");
     let id = started["id"].as_str().unwrap().to_owned();
-    std::thread::sleep(Duration::from_millis(700));
+    // Killed while the target is answering its fetch.
+    until("the capture's fetch to reach the target", PATIENCE, || {
+        target.asked.lock().unwrap().contains(&"/debug/pprof/profile?seconds=2".to_owned()).then_some(())
+    });
     server.kill_9();
+    target.hold_cpu(false);
 
     let server = Server::start_on(port, &store, &args, &[]);
     let base = &server.base;
-    let (status, now) = get(&http, base, &format!("/api/v1/observability/profiling/{id}"));
-    assert_eq!((status, &now["status"]), (200, &json!("running")), "before its deadline it may still finish: {now}");
+    let now = capture_status(&http, base, &id);
+    assert_eq!(now["status"], "running", "before its deadline it may still finish: {now}");
     let (status, refused) = post(&http, base, "/api/v1/observability/profiling/start", capture.clone());
     assert_eq!((status, &refused["error_code"]), (409, &json!("CaptureInProgress")), "{refused}");
 
     // Past the deadline: failed, and its lease no longer blocks a new capture.
-    let failed = until("the interrupted capture to read failed", || {
-        let (_, c) = get(&http, base, &format!("/api/v1/observability/profiling/{id}"));
+    let failed = until("the interrupted capture to read failed", PATIENCE, || {
+        let c = capture_status(&http, base, &id);
         (c["status"] != "running").then_some(c)
     });
     assert_eq!(failed["status"], "failed", "{failed}");
     assert!(failed["error"].as_str().unwrap().contains("interrupted"), "{failed}");
-    let again = until("a new capture to be accepted", || {
+    let again = until("a new capture to be accepted", PATIENCE, || {
         let (status, c) = post(&http, base, "/api/v1/observability/profiling/start", capture.clone());
         (status == 202).then_some(c)
     });
-    let done = until("the new capture to finish", || {
-        let (_, c) = get(&http, base, &format!("/api/v1/observability/profiling/{}", again["id"].as_str().unwrap()));
+    let done = until("the new capture to finish", PATIENCE, || {
+        let c = capture_status(&http, base, again["id"].as_str().unwrap());
         (c["status"] != "running").then_some(c)
     });
     assert_eq!(done["status"], "completed", "{done}");
-    let (_, history) = get(&http, base, "/api/v1/observability/profiling/history?service=shop&profileType=cpu");
-    let statuses: Vec<&str> =
-        history["captures"].as_array().unwrap().iter().map(|c| c["status"].as_str().unwrap()).collect();
-    assert_eq!(statuses, ["failed", "completed"], "{history}");
+    let statuses: Vec<String> =
+        history(&http, base, "cpu").iter().map(|c| c["status"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(statuses, ["failed", "completed"]);
 }
 
 #[test]
 fn kill_9_during_continuous_capture_ticks_settles_every_capture() {
     let Some(fx) = fixtures() else { return };
-    let targets = targets_file(pprof_target(&fx));
+    let target = PprofTarget::start(&fx);
+    let targets = target.targets_file();
     let store = format!("file://{}", temp_dir("crash-schedule").display());
     let args =
         ["--targets", targets.to_str().unwrap(), "--capture-grace-secs", GRACE_SECS, "--schedule-tick-ms", "200"];
@@ -236,29 +243,58 @@ fn kill_9_during_continuous_capture_ticks_settles_every_capture() {
     };
     let (status, body) = post(&http, &server.base, "/api/v1/observability/profiling/continuous", schedule(true));
     assert_eq!(status, 201, "{body}");
-    std::thread::sleep(Duration::from_millis(2600));
+    let completed_ids = |captures: &[Value]| -> Vec<String> {
+        captures.iter().filter(|c| c["status"] == "completed").map(|c| c["id"].as_str().unwrap().to_owned()).collect()
+    };
+    // Completed captures of both types before the crash...
+    let before: Vec<String> = until("a completed capture of each type", PATIENCE, || {
+        let (cpu, memory) = (
+            completed_ids(&history(&http, &server.base, "cpu")),
+            completed_ids(&history(&http, &server.base, "memory")),
+        );
+        (!cpu.is_empty() && !memory.is_empty()).then(|| [cpu, memory].concat())
+    });
+    // ...and one cpu capture mid-fetch when it comes: one that started after the target
+    // began holding CPU profiles cannot finish.
+    target.hold_cpu(true);
+    let held_since = std::time::SystemTime::now();
+    let started = |c: &Value| humantime::parse_rfc3339(c["startedAt"].as_str().unwrap()).unwrap();
+    let interrupted = until("a cpu capture held mid-fetch", PATIENCE, || {
+        history(&http, &server.base, "cpu")
+            .into_iter()
+            .find(|c| c["status"] == "running" && started(c) > held_since)
+            .map(|c| c["id"].as_str().unwrap().to_owned())
+    });
     server.kill_9();
+    let crashed_at = std::time::SystemTime::now();
+    target.hold_cpu(false);
 
     let server = Server::start_on(port, &store, &args, &[]);
-    let restarted_at = std::time::SystemTime::now();
     let base = &server.base;
-    // The crashed captures' leases expire 1 s + grace after they started; then
-    // captures go on.
-    std::thread::sleep(Duration::from_secs(7));
+    // The crashed capture's lease expires 1 s + grace after it started: it reads
+    // failed, and captures go on.
+    let failed = until("the interrupted capture to read failed", PATIENCE, || {
+        let c = capture_status(&http, base, &interrupted);
+        (c["status"] != "running").then_some(c)
+    });
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(failed["error"].as_str().unwrap().contains("interrupted"), "{failed}");
+    for kind in ["cpu", "memory"] {
+        until(&format!("a {kind} capture completed after the restart"), PATIENCE, || {
+            history(&http, base, kind)
+                .iter()
+                .any(|c| c["status"] == "completed" && started(c) > crashed_at)
+                .then_some(())
+        });
+    }
     let (status, body) = post(&http, base, "/api/v1/observability/profiling/continuous", schedule(false));
     assert_eq!(status, 201, "{body}");
     for kind in ["cpu", "memory"] {
-        let history = until(&format!("every {kind} capture to settle"), || {
-            let (_, h) =
-                get(&http, base, &format!("/api/v1/observability/profiling/history?service=shop&profileType={kind}"));
-            h["captures"].as_array().unwrap().iter().all(|c| c["status"] != "running").then_some(h)
+        let captures = until(&format!("every {kind} capture to settle"), PATIENCE, || {
+            let h = history(&http, base, kind);
+            h.iter().all(|c| c["status"] != "running").then_some(h)
         });
-        let captures = history["captures"].as_array().unwrap();
-        let completed: Vec<&Value> = captures.iter().filter(|c| c["status"] == "completed").collect();
-        let started = |c: &Value| humantime::parse_rfc3339(c["startedAt"].as_str().unwrap()).unwrap();
-        assert!(completed.iter().any(|c| started(c) < restarted_at), "{kind}: captured before the crash: {history}");
-        assert!(completed.iter().any(|c| started(c) > restarted_at), "{kind}: captures went on after it: {history}");
-        for capture in &completed {
+        for capture in captures.iter().filter(|c| c["status"] == "completed") {
             let session = capture["sessionId"].as_str().unwrap();
             let raw = http.get(format!("{base}/api/v1/profiles/{session}/raw")).send().unwrap();
             assert_eq!(raw.status(), 200, "{kind}: completed capture {} lost its profile", capture["id"]);
@@ -267,5 +303,11 @@ fn kill_9_during_continuous_capture_ticks_settles_every_capture() {
         let mut unique = slots.clone();
         unique.dedup();
         assert_eq!(slots, unique, "{kind}: no slot captured twice across the crash");
+    }
+    // Every capture completed before the crash is still listed, completed.
+    let all: Vec<Value> = ["cpu", "memory"].iter().flat_map(|kind| history(&http, base, kind)).collect();
+    for id in &before {
+        let status = all.iter().find(|c| c["id"] == id.as_str()).map(|c| c["status"].clone());
+        assert_eq!(status, Some(json!("completed")), "{id} was completed before the crash");
     }
 }

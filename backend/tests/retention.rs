@@ -5,12 +5,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{fixtures, free_port, temp_dir, Seaweed, Server};
+use common::{fixtures, free_port, stand_in, temp_dir, until, Seaweed, Server};
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 
@@ -22,24 +21,9 @@ struct StandIn {
 
 impl StandIn {
     fn start() -> StandIn {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
         let serving = Arc::new(Mutex::new(Vec::new()));
         let bytes = serving.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                // The request line and headers; the body is empty.
-                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    line.clear();
-                }
-                let body = bytes.lock().unwrap().clone();
-                let mut out = stream;
-                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-                let _ = out.write_all(head.as_bytes()).and_then(|()| out.write_all(&body));
-            }
-        });
+        let port = stand_in(move |_| Some(bytes.lock().unwrap().clone()));
         StandIn { port, serving }
     }
 
@@ -48,18 +32,45 @@ impl StandIn {
     }
 }
 
-fn until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(v) = check() {
-            return v;
+/// How long a wait in these tests may take at most.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Where the server keeps its objects, looked at directly (not through the server).
+enum Backing {
+    Folder(PathBuf),
+    /// A prefix in SeaweedFS's bucket `test`, read through its filer.
+    Seaweed(String),
+}
+
+impl Backing {
+    fn url(&self) -> String {
+        match self {
+            Backing::Folder(dir) => format!("file://{}", dir.display()),
+            Backing::Seaweed(prefix) => format!("s3://test/{prefix}"),
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    fn has(&self, key: &str) -> bool {
+        match self {
+            Backing::Folder(dir) => dir.join(key).is_file(),
+            Backing::Seaweed(prefix) => {
+                let url = format!("http://127.0.0.1:8888/buckets/test/{prefix}/{key}");
+                let status = Client::new().head(url).send().unwrap().status().as_u16();
+                assert!(status == 200 || status == 404, "the filer answered {status} for {key}");
+                status == 200
+            }
+        }
+    }
+
+    /// Whether a session's raw bytes and its record are in the store.
+    fn session_stored(&self, session: &str) -> (bool, bool) {
+        let key = |ext: &str| format!("tenants/default/sessions/{session}.{ext}");
+        (self.has(&key("raw")), self.has(&key("json")))
     }
 }
 
-fn scenario(store: &str, env: &[(&str, &str)]) {
+fn scenario(backing: Backing, env: &[(&str, &str)]) {
+    let store = &backing.url();
     let Some(fx) = fixtures() else { return };
     let read = |f: &str| std::fs::read(fx.join(f)).unwrap();
     let (a, b, c) = (read("go/base/heap.pb.gz"), read("go/compare/heap.pb.gz"), read("go/base/heap.debug1.txt"));
@@ -84,7 +95,7 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
             post("/api/v1/observability/profiling/start", json!({"service": "shop", "profileType": "memory"}));
         assert_eq!(status, 202, "{started}");
         let id = started["id"].as_str().unwrap().to_owned();
-        until("the capture", || {
+        until("the capture", PATIENCE, || {
             let (_, c) = get(&format!("/api/v1/observability/profiling/{id}"));
             (c["status"] != "running").then_some(c)
         })
@@ -97,6 +108,7 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
     let session_a = uploaded.json::<Value>().unwrap()["id"].as_str().unwrap().to_owned();
     let first = capture();
     assert_eq!((&first["status"], first["sessionId"].as_str()), (&json!("completed"), Some(session_a.as_str())));
+    assert_eq!(backing.session_stored(&session_a), (true, true), "A's bytes and record are stored");
     // B: captured, then saved as a baseline.
     target.serve(&b);
     let second = capture();
@@ -110,6 +122,7 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
     // The user deletes B's session by its link: 404 at once, the baseline keeps its bytes.
     assert_eq!(http.delete(api(&format!("/api/v1/profiles/{session_b}"))).send().unwrap().status(), 204);
     assert_eq!(get(&format!("/api/v1/profiles/{session_b}")).0, 404);
+    assert_eq!(backing.session_stored(&session_b), (true, true), "the baseline holds B's bytes");
 
     // C from now on, captured every second and kept for 2 s: A's and B's captures expire.
     target.serve(&c);
@@ -122,7 +135,7 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
         || get("/api/v1/observability/profiling/history?service=shop&profileType=memory").1["captures"].clone();
     let ids =
         |h: &Value| h.as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
-    let session_c = until("a scheduled capture of C", || {
+    let session_c = until("a scheduled capture of C", PATIENCE, || {
         history()
             .as_array()
             .unwrap()
@@ -130,7 +143,7 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
             .find(|c| c["status"] == "completed" && c["slot"].is_u64())
             .map(|c| c["sessionId"].as_str().unwrap().to_owned())
     });
-    until("A's and B's captures to expire", || {
+    until("A's and B's captures to expire", PATIENCE, || {
         let h = ids(&history());
         (!h.contains(&first["id"].as_str().unwrap().to_owned())
             && !h.contains(&second["id"].as_str().unwrap().to_owned()))
@@ -139,6 +152,10 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
     for gone in [&first["id"], &second["id"]] {
         assert_eq!(get(&format!("/api/v1/observability/profiling/{}", gone.as_str().unwrap())).0, 404);
     }
+    assert_eq!(backing.session_stored(&session_c), (true, true), "C's captures hold it");
+    // The sessions the expired captures held are still held by the upload and the baseline.
+    assert_eq!(backing.session_stored(&session_a), (true, true));
+    assert_eq!(backing.session_stored(&session_b), (true, true));
 
     // A: still there for its uploader, bytes intact.
     let kept = raw(&session_a);
@@ -149,11 +166,17 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
     let (status, diff) =
         post("/api/v1/profiling/diff", json!({"baseId": baseline_id, "compareId": session_a, "type": "memory"}));
     assert_eq!(status, 200, "{diff}");
+    // B is go/compare/heap.pb.gz, A go/base/heap.pb.gz: inuse_space sums 14530408 and
+    // 7617933 bytes (SOURCES.md).
+    let delta = (7_617_933.0 - 14_530_408.0) * 100.0 / 14_530_408.0;
     assert_eq!(diff["baseSessionId"], json!(session_b));
+    assert!((diff["overallDelta"].as_f64().unwrap() - delta).abs() < 1e-9, "{}", diff["overallDelta"]);
     let (status, compared) = get(&format!(
         "/api/v1/observability/profiling/compare?baseProfileId={baseline_id}&comparisonProfileId={session_a}"
     ));
     assert_eq!(status, 200, "{compared}");
+    assert_eq!(compared["baseProfile"]["sessionId"], json!(session_b));
+    assert!((compared["overallDelta"].as_f64().unwrap() - delta).abs() < 1e-9, "{}", compared["overallDelta"]);
 
     // Deleting the baseline releases B's bytes: its session is gone for good.
     assert_eq!(http.delete(api(&format!("/api/v1/profiling/baselines/{baseline_id}"))).send().unwrap().status(), 204);
@@ -161,6 +184,7 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
     let (status, diff) =
         post("/api/v1/profiling/diff", json!({"baseId": baseline_id, "compareId": session_a, "type": "memory"}));
     assert_eq!((status, diff["error_code"].as_str()), (404, Some("BaselineNotFound")));
+    assert_eq!(backing.session_stored(&session_b), (false, false), "B's bytes and record are removed");
 
     // C: held only by scheduled captures; once they all expire, it is removed.
     let (status, _) = post(
@@ -168,18 +192,23 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
         json!({"service": "shop", "profileTypes": ["memory"], "retentionDays": 2.0 / 86400.0, "enabled": false}),
     );
     assert_eq!(status, 201);
-    until("C's captures to expire", || history().as_array().unwrap().is_empty().then_some(()));
-    until("C's session to be removed", || (get(&format!("/api/v1/profiles/{session_c}")).0 == 404).then_some(()));
+    until("C's captures to expire", PATIENCE, || history().as_array().unwrap().is_empty().then_some(()));
+    until("C's session to be removed", PATIENCE, || {
+        (get(&format!("/api/v1/profiles/{session_c}")).0 == 404).then_some(())
+    });
+    assert_eq!(raw(&session_c).status(), 404);
+    assert_eq!(backing.session_stored(&session_c), (false, false), "C's bytes and record are removed");
     assert_eq!(raw(&session_a).status(), 200, "A's uploader still holds it");
+    assert_eq!(backing.session_stored(&session_a), (true, true));
 }
 
 #[test]
 fn baselines_and_uploads_survive_retention_on_a_local_folder() {
-    scenario(&format!("file://{}", temp_dir("retention").display()), &[]);
+    scenario(Backing::Folder(temp_dir("retention")), &[]);
 }
 
 #[test]
 fn baselines_and_uploads_survive_retention_on_seaweedfs() {
     let Some(_weed) = Seaweed::start() else { return };
-    scenario(&format!("s3://test/retention-{}", free_port()), &Seaweed::env());
+    scenario(Backing::Seaweed(format!("retention-{}", free_port())), &Seaweed::env());
 }

@@ -23,12 +23,57 @@ pub fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !ready() {
-        assert!(Instant::now() < deadline, "{what} did not start");
+/// Polls `check` every 50 ms until it gives a value; fails naming `what` once `deadline`
+/// has passed. Deadlines only bound a wait: they never decide what a test proves.
+pub fn until<T>(what: &str, deadline: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + deadline;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(Instant::now() < end, "timed out after {deadline:?} waiting for {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    until(&format!("{what} to start"), Duration::from_secs(30), || ready().then_some(()));
+}
+
+/// A stand-in HTTP server on 127.0.0.1 (a net/http/pprof target): each request's path
+/// and query go to `respond`, whose body is answered 200 (`None`: 404). One thread per
+/// connection, so a slow answer holds up no other. Returns the port.
+pub fn stand_in(respond: impl Fn(&str) -> Option<Vec<u8>> + Send + Sync + 'static) -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let respond = std::sync::Arc::new(respond);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let respond = respond.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut request = String::new();
+                if reader.read_line(&mut request).is_err() {
+                    return;
+                }
+                // The headers; the body is empty.
+                let mut header = String::new();
+                while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
+                    header.clear();
+                }
+                let path = request.split_whitespace().nth(1).unwrap_or("").to_owned();
+                let (status, body) = match respond(&path) {
+                    Some(body) => ("200 OK", body),
+                    None => ("404 Not Found", Vec::new()),
+                };
+                let mut out = stream;
+                let head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+                let _ = out.write_all(head.as_bytes()).and_then(|()| out.write_all(&body));
+            });
+        }
+    });
+    port
 }
 
 /// A `stacklens serve` process; killed when dropped.
@@ -108,7 +153,10 @@ impl Seaweed {
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.tools/seaweedfs/bin/weed"));
         if !weed.is_file() {
-            missing_prerequisite(&format!("SeaweedFS is not installed at {} (scripts/ensure-tools.sh)", weed.display()));
+            missing_prerequisite(&format!(
+                "SeaweedFS is not installed at {} (scripts/ensure-tools.sh)",
+                weed.display()
+            ));
             return None;
         }
         // One SeaweedFS at a time on this machine (its ports are fixed): tests in other
