@@ -1,61 +1,88 @@
 //! Capturing from a real Go service (backend/tests/goservice) over net/http/pprof: every
-//! profile type, the stored sessions' contents, and the 400/404/409 and target-down paths.
+//! profile type, the stored sessions' contents, and the 400/404/409 and target-down
+//! paths; the comparison of two captures against `go tool pprof -diff_base`; continuous
+//! capture on two replicas; samply pipelines.
 
 mod common;
 
-use std::path::PathBuf;
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
 
-use common::{free_port, missing_prerequisite, temp_dir, Server};
+use common::{fixtures, free_port, missing_prerequisite, stand_in, temp_dir, until, Server};
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
-use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::top::{top, TopOptions, TopReport};
 
-struct GoService(Child);
+/// How long a wait in these tests may take at most.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// The Go service burns a core: one runs at a time in this test binary.
+static CPU_TURN: Mutex<()> = Mutex::new(());
+
+struct GoService {
+    child: Child,
+    /// Held until the service is gone (fields drop after `drop` has killed it).
+    _turn: MutexGuard<'static, ()>,
+}
 
 impl GoService {
     fn pid(&self) -> u32 {
-        self.0.id()
+        self.child.id()
     }
 }
 
 impl Drop for GoService {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
-/// Builds and starts the Go service; `None` (skip) without Go, except under CI=true.
+/// The Go service, built once per test binary (`Err`: Go is not installed).
+fn go_binary() -> Result<PathBuf, String> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let go = ["/usr/bin/go", "/usr/lib/go/bin/go", "/usr/local/go/bin/go"]
+                .into_iter()
+                .map(PathBuf::from)
+                .find(|p| p.is_file())
+                .ok_or("Go is not installed (scripts/ensure-tools.sh installs golang-go)")?;
+            let dir = temp_dir("goservice");
+            let binary = dir.join("goservice");
+            let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/goservice/main.go");
+            let built = Command::new(go)
+                .args(["build", "-o", binary.to_str().unwrap(), source.to_str().unwrap()])
+                .env("GOCACHE", dir.join("cache"))
+                .env("GO111MODULE", "off")
+                .output()
+                .unwrap();
+            assert!(built.status.success(), "go build: {}", String::from_utf8_lossy(&built.stderr));
+            Ok(binary)
+        })
+        .clone()
+}
+
+/// Starts the Go service once no other runs, and waits until every busy function shows
+/// in its profiles; `None` (skip) without Go, except under CI=true.
 fn go_service(port: u16) -> Option<GoService> {
-    let go = ["/usr/bin/go", "/usr/lib/go/bin/go", "/usr/local/go/bin/go"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|p| p.is_file());
-    let Some(go) = go else {
-        missing_prerequisite("Go is not installed (scripts/ensure-tools.sh installs golang-go)");
-        return None;
+    let turn = CPU_TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let binary = match go_binary() {
+        Ok(binary) => binary,
+        Err(why) => {
+            missing_prerequisite(&why);
+            return None;
+        }
     };
-    let dir = temp_dir("goservice");
-    let binary = dir.join("goservice");
-    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/goservice/main.go");
-    let built = Command::new(go)
-        .args(["build", "-o", binary.to_str().unwrap(), source.to_str().unwrap()])
-        .env("GOCACHE", dir.join("cache"))
-        .env("GO111MODULE", "off")
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "go build: {}", String::from_utf8_lossy(&built.stderr));
     let child = Command::new(binary).arg(format!("127.0.0.1:{port}")).stdout(Stdio::null()).spawn().unwrap();
-    let service = GoService(child);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while reqwest::blocking::get(format!("http://127.0.0.1:{port}/debug/pprof/")).is_err() {
-        assert!(Instant::now() < deadline, "the Go service did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // Let it run long enough to have something in every profile.
-    std::thread::sleep(Duration::from_millis(500));
+    let service = GoService { child, _turn: turn };
+    let ready = format!("http://127.0.0.1:{port}/ready");
+    until("the Go service to be ready", PATIENCE, || {
+        reqwest::blocking::get(&ready).is_ok_and(|r| r.status() == 200).then_some(())
+    });
     Some(service)
 }
 
@@ -65,24 +92,27 @@ fn post(http: &Client, server: &Server, body: Value) -> (u16, Value) {
 }
 
 fn wait_done(http: &Client, server: &Server, id: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let v: Value =
-            http.get(format!("{}/api/v1/observability/profiling/{id}", server.base)).send().unwrap().json().unwrap();
-        if v["status"] != "running" {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "capture {id} did not finish");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    until(&format!("capture {id} to finish"), PATIENCE, || {
+        let url = format!("{}/api/v1/observability/profiling/{id}", server.base);
+        let v: Value = http.get(url).send().unwrap().json().unwrap();
+        (v["status"] != "running").then_some(v)
+    })
+}
+
+/// The `top` report of a stored session in a sample type ("": the profile's default).
+fn report_of(http: &Client, server: &Server, session: &str, sample_index: &str) -> TopReport {
+    let raw = http.get(format!("{}/api/v1/profiles/{session}/raw", server.base)).send().unwrap().bytes().unwrap();
+    let profile = stacklens_core::parse(&raw).unwrap();
+    top(&profile, &TopOptions { sample_index: sample_index.to_owned(), ..TopOptions::default() }).unwrap()
 }
 
 /// Cumulative value of `function` in the default sample type of a stored session.
 fn cum_of(http: &Client, server: &Server, session: &str, function: &str) -> i64 {
-    let raw = http.get(format!("{}/api/v1/profiles/{session}/raw", server.base)).send().unwrap().bytes().unwrap();
-    let profile = stacklens_core::parse(&raw).unwrap();
-    let report = top(&profile, &TopOptions::default()).unwrap();
-    report.functions.iter().find(|f| f.name == function).map_or(0, |f| f.cum)
+    report_of(http, server, session, "").functions.iter().find(|f| f.name == function).map_or(0, |f| f.cum)
+}
+
+fn time_of(value: &Value) -> std::time::SystemTime {
+    humantime::parse_rfc3339(value.as_str().unwrap_or_else(|| panic!("not a time: {value}"))).unwrap()
 }
 
 #[test]
@@ -124,16 +154,26 @@ fn captures_every_profile_type_from_a_go_service() {
         assert_eq!(done["status"], "completed", "{kind}: {done}");
         let session = done["sessionId"].as_str().unwrap();
         captured.insert(kind, done["id"].as_str().unwrap().to_owned());
-        assert!(done["sampleCount"].as_i64().unwrap() > 0, "{kind}: {done}");
-        assert!(!done["topFunctions"].as_array().unwrap().is_empty(), "{kind}");
         assert_eq!(done["flameGraphUrl"], format!("{}/#/s/{session}", server.base));
-        assert!(done["completedAt"].is_string());
+        assert!(time_of(&done["completedAt"]) >= time_of(&done["startedAt"]), "{kind}: {done}");
         let record: Value =
             http.get(format!("{}/api/v1/profiles/{session}", server.base)).send().unwrap().json().unwrap();
         assert_eq!(
-            (&record["service"], &record["profileType"], &record["labels"]["env"]),
-            (&json!("shop"), &json!(kind), &json!("test"))
+            (&record["service"], &record["profileType"], &record["labels"]["env"], &record["labels"]["capture"]),
+            (&json!("shop"), &json!(kind), &json!("test"), &done["id"])
         );
+        // The capture's summary is the stored profile's: its sample count and its top
+        // function by self value, with that value's share of the total.
+        assert_eq!(done["sampleCount"], record["sampleCount"], "{kind}");
+        assert!(done["sampleCount"].as_i64().unwrap() > 0, "{kind}: {done}");
+        // Captures are summarised in the sample type their kind is read by.
+        let report = report_of(&http, &server, session, if kind == "alloc" { "alloc_space" } else { "" });
+        let hottest = &report.functions[0];
+        let first = &done["topFunctions"][0];
+        assert_eq!(first["funcName"], json!(hottest.name), "{kind}: {done}");
+        let self_pct = hottest.flat as f64 * 100.0 / report.total as f64;
+        // (rounded to two decimals)
+        assert!((first["selfPct"].as_f64().unwrap() - self_pct).abs() <= 0.005 + 1e-9, "{kind}: {first} vs {self_pct}");
         assert!(cum_of(&http, &server, session, busy) > 0, "{kind}: {busy} not in the captured profile");
         if kind == "goroutine" {
             let analysis: Value = http
@@ -157,7 +197,7 @@ fn captures_every_profile_type_from_a_go_service() {
             let record: Value =
                 http.get(format!("{}/api/v1/profiles/{pprof}", server.base)).send().unwrap().json().unwrap();
             assert_eq!(record["sampleTypes"], json!(["goroutine"]));
-            assert!(cum_of(&http, &server, pprof, busy) >= 25, "25 goroutines wait in {busy}");
+            assert_eq!(cum_of(&http, &server, pprof, busy), 25, "25 goroutines wait in {busy}");
         }
     }
 
@@ -194,24 +234,32 @@ fn captures_every_profile_type_from_a_go_service() {
         points.iter().map(|p| p["id"].as_str().unwrap()).collect::<Vec<_>>(),
         [captured["cpu"].as_str(), first["id"].as_str().unwrap()]
     );
-    for p in points {
-        assert_eq!((&p["status"], &p["unit"]), (&json!("completed"), &json!("nanoseconds")));
-        assert!(p["total"].as_i64().unwrap() > 0 && !p["topFunctions"].as_array().unwrap().is_empty(), "{p}");
-    }
+    // Each point's total is its stored profile's cpu time.
+    let totals: Vec<i64> = points
+        .iter()
+        .map(|p| {
+            assert_eq!((&p["status"], &p["unit"]), (&json!("completed"), &json!("nanoseconds")));
+            let report = report_of(&http, &server, p["sessionId"].as_str().unwrap(), "");
+            assert_eq!(report.sample_type, "cpu");
+            assert_eq!(p["total"], json!(report.total), "{p}");
+            report.total
+        })
+        .collect();
+    assert!(totals[0] > 0 && totals[1] > 0, "{totals:?}");
     let second_start = points[1]["startedAt"].as_str().unwrap();
     assert_eq!(history(&format!("&from={second_start}"))["captures"].as_array().unwrap().len(), 1);
     assert_eq!(history("&to=2000-01-01T00:00:00Z")["captures"], json!([]));
     let (status, c) = compare(&captured["cpu"], first["id"].as_str().unwrap());
     assert_eq!(status, 200, "{c}");
     assert_eq!((&c["baseProfile"]["id"], &c["comparisonProfile"]["id"]), (&json!(captured["cpu"]), &first["id"]));
-    assert!(
-        c["regressions"].is_array()
-            && c["improvements"].is_array()
-            && c["unchanged"].is_u64()
-            && c["overallDelta"].is_f64(),
-        "{c}"
+    // (after − before) / before of the two totals listed above; the functions are
+    // checked against pprof in compare_of_two_heap_captures_matches_pprof_diff_base.
+    let delta = (totals[1] - totals[0]) as f64 * 100.0 / totals[0] as f64;
+    assert!((c["overallDelta"].as_f64().unwrap() - delta).abs() < 1e-9, "{c} vs {delta}");
+    assert_eq!(
+        (&c["sampleType"], &c["unit"], &c["noiseThresholdPct"]),
+        (&json!("cpu"), &json!("nanoseconds"), &json!(1.0))
     );
-    assert_eq!(c["noiseThresholdPct"], 1.0);
     let (status, e) = compare(&captured["cpu"], &captured["memory"]);
     assert_eq!((status, e["error_code"].as_str()), (422, Some("ProfileTypeMismatch")));
 
@@ -247,13 +295,17 @@ fn continuous_capture_across_replicas_with_retention() {
     let port = free_port();
     let Some(_go) = go_service(port) else { return };
     let targets = temp_dir("targets").join("targets.toml");
+    let url = format!("http://127.0.0.1:{port}/debug/pprof");
+    // "probe" is the same service under another name: its schedule shows that ticks ran.
     std::fs::write(
         &targets,
-        format!("[[target]]\nservice = \"shop\"\nurl = \"http://127.0.0.1:{port}/debug/pprof\"\n"),
+        format!(
+            "[[target]]\nservice = \"shop\"\nurl = \"{url}\"\n\n[[target]]\nservice = \"probe\"\nurl = \"{url}\"\n"
+        ),
     )
     .unwrap();
     let store = format!("file://{}", temp_dir("continuous").display());
-    let args = ["--targets", targets.to_str().unwrap()];
+    let args = ["--targets", targets.to_str().unwrap(), "--schedule-tick-ms", "100"];
     let (one, two) = (Server::start(&store, &args, &[]), Server::start(&store, &args, &[]));
     let http = Client::new();
     let schedule = |server: &Server, body: Value| {
@@ -261,54 +313,62 @@ fn continuous_capture_across_replicas_with_retention() {
             http.post(format!("{}/api/v1/observability/profiling/continuous", server.base)).json(&body).send().unwrap();
         (r.status().as_u16(), r.json::<Value>().unwrap())
     };
-    let history = |server: &Server| -> Vec<Value> {
-        let url = format!("{}/api/v1/observability/profiling/history?service=shop&profileType=goroutine", server.base);
+    let history = |service: &str, kind: &str| -> Vec<Value> {
+        let url = format!("{}/api/v1/observability/profiling/history?service={service}&profileType={kind}", two.base);
         http.get(url).send().unwrap().json::<Value>().unwrap()["captures"].as_array().unwrap().clone()
     };
-    let retention_secs = 4.0;
+    let slots = |captures: &[Value]| -> Vec<u64> { captures.iter().map(|c| c["slot"].as_u64().unwrap()).collect() };
     let (status, stored) = schedule(
         &one,
-        json!({"service": "shop", "profileTypes": ["goroutine", "memory"], "sampleRate": 1, "retentionDays": retention_secs / 86400.0, "enabled": true, "intervalSeconds": 1}),
+        json!({"service": "shop", "profileTypes": ["goroutine", "memory"], "sampleRate": 1, "retentionDays": 4.0 / 86400.0, "enabled": true, "intervalSeconds": 1}),
     );
     assert_eq!(status, 201, "{stored}");
     assert_eq!((&stored["profileTypes"], &stored["intervalSeconds"]), (&json!(["goroutine", "memory"]), &json!(1)));
 
-    std::thread::sleep(Duration::from_millis(3500));
-    let early = history(&two);
-    assert!(early.len() >= 2, "captures are being taken: {early:?}");
-    let first_id = early[0]["id"].as_str().unwrap().to_owned();
-    // The replica the schedule was posted to goes away; the other keeps capturing.
+    let early = until("two completed goroutine captures", PATIENCE, || {
+        let h = history("shop", "goroutine");
+        (h.iter().filter(|c| c["status"] == "completed").count() >= 2).then_some(h)
+    });
+    let early_last = *slots(&early).iter().max().unwrap();
+    // The replica the schedule was posted to goes away; the other keeps capturing, and
+    // every early capture expires 4 s after it started.
     one.kill_9();
-    std::thread::sleep(Duration::from_millis(4500));
-    let later = history(&two);
-    let slots: Vec<u64> = later.iter().map(|c| c["slot"].as_u64().unwrap()).collect();
-    let unique: std::collections::BTreeSet<u64> = slots.iter().copied().collect();
-    assert_eq!(unique.len(), slots.len(), "each slot captured once: {slots:?}");
-    assert!(later.len() >= 3, "{later:?}");
-    assert!(later.iter().all(|c| c["status"] != "failed"), "{later:?}");
-    assert!(
-        *slots.iter().max().unwrap() > early.iter().map(|c| c["slot"].as_u64().unwrap()).max().unwrap(),
-        "captures continue"
-    );
-    // Retention: the first capture (over 4 s old now) and its record are gone.
-    assert!(later.iter().all(|c| c["id"] != first_id.as_str()), "expired capture still listed");
-    let gone = http.get(format!("{}/api/v1/observability/profiling/{first_id}", two.base)).send().unwrap();
-    assert_eq!(gone.status(), 404);
-    let now = std::time::SystemTime::now();
-    for c in &later {
-        let at = humantime::parse_rfc3339(c["startedAt"].as_str().unwrap()).unwrap();
-        assert!(now.duration_since(at).unwrap().as_secs_f64() < retention_secs + 2.5, "{c}");
+    let gone = |capture: &Value| {
+        let url = format!("{}/api/v1/observability/profiling/{}", two.base, capture["id"].as_str().unwrap());
+        http.get(url).send().unwrap().status() == 404
+    };
+    // Expired: unlisted, then (the index goes first) its record answers 404.
+    let later = until("later captures, and the early ones to expire", PATIENCE, || {
+        let h = history("shop", "goroutine");
+        let expired = early.iter().all(|e| h.iter().all(|c| c["id"] != e["id"]) && gone(e));
+        let went_on = h.iter().any(|c| c["status"] == "completed" && c["slot"].as_u64().unwrap() > early_last);
+        (expired && went_on).then_some(h)
+    });
+    for kind in ["goroutine", "memory"] {
+        let captured = if kind == "goroutine" { later.clone() } else { history("shop", kind) };
+        let unique: std::collections::BTreeSet<u64> = slots(&captured).into_iter().collect();
+        assert_eq!(unique.len(), captured.len(), "{kind}: each slot captured once: {captured:?}");
+        let failed: Vec<&Value> = captured.iter().filter(|c| c["status"] == "failed").collect();
+        assert_eq!(failed, Vec::<&Value>::new(), "{kind}");
     }
 
-    // Disabled: no new slots.
+    // Disabled: no new slots. A tick that starts a probe capture read the schedules
+    // after shop's was disabled, and the ticks before it have recorded what they began.
     let (status, _) =
         schedule(&two, json!({"service": "shop", "profileTypes": ["goroutine"], "retentionDays": 1, "enabled": false}));
     assert_eq!(status, 201);
-    std::thread::sleep(Duration::from_millis(1500));
-    let before = history(&two).iter().map(|c| c["slot"].as_u64().unwrap()).max().unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
-    let after = history(&two).iter().map(|c| c["slot"].as_u64().unwrap()).max().unwrap();
-    assert_eq!(before, after, "a disabled schedule captures nothing");
+    let (status, _) = schedule(
+        &two,
+        json!({"service": "probe", "profileTypes": ["goroutine"], "retentionDays": 1, "enabled": true, "intervalSeconds": 1}),
+    );
+    assert_eq!(status, 201);
+    let probe_first = until("a probe capture", PATIENCE, || slots(&history("probe", "goroutine")).into_iter().min());
+    let disabled_at = (slots(&history("shop", "goroutine")), slots(&history("shop", "memory")));
+    until("two more probe slots", PATIENCE, || {
+        slots(&history("probe", "goroutine")).iter().any(|&s| s >= probe_first + 2).then_some(())
+    });
+    let now = (slots(&history("shop", "goroutine")), slots(&history("shop", "memory")));
+    assert_eq!(now, disabled_at, "a disabled schedule captures nothing");
 
     let (status, e) =
         schedule(&two, json!({"service": "nope", "profileTypes": ["cpu"], "retentionDays": 1, "enabled": true}));
@@ -319,6 +379,150 @@ fn continuous_capture_across_replicas_with_retention() {
     let (status, _) =
         schedule(&two, json!({"service": "shop", "profileTypes": ["cpu"], "retentionDays": 0, "enabled": true}));
     assert_eq!(status, 400);
+}
+
+/// One row of `go tool pprof -top`: flat and cum as printed, and the function.
+struct PprofRow {
+    flat: String,
+    cum: String,
+    name: String,
+}
+
+/// The rows of a `go tool pprof -top` output and the node count of its "Showing top N
+/// nodes out of M" line.
+fn pprof_top(path: &Path) -> (Vec<PprofRow>, usize) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let nodes = text
+        .lines()
+        .find_map(|l| l.split(" nodes out of ").nth(1))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no node count in {}", path.display()));
+    let rows = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .skip(1)
+        .map(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            let name = fields[5..].join(" ");
+            let name = name.strip_suffix(" (inline)").unwrap_or(&name).to_owned();
+            PprofRow { flat: fields[0].to_owned(), cum: fields[3].to_owned(), name }
+        })
+        .collect();
+    (rows, nodes)
+}
+
+/// Whether `bytes` is what pprof printed as `shown` (`5.03MB`, `-0.29MB`, `1MB`, `0`):
+/// pprof rounds to two decimals of its unit (1024-based), so within half of 0.01.
+fn shows(bytes: i64, shown: &str) -> bool {
+    if shown == "0" {
+        return bytes == 0;
+    }
+    let split = shown.find(|c: char| c.is_ascii_alphabetic()).unwrap_or_else(|| panic!("no unit in {shown}"));
+    let (number, unit) = shown.split_at(split);
+    let factor = match unit {
+        "B" => 1.0,
+        "kB" => 1024.0,
+        "MB" => 1024.0 * 1024.0,
+        "GB" => 1024.0 * 1024.0 * 1024.0,
+        _ => panic!("unit {unit} in {shown}"),
+    };
+    let printed: f64 = number.parse().unwrap();
+    (bytes as f64 / factor - printed).abs() <= 0.005 + 1e-9
+}
+
+/// The compare endpoint over two captures of a stand-in target that serves
+/// go/base/heap.pb.gz, then go/compare/heap.pb.gz: each function's before, after and
+/// delta are pprof's (`-top` of each, and `-top -diff_base`), the overall delta is the
+/// totals' from SOURCES.md.
+#[test]
+fn compare_of_two_heap_captures_matches_pprof_diff_base() {
+    let Some(fx) = fixtures() else { return };
+    let read = |f: &str| std::fs::read(fx.join(f)).unwrap();
+    let heaps = Arc::new(Mutex::new(VecDeque::from([read("go/base/heap.pb.gz"), read("go/compare/heap.pb.gz")])));
+    let serving = heaps.clone();
+    let port =
+        stand_in(move |path| if path == "/debug/pprof/heap" { serving.lock().unwrap().pop_front() } else { None });
+    let targets = temp_dir("compare-targets").join("targets.toml");
+    std::fs::write(
+        &targets,
+        format!("[[target]]\nservice = \"shop\"\nurl = \"http://127.0.0.1:{port}/debug/pprof\"\n"),
+    )
+    .unwrap();
+    let store = format!("file://{}", temp_dir("compare").display());
+    let server = Server::start(&store, &["--targets", targets.to_str().unwrap()], &[]);
+    let http = Client::new();
+    let mut captured = Vec::new();
+    for _ in 0..2 {
+        let (status, started) = post(&http, &server, json!({"service": "shop", "profileType": "memory"}));
+        assert_eq!(status, 202, "{started}");
+        let done = wait_done(&http, &server, started["id"].as_str().unwrap());
+        assert_eq!(done["status"], "completed", "{done}");
+        captured.push(done);
+    }
+    assert!(heaps.lock().unwrap().is_empty(), "both heaps were fetched");
+    let id = |c: &Value| c["id"].as_str().unwrap().to_owned();
+    let url = format!(
+        "{}/api/v1/observability/profiling/compare?baseProfileId={}&comparisonProfileId={}&noiseThresholdPct=0",
+        server.base,
+        id(&captured[0]),
+        id(&captured[1])
+    );
+    let r = http.get(url).send().unwrap();
+    assert_eq!(r.status(), 200);
+    let c: Value = r.json().unwrap();
+    // sampleCount is the first sample type's sum (alloc_objects): SOURCES.md's 3330820
+    // and 5048941.
+    for (side, capture, samples) in
+        [("baseProfile", &captured[0], 3_330_820), ("comparisonProfile", &captured[1], 5_048_941)]
+    {
+        assert_eq!(
+            (&c[side]["id"], &c[side]["sessionId"], &c[side]["sampleCount"]),
+            (&capture["id"], &capture["sessionId"], &json!(samples)),
+            "{side}"
+        );
+    }
+    assert_eq!((&c["sampleType"], &c["unit"]), (&json!("inuse_space"), &json!("bytes")));
+    // inuse_space sums (SOURCES.md): base 7617933, compare 14530408 bytes.
+    let overall = (14_530_408.0 - 7_617_933.0) * 100.0 / 7_617_933.0;
+    assert!((c["overallDelta"].as_f64().unwrap() - overall).abs() < 1e-9, "{}", c["overallDelta"]);
+
+    // With no noise threshold every changed function is a regression (it grew) or an
+    // improvement (it shrank): pprof's 40 nodes of the diff.
+    let listed = |list: &str| -> Vec<Value> { c[list].as_array().unwrap().clone() };
+    let (regressions, improvements) = (listed("regressions"), listed("improvements"));
+    let (diff_rows, diff_nodes) = pprof_top(&fx.join("go/compare/heap.inuse_space.diff-vs-base.pprof-top.txt"));
+    assert_eq!((diff_nodes, regressions.len() + improvements.len()), (40, 40));
+    let (base_rows, _) = pprof_top(&fx.join("go/base/heap.inuse_space.pprof-top.txt"));
+    let (compare_rows, _) = pprof_top(&fx.join("go/compare/heap.inuse_space.pprof-top.txt"));
+    let value = |f: &Value, key: &str| f[key].as_i64().unwrap_or_else(|| panic!("{key} in {f}"));
+    let (mut befores, mut afters) = (0, 0);
+    for row in &diff_rows {
+        let grew = !row.flat.starts_with('-') && row.flat != "0" || !row.cum.starts_with('-') && row.cum != "0";
+        let list = if grew { &regressions } else { &improvements };
+        let f = list.iter().find(|f| f["name"] == row.name.as_str());
+        let f = f.unwrap_or_else(|| {
+            panic!("{} is not among the {}", row.name, if grew { "regressions" } else { "improvements" })
+        });
+        assert!(
+            shows(value(f, "flatDelta"), &row.flat) && shows(value(f, "cumDelta"), &row.cum),
+            "{f} vs pprof {} {}",
+            row.flat,
+            row.cum
+        );
+        // Before and after, where the function is among that profile's own rows.
+        let check = |rows: &[PprofRow], keys: [&str; 2], side: &str, count: &mut usize| {
+            if let Some(r) = rows.iter().find(|r| r.name == row.name) {
+                let ok = shows(value(f, keys[0]), &r.flat) && shows(value(f, keys[1]), &r.cum);
+                assert!(ok, "{f} vs pprof's {side} {} {}", r.flat, r.cum);
+                *count += 1;
+            }
+        };
+        check(&base_rows, ["baseFlat", "baseCum"], "base", &mut befores);
+        check(&compare_rows, ["compareFlat", "compareCum"], "compare", &mut afters);
+    }
+    // The diff's 20 rows; 13 of them are among the base's own top 20 rows, 8 among the
+    // compare's (counted with grep over the three files).
+    assert_eq!((diff_rows.len(), befores, afters), (20, 13, 8));
 }
 
 /// samply from the same places the server looks.
@@ -384,8 +588,9 @@ fn samply_profiles_a_busy_process() {
     let port = free_port();
     let Some(go) = go_service(port) else { return };
     let dir = temp_dir("pipeline");
+    // The busy process is the second of the pipeline's processes: ordinal 1.
     let pid_file = dir.join("engine.pid");
-    std::fs::write(&pid_file, format!("{}\n", go.pid())).unwrap();
+    std::fs::write(&pid_file, format!("{}\n{}\n", exited_pid(), go.pid())).unwrap();
     let targets = dir.join("targets.toml");
     std::fs::write(&targets, format!("[[pipeline]]\nname = \"engine\"\npidFile = \"{}\"\n", pid_file.display()))
         .unwrap();
@@ -404,21 +609,19 @@ fn samply_profiles_a_busy_process() {
     let (status, body) = answer(http.get(url("engine", "")).send().unwrap());
     assert_eq!((status, body["error_code"].as_str()), (404, Some("NoSamplyProfile")));
 
-    let (status, started) = answer(http.post(url("engine", "?duration_secs=2&ordinal=0")).send().unwrap());
+    let (status, started) = answer(http.post(url("engine", "?duration_secs=2&ordinal=1")).send().unwrap());
     assert_eq!(status, 202, "{started}");
-    assert_eq!((&started["status"], &started["pid"]), (&json!("running"), &json!(go.pid())));
-    let (status, body) = answer(http.post(url("engine", "?duration_secs=2")).send().unwrap());
+    assert_eq!(
+        (&started["status"], &started["pid"], &started["ordinal"]),
+        (&json!("running"), &json!(go.pid()), &json!(1))
+    );
+    let (status, body) = answer(http.post(url("engine", "?duration_secs=2&ordinal=1")).send().unwrap());
     assert_eq!((status, body["error_code"].as_str()), (409, Some("SamplyProfileInProgress")));
 
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let done = loop {
+    let done = until("samply to finish", Duration::from_secs(90), || {
         let (_, latest) = answer(http.get(url("engine", "")).send().unwrap());
-        if latest["status"] != "running" {
-            break latest;
-        }
-        assert!(Instant::now() < deadline, "samply did not finish");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+        (latest["status"] != "running").then_some(latest)
+    });
     if done["status"] == "failed" && done["error"].as_str().is_some_and(|e| e.contains("perf_event_open")) {
         missing_prerequisite(&format!("the kernel refused perf_event_open: {}", done["error"]));
         return;
@@ -430,11 +633,84 @@ fn samply_profiles_a_busy_process() {
     // The busy process's hot function, by name (symbolicated from samply's sidecar).
     assert!(cum_of(&http, &server, session, "main.burnCPU") > 0, "main.burnCPU is not in the recorded profile");
     let record: Value = http.get(format!("{}/api/v1/profiles/{session}", server.base)).send().unwrap().json().unwrap();
-    assert_eq!((&record["profileType"], &record["labels"]["pipeline"]), (&json!("cpu"), &json!("engine")));
+    assert_eq!(
+        (&record["profileType"], &record["labels"]["pipeline"], &record["labels"]["ordinal"]),
+        (&json!("cpu"), &json!("engine"), &json!("1"))
+    );
 
     let (status, body) = answer(http.post(url("engine", "?ordinal=3")).send().unwrap());
     assert_eq!((status, body["details"]["field"].as_str()), (400, Some("ordinal")));
+    let pid = go.pid();
     drop(go);
-    let (status, body) = answer(http.post(url("engine", "?duration_secs=1")).send().unwrap());
+    let (status, body) = answer(http.post(url("engine", "?duration_secs=1&ordinal=1")).send().unwrap());
     assert_eq!((status, body["error_code"].as_str()), (503, Some("ProcessNotFound")));
+    assert_eq!(body["message"], format!("process {pid} of pipeline 'engine' is not running"));
+}
+
+/// The id of a process that has exited.
+fn exited_pid() -> u32 {
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// Without samply, a samply profile is refused with SamplyNotInstalled. With a pid file
+/// of several processes, `ordinal` picks the line: 0 the first, 1 the second (shown by
+/// the process each names when neither runs), 2 is out of range. Neither server runs
+/// samply.
+#[test]
+fn samply_not_installed_and_pid_file_ordinals() {
+    let dir = temp_dir("pipelines");
+    let (first, second) = (exited_pid(), exited_pid());
+    let pid_file = dir.join("engine.pid");
+    std::fs::write(&pid_file, format!("{first}\n{second}\n")).unwrap();
+    let targets = dir.join("targets.toml");
+    std::fs::write(
+        &targets,
+        format!(
+            "[[pipeline]]\nname = \"engine\"\npidFile = \"{}\"\n\n[[pipeline]]\nname = \"live\"\npid = {}\n",
+            pid_file.display(),
+            std::process::id()
+        ),
+    )
+    .unwrap();
+    let http = Client::new();
+    let start = |server: &Server, pipeline: &str, query: &str| {
+        let r = http.post(format!("{}/v0/pipelines/{pipeline}/samply_profile{query}", server.base)).send().unwrap();
+        (r.status().as_u16(), r.json::<Value>().unwrap())
+    };
+    let args = ["--targets", targets.to_str().unwrap()];
+
+    // samply nowhere (STACKLENS_SAMPLY names where it is, and nothing is there).
+    let absent = dir.join("no-samply-here");
+    let without = Server::start("memory://", &args, &[("STACKLENS_SAMPLY", absent.to_str().unwrap())]);
+    let not_installed = |pipeline: &str| {
+        json!({"message": "samply is not installed (cargo install samply)", "error_code": "SamplyNotInstalled",
+               "details": {"pipeline_name": pipeline}})
+    };
+    assert_eq!(start(&without, "live", "?duration_secs=1"), (503, not_installed("live")));
+    assert_eq!(start(&without, "engine", "?ordinal=1"), (503, not_installed("engine")));
+
+    // samply "installed" (a file where it is looked for; never run: no process is alive).
+    let stand_in_samply = dir.join("samply");
+    std::fs::write(&stand_in_samply, "#!/bin/sh\nexit 1\n").unwrap();
+    let with = Server::start("memory://", &args, &[("STACKLENS_SAMPLY", stand_in_samply.to_str().unwrap())]);
+    let gone = |pid: u32| {
+        json!({"message": format!("process {pid} of pipeline 'engine' is not running"), "error_code": "ProcessNotFound",
+               "details": {"pipeline_name": "engine"}})
+    };
+    assert_eq!(start(&with, "engine", ""), (503, gone(first)));
+    assert_eq!(start(&with, "engine", "?ordinal=0"), (503, gone(first)));
+    assert_eq!(start(&with, "engine", "?ordinal=1"), (503, gone(second)));
+    let (status, body) = start(&with, "engine", "?ordinal=2");
+    assert_eq!(
+        (status, &body["message"], &body["details"]["field"]),
+        (400, &json!("ordinal 2 is out of range: the pipeline has 2 processes"), &json!("ordinal"))
+    );
+    let latest = http.get(format!("{}/v0/pipelines/engine/samply_profile", with.base)).send().unwrap();
+    assert_eq!(
+        (latest.status().as_u16(), latest.json::<Value>().unwrap()["error_code"].clone()),
+        (404, json!("NoSamplyProfile"))
+    );
 }

@@ -38,11 +38,14 @@ where
             }
             Err(_) => Done::failed(format!("{what} was cancelled")),
         };
-        if let Err(e) = records::create(&state.store, &done_key, &done).await {
-            tracing::error!("{what}: cannot store its outcome: {e}");
-        }
+        // The lease goes first: once the outcome reads completed or failed, the same
+        // work may start again at once (a 409 after "completed" would contradict it).
+        // Stopped between the two, the run reads failed once its deadline passed.
         if let Err(e) = lease.release(&state.store).await {
             tracing::warn!("{what}: cannot release its lease (it expires by itself): {e}");
+        }
+        if let Err(e) = records::create(&state.store, &done_key, &done).await {
+            tracing::error!("{what}: cannot store its outcome: {e}");
         }
     });
 }

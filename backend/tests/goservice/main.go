@@ -1,5 +1,7 @@
 // A small Go service for stacklens's capture tests: it exposes net/http/pprof and keeps
 // busy in recognisable functions (CPU, allocations, blocked goroutines, lock contention).
+// GET /ready answers 200 once every one of them has done enough work to show in its
+// profile (so tests poll for it instead of sleeping), 503 before.
 package main
 
 import (
@@ -10,10 +12,14 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 var sink [][]byte
+
+// Work done so far by each busy function.
+var cpuRounds, allocations, lockHolds atomic.Int64
 
 // burnCPU is the hot function a CPU capture must find.
 func burnCPU() {
@@ -23,6 +29,7 @@ func burnCPU() {
 			s := sha256.Sum256(buf)
 			buf[0] = s[0]
 		}
+		cpuRounds.Add(1)
 		runtime.Gosched()
 	}
 }
@@ -37,6 +44,7 @@ func allocate() {
 				sink = sink[1:]
 			}
 		}
+		allocations.Add(1)
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -50,7 +58,20 @@ func contend(mu *sync.Mutex) {
 		mu.Lock()
 		time.Sleep(200 * time.Microsecond)
 		mu.Unlock()
+		lockHolds.Add(1)
 	}
+}
+
+// ready: CPU burnt, allocations kept across a few collections (the heap profile shows
+// the state as of the last completed GC), and the mutex contended many times.
+func ready(w http.ResponseWriter, _ *http.Request) {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	if cpuRounds.Load() >= 5 && allocations.Load() >= 64 && m.NumGC >= 3 && lockHolds.Load() >= 50 {
+		fmt.Fprintln(w, "ready")
+		return
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
 }
 
 func main() {
@@ -66,6 +87,7 @@ func main() {
 	for i := 0; i < 4; i++ {
 		go contend(&mu)
 	}
+	http.HandleFunc("/ready", ready)
 	addr := os.Args[1]
 	fmt.Println("listening on", addr)
 	if err := http.ListenAndServe(addr, nil); err != nil {
