@@ -180,13 +180,13 @@ export function sameColour(pixel, rgb) {
 }
 
 /** Hovers the canvas at CSS (x, y): the tooltip's frame name and its whole text (name, file, total, self). */
-export async function hoverText(page, canvas, x, y) {
-  const box = await canvas.boundingBox();
-  const tip = page.getByTestId('flame-tooltip');
+export async function hoverText(canvas, x, y) {
+  const tip = canvas.locator('xpath=..').getByTestId('flame-tooltip'); // this graph's own tooltip
   // Leave the canvas first, so the tooltip read is the one for (x, y).
-  await page.mouse.move(box.x + box.width / 2, box.y - 30);
+  await canvas.dispatchEvent('mouseleave');
   await tip.waitFor({ state: 'detached' });
-  await page.mouse.move(box.x + x, box.y + y);
+  // Scrolled into view (a deep graph is taller than the window); the tooltip may cover it.
+  await canvas.hover({ position: { x, y }, force: true });
   await tip.waitFor();
   return { name: await tip.locator('.tt-name').textContent(), text: await tip.textContent() };
 }

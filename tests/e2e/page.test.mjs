@@ -5,70 +5,58 @@ import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { startServer, launchBrowser, fixtures, requireFixtures, screenshot } from './harness.mjs';
+import {
+  startServer, launchBrowser, fixtures, requireFixtures, requireGo, screenshot, openPage as open, loadFixtures as load,
+  keptFiles, pageTopTable, pprofTop, pprofShown, pprofFileTable, pprofValue, expectTopTable, canvasPixel, hslRgb, sameColour, hoverText, until,
+} from './harness.mjs';
 
 let server, browser;
 before(async () => { server = await startServer(); browser = await launchBrowser(); });
 after(async () => { await browser?.close(); await server?.stop(); });
 
-/** A page that records every request it makes. */
-async function openPage() {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const requests = [];
-  page.on('request', (r) => requests.push(r.url()));
-  await page.goto(server.base);
-  return { page, requests };
+const openPage = () => open(browser, server.base);
+const ROW = 18; // CSS pixels per flame graph row
+
+/** The flame graph once painted, and its CSS size. */
+async function paintedFlame(page, scope = page) {
+  const canvas = scope.getByTestId('flamegraph');
+  await canvas.waitFor();
+  await until('the flame graph to be painted', () => canvas.evaluate((c) => (c.width > 0 ? true : undefined)));
+  const { width, height } = await canvas.boundingBox();
+  return { canvas, width, height };
 }
 
-async function load(page, ...files) {
-  await page.getByTestId('file-input').setInputFiles(files.map((f) => join(fixtures, f)));
+/**
+ * Asserts the root frame is painted (its grey fill across the bottom row, or the top row
+ * of an icicle) and its tooltip reads `total` (pprof's "Total samples").
+ */
+async function assertRoot(flame, total, icicle = false) {
+  const y = icicle ? ROW / 2 : flame.height - ROW / 2;
+  for (const x of [4, flame.width / 2, flame.width - 4]) {
+    assert.ok(sameColour(await canvasPixel(flame.canvas, x, y), hslRgb(0, 0, 70)), `the root's grey at (${x}, ${y})`);
+  }
+  const tip = await hoverText(flame.canvas, flame.width / 2, y);
+  assert.equal(tip.name, 'root');
+  assert.match(tip.text, new RegExp(`total ${total.replace('.', '\\.')} \\(100%\\)`));
 }
 
-/** pprof's first table rows: [flat, cum, name] with the "(inline)" marker removed. */
-function pprofRows(file, n) {
-  const lines = readFileSync(file, 'utf8').split('\n');
-  const start = lines.findIndex((l) => l.trim().startsWith('flat  flat%')) + 1;
-  return lines.slice(start, start + n).map((l) => {
-    const t = l.trim().split(/\s+/);
-    return [t[0], t[3], t.slice(5).join(' ').replace(/ \((partial-)?inline\)$/, '')];
-  });
-}
-
-/** Nanoseconds as pprof prints them in this report: seconds, two decimals, ".00" dropped. */
-function pprofSeconds(ns) {
-  const s = (Number(ns) / 1e9).toFixed(2).replace(/\.00$/, '');
-  return s === '0' ? '0' : `${s}s`;
-}
-
-/** Distinct colours in the flame graph canvas (0 when nothing is painted). */
-async function paintedColours(page) {
-  return page.getByTestId('flamegraph').evaluate((c) => {
-    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-    const seen = new Set();
-    for (let i = 0; i < d.length; i += 4 * 7) if (d[i + 3] > 0) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
-    return seen.size;
-  });
+/** The diff table's raw [flat, cum] deltas for a function, or undefined when it has no row. */
+async function diffDeltas(page, name) {
+  const row = page.getByTestId('diff-row').filter({ has: page.locator(`[data-col=name][data-value="${name}"]`) });
+  if ((await row.count()) !== 1) return undefined;
+  return [Number(await row.locator('[data-col=flat]').getAttribute('data-value')),
+    Number(await row.locator('[data-col=cum]').getAttribute('data-value'))];
 }
 
 test('cpu profile: top table equals go tool pprof; flame graph paints; nothing leaves the page', async (t) => {
   if (!requireFixtures(t)) return;
   const { page, requests } = await openPage();
   await load(page, 'go/base/cpu.pb.gz');
-  await page.getByTestId('flamegraph').waitFor();
-  await page.waitForFunction(() => document.querySelector('[data-testid=flamegraph]').width > 0);
-  assert.ok(await paintedColours(page) > 10, 'the flame graph has painted frames');
+  await assertRoot(await paintedFlame(page), '7.08s');
   await screenshot(page, 'flame-cpu');
 
   await page.getByTestId('view-top').click();
-  const rows = page.getByTestId('top-row');
-  await rows.first().waitFor();
-  const expected = pprofRows(join(fixtures, 'go/base/cpu.pprof-top.txt'), 10);
-  for (let i = 0; i < expected.length; i++) {
-    const row = rows.nth(i);
-    assert.equal(await row.locator('[data-col=name]').getAttribute('data-value'), expected[i][2], `row ${i} name`);
-    assert.equal(pprofSeconds(await row.locator('[data-col=flat]').getAttribute('data-value')), expected[i][0], `row ${i} flat`);
-    assert.equal(pprofSeconds(await row.locator('[data-col=cum]').getAttribute('data-value')), expected[i][1], `row ${i} cum`);
-  }
+  await expectTopTable(page, pprofFileTable('go/base/cpu.pprof-top.txt', 20), 'go tool pprof -top');
   await screenshot(page, 'top-cpu');
   const origin = new URL(server.base).origin;
   const foreign = requests.filter((u) => !u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:'));
@@ -79,30 +67,47 @@ test('cpu profile: top table equals go tool pprof; flame graph paints; nothing l
 });
 
 test('flame graph: search highlights and reports the matched share; hover, zoom and Esc', async (t) => {
-  if (!requireFixtures(t)) return;
+  if (!requireFixtures(t) || !requireGo(t)) return;
   const { page } = await openPage();
   await load(page, 'go/base/cpu.pb.gz');
-  const canvas = page.getByTestId('flamegraph');
-  await canvas.waitFor();
-  const before = await paintedColours(page);
+  const flame = await paintedFlame(page);
+  const { canvas } = flame;
   await page.keyboard.press('/');
   await page.keyboard.type('compress/flate');
   const matched = page.locator('[data-testid=search-matched][data-value]');
   await matched.waitFor();
-  // deflate's cum is 43.50% of the total; everything under compress/flate is at least that.
-  const share = parseFloat((await matched.textContent()).replace(/[^0-9.]/g, ''));
-  assert.ok(share >= 43.5 && share < 100, `matched ${share}%`);
-  const after = await paintedColours(page);
-  assert.ok(after < before, `search greys out non-matches (${before} -> ${after} colours)`);
+  // The samples with a compress/flate frame: what pprof keeps with -focus=compress/flate
+  // (3.13s of 7.08s, every node shown).
+  const focused = pprofShown(pprofTop(['-nodecount=100000', '-nodefraction=0', '-focus=compress/flate'], 'go/base/cpu.pb.gz'));
+  assert.equal(focused, 3130000000);
+  assert.equal(await matched.getAttribute('data-value'), String(focused));
+  assert.equal(await matched.textContent(), 'matched 44.21%');
+  // Matches are magenta, the rest grey: the root (no match) turns light grey, and every
+  // magenta frame along the row above the workload's names a compress/flate function.
+  const grey = hslRgb(0, 0, 82);
+  const magenta = hslRgb(300, 70, 60);
+  await until('the search highlight', async () => (sameColour(await canvasPixel(canvas, flame.width / 2, flame.height - ROW / 2), grey) ? true : undefined));
+  const hits = await canvas.evaluate((c, [magenta, row]) => {
+    const scale = c.width / c.clientWidth;
+    const found = [];
+    for (let y = c.clientHeight - row / 2; y > 0; y -= row) {
+      const line = c.getContext('2d').getImageData(0, Math.floor(y * scale), c.width, 1).data;
+      const x = [...Array(c.width).keys()].find((i) => magenta.every((v, k) => Math.abs(line[4 * i + k] - v) <= 1) && [1, 2, 3].every((d) => magenta.every((v, k) => Math.abs(line[4 * (i + d) + k] - v) <= 1)));
+      if (x !== undefined) found.push({ x: x / scale + 2, y });
+    }
+    return found;
+  }, [magenta, ROW]);
+  assert.ok(hits.length >= 5, `magenta frames on ${hits.length} rows`);
+  for (const h of hits) {
+    assert.match((await hoverText(canvas, h.x, h.y)).name, /compress\/flate/, `the magenta frame at (${h.x}, ${h.y})`);
+  }
   await screenshot(page, 'flame-search');
   await page.getByTestId('search').fill('');
+  await until('the colours back', async () => (sameColour(await canvasPixel(canvas, flame.width / 2, flame.height - ROW / 2), hslRgb(0, 0, 70)) ? true : undefined));
 
   // Hover the root row (bottom of the flame graph): the tooltip names it.
+  await assertRoot(flame, '7.08s');
   const box = await canvas.boundingBox();
-  await page.mouse.move(box.x + box.width / 2, box.y + box.height - 5);
-  const tip = page.getByTestId('flame-tooltip');
-  await tip.waitFor();
-  assert.match(await tip.textContent(), /root.*total 7\.08s.*100%/s);
   // Click a frame one row up: zoom in, a breadcrumb appears; Esc resets.
   await page.mouse.click(box.x + 3, box.y + box.height - 18 - 5);
   await page.getByTestId('breadcrumb').waitFor();
@@ -120,19 +125,18 @@ test('switching the sample type of a heap profile changes the table', async (t) 
   await page.getByTestId('view-top').click();
   const select = page.getByTestId('sample-type');
   await select.waitFor();
-  const firstName = () => page.getByTestId('top-row').first().locator('[data-col=name]').getAttribute('data-value');
   assert.equal(await select.locator('option:checked').textContent(), 'inuse_space');
-  assert.equal(await firstName(), pprofRows(join(fixtures, 'go/base/heap.inuse_space.pprof-top.txt'), 1)[0][2]);
+  // pprof prints bytes rounded to 0.01 MB: compare names, and values at that precision.
+  const mb = (rows) => rows.map((r) => ({ ...r, flat: (r.flat / 1048576).toFixed(2), cum: (r.cum / 1048576).toFixed(2) }));
+  const top = async (n) => mb(await pageTopTable(page, n));
+  assert.deepEqual(await top(5), mb(pprofFileTable('go/base/heap.inuse_space.pprof-top.txt', 5)));
   await select.selectOption({ label: 'alloc_objects' });
-  await page.waitForFunction(
-    (want) => document.querySelector('[data-testid=top-row] [data-col=name]')?.getAttribute('data-value') === want,
-    pprofRows(join(fixtures, 'go/base/heap.alloc_objects.pprof-top.txt'), 1)[0][2],
-  );
+  await expectTopTable(page, pprofFileTable('go/base/heap.alloc_objects.pprof-top.txt', 5), 'pprof -sample_index=alloc_objects');
   await screenshot(page, 'top-heap-alloc-objects');
   await page.close();
 });
 
-test('diff: base and compare cpu profiles show matrixMultiply among the regressions', async (t) => {
+test('diff: base and compare cpu profiles show pprof -diff_base\'s changes', async (t) => {
   if (!requireFixtures(t)) return;
   const { page } = await openPage();
   await load(page, 'go/base/cpu.pb.gz');
@@ -140,10 +144,15 @@ test('diff: base and compare cpu profiles show matrixMultiply among the regressi
   await load(page, 'go/compare/cpu.pb.gz');
   await page.getByTestId('view-diff').click();
   await page.getByTestId('diff-table').waitFor();
-  const names = await page.getByTestId('diff-row').locator('[data-col=name]').evaluateAll((els) => els.map((e) => e.dataset.value));
-  assert.ok(names.includes('main.matrixMultiply'), 'matrixMultiply regressed');
+  // pprof's five largest changes: findMatch +0.65s, memmove -0.32s, partition_func -0.25s…
+  for (const r of pprofFileTable('go/compare/cpu.diff-vs-base.pprof-top.txt', 5)) {
+    assert.deepEqual(await diffDeltas(page, r.name), [r.flat, r.cum], r.name);
+  }
   assert.equal(await page.getByTestId('overall-delta').textContent(), '-2.54%');
-  assert.ok(await paintedColours(page) > 3, 'the diff flame graph is painted');
+  // The whole profile shrank (7.08s → 6.90s): the diff flame graph's root is blue.
+  const flame = await paintedFlame(page);
+  const root = await canvasPixel(flame.canvas, flame.width / 2, flame.height - ROW / 2);
+  assert.ok(sameColour(root, hslRgb(220, 80, 91)), `root ${root}`);
   await screenshot(page, 'diff-cpu');
   await page.close();
 });
@@ -180,7 +189,7 @@ test('a corrupt file shows an error naming it, and what is loaded stays', async 
   assert.match(text, /broken\.pb\.gz/);
   assert.match(text, /gzip/i);
   assert.equal(await page.getByTestId('profile-tab').count(), 1, 'the cpu profile is still loaded');
-  assert.ok(await paintedColours(page) > 10, 'and still drawn');
+  await assertRoot(await paintedFlame(page), '7.08s'); // and still drawn
   await screenshot(page, 'error-corrupt');
   await page.close();
 });
@@ -205,17 +214,28 @@ test('sandwich: callers and callees of a function from the top table', async (t)
   const row = page.getByTestId('top-row').filter({ has: page.locator('[data-value="compress/flate.(*compressor).deflate"]') });
   await row.getByTestId('sandwich-button').click();
   assert.equal(await page.getByTestId('sandwich-function').textContent(), 'compress/flate.(*compressor).deflate');
-  for (const half of ['sandwich-callers', 'sandwich-callees']) {
-    const canvas = page.getByTestId(half).getByTestId('flamegraph');
-    await canvas.waitFor();
-    await page.waitForFunction((id) => document.querySelector(`[data-testid=${id}] canvas`).width > 0, half);
-    const painted = await canvas.evaluate((c) => {
-      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-      let n = 0;
-      for (let i = 3; i < d.length; i += 4 * 13) if (d[i] > 0) n++;
-      return n;
-    });
-    assert.ok(painted > 100, `${half} is painted`);
+  // `go tool pprof -peek 'compressor..deflate$' -nodefraction=0 -edgefraction=0 go/base/cpu.pb.gz`: deflate's cum is 3.08s;
+  // callers (*compressor).close 1.30s and (*compressor).write 1.78s; callees findMatch
+  // 2.11s, writeBlock 0.30s, hash4 0.05s, runtime.asyncPreempt 0.15s. Over each half's
+  // root is deflate: callers grow up from the bottom row, callees hang down from the top
+  // row; frames in name order.
+  const halves = {
+    'sandwich-callers': { rowY: (h, row) => h - row * ROW - ROW / 2, icicle: false, frames: [['compress/flate.(*compressor).close', 1.30], ['compress/flate.(*compressor).write', 1.78]] },
+    'sandwich-callees': { rowY: (h, row) => row * ROW + ROW / 2, icicle: true, frames: [['compress/flate.(*compressor).findMatch', 2.11], ['compress/flate.(*compressor).writeBlock', 0.30]] },
+  };
+  for (const [half, { rowY, icicle, frames }] of Object.entries(halves)) {
+    const flame = await paintedFlame(page, page.getByTestId(half));
+    await assertRoot(flame, '3.08s', icicle);
+    const deflate = await hoverText(flame.canvas, flame.width / 2, rowY(flame.height, 1));
+    assert.equal(deflate.name, 'compress/flate.(*compressor).deflate', half);
+    assert.match(deflate.text, /total 3\.08s \(100%\)/, half);
+    let x = 0;
+    for (const [name, seconds] of frames) {
+      const w = (seconds / 3.08) * flame.width;
+      const tip = await hoverText(flame.canvas, x + w / 2, rowY(flame.height, 2));
+      assert.deepEqual([tip.name, pprofValue(/total (\S+) \(/.exec(tip.text)[1])], [name, Math.round(seconds * 1e9)], half);
+      x += w;
+    }
   }
   await screenshot(page, 'sandwich');
   await page.close();
@@ -258,16 +278,57 @@ test('a url= that cannot be fetched says so in the page', async () => {
   await page.close();
 });
 
+/**
+ * Stops the analysis worker in the middle of a parse, whatever its speed: the page's
+ * worker.js is served with a prelude whose postMessage, once the worker has reported
+ * more than 10% of a 13.7 MB parse, makes a synchronous request that the test answers
+ * only on `release()`. `holding` resolves when the worker is held.
+ */
+async function holdWorkerMidParse(page) {
+  let release, held;
+  const released = new Promise((r) => { release = r; });
+  const holding = new Promise((r) => { held = r; });
+  await page.route((u) => u.pathname === '/__e2e/hold', async (route) => {
+    held();
+    await released;
+    await route.fulfill({ body: 'go' }).catch(() => {}); // the worker may be gone (cancelled)
+  });
+  await page.route((u) => u.pathname.endsWith('/worker.js'), async (route) => {
+    const original = await route.fetch();
+    const prelude = `{
+      const post = self.postMessage.bind(self);
+      let held = false;
+      self.postMessage = (message, ...rest) => {
+        post(message, ...rest);
+        const m = typeof message?.[0] === 'string' && /"(inflating|decoding) 13\\.7 MB","fraction":([0-9.]+)/.exec(message[0]);
+        if (!held && m && Number(m[2]) > 0.1) {
+          held = true;
+          const x = new XMLHttpRequest();
+          x.open('GET', '/__e2e/hold', false);
+          x.send();
+        }
+      };
+    }\n`;
+    await route.fulfill({ response: original, body: prelude + (await original.text()) });
+  });
+  return { holding, release };
+}
+
 test('the large profile parses in the worker: the page answers meanwhile, and cancel stops it', async (t) => {
   if (!requireFixtures(t)) return;
-  const { page } = await openPage();
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const worker = await holdWorkerMidParse(page);
+  await page.goto(server.base);
   await load(page, 'large/cpu.large.pb.gz');
   const row = page.getByTestId('loading');
   await row.waitFor();
-  // The bar moves as the worker inflates and decodes.
+  // The bar moves as the worker inflates and decodes; past 10% the worker is held.
+  let timer;
+  await Promise.race([worker.holding, new Promise((_, fail) => { timer = setTimeout(() => fail(new Error('the worker never reached 10%')), 60000); })]);
+  clearTimeout(timer);
   await page.waitForFunction(() => Number(document.querySelector('[data-testid=loading] progress')?.value) > 0.1);
   assert.match(await row.textContent(), /(inflating|decoding) 13\.7 MB/);
-  // The main thread is free while the worker parses: the page runs script and takes input.
+  // The parse is unfinished (its worker is held), and the page runs script and takes input.
   await page.getByTestId('paste-input').evaluate((e) => e.closest('details').open = true);
   await page.getByTestId('paste-input').fill('typed while parsing');
   assert.equal(await page.getByTestId('paste-input').inputValue(), 'typed while parsing');
@@ -275,11 +336,12 @@ test('the large profile parses in the worker: the page answers meanwhile, and ca
   await screenshot(page, 'parsing-large');
   await page.getByTestId('cancel-parse').click();
   await row.waitFor({ state: 'detached' });
+  worker.release();
   assert.equal(await page.getByTestId('profile-tab').count(), 0, 'a cancelled parse adds nothing');
   // The restarted worker serves the next file.
   await load(page, 'go/base/cpu.pb.gz');
-  await page.getByTestId('flamegraph').waitFor();
-  assert.equal(await page.getByTestId('profile-tab').count(), 1);
+  await assertRoot(await paintedFlame(page), '7.08s');
+  assert.deepEqual(await page.getByTestId('profile-tab').locator('.tab-name').allTextContents(), ['cpu.pb.gz']);
   await page.close();
 });
 
@@ -297,14 +359,20 @@ test('the large profile loads completely and its top row equals pprof', async (t
   await page.waitForFunction(() => location.hash.includes('zoom='));
   await page.getByTestId('search').fill('runtime.asyncPreempt');
   await page.locator('[data-testid=search-matched][data-value]').waitFor();
-  assert.match(await page.getByTestId('search-matched').textContent(), /matched [1-9][0-9.]*%/);
+  // runtime.asyncPreempt is a leaf: the samples it is in are its cum, 1239.76s of 2587.10s.
+  const [preempt] = pprofFileTable('large/cpu.large.pprof-top.txt', 1);
+  assert.deepEqual([preempt.name, preempt.cum], ['runtime.asyncPreempt', 1239760000000]);
+  assert.equal(await page.getByTestId('search-matched').getAttribute('data-value'), String(preempt.cum));
+  assert.equal(await page.getByTestId('search-matched').textContent(), 'matched 47.92%');
   await screenshot(page, 'flame-large-zoomed');
   await page.keyboard.press('Escape');
   await page.getByTestId('view-top').click();
-  const first = page.getByTestId('top-row').first();
-  await first.waitFor({ timeout: 60000 });
-  assert.equal(await first.locator('[data-col=name]').getAttribute('data-value'), 'runtime.asyncPreempt');
-  assert.equal(pprofSeconds(await first.locator('[data-col=flat]').getAttribute('data-value')), '1239.76s');
+  await page.getByTestId('top-row').first().waitFor({ timeout: 60000 });
+  // pprof drops the nodes whose cum is at most 0.5% of the total ("Dropped 366 nodes (cum
+  // <= 12.94s)"); the page lists them all. Without those, the same rows.
+  const cutoff = pprofValue(/Dropped \d+ nodes \(cum <= (\S+)\)/.exec(readFileSync(join(fixtures, 'large/cpu.large.pprof-top.txt'), 'utf8'))[1]);
+  const kept = (await pageTopTable(page, 200)).filter((r) => r.cum > cutoff).slice(0, 20);
+  assert.deepEqual(kept, pprofFileTable('large/cpu.large.pprof-top.txt', 20), 'go tool pprof -top of the large profile');
   await screenshot(page, 'top-large');
   await page.close();
 });
@@ -323,11 +391,17 @@ test('keyboard: arrows move through the top table and Enter focuses the flame gr
   await page.keyboard.press('Enter');
   await page.getByTestId('flamegraph').waitFor();
   assert.equal(await page.getByTestId('focus').inputValue(), '^compress/flate\\.\\(\\*compressor\\)\\.deflate$');
-  // The tooltip names the function's file.
-  const box = await page.getByTestId('flamegraph').boundingBox();
-  await page.mouse.move(box.x + box.width / 2, box.y + box.height - 5 - 18 * 5);
-  await page.getByTestId('flame-tooltip').waitFor();
-  assert.match(await page.getByTestId('flame-tooltip').textContent(), /\.go/);
+  // Focused on deflate: the root holds deflate's cum (pprof: 3.08s), and up the middle
+  // column is deflate as called by (*compressor).write, 1.78s of it (`go tool pprof -peek`),
+  // with its file (`go tool pprof -raw`: deflate.go).
+  const flame = await paintedFlame(page);
+  await assertRoot(flame, '3.08s');
+  let deflate;
+  for (let y = flame.height - ROW / 2; y > 0 && !deflate; y -= ROW) {
+    const tip = await hoverText(flame.canvas, flame.width / 2, y);
+    if (tip.name === 'compress/flate.(*compressor).deflate') deflate = tip.text;
+  }
+  assert.match(deflate, /^compress\/flate\.\(\*compressor\)\.deflate\/usr\/lib\/go-1\.19\/src\/compress\/flate\/deflate\.gototal 1\.78s \(57\.79%\)/);
   await page.close();
 });
 
@@ -336,11 +410,8 @@ test('share: the link opens the same profile in a fresh browser; a saved baselin
   const { page } = await openPage();
   await load(page, 'go/base/cpu.pb.gz');
   await page.getByTestId('view-top').click();
-  const topRows = async (p) => {
-    await p.getByTestId('top-row').first().waitFor();
-    return p.getByTestId('top-row').locator('[data-col=name]').evaluateAll((els) => els.slice(0, 10).map((e) => e.dataset.value));
-  };
-  const mine = await topRows(page);
+  const expected = pprofFileTable('go/base/cpu.pprof-top.txt', 10);
+  await expectTopTable(page, expected, 'go tool pprof -top');
   await page.getByTestId('share').click();
   const link = page.getByTestId('share-url');
   await link.waitFor();
@@ -354,8 +425,8 @@ test('share: the link opens the same profile in a fresh browser; a saved baselin
   await other.goto(url);
   await other.getByTestId('flamegraph').waitFor();
   await other.getByTestId('view-top').click();
-  assert.deepEqual(await topRows(other), mine, 'the shared profile has the same top table');
-  assert.equal(await other.getByTestId('profile-tab').textContent().then((t) => t.includes('cpu.pb.gz')), true);
+  await expectTopTable(other, expected, 'the shared profile is go/base/cpu.pb.gz');
+  assert.deepEqual(await other.getByTestId('profile-tab').locator('.tab-name').allTextContents(), ['cpu.pb.gz']);
   await screenshot(other, 'share-opened');
   await fresh.close();
 
@@ -372,22 +443,13 @@ test('share: the link opens the same profile in a fresh browser; a saved baselin
   await page.getByTestId('profile-tab').nth(1).waitFor();
   await page.getByTestId('compare-baseline').click();
   await page.getByTestId('diff-table').waitFor();
-  const names = await page.getByTestId('diff-row').locator('[data-col=name]').evaluateAll((els) => els.map((e) => e.dataset.value));
-  assert.ok(names.includes('main.matrixMultiply'), 'matrixMultiply regressed against the baseline');
   assert.equal(await page.getByTestId('overall-delta').textContent(), '-2.54%', 'base = the baseline, compare = the new profile');
+  for (const r of pprofFileTable('go/compare/cpu.diff-vs-base.pprof-top.txt', 5)) {
+    assert.deepEqual(await diffDeltas(page, r.name), [r.flat, r.cum], `pprof -diff_base: ${r.name}`);
+  }
   await screenshot(page, 'diff-against-baseline');
   await page.close();
 });
-
-/** Waits until the page's Cache Storage holds `n` kept files. */
-async function keptFiles(page, n) {
-  for (let i = 0; i < 100; i++) {
-    const kept = await page.evaluate(async () => (await (await caches.open('stacklens-local-profiles')).keys()).length);
-    if (kept === n) return;
-    await page.waitForTimeout(50);
-  }
-  assert.fail(`the page did not keep ${n} files`);
-}
 
 test('a reload brings back the files opened in this tab; a removed file stays removed', async (t) => {
   if (!requireFixtures(t)) return;
@@ -418,9 +480,9 @@ test('a samply (Firefox Profiler) profile shows its flame graph and top table', 
   if (!requireFixtures(t)) return;
   const { page } = await openPage();
   await load(page, 'thirdparty/samply/ls-profile.json');
-  await page.getByTestId('flamegraph').waitFor();
-  await page.waitForFunction(() => document.querySelector('[data-testid=flamegraph]').width > 0);
-  assert.ok(await paintedColours(page) > 3, 'the flame graph has painted frames');
+  // The file's samples: weights summing to 13,069 (13,083 with the 11 stackless ones) at a
+  // 0.25 ms interval: 3.27s.
+  await assertRoot(await paintedFlame(page), '3.27s');
   await page.getByTestId('view-top').click();
   const first = page.getByTestId('top-row').first();
   await first.waitFor();
@@ -467,8 +529,13 @@ test('capture history: a trend chart per profile type from captures of a service
     await memory.waitFor();
     assert.equal(await memory.getByTestId('trend-point').count(), 2);
     assert.equal(await memory.getByTestId('history-row').count(), 2);
-    const ys = await memory.getByTestId('trend-point').evaluateAll((els) => els.map((e) => Number(e.getAttribute('cy'))));
-    assert.notEqual(ys[0], ys[1], 'the two heap snapshots have different totals');
+    // inuse_space totals (SOURCES.md): base 7,617,933 B, then compare 14,530,408 B, the
+    // largest at the top of the 90 px chart (y = 86 − 82 × total / largest).
+    const ys = await memory.getByTestId('trend-point').evaluateAll((els) => els.map((e) => e.getAttribute('cy')));
+    assert.deepEqual(ys, [(86 - (82 * 7617933) / 14530408).toFixed(1), '4.0']);
+    // Newest first, as pprof prints the totals ("… of 13.86MB total", "… of 7.27MB total").
+    const totals = await memory.getByTestId('history-row').evaluateAll((rows) => rows.map((r) => r.cells[2].textContent));
+    assert.deepEqual(totals, ['13.86MB', '7.27MB']);
     assert.equal(await page.locator('[data-testid=history-type][data-type=goroutine]').getByTestId('trend-point').count(), 1);
     assert.equal(await page.locator('[data-testid=history-type][data-type=cpu]').count(), 0);
     await screenshot(page, 'capture-history');

@@ -143,7 +143,7 @@ test('offline: with the network off after the page loaded, a file opens and is a
   await canvas.waitFor();
   await page.waitForFunction(() => document.querySelector('[data-testid=flamegraph]').width > 0);
   const { width, height } = await canvas.boundingBox();
-  const root = await hoverText(page, canvas, width / 2, height - 9);
+  const root = await hoverText(canvas, width / 2, height - 9);
   assert.equal(root.name, 'root');
   assert.match(root.text, /total 7\.08s \(100%\)/, 'pprof: Total samples = 7.08s');
   await page.getByTestId('view-top').click();

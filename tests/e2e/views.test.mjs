@@ -81,9 +81,9 @@ test('icicle: the toggle moves the root from the bottom row to the top; the rows
     assert.ok(sameColour(await canvasPixel(canvas, width / 2, rootY), ROOT_GREY), `${mode}: the root's grey at y=${rootY}`);
     const otherEnd = rootY < height / 2 ? height - ROW / 2 : ROW / 2;
     assert.ok(!sameColour(await canvasPixel(canvas, width / 2, otherEnd), ROOT_GREY), `${mode}: no root at y=${otherEnd}`);
-    assert.deepEqual(tooltipFrame(await hoverText(page, canvas, width / 2, rootY)), { name: 'root', total });
+    assert.deepEqual(tooltipFrame(await hoverText(canvas, width / 2, rootY)), { name: 'root', total });
     for (const c of targets) {
-      assert.deepEqual(tooltipFrame(await hoverText(page, canvas, c.x, childY)), { name: c.name, total: c.total }, `${mode}: x=${c.x}`);
+      assert.deepEqual(tooltipFrame(await hoverText(canvas, c.x, childY)), { name: c.name, total: c.total }, `${mode}: x=${c.x}`);
     }
   };
   // A flame graph grows upwards from the root on the bottom row…
