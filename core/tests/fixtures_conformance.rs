@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use stacklens_core::analysis::goroutines::{analyze, GoroutineOptions};
@@ -69,18 +70,18 @@ fn profiles_match_their_descriptions() {
         if ours.join(" ") != sums {
             failures.push(format!("{}: sums [{}] != [{sums}]", row.path, ours.join(" ")));
         }
-        if let Some(n) = count_before(&row.properties, "Sample records") {
-            if profile.samples.len() != n {
-                failures.push(format!("{}: {} samples != {n}", row.path, profile.samples.len()));
-            }
+        // Every described profile states both counts.
+        let samples = count_before(&row.properties, "Sample records").expect("a Sample records count");
+        if profile.samples.len() != samples {
+            failures.push(format!("{}: {} samples != {samples}", row.path, profile.samples.len()));
         }
-        if let Some(n) = count_before(&row.properties, "locations") {
-            if profile.locations.len() != n {
-                failures.push(format!("{}: {} locations != {n}", row.path, profile.locations.len()));
-            }
+        let locations = count_before(&row.properties, "locations").expect("a locations count");
+        if profile.locations.len() != locations {
+            failures.push(format!("{}: {} locations != {locations}", row.path, profile.locations.len()));
         }
     }
-    assert!(checked >= 30, "only {checked} profiles checked");
+    // SOURCES.md describes 33 profiles with sums; every one is checked.
+    assert_eq!(checked, 33, "profiles checked");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -91,11 +92,13 @@ fn goroutine_dumps_match_their_state_counts() {
     for row in rows(&root) {
         let Some(states) = row.properties.split("states: ").nth(1) else { continue };
         let total = count_before(&row.properties, "goroutines;").expect("goroutine count");
-        let profile = stacklens_core::parse(&common::read(&root.join(&row.path))).unwrap();
+        let bytes = common::read(&root.join(&row.path));
+        let profile = stacklens_core::parse(&bytes).unwrap();
         let report = analyze(&profile, &GoroutineOptions::default()).unwrap();
         assert_eq!(report.goroutine_count, total as u64, "{}", row.path);
         assert!(!report.states_inferred, "{}: a dump has exact states", row.path);
-        for pair in states.split(';').next().unwrap().split(", ") {
+        let listed: Vec<&str> = states.split(';').next().unwrap().split(", ").collect();
+        for pair in &listed {
             let (state, count) = pair.rsplit_once(' ').unwrap();
             assert_eq!(
                 report.by_state.get(state).copied(),
@@ -104,13 +107,27 @@ fn goroutine_dumps_match_their_state_counts() {
                 row.path
             );
         }
+        // SOURCES.md leaves out the smallest states (a few running, runnable or chan
+        // receive goroutines): all states come from the dump's own `goroutine N [state…]:`
+        // headers, counted here.
+        let mut headers: HashMap<&str, u64> = HashMap::new();
+        let text = std::str::from_utf8(&bytes).unwrap();
+        for header in text.lines().filter(|l| l.starts_with("goroutine ") && l.ends_with("]:")) {
+            let state = header.split_once('[').unwrap().1.split([',', ']']).next().unwrap();
+            *headers.entry(state).or_default() += 1;
+        }
+        assert_eq!(headers.values().sum::<u64>(), total as u64, "{}", row.path);
+        assert!(headers.len() > listed.len(), "{}: the dump has states SOURCES.md leaves out", row.path);
+        let ours: HashMap<&str, u64> = report.by_state.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(ours, headers, "{}", row.path);
         if let Some(n) = count_before(&row.properties, "with 'N minutes' wait") {
             let waiting = profile.goroutines.iter().filter(|g| g.wait_minutes.is_some()).count();
             assert_eq!(waiting, n, "{}", row.path);
         }
         checked += 1;
     }
-    assert!(checked >= 3, "only {checked} dumps checked");
+    // go/base, go/compare and large.
+    assert_eq!(checked, 3, "dumps checked");
 }
 
 #[test]
@@ -131,8 +148,67 @@ fn rejected_files_get_typed_errors() {
 #[test]
 fn every_third_party_file_imports_or_gets_a_typed_error() {
     let Some(root) = common::fixtures() else { return };
-    let mut dirs = vec![root.join("thirdparty")];
-    let mut seen = 0;
+    // Each input file under thirdparty/ (reference outputs left out): how many sample
+    // types it imports with, or the typed error's code for a format we do not read.
+    let expected: &[(&str, Result<usize, &str>)] = &[
+        ("firefox-profiler/art-trace-regular.trace.gz", Err("UnknownFormat")),
+        ("firefox-profiler/chrome-tracing.json.gz", Err("UnknownFormat")),
+        ("firefox-profiler/dhat.json.gz", Err("UnknownFormat")),
+        ("firefox-profiler/flamegraph.txt", Ok(1)),
+        ("firefox-profiler/gecko-2.json", Ok(2)),
+        ("firefox-profiler/graphviz.perf.gz", Ok(2)),
+        ("firefox-profiler/hello.cjs-20231120T211435.cpuprofile", Ok(2)),
+        ("firefox-profiler/processed-3.json", Ok(2)),
+        ("firefox-profiler/simpleperf-cpu-clock.trace.gz", Err("MalformedProtobuf")),
+        ("flamegraph/example-perf-stacks.txt.gz", Ok(1)),
+        ("flamegraph/perf-cycles-instructions-01.txt", Ok(2)),
+        ("flamegraph/perf-java-stacks-01-collapsed-all.txt", Ok(1)),
+        ("flamegraph/perf-java-stacks-01.txt", Ok(1)),
+        ("inferno/dtrace-stack-ustack.txt", Err("UnknownFormat")),
+        ("inferno/macos-sample.txt", Err("UnknownFormat")),
+        ("inferno/perf-go-stacks.txt", Ok(2)),
+        ("inferno/vsprof-CallTreeSummary.csv", Err("UnknownFormat")),
+        ("inferno/vtune.csv", Err("UnknownFormat")),
+        ("parca/alloc_space_delta.pb.gz", Ok(4)),
+        ("parca/fgprof.pb.gz", Ok(2)),
+        ("parca/normal-cpu.stripped.pprof", Ok(2)),
+        ("pprof/cppbench.contention", Ok(2)),
+        ("pprof/cppbench.cpu", Ok(2)),
+        ("pprof/cppbench.cpu_no_samples_type", Ok(1)),
+        ("pprof/cppbench.heap", Ok(2)),
+        ("pprof/cppbench.thread", Ok(1)),
+        ("pprof/go.nomappings.crash", Ok(4)),
+        ("pprof/gobench.cpu", Ok(2)),
+        ("pprof/large.cpu", Ok(2)),
+        ("pyroscope/async-profiler-dump1.jfr.gz", Err("MalformedProtobuf")),
+        ("pyroscope/cpu_go_truncated_1.pb.gz", Ok(2)),
+        ("pyroscope/dotnet-pprof-3.pb.gz", Err("InvalidProfile")),
+        ("pyroscope/nodejs-wall.pb.gz", Ok(2)),
+        ("pyroscope/otel-ebpf-profile.pb.bin", Err("MalformedProtobuf")),
+        ("pyroscope/profile_java.pb.gz", Ok(1)),
+        ("pyroscope/profile_ruby.pb.gz", Ok(1)),
+        ("pyroscope/profile_rust.pb.gz", Ok(1)),
+        ("pyroscope/pyspy-1.pb.gz", Ok(1)),
+        ("samply/ls-profile.json", Ok(2)),
+        ("speedscope/chrome116-Trace-20230603T221323.json", Ok(2)),
+        ("speedscope/chrome65-simple.cpuprofile", Ok(2)),
+        ("speedscope/chrome69-Heap-20181005T144546.heapprofile", Ok(1)),
+        // Firefox DevTools' "Recorded Performance Data" wrapper, not a Gecko profile itself.
+        ("speedscope/firefox63-simple-firefox.json", Err("UnknownFormat")),
+        ("speedscope/ghc-simple.prof", Err("UnknownFormat")),
+        ("speedscope/heavy.jfr", Err("MalformedProtobuf")),
+        ("speedscope/instruments16-simple-time-profile-deep-copy.txt", Err("UnknownFormat")),
+        ("speedscope/node10.11-example.cpuprofile", Ok(2)),
+        ("speedscope/node8.5-isolate-v8.log", Err("UnknownFormat")),
+        ("speedscope/pmcstat-simple.txt", Err("UnknownFormat")),
+        ("speedscope/ruby-simple-cpu-stackprof.json", Err("UnknownFormat")),
+        ("speedscope/rust-mangled.linux-perf.txt", Ok(2)),
+        ("speedscope/safari13.1-simple.html-recording.json", Err("UnknownFormat")),
+        ("speedscope/simple-with-header.linux-perf.txt", Ok(2)),
+    ];
+    let thirdparty = root.join("thirdparty");
+    let mut dirs = vec![thirdparty.clone()];
+    let mut found = Vec::new();
     while let Some(d) = dirs.pop() {
         for entry in std::fs::read_dir(d).unwrap() {
             let path = entry.unwrap().path();
@@ -140,22 +216,27 @@ fn every_third_party_file_imports_or_gets_a_typed_error() {
                 dirs.push(path);
                 continue;
             }
-            let name = path.to_string_lossy();
-            if name.ends_with(".txt") && (name.contains(".pprof-") || name.ends_with(".string")) {
-                continue; // reference outputs, not inputs
+            let name = path.strip_prefix(&thirdparty).unwrap().to_string_lossy().into_owned();
+            // pprof's outputs (`*.pprof-top.txt`, `*.pprof-error.txt`) and `*.string` dumps
+            // are references, not inputs.
+            if (name.ends_with(".txt") && name.contains(".pprof-")) || name.ends_with(".string") {
+                continue;
             }
-            seen += 1;
-            match stacklens_core::parse(&common::read(&path)) {
-                Ok(p) => assert!(!p.sample_types.is_empty(), "{name}: imported without sample types"),
+            let outcome = match stacklens_core::parse(&common::read(&path)) {
+                Ok(p) => Ok(p.sample_types.len()),
                 Err(e) => {
-                    let known = matches!(
+                    let typed = matches!(
                         e,
                         Error::UnknownFormat { .. } | Error::Protobuf { .. } | Error::Invalid(_) | Error::Text { .. }
                     );
-                    assert!(known && !e.to_string().is_empty(), "{name}: {e:?}");
+                    assert!(typed && !e.to_string().is_empty(), "{name}: {e:?}");
+                    Err(e.code())
                 }
-            }
+            };
+            found.push((name, outcome));
         }
     }
-    assert!(seen >= 40, "only {seen} third-party files");
+    found.sort();
+    let expected: Vec<(String, Result<usize, &str>)> = expected.iter().map(|(n, o)| (n.to_string(), *o)).collect();
+    assert_eq!(found, expected);
 }

@@ -1,10 +1,13 @@
-//! Our `top` against `go tool pprof -top` output for every fixture that has one:
-//! the same rows in the same order, the same flat and cum after pprof's display
-//! rounding, the same total, the same dropped-node count and inline markers.
+//! Our `top` against `go tool pprof -top` output: for every fixture that has a stored
+//! `*.pprof-top.txt`, and for focus/ignore/hide/show, granularities, `-cum`, sample
+//! indexes and `-diff_base` combinations against pprof run at test time. The same rows in
+//! the same order, the same flat and cum after pprof's display rounding, the same total,
+//! the same dropped-node count and cutoff, the same node count and inline markers.
 
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use stacklens_core::analysis::diff::diff_top;
 use stacklens_core::analysis::top::{top, Inlining, TopOptions};
@@ -17,6 +20,8 @@ struct Expected {
     sample_type: String,
     total: String,
     dropped: Option<usize>,
+    /// X of "Dropped N nodes (cum <= X)".
+    cutoff: Option<String>,
     shown_of: Option<usize>,
     rows: Vec<ExpectedRow>,
 }
@@ -30,8 +35,14 @@ struct ExpectedRow {
 }
 
 fn parse_expected(text: &str) -> Expected {
-    let mut e =
-        Expected { sample_type: String::new(), total: String::new(), dropped: None, shown_of: None, rows: vec![] };
+    let mut e = Expected {
+        sample_type: String::new(),
+        total: String::new(),
+        dropped: None,
+        cutoff: None,
+        shown_of: None,
+        rows: vec![],
+    };
     let mut in_table = false;
     for line in text.lines() {
         if in_table {
@@ -54,47 +65,45 @@ fn parse_expected(text: &str) -> Expected {
             e.total = of.trim_end_matches(" total").trim().into();
         } else if let Some(rest) = line.strip_prefix("Dropped ") {
             e.dropped = rest.split_whitespace().next().and_then(|n| n.parse().ok());
+            e.cutoff = rest.split_once("(cum <= ").map(|(_, c)| c.trim_end_matches(')').to_owned());
         } else if let Some(rest) = line.strip_prefix("Showing top ") {
             e.shown_of = rest.rsplit(' ').next().and_then(|n| n.parse().ok());
         } else if line.trim_start().starts_with("flat  flat%") {
             in_table = true;
         }
     }
+    assert!(!e.sample_type.is_empty() && !e.total.is_empty(), "no Type or total line in:\n{text}");
+    assert_eq!(e.dropped.is_some(), e.cutoff.is_some(), "unreadable Dropped line in:\n{text}");
     e
 }
 
-/// One ground-truth case derived from a file name.
+/// One comparison: a profile (and a base for `-diff_base`), our options, and where pprof's
+/// output comes from (a stored file, or the pprof flags run at test time).
 struct Case {
     expected: PathBuf,
     profile: PathBuf,
     base: Option<PathBuf>,
-    sample_index: String,
-    granularity: Granularity,
-    cum: bool,
-    node_count: usize,
+    options: TopOptions,
+}
+
+fn pprof_options(node_count: usize) -> TopOptions {
+    TopOptions { node_count: Some(node_count), node_fraction: 0.005, ..TopOptions::default() }
 }
 
 fn case_for(expected: &Path) -> Option<Case> {
     let dir = expected.parent()?;
     let file = expected.file_name()?.to_str()?;
     let stem = file.strip_suffix(".pprof-top.txt")?;
-    let mut case = Case {
-        expected: expected.to_owned(),
-        profile: PathBuf::new(),
-        base: None,
-        sample_index: String::new(),
-        granularity: Granularity::Functions,
-        cum: false,
-        node_count: 20,
-    };
+    let mut case =
+        Case { expected: expected.to_owned(), profile: PathBuf::new(), base: None, options: pprof_options(20) };
     let (mut name, diff) = match stem.strip_suffix(".diff-vs-base") {
         Some(s) => (s.to_owned(), true),
         None => (stem.to_owned(), false),
     };
     if let Some(s) = name.strip_suffix(".cum") {
         name = s.to_owned();
-        case.cum = true;
-        case.node_count = 30;
+        case.options.cum = true;
+        case.options.node_count = Some(30);
     }
     // An existing file named by the whole stem, or a stem ending in a sample type.
     let (file_part, index) = if dir.join(&name).is_file() {
@@ -107,7 +116,7 @@ fn case_for(expected: &Path) -> Option<Case> {
             _ => (name.clone(), String::new()),
         }
     };
-    case.sample_index = index;
+    case.options.sample_index = index;
     let profile =
         if dir.join(&file_part).is_file() { dir.join(&file_part) } else { dir.join(format!("{file_part}.pb.gz")) };
     if !profile.is_file() {
@@ -115,7 +124,7 @@ fn case_for(expected: &Path) -> Option<Case> {
     }
     if file_part.ends_with(".debug1.txt") {
         // The ground truth for legacy texts was made with -addresses.
-        case.granularity = Granularity::Addresses;
+        case.options.granularity = Granularity::Addresses;
     }
     if diff {
         let base_dir = dir.parent()?.join("base");
@@ -148,6 +157,7 @@ struct Actual {
     unit: String,
     total: i64,
     dropped: usize,
+    cutoff: i64,
     shown_of: usize,
     rows: Vec<(String, i64, i64, Option<Inlining>)>,
 }
@@ -155,19 +165,11 @@ struct Actual {
 fn run_case(case: &Case) -> Actual {
     let compare = stacklens_core::parse(&common::read(&case.profile))
         .unwrap_or_else(|e| panic!("{}: {e}", case.profile.display()));
-    let options = TopOptions {
-        sample_index: case.sample_index.clone(),
-        granularity: case.granularity,
-        cum: case.cum,
-        node_count: Some(case.node_count),
-        node_fraction: 0.005,
-        ..TopOptions::default()
-    };
     let r = match &case.base {
-        None => top(&compare, &options).unwrap(),
+        None => top(&compare, &case.options).unwrap(),
         Some(base_path) => {
             let base = stacklens_core::parse(&common::read(base_path)).unwrap();
-            diff_top(&base, &compare, &options).unwrap()
+            diff_top(&base, &compare, &case.options).unwrap()
         }
     };
     Actual {
@@ -175,13 +177,18 @@ fn run_case(case: &Case) -> Actual {
         unit: r.unit,
         total: r.total,
         dropped: r.dropped_nodes,
+        cutoff: r.node_cutoff,
         shown_of: r.node_total - r.dropped_nodes,
         rows: r.functions.into_iter().map(|f| (f.name, f.flat, f.cum, f.inline)).collect(),
     }
 }
 
 fn check(case: &Case) -> Result<(), String> {
-    let expected = parse_expected(&std::fs::read_to_string(&case.expected).unwrap());
+    check_against(case, &std::fs::read_to_string(&case.expected).unwrap())
+}
+
+fn check_against(case: &Case, pprof_output: &str) -> Result<(), String> {
+    let expected = parse_expected(pprof_output);
     let actual = run_case(case);
     let unit = report_unit(actual.rows.iter().map(|r| (r.1, r.2)), actual.total, &actual.unit);
     let fmt = |v: i64| format_value_in(v, &actual.unit, &unit);
@@ -192,25 +199,34 @@ fn check(case: &Case) -> Result<(), String> {
     if fmt(actual.total) != expected.total {
         problems.push(format!("total {} != {}", fmt(actual.total), expected.total));
     }
-    if let Some(d) = expected.dropped {
-        if d != actual.dropped {
-            problems.push(format!("dropped {} != {d}", actual.dropped));
+    // pprof prints "Dropped N nodes" only when N > 0, and "Showing top K nodes out of N"
+    // only when the node count cut rows: without it, every remaining node is a row.
+    let dropped = expected.dropped.unwrap_or(0);
+    if dropped != actual.dropped {
+        problems.push(format!("dropped {} != {dropped}", actual.dropped));
+    }
+    if let Some(cutoff) = &expected.cutoff {
+        if &fmt(actual.cutoff) != cutoff {
+            problems.push(format!("dropped cutoff {} != {cutoff}", fmt(actual.cutoff)));
         }
     }
-    if let Some(n) = expected.shown_of {
-        if n != actual.shown_of {
-            problems.push(format!("nodes {} != {n}", actual.shown_of));
-        }
+    let shown_of = expected.shown_of.unwrap_or(expected.rows.len());
+    if shown_of != actual.shown_of {
+        problems.push(format!("nodes {} != {shown_of}", actual.shown_of));
     }
     if expected.rows.len() != actual.rows.len() {
         problems.push(format!("{} rows != {}", actual.rows.len(), expected.rows.len()));
     }
     for (i, (e, a)) in expected.rows.iter().zip(&actual.rows).enumerate() {
-        // With -addresses pprof knows no names for legacy texts; compare the address.
-        let name_ok =
-            if case.granularity == Granularity::Addresses { a.0.get(..16) == e.name.get(..16) } else { a.0 == e.name };
-        let diff_case = case.base.is_some();
-        if !name_ok || fmt(a.1) != e.flat || fmt(a.2) != e.cum || (!diff_case && a.3 != e.inline) {
+        // pprof names no frames of legacy texts (it ignores their `#` lines; we read them):
+        // there, with -addresses, only the address can be compared.
+        let name_ok = match e.name.strip_suffix(" <unknown>") {
+            Some(address) if case.options.granularity == Granularity::Addresses => {
+                address.len() == 16 && a.0.get(..17) == Some(&format!("{address} "))
+            }
+            _ => a.0 == e.name,
+        };
+        if !name_ok || fmt(a.1) != e.flat || fmt(a.2) != e.cum || a.3 != e.inline {
             problems.push(format!(
                 "row {i}: ours {} {} {} {:?}; pprof {} {} {} {:?}",
                 fmt(a.1),
@@ -227,7 +243,7 @@ fn check(case: &Case) -> Result<(), String> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!("{}:\n  {}", case.expected.display(), problems.join("\n  ")))
+        Err(format!("{}:\n  {}\npprof said:\n{pprof_output}", case.expected.display(), problems.join("\n  ")))
     }
 }
 
@@ -235,16 +251,127 @@ fn check(case: &Case) -> Result<(), String> {
 fn top_equals_go_tool_pprof_on_every_ground_truth() {
     let Some(root) = common::fixtures() else { return };
     let files = ground_truth_files(&root);
-    assert!(files.len() >= 40, "expected the 40+ ground-truth files, found {}", files.len());
+    // README: "compares every row of `go tool pprof -top` output for 43 real profiles".
+    assert_eq!(files.len(), 43, "ground-truth files: {files:#?}");
+    let cases: Vec<Case> =
+        files.iter().map(|f| case_for(f).unwrap_or_else(|| panic!("no case for {}", f.display()))).collect();
+    // The kinds the README names are all among them.
+    assert_eq!(cases.iter().filter(|c| c.base.is_some()).count(), 4, "-diff_base cases");
+    assert_eq!(cases.iter().filter(|c| c.options.cum).count(), 2, "-cum cases");
+    let addresses = cases.iter().filter(|c| c.options.granularity == Granularity::Addresses).count();
+    assert_eq!(addresses, 8, "-addresses cases");
+    for c in &cases {
+        let e = parse_expected(&std::fs::read_to_string(&c.expected).unwrap());
+        assert!(!e.rows.is_empty(), "{}: no rows", c.expected.display());
+    }
+    let failures: Vec<String> = cases.iter().filter_map(|c| check(c).err()).collect();
+    assert!(failures.is_empty(), "{} of {} differ from pprof:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+/// `go tool pprof -top FLAGS FILE` now, in the fixtures folder (flags name files relative
+/// to it), as `gen/groundtruth.sh` ran it for the stored files.
+fn pprof_now(go: &Path, root: &Path, file: &Path, flags: &[String]) -> String {
+    let tmp = std::env::temp_dir().join(format!("stacklens-pprof-top-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out = Command::new(go)
+        .args(["tool", "pprof", "-symbolize=none", "-top"])
+        .args(flags)
+        .arg(file)
+        .current_dir(root)
+        .env("PPROF_BINARY_PATH", "/nonexistent")
+        .env("PPROF_TMPDIR", &tmp)
+        .output()
+        .expect("running go tool pprof");
+    assert!(out.status.success(), "go tool pprof {flags:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Our options for pprof's flags (the subset the cases use), so both get the same ones.
+fn options_for(root: &Path, flags: &[String]) -> (TopOptions, Option<PathBuf>) {
+    let mut options = pprof_options(80);
+    let mut base = None;
+    for flag in flags {
+        let flag = flag.trim_start_matches('-');
+        let (name, value) = flag.split_once('=').unwrap_or((flag, ""));
+        let regex = Some(value.to_owned());
+        match name {
+            "nodecount" => options.node_count = Some(value.parse().unwrap()),
+            "sample_index" => options.sample_index = value.to_owned(),
+            "diff_base" => base = Some(root.join(value)),
+            "cum" => options.cum = true,
+            "filefunctions" | "lines" | "addresses" | "functions" => options.granularity = name.parse().unwrap(),
+            "focus" => options.filters.focus = regex,
+            "ignore" => options.filters.ignore = regex,
+            "hide" => options.filters.hide = regex,
+            "show" => options.filters.show = regex,
+            other => panic!("no option for pprof's -{other}"),
+        }
+    }
+    (options, base)
+}
+
+#[test]
+fn filters_granularities_and_diffs_equal_go_tool_pprof_run_now() {
+    let Some(root) = common::fixtures() else { return };
+    let go = Path::new("/usr/bin/go");
+    if !go.is_file() {
+        common::missing_prerequisite("Go at /usr/bin/go (go tool pprof makes the reference outputs)");
+        return;
+    }
+    // (profile, pprof flags besides -nodecount=80), each checked against pprof with the
+    // same flags, and against pprof without the filter/granularity flags (the flags must
+    // change pprof's answer, or the case proves nothing).
+    let cases: &[(&str, &[&str])] = &[
+        ("go/base/cpu.pb.gz", &["-show=compress/flate"]),
+        ("go/base/cpu.pb.gz", &["-filefunctions"]),
+        ("go/base/cpu.pb.gz", &["-lines"]),
+        ("go/base/cpu.pb.gz", &["-addresses"]),
+        ("go/base/cpu.pb.gz", &["-focus=compress/flate"]),
+        ("go/base/cpu.pb.gz", &["-ignore=compress/flate"]),
+        ("go/base/cpu.pb.gz", &["-hide=^runtime\\."]),
+        ("go/base/cpu.pb.gz", &["-focus=sort", "-hide=sort\\.insertion", "-cum"]),
+        ("go/base/cpu.pb.gz", &["-focus=nosuchfunction"]),
+        // The binary's name matches: every frame of it shown, or hidden (no rows left).
+        ("go/compare/cpu.pb.gz", &["-show=fixturegen|deflate", "-hide=findMatch"]),
+        ("go/compare/cpu.pb.gz", &["-hide=fixturegen"]),
+        ("go/compare/cpu.pb.gz", &["-show=matchLen|typedmemmove|hash4|sort", "-filefunctions", "-cum"]),
+        ("go/compare/cpu.pb.gz", &["-show=matchLen|typedmemmove|hash4|sort", "-lines"]),
+        ("go/compare/cpu.pb.gz", &["-hide=findMatch|typedmemmove", "-addresses"]),
+        ("go/compare/cpu.pb.gz", &["-focus=main\\.", "-ignore=runtime\\.gc", "-filefunctions"]),
+        ("go/compare/cpu.pb.gz", &["-diff_base=go/base/cpu.pb.gz", "-focus=sort", "-lines"]),
+        ("go/compare/cpu.pb.gz", &["-diff_base=go/base/cpu.pb.gz", "-hide=findMatch|typedmemmove"]),
+        ("go/compare/cpu.pb.gz", &["-diff_base=go/base/cpu.pb.gz", "-filefunctions", "-cum"]),
+        ("go/compare/heap.pb.gz", &["-sample_index=alloc_space", "-focus=compress", "-lines"]),
+        ("go/compare/heap.pb.gz", &["-diff_base=go/base/heap.pb.gz", "-sample_index=inuse_objects", "-show=main"]),
+        ("go/base/block.pb.gz", &["-sample_index=contentions", "-lines"]),
+        // Java frames have address 0: pprof prints no address for them.
+        ("thirdparty/pyroscope/profile_java.pb.gz", &["-addresses"]),
+        ("thirdparty/pyroscope/profile_java.pb.gz", &["-show=java/io", "-lines"]),
+        // Unsymbolized: the filters match the binaries' names.
+        ("thirdparty/pprof/cppbench.cpu", &["-focus=libc", "-hide=pthread", "-addresses"]),
+        ("thirdparty/pprof/cppbench.cpu", &["-show=cppbench", "-lines"]),
+        ("thirdparty/pprof/large.cpu", &["-focus=time", "-hide=runtime"]),
+    ];
     let mut failures = Vec::new();
-    let mut checked = 0;
-    for f in &files {
-        let Some(case) = case_for(f) else { continue };
-        checked += 1;
-        if let Err(e) = check(&case) {
+    for (file, extra) in cases {
+        let flags: Vec<String> = ["-nodecount=80"].iter().chain(extra.iter()).map(|f| f.to_string()).collect();
+        let plain: Vec<String> = flags
+            .iter()
+            .filter(|f| ["-nodecount", "-sample_index", "-diff_base"].iter().any(|k| f.starts_with(k)))
+            .cloned()
+            .collect();
+        let profile = root.join(file);
+        let reference = pprof_now(go, &root, &profile, &flags);
+        let rows = |text: &str| {
+            let e = parse_expected(text);
+            e.rows.iter().map(|r| format!("{} {} {}", r.flat, r.cum, r.name)).collect::<Vec<_>>()
+        };
+        assert_ne!(rows(&reference), rows(&pprof_now(go, &root, &profile, &plain)), "{file} {extra:?} changes nothing");
+        let (options, base) = options_for(&root, &flags);
+        let case = Case { expected: PathBuf::from(format!("{file} {}", flags.join(" "))), profile, base, options };
+        if let Err(e) = check_against(&case, &reference) {
             failures.push(e);
         }
     }
-    assert!(checked >= 40, "only {checked} cases derived");
-    assert!(failures.is_empty(), "{} of {checked} differ from pprof:\n{}", failures.len(), failures.join("\n"));
+    assert!(failures.is_empty(), "{} of {} differ from pprof:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }

@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::frames::{Filters, FrameTable, Granularity};
-use super::top::{select_rows, sort_rows, NodeValues, TopOptions, TopReport, TopRow};
+use super::top::{fraction_cutoff, inline_marks, select_rows, sort_rows, NodeValues, TopOptions, TopReport, TopRow};
 use crate::{Error, Profile, Result};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -152,7 +152,8 @@ fn deltas(
 }
 
 /// `go tool pprof -top -diff_base=BASE COMPARE`: flat and cum are compare − base, the
-/// total is the base total, and rows are trimmed exactly as pprof trims them.
+/// total is the base total (before filters, as pprof's), and rows are trimmed exactly as
+/// pprof trims them.
 pub fn diff_top(base: &Profile, compare: &Profile, options: &TopOptions) -> Result<TopReport> {
     let d = deltas(base, compare, &options.sample_index, options.granularity, &options.filters, false)?;
     let mut rows: Vec<TopRow> = d
@@ -161,13 +162,18 @@ pub fn diff_top(base: &Profile, compare: &Profile, options: &TopOptions) -> Resu
         .map(|(name, v)| TopRow { name, flat: v.2.saturating_sub(v.0), cum: v.3.saturating_sub(v.1), inline: None })
         .collect();
     let selection = select_rows(&mut rows, options, |r| (r.flat, r.cum), |a, b| a.name.cmp(&b.name));
+    let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+    let marks = inline_marks(&[(base, &d.base, d.base_index), (compare, &d.compare, d.compare_index)], &names);
+    for (row, inline) in rows.iter_mut().zip(marks) {
+        row.inline = inline;
+    }
     Ok(TopReport {
         sample_type: compare.sample_type_name(d.compare_index).to_owned(),
         unit: compare.sample_type_unit(d.compare_index).to_owned(),
-        total: d.base.total,
+        total: d.base.unfiltered_total,
         node_total: selection.node_total,
         dropped_nodes: selection.dropped_nodes,
-        node_cutoff: selection.node_cutoff,
+        node_cutoff: fraction_cutoff(d.base.unfiltered_total, options.node_fraction),
         functions: rows,
     })
 }

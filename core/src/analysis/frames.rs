@@ -116,13 +116,15 @@ impl FrameTable {
             let start = table.nodes.len() as u32;
             let n_lines = location.lines.len();
             if n_lines == 0 {
-                let hidden = f.hide.as_ref().is_some_and(|re| mapping_matches(profile, location, re))
-                    || f.show.as_ref().is_some_and(|re| !mapping_matches(profile, location, re));
+                // As pprof: `show` keeps a location's matching lines, and one without lines
+                // has none to keep, even when its binary matches.
+                let hidden =
+                    f.hide.as_ref().is_some_and(|re| mapping_matches(profile, location, re)) || f.show.is_some();
                 if !hidden {
                     key.clear();
                     let name = profile.unsymbolized_name(location);
                     // Other granularities merge unsymbolized frames per binary, as pprof does.
-                    if granularity == Granularity::Addresses {
+                    if granularity == Granularity::Addresses && location.address != 0 {
                         key.push_str(&format!("{:016x} ", location.address));
                     }
                     key.push_str(&name);
@@ -131,12 +133,19 @@ impl FrameTable {
                     table.inlined.push(false);
                 }
             }
-            for (i, line) in location.lines.iter().enumerate() {
+            // As pprof: a binary matching `hide` hides all of its frames, one matching
+            // `show` shows all of them; otherwise each line's function name or file decides.
+            let binary_hidden = f.hide.as_ref().is_some_and(|re| mapping_matches(profile, location, re));
+            let binary_shown = f.show.as_ref().is_some_and(|re| mapping_matches(profile, location, re));
+            for line in &location.lines {
                 let function = profile.function(line.function);
                 let name = profile.str(function.name);
                 let file = profile.str(function.filename);
                 let visible = |re: &Regex| re.is_match(name) || re.is_match(file);
-                if f.hide.as_ref().is_some_and(visible) || f.show.as_ref().is_some_and(|re| !visible(re)) {
+                if binary_hidden
+                    || f.hide.as_ref().is_some_and(visible)
+                    || (!binary_shown && f.show.as_ref().is_some_and(|re| !visible(re)))
+                {
                     continue;
                 }
                 key.clear();
@@ -150,7 +159,8 @@ impl FrameTable {
                         }
                     }
                     Granularity::Lines | Granularity::Addresses => {
-                        if granularity == Granularity::Addresses {
+                        // pprof names an address only when it is not 0.
+                        if granularity == Granularity::Addresses && location.address != 0 {
                             key.push_str(&format!("{:016x} ", location.address));
                         }
                         key.push_str(name);
@@ -164,7 +174,12 @@ impl FrameTable {
                 }
                 let node = table.intern(&mut index, &key, file);
                 table.nodes.push(node);
-                table.inlined.push(i + 1 != n_lines);
+                table.inlined.push(true);
+            }
+            // The outermost line left after hide/show is the call; the others are inlined
+            // into it (pprof marks by position among the lines it kept).
+            if n_lines > 0 && table.nodes.len() > start as usize {
+                *table.inlined.last_mut().expect("a line was kept") = false;
             }
             table.locations.push((start, table.nodes.len() as u32 - start));
         }

@@ -46,12 +46,16 @@ pub struct TopRow {
 pub struct TopReport {
     pub sample_type: String,
     pub unit: String,
-    /// Sum of |value| over the samples the filters keep (pprof's total).
+    /// pprof's total: the sum of |value| over every sample, before focus/ignore/hide/show
+    /// (pprof computes it before filtering, so percentages are of the whole profile).
     pub total: i64,
     /// Number of nodes with a non-zero value, before any is dropped.
     pub node_total: usize,
-    /// Nodes dropped by `node_fraction`, and the cutoff used.
+    /// Nodes dropped by `node_fraction`.
     pub dropped_nodes: usize,
+    /// The cutoff pprof reports in "Dropped N nodes (cum <= X)": |total × node_fraction|.
+    /// (It drops by the summed flat values of the kept samples, which differ from the
+    /// total under filters and in a diff.)
     pub node_cutoff: i64,
     pub functions: Vec<TopRow>,
 }
@@ -61,7 +65,10 @@ pub(crate) struct NodeValues {
     pub table: FrameTable,
     pub flat: Vec<i64>,
     pub cum: Vec<i64>,
+    /// Sum of |value| over the samples the filters keep.
     pub total: i64,
+    /// Sum of |value| over every sample: pprof's report total.
+    pub unfiltered_total: i64,
 }
 
 impl NodeValues {
@@ -73,10 +80,11 @@ impl NodeValues {
     ) -> Result<Self> {
         let table = FrameTable::new(profile, granularity, filters)?;
         let n = table.node_count();
-        let mut v = NodeValues { flat: vec![0; n], cum: vec![0; n], total: 0, table };
+        let mut v = NodeValues { flat: vec![0; n], cum: vec![0; n], total: 0, unfiltered_total: 0, table };
         let mut seen = Stamps::new(n);
         for sample in &profile.samples {
             let value = sample.values.get(sample_index).copied().unwrap_or(0);
+            v.unfiltered_total = v.unfiltered_total.saturating_add(value.saturating_abs());
             if value == 0 || !v.table.keeps(sample) {
                 continue;
             }
@@ -98,23 +106,33 @@ impl NodeValues {
         Ok(v)
     }
 
-    /// pprof's `(inline)` markers for the shown nodes. pprof draws call edges only
-    /// between shown nodes (from the nearest shown caller), and an edge is inline when
-    /// every call along it is; a node is inline when all its incoming edges are.
+    /// pprof's `(inline)` markers for the shown nodes (see [`inline_marks`]).
     fn inlining(&self, profile: &Profile, sample_index: usize, shown: &[u32]) -> Vec<Option<Inlining>> {
-        let mut position = vec![u32::MAX; self.table.node_count()];
-        for (i, &n) in shown.iter().enumerate() {
-            position[n as usize] = i as u32;
-        }
-        let mut edges: HashMap<(u32, u32), bool> = HashMap::default();
-        let mut seen_in_sample: HashSet<(u32, u32)> = HashSet::default();
+        let names: Vec<&str> = shown.iter().map(|&n| self.table.name(n)).collect();
+        inline_marks(&[(profile, self, sample_index)], &names)
+    }
+}
+
+/// pprof's `(inline)` markers for the shown rows, named in `shown`. pprof draws call
+/// edges only between shown nodes (from the nearest shown caller), and an edge is inline
+/// when every call along it is; a node is inline when all its incoming edges are. The
+/// edges come from the samples of every source: for `-diff_base` pprof merges the base's
+/// samples (negated) into the compared profile, so both profiles' calls count.
+pub(crate) fn inline_marks(sources: &[(&Profile, &NodeValues, usize)], shown: &[&str]) -> Vec<Option<Inlining>> {
+    let row_of: HashMap<&str, u32> = shown.iter().enumerate().map(|(i, &name)| (name, i as u32)).collect();
+    let mut edges: HashMap<(u32, u32), bool> = HashMap::default();
+    let mut seen_in_sample: HashSet<(u32, u32)> = HashSet::default();
+    for &(profile, values, sample_index) in sources {
+        let table = &values.table;
+        let position: Vec<u32> =
+            (0..table.node_count() as u32).map(|n| row_of.get(table.name(n)).copied().unwrap_or(u32::MAX)).collect();
         for sample in &profile.samples {
-            if sample.values.get(sample_index).copied().unwrap_or(0) == 0 || !self.table.keeps(sample) {
+            if sample.values.get(sample_index).copied().unwrap_or(0) == 0 || !table.keeps(sample) {
                 continue;
             }
             seen_in_sample.clear();
             let mut parent: Option<u32> = None;
-            self.table.walk_root_first(sample, |node, inlined| {
+            table.walk_root_first(sample, |node, inlined| {
                 let shown_at = position[node as usize];
                 if shown_at == u32::MAX {
                     return;
@@ -128,24 +146,24 @@ impl NodeValues {
                 parent = Some(shown_at);
             });
         }
-        let mut marks = vec![(false, false); shown.len()];
-        for ((_, to), inline) in edges {
-            let m = &mut marks[to as usize];
-            if inline {
-                m.0 = true;
-            } else {
-                m.1 = true;
-            }
-        }
-        marks
-            .into_iter()
-            .map(|m| match m {
-                (true, true) => Some(Inlining::PartialInline),
-                (true, false) => Some(Inlining::Inline),
-                _ => None,
-            })
-            .collect()
     }
+    let mut marks = vec![(false, false); shown.len()];
+    for ((_, to), inline) in edges {
+        let m = &mut marks[to as usize];
+        if inline {
+            m.0 = true;
+        } else {
+            m.1 = true;
+        }
+    }
+    marks
+        .into_iter()
+        .map(|m| match m {
+            (true, true) => Some(Inlining::PartialInline),
+            (true, false) => Some(Inlining::Inline),
+            _ => None,
+        })
+        .collect()
 }
 
 /// pprof's ordering: |flat| desc, name asc, |cum| desc (or |cum| first with `-cum`).
@@ -167,11 +185,16 @@ pub(crate) fn sort_rows<T>(
     });
 }
 
-/// How many rows survive pprof's trimming, and why the others did not.
+/// How many rows survive pprof's trimming.
 pub(crate) struct Selection {
     pub node_total: usize,
     pub dropped_nodes: usize,
-    pub node_cutoff: i64,
+}
+
+/// |value × node_fraction|, saturating: pprof drops nodes by this of the summed flat
+/// values, and prints it of the total.
+pub(crate) fn fraction_cutoff(total: i64, node_fraction: f64) -> i64 {
+    ((total as f64 * node_fraction) as i64).saturating_abs()
 }
 
 /// pprof's row selection: nodes with any value, sorted, then those with |cum| below
@@ -188,13 +211,13 @@ pub(crate) fn select_rows<T>(
     sort_rows(items, options.cum, &values, names);
     let node_total = items.len();
     // A huge or negative fraction saturates the product at i64::MIN, which has no `abs`.
-    let node_cutoff = ((flat_sum as f64 * options.node_fraction) as i64).saturating_abs();
+    let node_cutoff = fraction_cutoff(flat_sum, options.node_fraction);
     items.retain(|t| values(t).1.unsigned_abs() >= node_cutoff.unsigned_abs());
     let dropped_nodes = node_total - items.len();
     if let Some(limit) = options.node_count {
         items.truncate(limit);
     }
-    Selection { node_total, dropped_nodes, node_cutoff }
+    Selection { node_total, dropped_nodes }
 }
 
 pub fn top(profile: &Profile, options: &TopOptions) -> Result<TopReport> {
@@ -221,10 +244,10 @@ pub fn top(profile: &Profile, options: &TopOptions) -> Result<TopReport> {
     Ok(TopReport {
         sample_type: profile.sample_type_name(index).to_owned(),
         unit: profile.sample_type_unit(index).to_owned(),
-        total: values.total,
+        total: values.unfiltered_total,
         node_total: selection.node_total,
         dropped_nodes: selection.dropped_nodes,
-        node_cutoff: selection.node_cutoff,
+        node_cutoff: fraction_cutoff(values.unfiltered_total, options.node_fraction),
         functions,
     })
 }
