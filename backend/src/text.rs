@@ -22,7 +22,8 @@ pub fn top(r: &TopReport) -> String {
         v(r.total)
     );
     if r.dropped_nodes > 0 {
-        let _ = writeln!(out, "Dropped {} nodes (cum <= {})", r.dropped_nodes, v(r.node_cutoff));
+        let nodes = if r.dropped_nodes > 1 { "nodes" } else { "node" };
+        let _ = writeln!(out, "Dropped {} {nodes} (cum <= {})", r.dropped_nodes, v(r.node_cutoff));
     }
     let kept = r.node_total - r.dropped_nodes;
     if r.functions.len() < kept {

@@ -3,6 +3,7 @@
 mod common;
 
 use common::fixtures;
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn stacklens(args: &[&str]) -> Output {
@@ -12,6 +13,30 @@ fn stacklens(args: &[&str]) -> Output {
 fn json(out: &Output) -> serde_json::Value {
     assert!(out.status.success(), "exit {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("valid JSON")
+}
+
+/// The text output of a successful run.
+fn text(args: &[&str]) -> String {
+    let out = stacklens(args);
+    assert!(out.status.success(), "{args:?}: exit {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A `-top` report from "Showing nodes" on: the part that has no file name, time or
+/// filter list, and that ours prints exactly as pprof does.
+fn from_showing(report: &str) -> &str {
+    let at = report.find("Showing nodes").unwrap_or_else(|| panic!("no 'Showing nodes' in:\n{report}"));
+    &report[at..]
+}
+
+/// `stacklens top FILE --nodecount N --nodefraction 0.005 ARGS…` (pprof's -top defaults).
+fn top_like_pprof(file: &Path, nodecount: usize, args: &[&str]) -> String {
+    let n = nodecount.to_string();
+    let mut all = vec!["top", file.to_str().unwrap(), "--nodecount", &n, "--nodefraction", "0.005"];
+    all.extend_from_slice(args);
+    let ours = text(&all);
+    assert!(ours.starts_with("Type: "), "{ours}");
+    ours
 }
 
 #[test]
@@ -50,8 +75,13 @@ fn diff_json_and_regression_gate() {
     let (base, new) = (f.join("go/base/cpu.pb.gz"), f.join("go/compare/cpu.pb.gz"));
     let (b, n) = (base.to_str().unwrap(), new.to_str().unwrap());
     let v = json(&stacklens(&["diff", b, n, "--format", "json"]));
-    assert_eq!(v["baseTotal"], 7_080_000_000i64);
-    assert!(v["regressions"].as_array().unwrap().iter().any(|r| r["name"] == "main.matrixMultiply"));
+    assert_eq!((v["baseTotal"].as_i64(), v["compareTotal"].as_i64()), (Some(7_080_000_000), Some(6_900_000_000)));
+    assert_eq!(v["regressions"].as_array().unwrap().len(), 35);
+    assert_eq!(v["improvements"].as_array().unwrap().len(), 23);
+    assert_eq!(v["unchanged"], 312);
+    // matrixMultiply's time is in its inlined callee dotRowCol: flat 0, cum +0.24s.
+    let mm = v["regressions"].as_array().unwrap().iter().find(|r| r["name"] == "main.matrixMultiply").unwrap();
+    assert_eq!((mm["flatDelta"].as_i64(), mm["cumDelta"].as_i64()), (Some(0), Some(240_000_000)));
     // findMatch's self time grew by 9.18% of the base total.
     let gate = stacklens(&["diff", b, n, "--fail-on-regression", "5"]);
     assert_eq!(gate.status.code(), Some(1));
@@ -73,14 +103,22 @@ fn goroutines_json_with_comparison() {
     ]));
     assert_eq!(v["goroutineCount"], 453);
     assert_eq!(v["byState"]["chan send"], 388);
+    assert_eq!((v["baseCount"].as_u64(), v["compareCount"].as_u64()), (Some(453), Some(1617)));
     assert_eq!(v["growthCount"], 1164);
     let top = &v["topStacks"][0];
     assert_eq!(top["count"], 388);
     assert_eq!(top["state"], "chan send");
     assert_eq!(top["waitReason"], "chan send");
     assert_eq!(top["createdBy"], "main.(*upstreamClient).fetchWithTimeout");
-    assert!(v["newStacks"].is_array() && v["blockedGoroutines"].is_array());
-    assert!((v["goroutineGrowthRate"].as_f64().unwrap() - 3.5695).abs() < 1e-3);
+    // Two stacks only in the later dump; 450 blocked goroutines (453 less 2 runnable and
+    // 1 running, as the dump's headers say) in 16 groups.
+    let new_states: Vec<&str> =
+        v["newStacks"].as_array().unwrap().iter().map(|g| g["state"].as_str().unwrap()).collect();
+    assert_eq!(new_states, ["runnable", "semacquire"]);
+    assert_eq!(v["blockedCount"], 450);
+    assert_eq!(v["blockedGoroutines"].as_array().unwrap().len(), 16);
+    assert_eq!(v["grownStacks"][0]["delta"], 1164);
+    assert!((v["goroutineGrowthRate"].as_f64().unwrap() - 1617.0 / 453.0).abs() < 1e-12);
 }
 
 #[test]
@@ -105,4 +143,205 @@ fn errors_have_messages_and_exit_codes() {
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("inuse_space"));
     let usage = stacklens(&["top"]);
     assert_eq!(usage.status.code(), Some(2));
+}
+
+#[test]
+fn top_diff_base_text_equals_pprof_for_every_stored_diff() {
+    let Some(f) = fixtures() else { return };
+    // gen/groundtruth.sh: go tool pprof -top -nodecount=20 -diff_base=go/base/X go/compare/X
+    for (profile, args) in [
+        ("cpu.pb.gz", &[][..]),
+        ("heap.pb.gz", &["--sample-index", "inuse_space"][..]),
+        ("goroutine.pb.gz", &[][..]),
+        ("block.pb.gz", &[][..]),
+    ] {
+        let base = f.join("go/base").join(profile);
+        let mut all = vec!["--diff-base", base.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let ours = top_like_pprof(&f.join("go/compare").join(profile), 20, &all);
+        let stem = profile.strip_suffix(".pb.gz").unwrap();
+        let index = args.get(1).map(|i| format!(".{i}")).unwrap_or_default();
+        let reference = std::fs::read_to_string(f.join(format!("go/compare/{stem}{index}.diff-vs-base.pprof-top.txt")));
+        assert_eq!(from_showing(&ours), from_showing(&reference.unwrap()), "{profile}");
+    }
+    // The numbers are compare - base over the base's total: pprof's findMatch row,
+    // "0.65s 9.18% 9.18% 0.75s 10.59%", in raw nanoseconds.
+    let (base, new) = (f.join("go/base/cpu.pb.gz"), f.join("go/compare/cpu.pb.gz"));
+    let v = json(&stacklens(&[
+        "top",
+        new.to_str().unwrap(),
+        "--diff-base",
+        base.to_str().unwrap(),
+        "--nodecount",
+        "2",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(v["total"], 7_080_000_000i64);
+    assert_eq!(v["functions"][0]["name"], "compress/flate.(*compressor).findMatch");
+    assert_eq!(
+        (v["functions"][0]["flat"].as_i64(), v["functions"][0]["cum"].as_i64()),
+        (Some(650_000_000), Some(750_000_000))
+    );
+    assert_eq!(
+        (v["functions"][1]["name"].as_str(), v["functions"][1]["flat"].as_i64()),
+        (Some("runtime.memmove"), Some(-320_000_000))
+    );
+}
+
+#[test]
+fn top_cum_text_equals_pprof() {
+    let Some(f) = fixtures() else { return };
+    // gen/groundtruth.sh: go tool pprof -top -cum -nodecount=30 go/{base,compare}/cpu.pb.gz
+    for set in ["base", "compare"] {
+        let ours = top_like_pprof(&f.join(format!("go/{set}/cpu.pb.gz")), 30, &["--cum"]);
+        let reference = std::fs::read_to_string(f.join(format!("go/{set}/cpu.cum.pprof-top.txt"))).unwrap();
+        assert_eq!(from_showing(&ours), from_showing(&reference), "{set}");
+        // Sorted by cum: the first row is the root of most samples (no flat), not the
+        // hottest function (findMatch, without --cum).
+        let first = ours.lines().skip_while(|l| !l.trim_start().starts_with("flat  flat%")).nth(1).unwrap();
+        assert!(
+            first.starts_with("         0     0%     0%  ") && first.ends_with("%  main.(*service).requestLoop"),
+            "{first}"
+        );
+    }
+}
+
+#[test]
+fn granularity_and_filters_equal_go_tool_pprof() {
+    let Some(f) = fixtures() else { return };
+    let Some(go) = common::go() else { return };
+    // (profile, our options, pprof's flags for the same thing), each with 15 rows.
+    let cases: &[(&str, &[&str], &[&str])] = &[
+        ("go/base/cpu.pb.gz", &["--granularity", "filefunctions"], &["-filefunctions"]),
+        ("go/base/cpu.pb.gz", &["--granularity", "lines"], &["-lines"]),
+        ("go/base/cpu.pb.gz", &["--granularity", "addresses"], &["-addresses"]),
+        ("go/base/cpu.pb.gz", &["--focus", "compress/flate"], &["-focus=compress/flate"]),
+        ("go/base/cpu.pb.gz", &["--ignore", "compress/flate"], &["-ignore=compress/flate"]),
+        ("go/base/cpu.pb.gz", &["--hide", "^runtime\\."], &["-hide=^runtime\\."]),
+        ("go/base/cpu.pb.gz", &["--show", "compress/flate"], &["-show=compress/flate"]),
+        (
+            "go/base/cpu.pb.gz",
+            &["--focus", "sort", "--hide", "sort\\.insertion", "--cum", "--granularity", "lines"],
+            &["-focus=sort", "-hide=sort\\.insertion", "-cum", "-lines"],
+        ),
+        (
+            "go/compare/cpu.pb.gz",
+            &["--diff-base", "go/base/cpu.pb.gz", "--focus", "sort"],
+            &["-diff_base=go/base/cpu.pb.gz", "-focus=sort"],
+        ),
+        (
+            "go/compare/heap.pb.gz",
+            &["--sample-index", "alloc_space", "--show", "compress|bytes", "--granularity", "filefunctions"],
+            &["-sample_index=alloc_space", "-show=compress|bytes", "-filefunctions"],
+        ),
+    ];
+    let plain = from_showing(&common::pprof_top(go, &f, &f.join("go/base/cpu.pb.gz"), &["-nodecount=15"])).to_owned();
+    for (file, ours, flags) in cases {
+        let mut pprof_flags = vec!["-nodecount=15"];
+        pprof_flags.extend_from_slice(flags);
+        let reference = common::pprof_top(go, &f, &f.join(file), &pprof_flags);
+        assert_ne!(from_showing(&reference), plain, "{flags:?} changes pprof's output");
+        // Files named in our options are relative to the fixtures, like pprof's.
+        let ours: Vec<String> = ours
+            .iter()
+            .map(|a| if a.starts_with("go/") { f.join(a).to_string_lossy().into_owned() } else { a.to_string() })
+            .collect();
+        let ours: Vec<&str> = ours.iter().map(String::as_str).collect();
+        let output = top_like_pprof(&f.join(file), 15, &ours);
+        assert_eq!(from_showing(&output), from_showing(&reference), "{file} {ours:?}");
+    }
+    // A regex that does not compile is an analysis error: exit 5, naming the option.
+    let cpu = f.join("go/base/cpu.pb.gz");
+    let bad = stacklens(&["top", cpu.to_str().unwrap(), "--hide", "("]);
+    assert_eq!(bad.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("hide"), "{}", String::from_utf8_lossy(&bad.stderr));
+    let bad = stacklens(&["top", cpu.to_str().unwrap(), "--granularity", "bytes"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn diff_text_names_totals_regressions_and_stacks() {
+    let Some(f) = fixtures() else { return };
+    let (base, new) = (f.join("go/base/cpu.pb.gz"), f.join("go/compare/cpu.pb.gz"));
+    let (b, n) = (base.to_str().unwrap(), new.to_str().unwrap());
+    let out = text(&["diff", b, n]);
+    let lines: Vec<&str> = out.lines().collect();
+    // Totals from SOURCES.md (7.08s, 6.90s); findMatch's and memmove's changes as in
+    // cpu.diff-vs-base.pprof-top.txt (+0.65s = 9.18% and +0.75s = 10.59% of the base total;
+    // -0.32s = 4.52%).
+    assert_eq!(lines[..4], ["Type: cpu", "Total: 7.08s -> 6.90s (-2.54%)", "", "Regressions (35):"]);
+    assert_eq!(lines[4], "  flat         0 ( +0.00%)  cum     0.81s (+11.44%)  main.compressBlock");
+    assert_eq!(lines[5], "  flat     0.65s ( +9.18%)  cum     0.75s (+10.59%)  compress/flate.(*compressor).findMatch");
+    // 20 regressions are listed, then the improvements.
+    assert_eq!(
+        lines[24..27],
+        ["", "Improvements (23):", "  flat    -0.01s ( -0.14%)  cum    -1.72s (-24.29%)  main.sortRecords"]
+    );
+    assert!(lines.contains(&"  flat    -0.32s ( -4.52%)  cum    -0.32s ( -4.52%)  runtime.memmove"), "{out}");
+    assert_eq!(lines[46..49], ["", "Unchanged (within ±0.07s): 312", "New stacks: 112, removed stacks: 172"]);
+    // Five of each, largest first: 30 ms new under reflect.makemap, 70 ms removed in sort.
+    assert_eq!(lines.len(), 59, "{out}");
+    let (added, removed) = (lines[49], lines[54]);
+    assert!(added.starts_with("  +      0.03s  main.(*service).requestLoop > runtime/pprof.Do > "), "{added}");
+    assert!(added.ends_with(" > reflect.makemap"), "{added}");
+    assert!(removed.starts_with("  -      0.07s  main.(*service).requestLoop > "), "{removed}");
+    assert!(removed.ends_with(" > sort.pdqsort_func > sort.partition_func"), "{removed}");
+
+    // --normalize is reported; --noise-threshold 5: changes within 5% of 7.08s (354 ms)
+    // count as unchanged. (What -normalize scales is checked in core's analysis tests.)
+    let normalized = text(&["diff", b, n, "--normalize", "--noise-threshold", "5"]);
+    let lines: Vec<&str> = normalized.lines().collect();
+    assert!(lines[1].starts_with("Total: ") && lines[1].ends_with(" (-2.54%) [normalized]"), "{}", lines[1]);
+    assert!(normalized.contains("\nUnchanged (within ±354ms): "), "{normalized}");
+}
+
+#[test]
+fn goroutines_text_shows_states_groups_and_growth() {
+    let Some(f) = fixtures() else { return };
+    let (base, new) = (f.join("go/base/goroutine.debug2.txt"), f.join("go/compare/goroutine.debug2.txt"));
+    let (b, n) = (base.to_str().unwrap(), new.to_str().unwrap());
+    let out = text(&["goroutines", b, "--compare", n, "--max-stacks", "1"]);
+    // States as the dump's headers count them (SOURCES.md lists all but the last three).
+    let expected = "\
+Goroutines: 453
+      388  chan send
+       27  sleep
+       17  IO wait
+        7  select
+        6  sync.Cond.Wait
+        3  semacquire
+        2  chan receive
+        2  runnable
+        1  running
+
+Blocked: 450 in 16 groups
+
+Stacks (19 groups):
+      388  [chan send]
+           main.(*upstreamClient).fetchRemote  /src/stacklens/shared/fixtures/gen/workload.go:514
+           created by main.(*upstreamClient).fetchWithTimeout
+
+Growth: 453 -> 1617 (+1164, 3.57x)
+New stacks (2):
+";
+    assert!(out.starts_with(expected), "{out}");
+    assert!(out.contains("\n+       1  [runnable]\n           crypto/sha256.block  "), "{out}");
+    assert!(out.contains("\n+       1  [semacquire]\n           sync.runtime_SemacquireMutex  "), "{out}");
+    assert!(
+        out.ends_with(
+            "Grown stacks (1):\n  +1164 (from 388)\n     1552  [chan send]\n           \
+             main.(*upstreamClient).fetchRemote  /src/stacklens/shared/fixtures/gen/workload.go:514\n           \
+             created by main.(*upstreamClient).fetchWithTimeout\n"
+        ),
+        "{out}"
+    );
+    // A filter keeps the groups that mention it: the 24 janitor goroutines asleep.
+    let janitor = text(&["goroutines", b, "--filter", "janitorLoop"]);
+    assert!(janitor.starts_with("Goroutines: 24\n       24  sleep\n"), "{janitor}");
+    // A protobuf goroutine profile has no states: they are inferred, and said to be.
+    let pb = f.join("go/base/goroutine.pb.gz");
+    let inferred = text(&["goroutines", pb.to_str().unwrap(), "--max-stacks", "0"]);
+    assert!(inferred.starts_with("Goroutines: 453\n"), "{inferred}");
+    assert!(inferred.contains("(states inferred from stack frames; a debug=2 dump has exact states)"), "{inferred}");
 }

@@ -7,7 +7,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use stacklens_core::analysis::diff::diff_top;
 use stacklens_core::analysis::top::{top, Inlining, TopOptions};
@@ -268,26 +267,8 @@ fn top_equals_go_tool_pprof_on_every_ground_truth() {
     assert!(failures.is_empty(), "{} of {} differ from pprof:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 
-/// `go tool pprof -top FLAGS FILE` now, in the fixtures folder (flags name files relative
-/// to it), as `gen/groundtruth.sh` ran it for the stored files.
-fn pprof_now(go: &Path, root: &Path, file: &Path, flags: &[String]) -> String {
-    let tmp = std::env::temp_dir().join(format!("stacklens-pprof-top-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
-    let out = Command::new(go)
-        .args(["tool", "pprof", "-symbolize=none", "-top"])
-        .args(flags)
-        .arg(file)
-        .current_dir(root)
-        .env("PPROF_BINARY_PATH", "/nonexistent")
-        .env("PPROF_TMPDIR", &tmp)
-        .output()
-        .expect("running go tool pprof");
-    assert!(out.status.success(), "go tool pprof {flags:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// Our options for pprof's flags (the subset the cases use), so both get the same ones.
-fn options_for(root: &Path, flags: &[String]) -> (TopOptions, Option<PathBuf>) {
+fn options_for(root: &Path, flags: &[&str]) -> (TopOptions, Option<PathBuf>) {
     let mut options = pprof_options(80);
     let mut base = None;
     for flag in flags {
@@ -313,11 +294,7 @@ fn options_for(root: &Path, flags: &[String]) -> (TopOptions, Option<PathBuf>) {
 #[test]
 fn filters_granularities_and_diffs_equal_go_tool_pprof_run_now() {
     let Some(root) = common::fixtures() else { return };
-    let go = Path::new("/usr/bin/go");
-    if !go.is_file() {
-        common::missing_prerequisite("Go at /usr/bin/go (go tool pprof makes the reference outputs)");
-        return;
-    }
+    let Some(go) = common::go() else { return };
     // (profile, pprof flags besides -nodecount=80), each checked against pprof with the
     // same flags, and against pprof without the filter/granularity flags (the flags must
     // change pprof's answer, or the case proves nothing).
@@ -354,19 +331,23 @@ fn filters_granularities_and_diffs_equal_go_tool_pprof_run_now() {
     ];
     let mut failures = Vec::new();
     for (file, extra) in cases {
-        let flags: Vec<String> = ["-nodecount=80"].iter().chain(extra.iter()).map(|f| f.to_string()).collect();
-        let plain: Vec<String> = flags
+        let flags: Vec<&str> = ["-nodecount=80"].iter().chain(extra.iter()).copied().collect();
+        let plain: Vec<&str> = flags
             .iter()
             .filter(|f| ["-nodecount", "-sample_index", "-diff_base"].iter().any(|k| f.starts_with(k)))
-            .cloned()
+            .copied()
             .collect();
         let profile = root.join(file);
-        let reference = pprof_now(go, &root, &profile, &flags);
+        let reference = common::pprof_top(go, &root, &profile, &flags);
         let rows = |text: &str| {
             let e = parse_expected(text);
             e.rows.iter().map(|r| format!("{} {} {}", r.flat, r.cum, r.name)).collect::<Vec<_>>()
         };
-        assert_ne!(rows(&reference), rows(&pprof_now(go, &root, &profile, &plain)), "{file} {extra:?} changes nothing");
+        assert_ne!(
+            rows(&reference),
+            rows(&common::pprof_top(go, &root, &profile, &plain)),
+            "{file} {extra:?} changes nothing"
+        );
         let (options, base) = options_for(&root, &flags);
         let case = Case { expected: PathBuf::from(format!("{file} {}", flags.join(" "))), profile, base, options };
         if let Err(e) = check_against(&case, &reference) {

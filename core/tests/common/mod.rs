@@ -39,3 +39,35 @@ pub fn missing_prerequisite(what: &str) {
 pub fn read(path: &std::path::Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
+
+/// Go's binary for `go tool pprof` reference outputs, or `None` when it is missing and
+/// skipping is allowed (see [`missing_prerequisite`]).
+#[allow(dead_code)] // only the tests that compare with pprof at test time
+pub fn go() -> Option<&'static std::path::Path> {
+    let go = std::path::Path::new("/usr/bin/go");
+    if go.is_file() {
+        return Some(go);
+    }
+    missing_prerequisite("Go at /usr/bin/go (go tool pprof makes the reference outputs)");
+    None
+}
+
+/// `go tool pprof -symbolize=none -top FLAGS FILE`, run in `dir` (flags such as
+/// `-diff_base=` name files relative to it), as the fixtures' `gen/groundtruth.sh` made the
+/// stored `*.pprof-top.txt` files.
+#[allow(dead_code)] // only the tests that compare with pprof at test time
+pub fn pprof_top(go: &std::path::Path, dir: &std::path::Path, file: &std::path::Path, flags: &[&str]) -> String {
+    let tmp = std::env::temp_dir().join(format!("stacklens-pprof-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out = std::process::Command::new(go)
+        .args(["tool", "pprof", "-symbolize=none", "-top"])
+        .args(flags)
+        .arg(file)
+        .current_dir(dir)
+        .env("PPROF_BINARY_PATH", "/nonexistent")
+        .env("PPROF_TMPDIR", &tmp)
+        .output()
+        .expect("running go tool pprof");
+    assert!(out.status.success(), "go tool pprof {flags:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
