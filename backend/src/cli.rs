@@ -93,7 +93,7 @@ enum Command {
         sample_index: Option<String>,
         #[command(flatten)]
         filters: FilterArgs,
-        /// Scale the base so both totals match.
+        /// Scale the new profile to the base's total before subtracting (pprof -normalize).
         #[arg(long)]
         normalize: bool,
         /// Changes below this % of the base total count as unchanged.

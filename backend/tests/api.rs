@@ -724,33 +724,36 @@ fn diff_and_compare_options_change_the_numbers_as_documented() {
         assert_eq!(status, 200, "{body}: {d}");
         d
     };
-    let (base_total, base_rows) = pprof_top(&fx.join("go/base/cpu.pprof-top.txt"));
-    let (compare_total, compare_rows) = pprof_top(&fx.join("go/compare/cpu.pprof-top.txt"));
+    let (_, base_rows) = pprof_top(&fx.join("go/base/cpu.pprof-top.txt"));
+    let (_, compare_rows) = pprof_top(&fx.join("go/compare/cpu.pprof-top.txt"));
 
-    // normalize scales the base by compare total / base total (6.90 s / 7.08 s) before
-    // subtracting: the base side shrinks, the compare side stays, and the overall delta
-    // stays that of the raw totals. (pprof's -normalize scales the other side instead:
-    // its findMatch +701.91ms × 6.90/7.08 is the 684.07ms here.)
-    let ratio = compare_total as f64 / base_total as f64;
-    let scaled = |v: i64| (v as f64 * ratio).round() as i64;
+    // normalize scales each sample of the compared profile by base total / compare total
+    // (7.08 s / 6.90 s) before subtracting, as pprof's -normalize: the base side stays, and
+    // the overall delta stays that of the raw totals. The deltas, from
+    // `go tool pprof -top -normalize -diff_base=go/base/cpu.pb.gz go/compare/cpu.pb.gz`
+    // (ms with two decimals): findMatch 701.91ms flat, 824.61ms cum; sort.partition_func
+    // -247.91ms flat, -1104.26ms cum.
     let (plain, normalized) = (diff(json!({})), diff(json!({"normalize": true})));
     assert_eq!(plain["overallDelta"], normalized["overallDelta"]);
-    for (name, list) in
-        [("compress/flate.(*compressor).findMatch", "regressions"), ("sort.partition_func", "improvements")]
-    {
+    let values = |f: &Value| {
+        ["baseFlat", "compareFlat", "flatDelta", "baseCum", "compareCum", "cumDelta"].map(|k| f[k].as_i64().unwrap())
+    };
+    let to_10us = |ns: i64| (ns as f64 / 1e4).round() as i64;
+    for (name, list, pprof_normalized) in [
+        ("compress/flate.(*compressor).findMatch", "regressions", (70191, 82461)),
+        ("sort.partition_func", "improvements", (-24791, -110426)),
+    ] {
         let (b, c) = (pprof_row(&base_rows, name), pprof_row(&compare_rows, name));
-        let values = |f: &Value| {
-            ["baseFlat", "compareFlat", "flatDelta", "baseCum", "compareCum", "cumDelta"]
-                .map(|k| f[k].as_i64().unwrap())
-        };
         let as_is = values(delta_of(&plain, list, name).unwrap());
         assert_eq!(as_is, [b.flat, c.flat, c.flat - b.flat, b.cum, c.cum, c.cum - b.cum], "{name}");
-        let now = values(delta_of(&normalized, list, name).unwrap());
-        let (bf, bc) = (scaled(b.flat), scaled(b.cum));
-        assert_eq!(now, [bf, c.flat, c.flat - bf, bc, c.cum, c.cum - bc], "{name} normalized");
+        let [base_flat, compare_flat, flat_delta, base_cum, compare_cum, cum_delta] =
+            values(delta_of(&normalized, list, name).unwrap());
+        assert_eq!((base_flat, base_cum), (b.flat, b.cum), "{name}: the base is not scaled");
+        assert_eq!((compare_flat - base_flat, compare_cum - base_cum), (flat_delta, cum_delta), "{name}");
+        assert_eq!((to_10us(flat_delta), to_10us(cum_delta)), pprof_normalized, "{name} normalized, as pprof");
     }
     let find_match = delta_of(&normalized, "regressions", "compress/flate.(*compressor).findMatch").unwrap();
-    assert_eq!((&find_match["baseFlat"], &find_match["flatDelta"]), (&json!(1_305_932_203), &json!(684_067_797)));
+    assert_eq!((&find_match["compareFlat"], &find_match["flatDelta"]), (&json!(2_041_913_130), &json!(701_913_130)));
 
     // noiseThresholdPct: main.dotRowCol grew by 0.23 s flat and 0.24 s cum
     // (cpu.diff-vs-base.pprof-top.txt), main.matrixMultiply by 0.24 s cum (0.05 s → 0.29 s,

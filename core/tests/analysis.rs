@@ -36,11 +36,14 @@ fn stacks(p: &Profile, index: usize) -> HashMap<Vec<String>, i64> {
     out
 }
 
-/// Each function's flat value (its samples' leaf frame), the same way.
-fn flat_by_function(p: &Profile, index: usize) -> HashMap<String, i64> {
+/// Each function's flat value (its samples' leaf frame), the same way, with each sample's
+/// value first scaled by `ratio` and rounded (as pprof's `-normalize` scales samples).
+fn flat_by_function(p: &Profile, index: usize, ratio: f64) -> HashMap<String, i64> {
     let mut out: HashMap<String, i64> = HashMap::new();
-    for (frames, value) in stacks(p, index) {
-        *out.entry(frames.last().unwrap().clone()).or_default() += value;
+    for sample in &p.samples {
+        let leaf = &p.locations[sample.locations[0].0 as usize].lines[0];
+        let value = (sample.values[index] as f64 * ratio).round() as i64;
+        *out.entry(p.str(p.function(leaf.function).name).to_owned()).or_default() += value;
     }
     out
 }
@@ -110,19 +113,23 @@ fn normalized_diff_balances_the_totals() {
     let (Some(base), Some(new)) = (load("go/base/heap.pb.gz"), load("go/compare/heap.pb.gz")) else { return };
     let d = diff(&base, &new, &DiffOptions { normalize: true, ..DiffOptions::default() }).unwrap();
     assert!(d.normalized);
-    // inuse_space: 7617933 bytes before, 14530408 after (SOURCES.md). Each base function
-    // is scaled by their ratio and rounded; the flat deltas then sum to the rounding error.
+    // inuse_space: 7617933 bytes before, 14530408 after (SOURCES.md). As pprof's -normalize
+    // with -diff_base, each sample of the compared profile is scaled by base/compare and
+    // rounded; the flat deltas then sum to that rounding's error.
     assert_eq!((d.base_total, d.compare_total), (7_617_933, 14_530_408));
     let index = base.sample_index("inuse_space").unwrap();
-    let ratio = 14_530_408.0 / 7_617_933.0;
-    let scaled: HashMap<String, i64> =
-        flat_by_function(&base, index).into_iter().map(|(f, v)| (f, (v as f64 * ratio).round() as i64)).collect();
+    let scaled = flat_by_function(&new, index, 7_617_933.0 / 14_530_408.0);
+    let raw_base = flat_by_function(&base, index, 1.0);
     let net: i64 = d.functions.iter().map(|f| f.flat_delta).sum();
-    assert_eq!(net, 14_530_408 - scaled.values().sum::<i64>());
-    assert_eq!(net, 1);
+    assert_eq!(net, scaled.values().sum::<i64>() - 7_617_933);
     let writer = d.functions.iter().find(|f| f.name == "compress/flate.NewWriter").unwrap();
-    assert_eq!(writer.base_flat, scaled["compress/flate.NewWriter"]);
-    assert_eq!((writer.base_flat, writer.compare_flat), (1_265_705, 663_578));
+    let name = "compress/flate.NewWriter";
+    assert_eq!(writer.flat_delta, scaled[name] - raw_base[name]);
+    // go tool pprof -top -normalize -sample_index=inuse_space
+    //   -diff_base=go/base/heap.pb.gz go/compare/heap.pb.gz:
+    // "-308.28kB 4.14% 4.14% -199.31kB 2.68% compress/flate.NewWriter" (kB of 1024 bytes).
+    let kb = |v: i64| (v as f64 * 100.0 / 1024.0).round() as i64;
+    assert_eq!((kb(writer.flat_delta), kb(writer.cum_delta)), (-30828, -19931));
 }
 
 #[test]

@@ -119,7 +119,7 @@ async function diffRootColour(page) {
   return canvasPixel(canvas, width / 2, height - ROW / 2);
 }
 
-test('diff normalise: the base is scaled to the compare total; unticked, the raw deltas come back', async (t) => {
+test('diff normalise: the compare is scaled to the base total as pprof -normalize; unticked, the raw deltas come back', async (t) => {
   if (!requireFixtures(t)) return;
   const { page } = await openPage(browser, server.base);
   await loadFixtures(page, 'go/base/cpu.pb.gz');
@@ -144,16 +144,15 @@ test('diff normalise: the base is scaled to the compare total; unticked, the raw
 
   await page.getByTestId('normalize').check();
   await until('the normalised report', async () => ((await summary.textContent()).includes('normalized') ? true : undefined));
-  // Normalised: base × 6.90/7.08, so findMatch grew by 1.99s − 1.34s × 6.90/7.08 = 0.68407s
-  // (pprof -normalize scales the compare instead: 0.70191s, the same change at the base's scale).
-  const scaled = (v) => Math.round((v * compareTotal) / baseTotal);
-  const flat = compare.flat - scaled(base.flat);
-  const cum = compare.cum - scaled(base.cum);
-  assert.deepEqual([flat, cum], [684067797, 803644068]);
-  assert.deepEqual(await diffRow(page, base.name), { flat, cum, flatText: `${(flat / 1e6).toFixed(2)}ms` });
+  // Normalised as pprof's -normalize: each compared sample × 7.08/6.90, rounded. From
+  // `go tool pprof -top -normalize -diff_base=go/base/cpu.pb.gz go/compare/cpu.pb.gz`:
+  // findMatch 701.91ms flat, 824.61ms cum (to 10 µs; the page shows the nanoseconds).
+  const row = await diffRow(page, base.name);
+  assert.deepEqual([Math.round(row.flat / 1e4), Math.round(row.cum / 1e4)], [70191, 82461]);
+  assert.equal(row.flatText, '701.91ms');
   assert.equal(await summary.textContent(), 'total 7080ms → 6900ms (-2.54%) · normalized · unchanged (±70.80ms): 311');
   assert.equal(await page.getByTestId('overall-delta').textContent(), '-2.54%', 'the overall delta stays on the raw totals');
-  // The scaled base total equals the compare total: the root is no longer blue (red, 0 change).
+  // Scaled, the two totals are equal: the root is no longer blue (red, 0 change).
   assert.ok(sameColour(await diffRootColour(page), hslRgb(0, 80, 92)), 'root red at 92%');
   await screenshot(page, 'diff-normalized');
 

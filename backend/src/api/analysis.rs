@@ -185,6 +185,7 @@ pub struct DiffRequest {
     /// cpu, memory, alloc, block, mutex or goroutine.
     #[serde(rename = "type")]
     kind: String,
+    /// Scale the compared profile to the base's total before subtracting (pprof's `-normalize`).
     #[serde(default)]
     normalize: bool,
     /// Changes below this % of the base total are "unchanged" (default 1).

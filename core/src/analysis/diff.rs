@@ -7,7 +7,9 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::frames::{Filters, FrameTable, Granularity};
-use super::top::{fraction_cutoff, inline_marks, select_rows, sort_rows, NodeValues, TopOptions, TopReport, TopRow};
+use super::top::{
+    fraction_cutoff, inline_marks, scale, select_rows, sort_rows, NodeValues, TopOptions, TopReport, TopRow,
+};
 use crate::{Error, Profile, Result};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -16,7 +18,8 @@ pub struct DiffOptions {
     pub sample_index: String,
     pub granularity: Granularity,
     pub filters: Filters,
-    /// Scale the base so both totals match before subtracting (pprof `-normalize`).
+    /// Scale the compared profile's samples by base total / compared total before
+    /// subtracting, as pprof's `-normalize` does with `-diff_base`.
     pub normalize: bool,
     /// A change smaller than this share of the base total (in %) counts as unchanged.
     pub noise_threshold_pct: f64,
@@ -108,10 +111,6 @@ pub(crate) fn matching_sample_index(base: &Profile, compare: &Profile, index: us
 }
 
 /// Scales base values so the base total equals the compare total.
-fn scale(value: i64, ratio: f64) -> i64 {
-    (value as f64 * ratio).round() as i64
-}
-
 /// Per-name values in both profiles: (base flat, base cum, compare flat, compare cum).
 struct Deltas {
     base: NodeValues,
@@ -134,13 +133,26 @@ fn deltas(
     let compare_index = compare.sample_index(sample_index)?;
     let base_index = matching_sample_index(base, compare, compare_index)?;
     let b = NodeValues::compute(base, base_index, granularity, filters)?;
-    let c = NodeValues::compute(compare, compare_index, granularity, filters)?;
-    let ratio = if normalize && b.total != 0 { c.total as f64 / b.total as f64 } else { 1.0 };
+    // pprof's Profile.Normalize: every sample's values (filters apply later), and a
+    // compared profile that sums to 0 is scaled to nothing.
+    let ratio = if normalize {
+        let sum =
+            |p: &Profile, i: usize| p.samples.iter().map(|s| s.values.get(i).copied().unwrap_or(0) as f64).sum::<f64>();
+        let compare_sum = sum(compare, compare_index);
+        if compare_sum == 0.0 {
+            0.0
+        } else {
+            sum(base, base_index) / compare_sum
+        }
+    } else {
+        1.0
+    };
+    let c = NodeValues::compute_scaled(compare, compare_index, granularity, filters, ratio)?;
     let mut by_name: HashMap<String, (i64, i64, i64, i64)> = HashMap::default();
     for n in 0..b.table.node_count() {
         let e = by_name.entry(b.table.name(n as u32).to_owned()).or_default();
-        e.0 = e.0.saturating_add(scale(b.flat[n], ratio));
-        e.1 = e.1.saturating_add(scale(b.cum[n], ratio));
+        e.0 = e.0.saturating_add(b.flat[n]);
+        e.1 = e.1.saturating_add(b.cum[n]);
     }
     for n in 0..c.table.node_count() {
         let e = by_name.entry(c.table.name(n as u32).to_owned()).or_default();
@@ -291,7 +303,8 @@ fn stack_values(
         // Aggregate by node ids first (cheap), then translate each distinct stack once.
         let mut by_ids: HashMap<Vec<u32>, i64> = HashMap::default();
         for sample in &profile.samples {
-            let value = sample.values.get(index).copied().unwrap_or(0);
+            let raw = sample.values.get(index).copied().unwrap_or(0);
+            let value = if is_base { raw } else { scale(raw, ratio) };
             if value == 0 || !table.keeps(sample) {
                 continue;
             }
@@ -304,7 +317,7 @@ fn stack_values(
             let names: Vec<String> = ids.iter().map(|&n| table.name(n).to_owned()).collect();
             let e = out.entry(names).or_default();
             if is_base {
-                e.0 = e.0.saturating_add(scale(value, ratio));
+                e.0 = e.0.saturating_add(value);
             } else {
                 e.1 = e.1.saturating_add(value);
             }

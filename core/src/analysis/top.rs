@@ -60,6 +60,15 @@ pub struct TopReport {
     pub functions: Vec<TopRow>,
 }
 
+/// `value × ratio`, rounded half away from zero like Go's `math.Round`.
+pub(crate) fn scale(value: i64, ratio: f64) -> i64 {
+    if ratio == 1.0 {
+        value
+    } else {
+        (value as f64 * ratio).round() as i64
+    }
+}
+
 /// Per-node sums for one sample type; shared by top and diff.
 pub(crate) struct NodeValues {
     pub table: FrameTable,
@@ -78,17 +87,30 @@ impl NodeValues {
         granularity: Granularity,
         filters: &Filters,
     ) -> Result<Self> {
+        Self::compute_scaled(profile, sample_index, granularity, filters, 1.0)
+    }
+
+    /// [`compute`](Self::compute) with each sample's value first scaled by `ratio` and
+    /// rounded, as pprof's `Profile.ScaleN` does; the totals stay those of the raw values.
+    pub fn compute_scaled(
+        profile: &Profile,
+        sample_index: usize,
+        granularity: Granularity,
+        filters: &Filters,
+        ratio: f64,
+    ) -> Result<Self> {
         let table = FrameTable::new(profile, granularity, filters)?;
         let n = table.node_count();
         let mut v = NodeValues { flat: vec![0; n], cum: vec![0; n], total: 0, unfiltered_total: 0, table };
         let mut seen = Stamps::new(n);
         for sample in &profile.samples {
-            let value = sample.values.get(sample_index).copied().unwrap_or(0);
-            v.unfiltered_total = v.unfiltered_total.saturating_add(value.saturating_abs());
+            let raw = sample.values.get(sample_index).copied().unwrap_or(0);
+            v.unfiltered_total = v.unfiltered_total.saturating_add(raw.saturating_abs());
+            let value = scale(raw, ratio);
             if value == 0 || !v.table.keeps(sample) {
                 continue;
             }
-            v.total = v.total.saturating_add(value.saturating_abs());
+            v.total = v.total.saturating_add(raw.saturating_abs());
             seen.next_sample();
             let mut parent: Option<u32> = None;
             let cum = &mut v.cum;
