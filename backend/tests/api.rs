@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{fixtures, missing_prerequisite, temp_dir, Seaweed, Server};
+use common::{fixtures, json_of, missing_prerequisite, temp_dir, Seaweed, Server};
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use serde_json::{json, Value};
 use sha2::Digest;
@@ -45,20 +45,6 @@ impl Api {
     fn post_json(&self, path: &str, body: &Value) -> Response {
         self.with(self.http.post(format!("{}{path}", self.base))).json(body).send().unwrap()
     }
-}
-
-/// Status and JSON body; error bodies must have the API's error shape.
-fn json_of(r: Response) -> (u16, Value) {
-    let status = r.status().as_u16();
-    let text = r.text().unwrap();
-    let body: Value =
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{status} without a JSON body ({e}): {text}"));
-    if status >= 400 {
-        for field in ["message", "error_code", "details"] {
-            assert!(body.get(field).is_some(), "error without {field}: {body}");
-        }
-    }
-    (status, body)
 }
 
 fn read(dir: &Path, file: &str) -> Vec<u8> {

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{temp_dir, Seaweed, Server};
+use common::{json_of, temp_dir, Seaweed, Server};
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -30,30 +30,9 @@ const MARKER: &str = "stacklens-canary-outside-the-store";
 // ---------------------------------------------------------------------------
 // Profiles, written field by field (strings are bytes, so they can be non-UTF-8).
 
-fn varint(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn field_varint(field: u32, v: u64, out: &mut Vec<u8>) {
-    varint(u64::from(field) << 3, out);
-    varint(v, out);
-}
-
-fn field_bytes(field: u32, body: &[u8], out: &mut Vec<u8>) {
-    varint(u64::from(field) << 3 | 2, out);
-    varint(body.len() as u64, out);
-    out.extend_from_slice(body);
-}
-
-fn message(build: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let mut v = Vec::new();
-    build(&mut v);
-    v
-}
+#[path = "../../core/tests/common/protobuf.rs"]
+mod protobuf;
+use protobuf::{field_bytes, field_varint, message, varint};
 
 fn packed(values: impl IntoIterator<Item = u64>) -> Vec<u8> {
     let mut out = Vec::new();
@@ -396,20 +375,6 @@ fn assert_same(before: &BTreeMap<String, String>, after: &BTreeMap<String, Strin
         added.is_empty() && removed.is_empty() && changed.is_empty(),
         "the store changed: added {added:?}, removed {removed:?}, changed {changed:?}"
     );
-}
-
-/// Status and JSON body; error bodies must have the API's error shape.
-fn json_of(r: Response) -> (u16, Value) {
-    let status = r.status().as_u16();
-    let text = r.text().unwrap();
-    let body: Value =
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{status} without a JSON body ({e}): {text}"));
-    if status >= 400 {
-        for field in ["message", "error_code", "details"] {
-            assert!(body.get(field).is_some(), "error without {field}: {body}");
-        }
-    }
-    (status, body)
 }
 
 /// The answer must be exactly `status` with `code`; returns the body.
@@ -835,8 +800,25 @@ fn hostile_profile(n: i64) -> Vec<u8> {
     gzip(&p.bytes())
 }
 
+/// The hostile leaf names, sorted.
 fn hostile_names() -> Vec<String> {
-    [SCRIPT, IMG, QUOTES, NOT_UTF8_READ, ESCAPE].map(str::to_owned).to_vec()
+    let mut names = [SCRIPT, IMG, QUOTES, NOT_UTF8_READ, ESCAPE].map(str::to_owned).to_vec();
+    names.sort();
+    names
+}
+
+/// The `key` of each entry of a JSON list of functions, sorted, without their caller
+/// main.main: what [`hostile_names`] should equal.
+fn leaf_names(list: &Value, key: &str) -> Vec<String> {
+    let mut names: Vec<String> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f[key].as_str().unwrap().to_owned())
+        .filter(|n| n != "main.main")
+        .collect();
+    names.sort();
+    names
 }
 
 fn encode(text: &str) -> String {
@@ -888,13 +870,7 @@ fn hostile_names_scenario(env: &Env) {
     let (status, diff) =
         json_of(env.post("/api/v1/profiling/diff").header("X-Tenant-ID", tenant).json(&request).send().unwrap());
     assert_eq!(status, 200, "{diff}");
-    let mut regressed: Vec<String> =
-        diff["regressions"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap().to_owned()).collect();
-    regressed.retain(|n| n != "main.main");
-    regressed.sort();
-    let mut expected = hostile_names();
-    expected.sort();
-    assert_eq!(regressed, expected);
+    assert_eq!(leaf_names(&diff["regressions"], "name"), hostile_names());
     let baseline =
         json!({"label": SCRIPT, "sessionId": id, "profileType": "cpu", "description": QUOTES, "tags": [IMG]});
     let (status, created) =
@@ -904,15 +880,7 @@ fn hostile_names_scenario(env: &Env) {
         (&created["baselineLabel"], &created["description"], &created["tags"]),
         (&json!(SCRIPT), &json!(QUOTES), &json!([IMG]))
     );
-    let mut top: Vec<String> = created["topFunctions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["funcName"].as_str().unwrap().to_owned())
-        .collect();
-    top.retain(|n| n != "main.main");
-    top.sort();
-    assert_eq!(top, expected);
+    assert_eq!(leaf_names(&created["topFunctions"], "funcName"), hostile_names());
     let baseline_id = created["baselineId"].as_str().unwrap();
     assert_share_url(
         created["shareUrl"].as_str().unwrap(),
@@ -971,13 +939,7 @@ fn hostile_names_are_escaped() {
     let run = stacklens(&["top", file, "--format", "json"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let top: Value = serde_json::from_str(&run.stdout).expect("valid JSON");
-    let mut names: Vec<String> =
-        top["functions"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap().to_owned()).collect();
-    names.retain(|n| n != "main.main");
-    names.sort();
-    let mut expected = hostile_names();
-    expected.sort();
-    assert_eq!(names, expected);
+    assert_eq!(leaf_names(&top["functions"], "name"), hostile_names());
     // Text: names as they are, but no control character reaches the terminal.
     let run = stacklens(&["top", file]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);

@@ -13,28 +13,10 @@ use stacklens_core::layout::{layout, Viewport};
 use stacklens_core::model::{Line, Profile, Sample, SourceFormat};
 use stacklens_core::{parse, parse_with, Error, ParseOptions};
 
-/// Minimal protobuf writer for hand-made malformed messages.
-fn varint(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-fn field_varint(field: u32, v: u64, out: &mut Vec<u8>) {
-    varint(u64::from(field) << 3, out);
-    varint(v, out);
-}
-fn field_bytes(field: u32, body: &[u8], out: &mut Vec<u8>) {
-    varint(u64::from(field) << 3 | 2, out);
-    varint(body.len() as u64, out);
-    out.extend_from_slice(body);
-}
-fn message(build: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let mut v = Vec::new();
-    build(&mut v);
-    v
-}
+#[path = "common/protobuf.rs"]
+mod protobuf;
+use protobuf::{field_bytes, field_varint, message};
+
 fn gzip(data: &[u8]) -> Vec<u8> {
     let mut e = GzEncoder::new(Vec::new(), Compression::fast());
     e.write_all(data).unwrap();

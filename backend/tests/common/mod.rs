@@ -239,3 +239,17 @@ impl Drop for Seaweed {
         let _ = self.child.wait();
     }
 }
+
+/// Status and JSON body; error bodies must have the API's error shape.
+pub fn json_of(r: reqwest::blocking::Response) -> (u16, serde_json::Value) {
+    let status = r.status().as_u16();
+    let text = r.text().unwrap();
+    let body: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{status} without a JSON body ({e}): {text}"));
+    if status >= 400 {
+        for field in ["message", "error_code", "details"] {
+            assert!(body.get(field).is_some(), "error without {field}: {body}");
+        }
+    }
+    (status, body)
+}
