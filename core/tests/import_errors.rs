@@ -6,6 +6,7 @@ use std::io::Write;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use stacklens_core::analysis::diff::{diff, DiffOptions};
+use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::tree::{CallTree, TreeOptions};
 use stacklens_core::import::pprof::encode;
@@ -290,6 +291,27 @@ fn progress_is_reported_per_stage_and_grows() {
         assert!(fractions.iter().all(|f| (0.0..=1.0).contains(f)));
     }
     assert!(seen.len() < 300, "a few hundred reports at most, got {}", seen.len());
+}
+
+#[test]
+fn huge_goroutine_counts_saturate_instead_of_overflowing() {
+    // Three stacks of i64::MAX goroutines each: more than a u64 holds.
+    let mut p = deep_profile(3);
+    p.sample_types = vec![p.value_type("goroutine", "count")];
+    let leaves: Vec<_> = p.samples[0].locations.clone();
+    p.samples =
+        leaves.iter().map(|&leaf| Sample { locations: vec![leaf], values: vec![i64::MAX], labels: vec![] }).collect();
+    let p = parse(&encode(&p)).unwrap();
+    let report = analyze(&p, &GoroutineOptions::default()).unwrap();
+    assert_eq!((report.goroutine_count, report.group_count), (u64::MAX, 3));
+    assert_eq!(report.by_state.values().copied().collect::<Vec<_>>(), [u64::MAX]);
+    let mut one = p.clone();
+    one.samples.truncate(1);
+    let growth = compare(&one, &p).unwrap();
+    assert_eq!((growth.base_count, growth.compare_count), (i64::MAX as u64, u64::MAX));
+    // 2^64 − 1 − (2^63 − 1) = 2^63: one more than an i64 holds.
+    assert_eq!((growth.growth_count, growth.new_stacks.len()), (i64::MAX, 2));
+    assert_eq!(compare(&p, &one).unwrap().growth_count, i64::MIN);
 }
 
 #[test]

@@ -203,6 +203,17 @@ fn raw_goroutines(p: &Profile) -> Result<(Vec<Raw>, bool)> {
     Ok((raws, true))
 }
 
+/// Counts come from sample values, which a hostile profile can make as large as it
+/// likes: sums saturate rather than overflow.
+fn total(counts: impl Iterator<Item = u64>) -> u64 {
+    counts.fold(0, u64::saturating_add)
+}
+
+/// `after − before`, clamped to what an `i64` holds.
+fn growth(after: u64, before: u64) -> i64 {
+    (i128::from(after) - i128::from(before)).clamp(i64::MIN.into(), i64::MAX.into()) as i64
+}
+
 /// (state, frames with locations, creator): what makes two goroutines one group.
 type GroupKey = (String, Vec<(String, String)>, Option<String>);
 
@@ -226,7 +237,7 @@ fn group(raws: Vec<Raw>) -> Vec<GoroutineGroup> {
             groups.len() - 1
         });
         let g = &mut groups[i];
-        g.count += r.count;
+        g.count = g.count.saturating_add(r.count);
         g.max_wait_minutes = g.max_wait_minutes.max(r.wait_minutes);
         if let Some(id) = r.id {
             if g.ids.len() < 20 {
@@ -255,11 +266,12 @@ pub fn analyze(profile: &Profile, options: &GoroutineOptions) -> Result<Goroutin
     }
     let mut by_state = BTreeMap::new();
     for g in &groups {
-        *by_state.entry(g.state.clone()).or_insert(0) += g.count;
+        let n = by_state.entry(g.state.clone()).or_insert(0u64);
+        *n = n.saturating_add(g.count);
     }
-    let goroutine_count = groups.iter().map(|g| g.count).sum();
+    let goroutine_count = total(groups.iter().map(|g| g.count));
     let blocked: Vec<GoroutineGroup> = groups.iter().filter(|g| is_blocked(&g.state)).cloned().collect();
-    let blocked_count = blocked.iter().map(|g| g.count).sum();
+    let blocked_count = total(blocked.iter().map(|g| g.count));
     let group_count = groups.len();
     if let Some(max) = options.max_stacks {
         groups.truncate(max);
@@ -280,18 +292,19 @@ pub fn analyze(profile: &Profile, options: &GoroutineOptions) -> Result<Goroutin
 pub fn compare(base: &Profile, compare: &Profile) -> Result<GoroutineComparison> {
     let (b, _) = raw_goroutines(base)?;
     let (c, _) = raw_goroutines(compare)?;
-    let compare_count: u64 = c.iter().map(|r| r.count).sum();
+    let compare_count = total(c.iter().map(|r| r.count));
     let base_groups = group(b);
     let compare_groups = group(c);
     let key = |g: &GoroutineGroup| (g.frames.clone(), g.created_by.clone());
     let mut base_counts: HashMap<(Vec<String>, Option<String>), u64> = HashMap::default();
     for g in &base_groups {
-        *base_counts.entry(key(g)).or_default() += g.count;
+        let n = base_counts.entry(key(g)).or_default();
+        *n = n.saturating_add(g.count);
     }
     let mut compare_counts: HashMap<(Vec<String>, Option<String>), (u64, GoroutineGroup)> = HashMap::default();
     for g in compare_groups {
         let e = compare_counts.entry(key(&g)).or_insert((0, g.clone()));
-        e.0 += g.count;
+        e.0 = e.0.saturating_add(g.count);
     }
     let mut new_stacks = Vec::new();
     let mut grown_stacks = Vec::new();
@@ -300,18 +313,18 @@ pub fn compare(base: &Profile, compare: &Profile) -> Result<GoroutineComparison>
         match base_counts.get(&k) {
             None => new_stacks.push(g),
             Some(&bc) if count > bc => {
-                grown_stacks.push(GroupGrowth { delta: count as i64 - bc as i64, base_count: bc, group: g })
+                grown_stacks.push(GroupGrowth { delta: growth(count, bc), base_count: bc, group: g })
             }
             Some(_) => {}
         }
     }
     new_stacks.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.frames.cmp(&b.frames)));
     grown_stacks.sort_by(|a, b| b.delta.cmp(&a.delta).then_with(|| a.group.frames.cmp(&b.group.frames)));
-    let base_count: u64 = base_groups.iter().map(|g| g.count).sum();
+    let base_count = total(base_groups.iter().map(|g| g.count));
     Ok(GoroutineComparison {
         base_count,
         compare_count,
-        growth_count: compare_count as i64 - base_count as i64,
+        growth_count: growth(compare_count, base_count),
         goroutine_growth_rate: (base_count > 0).then(|| compare_count as f64 / base_count as f64),
         new_stacks,
         grown_stacks,
