@@ -25,38 +25,30 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 /// resident memory over its idle peak, one operation per fresh server (the large rows
 /// are `tests/memory.rs`), with the profile's bytes included:
 ///
-/// | profile (inflated size; samples, locations, location ids) | upload (parse) | baseline (parse, top) | diff with itself | reserved: read, diff |
-/// | --- | --- | --- | --- | --- |
-/// | large CPU (22.0 MB; 247,410, 155,185, 6,158,088) | 150 MB | 151 MB | 655 MB | 241 MB, 1,270 MB |
-/// | 1,000,000 samples of 3 frames (14.0 MB; 1,000,000, 58, 3,000,000) | 166 MB | 168 MB | 317 MB | 316 MB, 1,016 MB |
-/// | 2,000,000 samples of 1 frame (16.0 MB; 2,000,000, 1, 2,000,000) | 314 MB | 316-471 MB | 613 MB | 544 MB, 1,344 MB |
-/// | goroutine dump, text (21.1 MB) | 30 MB | 56 MB (analysis) | | 190 MB |
+/// | profile (inflated size; samples, locations, location ids) | upload (parse) | baseline (parse, top) | reserved |
+/// | --- | --- | --- | --- |
+/// | large CPU (22.0 MB; 247,410, 155,185, 6,158,088) | 150 MB | 151 MB | 241 MB |
+/// | 1,000,000 samples of 3 frames (14.0 MB; 1,000,000, 58, 3,000,000) | 166 MB | 168 MB | 316 MB |
+/// | 2,000,000 samples of 1 frame (16.0 MB; 2,000,000, 1, 2,000,000) | 314 MB | 316-471 MB | 544 MB |
+/// | goroutine dump, text (21.1 MB) | 30 MB | 56 MB (analysis) | 190 MB |
 ///
 /// A single factor per inflated byte (8, before) undercounts sample-heavy profiles
-/// (the 2,000,000 samples take 20 bytes per byte) and diffs (which name every frame of
-/// every distinct stack: about 55 bytes per location id of the large profile), and
-/// overcounts text. So a pprof model costs 2 bytes per inflated byte (the inflated
-/// copy, strings), 240 per sample, 160 per location and 16 per location id, and a diff
-/// 64 more per location id; text formats cost at most 3 bytes per byte (8 reserved),
-/// JSON documents up to about 20 (24 reserved).
+/// (the 2,000,000 samples take 20 bytes per byte) and overcounts text. So a pprof model
+/// costs 2 bytes per inflated byte (the inflated copy, strings), 240 per sample, 160 per
+/// location and 16 per location id; text formats cost at most 3 bytes per byte (8
+/// reserved), JSON documents up to about 20 (24 reserved). A diff is its two parses:
+/// the API's diffs compare functions, not stacks: a diff of the large profile with
+/// itself grew the peak by 276 MB (482 MB reserved), where naming every frame of every
+/// distinct stack took it to 655 MB.
 pub mod cost {
     pub const PPROF_PER_BYTE: u64 = 2;
     pub const PER_SAMPLE: u64 = 240;
     pub const PER_LOCATION: u64 = 160;
     pub const PER_LOCATION_ID: u64 = 16;
-    /// What a diff adds per location id (the names of each distinct stack's frames).
-    pub const DIFF_PER_LOCATION_ID: u64 = 64;
     pub const TEXT_PER_BYTE: u64 = 8;
     pub const JSON_PER_BYTE: u64 = 24;
 }
 
-/// The work a parse is for: reading a profile (its summary or top functions), or
-/// diffing it against another.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Work {
-    Read,
-    Diff,
-}
 /// Reservations are counted in KiB, so the semaphore's count fits a u32.
 const UNIT: u64 = 1024;
 
@@ -207,18 +199,13 @@ impl Budget {
     /// Parses profiles (raw bytes as uploaded or stored) holding one reservation for
     /// all of them, so two-sided work never waits while holding half its memory.
     pub async fn parse(&self, inputs: Vec<Bytes>) -> Result<Parsed, ParseFailure> {
-        self.parse_held(inputs, Reservation::default(), Work::Read).await
+        self.parse_held(inputs, Reservation::default()).await
     }
 
     /// [`Budget::parse`] of bytes already held by `held` (from [`Budget::hold`]): only
     /// what the parse needs beyond them is reserved, and the bytes stay counted while
     /// they wait for it.
-    pub async fn parse_held(
-        &self,
-        inputs: Vec<Bytes>,
-        mut held: Reservation,
-        work: Work,
-    ) -> Result<Parsed, ParseFailure> {
+    pub async fn parse_held(&self, inputs: Vec<Bytes>, mut held: Reservation) -> Result<Parsed, ParseFailure> {
         let cap = self.inflate_cap;
         let measured = inputs.clone();
         let shapes = tokio::task::spawn_blocking(move || {
@@ -229,7 +216,7 @@ impl Budget {
         let need = inputs
             .iter()
             .zip(&shapes)
-            .map(|(b, shape)| (b.len() as u64).saturating_add(shape.model_bytes(work)))
+            .map(|(b, shape)| (b.len() as u64).saturating_add(shape.model_bytes()))
             .fold(0u64, u64::saturating_add);
         let sizes: Vec<u64> = shapes.iter().map(|s| s.bytes.saturating_add(1)).collect();
         if need > self.total {
@@ -323,18 +310,17 @@ impl Shape {
         Ok(scan.finish())
     }
 
-    /// Bytes core holds at its peak for `work` on this profile (see [`cost`]).
-    pub fn model_bytes(&self, work: Work) -> u64 {
+    /// Bytes core holds at its peak for this profile (see [`cost`]).
+    pub fn model_bytes(&self) -> u64 {
         use cost::*;
         if !self.protobuf {
             return self.bytes.saturating_mul(if self.json { JSON_PER_BYTE } else { TEXT_PER_BYTE });
         }
-        let per_id = PER_LOCATION_ID + if work == Work::Diff { DIFF_PER_LOCATION_ID } else { 0 };
         [
             self.bytes.saturating_mul(PPROF_PER_BYTE),
             self.samples.saturating_mul(PER_SAMPLE),
             self.locations.saturating_mul(PER_LOCATION),
-            self.location_ids.saturating_mul(per_id),
+            self.location_ids.saturating_mul(PER_LOCATION_ID),
         ]
         .into_iter()
         .fold(0, u64::saturating_add)
@@ -586,18 +572,16 @@ mod tests {
         // Gzipped, it arrives in 64 KiB pieces that split fields and varints.
         assert!(plain.len() > 1 << 17);
         assert_eq!(Shape::measure(&gzip(&plain), 1 << 30).unwrap(), expected);
-        let read = expected.model_bytes(Work::Read);
-        assert_eq!(read, plain.len() as u64 * 2 + 1000 * 240 + 200 * 160 + 200_000 * 16);
-        assert_eq!(expected.model_bytes(Work::Diff), read + 200_000 * 64);
+        assert_eq!(expected.model_bytes(), plain.len() as u64 * 2 + 1000 * 240 + 200 * 160 + 200_000 * 16);
         // Cut short, or not protobuf at all: priced per byte.
         let cut = Shape::measure(&plain[..plain.len() - 3], 1 << 30).unwrap();
         assert!(!cut.protobuf);
-        assert_eq!(cut.model_bytes(Work::Read), cut.bytes * cost::TEXT_PER_BYTE);
+        assert_eq!(cut.model_bytes(), cut.bytes * cost::TEXT_PER_BYTE);
         let dump = Shape::measure(b"goroutine 1 [running]:\nmain.main()\n", 1 << 30).unwrap();
         assert!(!dump.protobuf && !dump.json);
         let json = Shape::measure(b"  {\"meta\": {}}", 1 << 30).unwrap();
         assert!(!json.protobuf && json.json);
-        assert_eq!(json.model_bytes(Work::Read), json.bytes * cost::JSON_PER_BYTE);
+        assert_eq!(json.model_bytes(), json.bytes * cost::JSON_PER_BYTE);
     }
 
     #[test]
@@ -630,7 +614,7 @@ mod tests {
         assert!(matches!(budget.hold(UNIT).await, Err(BudgetError::Busy { .. })));
         drop(waiting);
         let held = budget.hold(len).await.unwrap();
-        let parsed = budget.parse_held(vec![plain.clone()], held, Work::Read).await.unwrap();
+        let parsed = budget.parse_held(vec![plain.clone()], held).await.unwrap();
         assert_eq!(parsed.reserved.bytes(), (len + len * cost::TEXT_PER_BYTE).div_ceil(UNIT) * UNIT);
         // Parsing, the bytes no longer wait: the holding half is free again.
         let other = budget.hold(500 * UNIT).await.unwrap();

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use stacklens_core::analysis::summary::sample_count;
 use stacklens_core::ProfileKind;
 
-use crate::budget::{ParseFailure, Reservation, Work};
+use crate::budget::{ParseFailure, Reservation};
 use crate::records::sessions::{self, NewSession, SessionRecord};
 use crate::records::{RecordError, Tenant};
 use crate::state::AppState;
@@ -55,7 +55,7 @@ pub async fn file_profile_held(
     intake: Intake,
     holder: &str,
 ) -> Result<(bool, SessionRecord), IntakeError> {
-    let parsed = state.budget.parse_held(vec![bytes.clone()], held, Work::Read).await?;
+    let parsed = state.budget.parse_held(vec![bytes.clone()], held).await?;
     let profile = &parsed.profiles[0];
     let detected = ProfileKind::of(profile);
     let profile_type = match intake.claimed {

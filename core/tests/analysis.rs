@@ -133,6 +133,18 @@ fn normalized_diff_balances_the_totals() {
 }
 
 #[test]
+fn a_diff_without_stacks_has_the_same_functions() {
+    let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
+    let with = diff(&base, &new, &DiffOptions::default()).unwrap();
+    let without = diff(&base, &new, &DiffOptions { max_stacks: 0, ..DiffOptions::default() }).unwrap();
+    assert_eq!((with.new_stack_count, with.removed_stack_count), (112, 172));
+    assert_eq!((without.new_stack_count, without.removed_stack_count, without.changed_stacks.len()), (0, 0, 0));
+    assert_eq!(without.functions, with.functions);
+    assert_eq!((without.regressions.len(), without.improvements.len(), without.unchanged), (35, 23, 312));
+    assert_eq!((&without.regressions, &without.improvements), (&with.regressions, &with.improvements));
+}
+
+#[test]
 fn diff_of_different_types_is_refused() {
     let (Some(cpu), Some(heap)) = (load("go/base/cpu.pb.gz"), load("go/base/heap.pb.gz")) else { return };
     let err = diff(&heap, &cpu, &DiffOptions::default()).unwrap_err();

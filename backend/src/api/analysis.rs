@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 use super::access::Reader;
 use super::request::{parse_kind, read_json, required, PathParam};
 use super::{ApiError, ErrorBody};
-use crate::budget::{ParseFailure, Parsed, Work};
+use crate::budget::{ParseFailure, Parsed};
 use crate::records::sessions::{self, SessionRecord};
 use crate::records::{baselines, captures, now_rfc3339, Tenant};
 use crate::state::AppState;
@@ -67,7 +67,6 @@ pub(super) async fn stored_profiles(
     state: &AppState,
     tenant: &Tenant,
     records: &[SessionRecord],
-    work: Work,
 ) -> Result<Parsed, ApiError> {
     // The bytes are counted before they are read, and while they wait for the parse.
     let held = state.budget.hold(records.iter().map(|r| r.size).fold(0, u64::saturating_add)).await?;
@@ -75,7 +74,7 @@ pub(super) async fn stored_profiles(
     for record in records {
         raw.push(sessions::raw(&state.store, tenant, record).await?);
     }
-    state.budget.parse_held(raw, held, work).await.map_err(|e| match e {
+    state.budget.parse_held(raw, held).await.map_err(|e| match e {
         // The bytes were read by core when they were stored.
         ParseFailure::Core(e) => {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "CorruptProfile", format!("a stored profile: {e}"))
@@ -222,8 +221,7 @@ pub async fn diff_sessions(
         }
     }
     // A goroutine comparison groups stacks; any other type is a diff, which names stacks.
-    let work = if kind == ProfileKind::Goroutine { Work::Read } else { Work::Diff };
-    let parsed = stored_profiles(&state, &tenant, &[base.clone(), later.clone()], work).await?;
+    let parsed = stored_profiles(&state, &tenant, &[base.clone(), later.clone()]).await?;
     let envelope = DiffResponse {
         base_session_id: base.id,
         compare_session_id: later.id,
@@ -245,6 +243,8 @@ pub async fn diff_sessions(
             sample_index: kind.sample_type(later_profile).to_owned(),
             normalize: request.normalize,
             noise_threshold_pct: noise,
+            // The answer names functions, not stacks.
+            max_stacks: 0,
             ..DiffOptions::default()
         };
         let report = diff(base_profile, later_profile, &options)?;
@@ -292,7 +292,7 @@ pub async fn goroutine_analysis(
     };
     let mut records = vec![record.clone()];
     records.extend(baseline.iter().map(|(_, s)| s.clone()));
-    let parsed = stored_profiles(&state, &tenant, &records, Work::Read).await?;
+    let parsed = stored_profiles(&state, &tenant, &records).await?;
     let baseline_id = baseline.map(|(id, _)| id);
     let (report, growth) = off_thread(move || -> Result<_, stacklens_core::Error> {
         let profile = &parsed.profiles[0];
@@ -389,12 +389,14 @@ pub async fn compare_profiles(
     if !base.profile_type.accepts(kind) {
         return Err(mismatch(&base, kind));
     }
-    let parsed = stored_profiles(&state, &tenant, &[base.clone(), later.clone()], Work::Diff).await?;
+    let parsed = stored_profiles(&state, &tenant, &[base.clone(), later.clone()]).await?;
     let report = off_thread(move || {
         let (base_profile, later_profile) = (&parsed.profiles[0], &parsed.profiles[1]);
         let options = DiffOptions {
             sample_index: kind.sample_type(later_profile).to_owned(),
             noise_threshold_pct: noise,
+            // The answer names functions, not stacks.
+            max_stacks: 0,
             ..DiffOptions::default()
         };
         diff(base_profile, later_profile, &options)

@@ -17,7 +17,6 @@ use super::access::{Open, Reader, Writer};
 use super::analysis::{analysis_failed, stored_profiles};
 use super::request::{check_name, parse_kind, read_json, share_url, PathParam};
 use super::{ApiError, ErrorBody};
-use crate::budget::Work;
 use crate::records::baselines::{self, BaselineRecord, NewBaseline};
 use crate::records::{sessions, Tenant};
 use crate::state::{AppState, State};
@@ -110,7 +109,7 @@ pub async fn create(
         .details(json!({ "sessionId": session.id, "sessionProfileType": session.profile_type, "profileType": kind })));
     }
     let top_functions = if request.top_functions.is_empty() {
-        let parsed = stored_profiles(&state, &tenant, std::slice::from_ref(&session), Work::Read).await?;
+        let parsed = stored_profiles(&state, &tenant, std::slice::from_ref(&session)).await?;
         tokio::task::spawn_blocking(move || {
             let profile = &parsed.profiles[0];
             top_functions(profile, kind.sample_type(profile), TOP_FUNCTIONS)

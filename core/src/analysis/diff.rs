@@ -23,7 +23,9 @@ pub struct DiffOptions {
     pub normalize: bool,
     /// A change smaller than this share of the base total (in %) counts as unchanged.
     pub noise_threshold_pct: f64,
-    /// Longest list of new/removed/changed stacks returned (the counts are always exact).
+    /// Longest list of new/removed/changed stacks returned (the counts are always exact);
+    /// 0 skips comparing stacks altogether (the lists and counts stay empty), which is
+    /// most of a diff's time and memory.
     pub max_stacks: usize,
 }
 
@@ -240,7 +242,11 @@ pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<
     improvements.sort_by(|a, b| largest(b).cmp(&largest(a)).then_with(|| a.name.cmp(&b.name)));
     let unchanged = functions.len() - regressions.len() - improvements.len();
 
-    let stacks = stack_values(base, base_index, &b.table, compare, compare_index, &c.table, ratio);
+    let stacks = if options.max_stacks == 0 {
+        HashMap::default()
+    } else {
+        stack_values(base, base_index, &b.table, compare, compare_index, &c.table, ratio)
+    };
     let mut new_stacks = Vec::new();
     let mut removed_stacks = Vec::new();
     let mut changed_stacks = Vec::new();
