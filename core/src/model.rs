@@ -167,6 +167,7 @@ pub enum SourceFormat {
     V8HeapProfile,
     ChromeTrace,
     Speedscope,
+    Callgrind,
     Built,
 }
 

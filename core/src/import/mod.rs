@@ -13,6 +13,8 @@ macro_rules! static_regex {
     };
 }
 
+mod call_graph;
+pub mod callgrind;
 pub mod chrome_trace;
 pub mod firefox;
 pub mod folded;
@@ -57,6 +59,8 @@ pub enum Format {
     Folded,
     /// Linux `perf script` text.
     PerfScript,
+    /// Valgrind callgrind (or cachegrind) profile text.
+    Callgrind,
     /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
@@ -110,6 +114,7 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::JavaText => legacy_text::parse_java(bytes),
         Format::Folded => folded::parse(bytes),
         Format::PerfScript => perf_script::parse(bytes),
+        Format::Callgrind => callgrind::parse(bytes),
         Format::Json => parse_json(bytes),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
     }
@@ -190,6 +195,9 @@ fn looks_like_text(bytes: &[u8]) -> bool {
 pub fn detect(bytes: &[u8]) -> Format {
     if legacy_cpu::is_legacy_cpu(bytes) {
         return Format::LegacyCpu;
+    }
+    if callgrind::looks_like_callgrind(bytes) {
+        return Format::Callgrind;
     }
     if let Some(format) = text::detect(bytes) {
         return format;
