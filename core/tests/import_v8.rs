@@ -276,14 +276,6 @@ fn chrome_trace_matches_its_file() {
 }
 
 #[test]
-fn chrome_trace_without_a_cpu_profile_is_named() {
-    let Some(dir) = fixtures() else { return };
-    let err = parse(&read(&dir.join("thirdparty/firefox-profiler/chrome-tracing.json.gz"))).unwrap_err();
-    let Error::UnknownFormat { hint } = &err else { panic!("{err:?}") };
-    assert!(hint.starts_with("a Chrome trace of 307 events without a CPU profile"), "{hint}");
-}
-
-#[test]
 fn heapprofile_matches_its_file() {
     let Some(dir) = fixtures() else { return };
     let path = dir.join(HEAP);
