@@ -7,7 +7,7 @@
 use arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 use stacklens_core::analysis::summary::{sample_count, top_functions};
-use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::top::top;
 use stacklens_core::units::{format_value, format_value_in, percentage, percentage_value, report_unit};
 use stacklens_core::ProfileKind;
 use stacklens_core_fuzz::{split, Options};
@@ -18,17 +18,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(p) = stacklens_core::parse(rest) else { return };
     let _ = ProfileKind::of(&p);
     let _ = sample_count(&p);
-    let options = TopOptions {
-        sample_index: o.sample_index.clone(),
-        granularity: o.granularity,
-        filters: o.filters.clone(),
-        cum: o.cum,
-        node_count: o.node_count,
-        node_fraction: o.node_fraction,
-    };
-    if let Ok(r) = top(&p, &options) {
-        if o.filters.focus.is_none() && o.filters.ignore.is_none() {
-            let index = p.sample_index(&o.sample_index).expect("top resolved it");
+    let options = &o.top;
+    if let Ok(r) = top(&p, options) {
+        if options.filters.focus.is_none() && options.filters.ignore.is_none() {
+            let index = p.sample_index(&options.sample_index).expect("top resolved it");
             assert_eq!(r.total, p.total(index), "without focus/ignore top's total is the profile's");
         }
         assert!(r.functions.len() + r.dropped_nodes <= r.node_total);
@@ -38,5 +31,5 @@ fuzz_target!(|data: &[u8]| {
             let _ = (percentage(f.flat, r.total), percentage_value(f.cum, r.total));
         }
     }
-    let _ = top_functions(&p, &o.sample_index, o.node_count.unwrap_or(10));
+    let _ = top_functions(&p, &options.sample_index, options.node_count.unwrap_or(10));
 });

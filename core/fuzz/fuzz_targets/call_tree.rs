@@ -5,7 +5,7 @@
 
 use arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
-use stacklens_core::analysis::tree::{CallTree, Side, TreeOptions};
+use stacklens_core::analysis::tree::{CallTree, Side};
 use stacklens_core_fuzz::{check_round_trip, check_tree, split, Options};
 
 fuzz_target!(|data: &[u8]| {
@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(&head);
     let o = Options::read(&mut u);
     let Ok(p) = stacklens_core::parse(rest) else { return };
-    let options = TreeOptions { sample_index: o.sample_index, granularity: o.granularity, filters: o.filters };
+    let options = o.tree();
     let Ok(tree) = CallTree::build(&p, &options) else { return };
     check_tree(&tree);
     check_round_trip(&tree);

@@ -6,10 +6,9 @@
 
 use arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
-use stacklens_core::analysis::diff::{diff, diff_top, DiffOptions};
+use stacklens_core::analysis::diff::{diff, diff_top};
 use stacklens_core::analysis::goroutines::compare;
-use stacklens_core::analysis::top::TopOptions;
-use stacklens_core::analysis::tree::{CallTree, TreeOptions};
+use stacklens_core::analysis::tree::CallTree;
 use stacklens_core_fuzz::{check_tree, split, Options};
 
 fuzz_target!(|data: &[u8]| {
@@ -27,28 +26,13 @@ fuzz_target!(|data: &[u8]| {
         (Err(_), Ok(b)) => (b.clone(), b),
         _ => return,
     };
-    let options = DiffOptions {
-        sample_index: o.sample_index.clone(),
-        granularity: o.granularity,
-        filters: o.filters.clone(),
-        normalize: o.normalize,
-        noise_threshold_pct: o.noise_threshold_pct,
-        max_stacks: o.max_stacks,
-    };
+    let options = o.diff();
     if let Ok(d) = diff(&base, &compared, &options) {
         assert!(d.new_stacks.len() <= d.new_stack_count && d.removed_stacks.len() <= d.removed_stack_count);
         assert!(d.regressions.len() + d.improvements.len() <= d.functions.len());
     }
-    let top = TopOptions {
-        sample_index: o.sample_index.clone(),
-        granularity: o.granularity,
-        filters: o.filters.clone(),
-        cum: o.cum,
-        node_count: o.node_count,
-        node_fraction: o.node_fraction,
-    };
-    let _ = diff_top(&base, &compared, &top);
-    let tree = TreeOptions { sample_index: o.sample_index, granularity: o.granularity, filters: o.filters };
+    let _ = diff_top(&base, &compared, &o.top);
+    let tree = o.tree();
     if let Ok(t) = CallTree::build_diff(&base, &compared, &tree) {
         check_tree(&t);
         assert_eq!(t.base.len(), t.nodes.len());

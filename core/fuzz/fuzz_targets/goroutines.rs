@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let (head, rest) = split(data);
     let o = Options::read(&mut Unstructured::new(&head));
     let Ok(p) = stacklens_core::parse(rest) else { return };
-    let max_stacks = o.node_count;
+    let max_stacks = o.top.node_count;
     if let Ok(r) = analyze(&p, &GoroutineOptions { filter: o.filter, max_stacks }) {
         assert!(r.top_stacks.len() <= r.group_count);
         assert!(r.blocked_count <= r.goroutine_count);

@@ -2,6 +2,9 @@
 //! analysis options read from a fixed-size prefix of the fuzz input.
 
 use arbitrary::{Arbitrary, Unstructured};
+use stacklens_core::analysis::diff::DiffOptions;
+use stacklens_core::analysis::top::TopOptions;
+use stacklens_core::analysis::tree::TreeOptions;
 use stacklens_core::analysis::{Filters, Granularity};
 use stacklens_core::Profile;
 
@@ -83,12 +86,8 @@ struct RawOptions {
 /// Analysis options as the API could send them (any finite JSON number included).
 #[derive(Debug)]
 pub struct Options {
-    pub sample_index: String,
-    pub granularity: Granularity,
-    pub filters: Filters,
-    pub cum: bool,
-    pub node_count: Option<usize>,
-    pub node_fraction: f64,
+    /// Sample type, granularity, filters, -cum, -nodecount, -nodefraction.
+    pub top: TopOptions,
     pub normalize: bool,
     pub noise_threshold_pct: f64,
     pub max_stacks: usize,
@@ -123,26 +122,47 @@ impl Options {
         });
         let regex = |i: Option<u8>| i.map(|i| REGEXES[i as usize % REGEXES.len()].to_owned());
         Options {
-            sample_index: SAMPLE_INDEX[r.sample_index as usize % SAMPLE_INDEX.len()].to_owned(),
-            granularity: [
-                Granularity::Functions,
-                Granularity::Filefunctions,
-                Granularity::Lines,
-                Granularity::Addresses,
-            ][r.granularity as usize % 4],
-            filters: Filters {
-                focus: regex(r.focus),
-                ignore: regex(r.ignore),
-                hide: regex(r.hide),
-                show: regex(r.show),
+            top: TopOptions {
+                sample_index: SAMPLE_INDEX[r.sample_index as usize % SAMPLE_INDEX.len()].to_owned(),
+                granularity: [
+                    Granularity::Functions,
+                    Granularity::Filefunctions,
+                    Granularity::Lines,
+                    Granularity::Addresses,
+                ][r.granularity as usize % 4],
+                filters: Filters {
+                    focus: regex(r.focus),
+                    ignore: regex(r.ignore),
+                    hide: regex(r.hide),
+                    show: regex(r.show),
+                },
+                cum: r.cum,
+                node_count: r.node_count.map(usize::from),
+                node_fraction: finite(r.node_fraction),
             },
-            cum: r.cum,
-            node_count: r.node_count.map(usize::from),
-            node_fraction: finite(r.node_fraction),
             normalize: r.normalize,
             noise_threshold_pct: finite(r.noise_threshold_pct),
             max_stacks: usize::from(r.max_stacks),
             filter: regex(r.filter),
+        }
+    }
+
+    /// The same sample type, granularity and filters for a call tree.
+    pub fn tree(&self) -> TreeOptions {
+        let t = &self.top;
+        TreeOptions { sample_index: t.sample_index.clone(), granularity: t.granularity, filters: t.filters.clone() }
+    }
+
+    /// The same sample type, granularity and filters for a diff.
+    pub fn diff(&self) -> DiffOptions {
+        let t = &self.top;
+        DiffOptions {
+            sample_index: t.sample_index.clone(),
+            granularity: t.granularity,
+            filters: t.filters.clone(),
+            normalize: self.normalize,
+            noise_threshold_pct: self.noise_threshold_pct,
+            max_stacks: self.max_stacks,
         }
     }
 }
