@@ -5,6 +5,7 @@ mod api;
 mod auth;
 mod budget;
 mod cli;
+mod hyper_errors;
 mod intake;
 mod records;
 mod runs;

@@ -328,6 +328,7 @@ async fn serve_connections(listener: tokio::net::TcpListener, app: Router, heade
                     if !client_spoke(&stream, header_timeout).await {
                         return;
                     }
+                    let stream = crate::hyper_errors::JsonErrors::new(stream);
                     let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                     let _ = watcher.watch(connection.into_owned()).await;
                 });

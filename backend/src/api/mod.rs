@@ -64,7 +64,7 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
 #[derive(utoipa::OpenApi)]
 #[openapi(
     info(title = "stacklens", description = "Profiles, baselines and their analysis. Every error is {message, error_code, details}; \
-        any route may also answer 400 InvalidTenant or InvalidParameter (a path parameter that is not UTF-8), 401 Unauthorized, 403 Forbidden, 405 MethodNotAllowed, 408 RequestTimeout, \
+        any route may also answer 400 InvalidTenant, InvalidParameter (a path parameter that is not UTF-8) or BadRequest (not valid HTTP/1.1), 414 UriTooLong, 401 Unauthorized, 403 Forbidden, 405 MethodNotAllowed, 408 RequestTimeout, \
         431 RequestHeaderFieldsTooLarge, 503 StorageUnavailable or Busy (with Retry-After) and 504 StorageTimeout."),
     modifiers(&BearerAuth),
     components(schemas(ErrorBody))
