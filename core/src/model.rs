@@ -168,6 +168,7 @@ pub enum SourceFormat {
     ChromeTrace,
     Speedscope,
     Callgrind,
+    Pstats,
     Built,
 }
 

@@ -4,13 +4,16 @@
 //! per caller→callee edge, the *inclusive* cost of the callee when called from that
 //! caller — but no stacks. [`CallGraph::into_samples`] expands the graph into samples:
 //!
-//! * **Roots** are the functions nobody else calls (self-calls do not count). Each is
-//!   entered with the whole of its cost.
+//! * **Roots** are the functions nobody else calls (self-calls do not count), entered
+//!   with the whole of their cost; and functions whose total cost (when the importer
+//!   knows it, as cProfile's `ct`) exceeds what their callers' edges and their calls to
+//!   themselves bring in, entered with the difference (Python's top-level `exec` is
+//!   also called by imports).
 //! * **Walking down**, a function entered with a fraction `r` of its total cost passes
 //!   `r × cost(edge)` into each callee; the callee then holds the fraction
 //!   `r × cost(edge) / total(callee)`, per sample type. A function's total is the sum of
 //!   the costs on its incoming edges (self-calls excluded), or for a root its self cost
-//!   plus its outgoing edges. This is the usual "calls share the callee's inclusive cost
+//!   plus its outgoing edges, unless the importer gives it ([`CallGraph::set_total`]). This is the usual "calls share the callee's inclusive cost
 //!   in proportion" approximation: when a function has several callers, the stacks
 //!   below it are split between the callers by the callers' inclusive costs on the
 //!   edges, not by what really ran under each of them (the format does not say).
@@ -45,6 +48,8 @@ struct Node {
     /// Self cost by the leaf location it is shown at (usually `frame`; inlined code
     /// from another source file gets a location of its own).
     parts: Vec<(LocationId, Vec<i64>)>,
+    /// Total (inclusive) cost when the format records it.
+    total: Option<Vec<i64>>,
 }
 
 struct Edge {
@@ -83,8 +88,13 @@ impl CallGraph {
 
     /// Adds a function shown at `frame`; returns its node index.
     pub fn add_node(&mut self, frame: LocationId) -> usize {
-        self.nodes.push(Node { frame, parts: Vec::new() });
+        self.nodes.push(Node { frame, parts: Vec::new(), total: None });
         self.nodes.len() - 1
+    }
+
+    /// Records the total (inclusive) cost of `node`, per sample type.
+    pub fn set_total(&mut self, node: usize, values: &[i64]) {
+        self.nodes[node].total = Some(values.to_vec());
     }
 
     /// Adds self cost of `node`, shown at the leaf location `leaf`. `None` on overflow.
@@ -119,8 +129,12 @@ impl CallGraph {
         let mut incoming = vec![vec![0f64; types]; n];
         let mut has_caller = vec![false; n];
         let mut outgoing = vec![vec![0f64; types]; n];
+        let mut self_calls = vec![vec![0f64; types]; n];
         for (i, e) in self.edges.iter().enumerate() {
             if e.from == e.to {
+                for (sum, &c) in self_calls[e.to].iter_mut().zip(&e.cost) {
+                    *sum += c as f64;
+                }
                 continue;
             }
             out[e.from].push(i);
@@ -132,6 +146,9 @@ impl CallGraph {
         }
         let total: Vec<Vec<f64>> = (0..n)
             .map(|v| {
+                if let Some(t) = &self.nodes[v].total {
+                    return t.iter().map(|&x| x as f64).collect();
+                }
                 if has_caller[v] {
                     return incoming[v].clone();
                 }
@@ -150,12 +167,25 @@ impl CallGraph {
         let mut on_stack = vec![false; n];
         // (visit, next outgoing edge)
         let mut dfs: Vec<(usize, usize)> = Vec::new();
-        'roots: for root in (0..n).filter(|&v| !has_caller[v]) {
+        // Cost entering each node from outside its callers' edges.
+        let entry: Vec<Vec<f64>> = (0..n)
+            .map(|v| match (&self.nodes[v].total, has_caller[v]) {
+                (None, true) => vec![0.0; types],
+                (None, false) => total[v].clone(),
+                // A recursive function's total counts its calls to itself (cProfile's
+                // `nc`): those do not enter from outside either.
+                (Some(_), _) => {
+                    (0..types).map(|k| (total[v][k] - incoming[v][k] - self_calls[v][k]).max(0.0)).collect()
+                }
+            })
+            .collect();
+        'roots: for root in (0..n).filter(|&v| entry[v].iter().any(|&c| c >= 0.5)) {
             if visits.len() >= MAX_VISITS || frames >= MAX_FRAMES {
                 capped = true;
                 break;
             }
-            let fraction = total[root].iter().map(|&t| if t > 0.0 { 1.0 } else { 0.0 }).collect();
+            let fraction =
+                (0..types).map(|k| if total[root][k] > 0.0 { entry[root][k] / total[root][k] } else { 0.0 }).collect();
             visits.push(Visit { node: root as u32, parent: NO_PARENT, depth: 1, fraction });
             frames += 1;
             on_stack[root] = true;

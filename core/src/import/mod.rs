@@ -24,6 +24,7 @@ pub mod legacy_text;
 pub mod perf_script;
 pub mod pprof;
 mod pprof_wire;
+pub mod pstats;
 pub mod speedscope;
 mod text;
 pub mod v8;
@@ -61,6 +62,8 @@ pub enum Format {
     PerfScript,
     /// Valgrind callgrind (or cachegrind) profile text.
     Callgrind,
+    /// Python cProfile statistics (a marshalled dict).
+    Pstats,
     /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
@@ -115,6 +118,7 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::Folded => folded::parse(bytes),
         Format::PerfScript => perf_script::parse(bytes),
         Format::Callgrind => callgrind::parse(bytes),
+        Format::Pstats => pstats::parse(bytes),
         Format::Json => parse_json(bytes),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
     }
@@ -193,6 +197,9 @@ fn looks_like_text(bytes: &[u8]) -> bool {
 /// profile is treated as protobuf, whose decoder then reports where it fails; text is
 /// never decoded as protobuf.
 pub fn detect(bytes: &[u8]) -> Format {
+    if pstats::looks_like_pstats(bytes) {
+        return Format::Pstats;
+    }
     if legacy_cpu::is_legacy_cpu(bytes) {
         return Format::LegacyCpu;
     }
