@@ -29,6 +29,14 @@ summary() {
   rm -f "$results" "$STACKLENS_SKIP_LOG"
 }
 trap summary EXIT
+step() {
+  local name=$1; shift
+  printf '\n=== %s\n' "$name"
+  local t=$SECONDS
+  "$@" 2>&1 | tee -a "$results"
+  printf '=== %s: ok (%ss)\n' "$name" $((SECONDS - t))
+}
+
 step "tools" bash scripts/ensure-tools.sh
 step "format" cargo fmt --all --check
 step "lint" cargo clippy --workspace --all-targets -- -D warnings
