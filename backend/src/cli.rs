@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use stacklens_core::analysis::diff::{diff, diff_top, DiffOptions};
+use stacklens_core::analysis::frames::use_raw_names;
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::{Filters, Granularity};
@@ -82,6 +83,9 @@ enum Command {
         cum: bool,
         #[arg(long, default_value = "functions")]
         granularity: Granularity,
+        /// Name functions by their raw symbols (mangled, as the binary has them).
+        #[arg(long)]
+        raw_names: bool,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -175,7 +179,25 @@ fn print_json(value: &impl serde::Serialize) {
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     match args.command {
         Command::Serve(serve) => crate::serve::run(serve).map_err(|e| CliError::Serve(e.to_string()))?,
-        Command::Top { file, sample_index, diff_base, filters, nodecount, nodefraction, cum, granularity, format } => {
+        Command::Top {
+            file,
+            sample_index,
+            diff_base,
+            filters,
+            nodecount,
+            nodefraction,
+            cum,
+            granularity,
+            raw_names,
+            format,
+        } => {
+            let load = |path: &Path| {
+                let mut profile = load(path)?;
+                if raw_names {
+                    use_raw_names(&mut profile);
+                }
+                Ok::<_, CliError>(profile)
+            };
             let profile = load(&file)?;
             let options = TopOptions {
                 sample_index: sample_index.unwrap_or_default(),

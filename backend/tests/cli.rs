@@ -345,3 +345,33 @@ New stacks (2):
     assert!(inferred.starts_with("Goroutines: 453\n"), "{inferred}");
     assert!(inferred.contains("(states inferred from stack frames; a debug=2 dump has exact states)"), "{inferred}");
 }
+
+#[test]
+fn top_raw_names_shows_mangled_symbols() {
+    let Some(f) = fixtures() else { return };
+    let perf = f.join("thirdparty/speedscope/rust-mangled.linux-perf.txt");
+    let perf = perf.to_str().unwrap();
+    let top2 = |extra: &[&str]| {
+        let mut args = vec!["top", perf, "--format", "json", "--nodecount", "2"];
+        args.extend_from_slice(extra);
+        let v = json(&stacklens(&args));
+        assert_eq!(v["total"], 96 * 16_949_152i64);
+        let rows = v["functions"].as_array().unwrap().clone();
+        rows.iter().map(|r| (r["name"].as_str().unwrap().to_owned(), r["flat"].as_i64().unwrap())).collect::<Vec<_>>()
+    };
+    // 15 of the 96 records (16,949,152 ns each) have this leaf; c++filt names it
+    // `<alloc[b23c587ff69f26b0]::vec::Vec<f64> as core[2b1f2bbd3b605c]::ops::index::Index<usize>>::index`.
+    let raw = "_RNvXsb_NtCsfiKabdrepoq_5alloc3vecINtB5_3VecdEINtNtNtCsTACXlTRjQ_4core3ops5index5IndexjE5indexCs8K9WJNlS7Dz_5trace";
+    let mut_raw = "_RNvNvNtNtCsTACXlTRjQ_4core5slice3raw18from_raw_parts_mut18precondition_checkCs8K9WJNlS7Dz_5trace";
+    assert_eq!(
+        top2(&[]),
+        [
+            ("<alloc::vec::Vec<f64> as core::ops::index::Index<usize>>::index".to_owned(), 15 * 16_949_152),
+            ("core::slice::raw::from_raw_parts_mut::precondition_check".to_owned(), 13 * 16_949_152),
+        ]
+    );
+    assert_eq!(top2(&["--raw-names"]), [(raw.to_owned(), 15 * 16_949_152), (mut_raw.to_owned(), 13 * 16_949_152)]);
+    let text = text(&["top", perf, "--raw-names", "--nodecount", "3"]);
+    assert!(text.contains(raw), "{text}");
+    assert!(!text.contains("::index"), "{text}");
+}

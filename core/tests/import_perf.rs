@@ -8,6 +8,7 @@ use std::io::Read;
 
 use common::{fixtures, read};
 use proptest::prelude::*;
+use stacklens_core::analysis::frames::use_raw_names;
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::import::{detect, perf_script, Format};
 use stacklens_core::model::{LabelValue, SourceFormat};
@@ -111,6 +112,13 @@ fn flat_by_function(p: &Profile, sample_type: &str) -> BTreeMap<String, i64> {
     report.functions.into_iter().filter(|f| f.flat != 0).map(|f| (f.name, f.flat)).collect()
 }
 
+/// [`flat_by_function`] by raw symbols (`system_name`), as the text has them.
+fn flat_by_symbol(p: &Profile, sample_type: &str) -> BTreeMap<String, i64> {
+    let mut raw = p.clone();
+    use_raw_names(&mut raw);
+    flat_by_function(&raw, sample_type)
+}
+
 fn hottest(flat: &BTreeMap<String, i64>) -> (&str, i64) {
     let (name, v) = flat.iter().max_by_key(|(n, v)| (**v, std::cmp::Reverse(n.as_str()))).unwrap();
     (name.as_str(), *v)
@@ -140,12 +148,12 @@ fn every_fixture_matches_its_text() {
             let i = p.sample_index(&count_type).unwrap_or_else(|_| panic!("{name}: no {count_type}"));
             assert_eq!(p.sample_type_unit(i), "count");
             assert_eq!(p.total(i), e.samples, "{name}: {count_type}");
-            assert_eq!(flat_by_function(&p, &count_type), e.flat, "{name}: self per function, {count_type}");
+            assert_eq!(flat_by_symbol(&p, &count_type), e.flat, "{name}: self per function, {count_type}");
             if e.has_period {
                 let w = p.sample_index(event).unwrap();
                 assert_eq!(p.total(w), e.periods, "{name}: {event} periods");
                 let flat: BTreeMap<String, i64> = e.flat_period.clone().into_iter().filter(|(_, v)| *v != 0).collect();
-                assert_eq!(flat_by_function(&p, event), flat, "{name}: self per function, {event}");
+                assert_eq!(flat_by_symbol(&p, event), flat, "{name}: self per function, {event}");
             }
         }
         let expected_types = events.iter().map(|(_, e)| if e.has_period { 2 } else { 1 }).sum::<usize>();
@@ -192,8 +200,12 @@ fn periods_are_weights_beside_sample_counts() {
     let (p, _) = load(&dir, "thirdparty/speedscope/rust-mangled.linux-perf.txt");
     assert_eq!(types(&p), ["samples/count", "task-clock/nanoseconds"]);
     assert_eq!((p.total(0), p.total(1)), (96, 1_627_118_592));
-    // Names as in the file: no demangling.
-    assert!(p.functions.iter().any(|f| p.str(f.name).starts_with("_RNvXsb_NtCsfiKabdrepoq_5alloc3vec")));
+    // v0 symbols are demangled; the raw symbol stays the system name (see import_demangle.rs).
+    assert!(p
+        .functions
+        .iter()
+        .any(|f| p.str(f.name) == "<alloc::vec::Vec<f64> as core::ops::index::Index<usize>>::index"
+            && p.str(f.system_name).starts_with("_RNvXsb_NtCsfiKabdrepoq_5alloc3vec")));
 
     let (p, _) = load(&dir, "thirdparty/firefox-profiler/graphviz.perf.gz");
     assert_eq!(types(&p), ["samples/count", "cycles/count"]);
@@ -208,7 +220,9 @@ fn header_block_and_kernel_user_unknown_frames() {
     let Some(dir) = fixtures() else { return };
     let (p, _) = load(&dir, "thirdparty/speedscope/simple-with-header.linux-perf.txt");
     assert_eq!((p.total(0), p.total(1)), (136, 136_136_136));
-    assert_eq!(hottest(&flat_by_function(&p, "samples")), ("_Z4betav", 47));
+    // `_Z4betav` in the file; `c++filt _Z4betav` prints `beta()`.
+    assert_eq!(hottest(&flat_by_function(&p, "samples")), ("beta()", 47));
+    assert_eq!(hottest(&flat_by_symbol(&p, "samples")), ("_Z4betav", 47));
     assert!(p.comments.iter().any(|c| p.str(*c).starts_with("perf version:")));
     let libc = p.functions.iter().position(|f| p.str(f.name) == "__libc_start_main").unwrap();
     let loc = p.locations.iter().find(|l| l.lines.iter().any(|line| line.function.0 as usize == libc)).unwrap();

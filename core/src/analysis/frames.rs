@@ -234,6 +234,17 @@ impl FrameTable {
     }
 }
 
+/// Names every function by its raw symbol (`system_name`, falling back to `name`): the
+/// mangled names importers demangled (`stacklens top --raw-names`). pprof files mostly
+/// have equal names, so their reports do not change.
+pub fn use_raw_names(profile: &mut Profile) {
+    for f in &mut profile.functions {
+        if !profile.strings.get(f.system_name).is_empty() {
+            f.name = f.system_name;
+        }
+    }
+}
+
 fn mapping_matches(profile: &Profile, location: &Location, re: &Regex) -> bool {
     location.mapping.is_some_and(|m| re.is_match(profile.str(profile.mapping(m).filename)))
 }

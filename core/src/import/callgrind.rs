@@ -124,9 +124,11 @@ impl Parser {
         let p = &mut self.p;
         *self.functions.entry((name, file)).or_insert_with(|| {
             let id = FunctionId(p.functions.len() as u32);
+            // `valgrind --demangle=no` leaves symbols mangled; the raw one stays the system name.
+            let shown = super::demangle::demangle(p.strings.get(name)).map_or(name, |d| p.strings.intern(&d));
             p.functions.push(crate::model::Function {
                 id: u64::from(id.0) + 1,
-                name,
+                name: shown,
                 system_name: name,
                 filename: file,
                 start_line: 0,

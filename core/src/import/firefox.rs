@@ -210,7 +210,7 @@ pub fn parse(json: &Value) -> Result<Profile> {
                         let function = match functions.get(&key) {
                             Some(&f) => f,
                             None => {
-                                let f = p.add_function(name, name, file, 0);
+                                let f = super::demangle::add_native_function(&mut p, name, file, 0);
                                 functions.insert(key, f);
                                 f
                             }

@@ -23,10 +23,13 @@
 //!   representation of inlining: one location, innermost line first); `_[k]` (kernel)
 //!   and `_[j]` (JIT) place the frame's location in a `[kernel.kallsyms]` or `[jit]`
 //!   mapping, the names `perf` gives those code regions.
+//! * Mangled Rust and C++ names are demangled, the raw name kept as the function's
+//!   `system_name` ([`super::demangle`]).
 //! * Empty frames (`a;;b`) are skipped; blank lines are ignored.
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::demangle::add_native_function;
 use super::text::{self, text_error};
 use crate::model::{FunctionId, Line, LocationId, Mapping, MappingId, Profile, Sample, SourceFormat, StrId};
 use crate::Result;
@@ -171,7 +174,7 @@ struct Builder {
 impl Builder {
     fn function(&mut self, p: &mut Profile, name: &str, file: &str) -> FunctionId {
         let key = (p.strings.intern(name), p.strings.intern(file));
-        *self.functions.entry(key).or_insert_with(|| p.add_function(name, name, file, 0))
+        *self.functions.entry(key).or_insert_with(|| add_native_function(p, name, file, 0))
     }
 
     fn mapping(&mut self, p: &mut Profile, region: Region) -> Option<MappingId> {

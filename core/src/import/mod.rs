@@ -16,6 +16,7 @@ macro_rules! static_regex {
 mod call_graph;
 pub mod callgrind;
 pub mod chrome_trace;
+pub mod demangle;
 pub mod firefox;
 pub mod folded;
 mod gzip;

@@ -18,9 +18,10 @@
 //!   theirs.
 //! * Frames: the address is kept on the location; the DSO in parentheses becomes the
 //!   location's mapping (`[kernel.kallsyms]` for kernel frames); the symbol, without
-//!   its `+0x…` offset, becomes the function (names are kept as written: no
-//!   demangling). `[unknown]` symbols give locations without lines, which analyses
-//!   show by their mapping (`[libc.so.6]`) as pprof does. A `file:line` line after a
+//!   its `+0x…` offset, becomes the function: mangled Rust and C++ symbols are
+//!   demangled, the raw symbol kept as its `system_name` ([`super::demangle`]).
+//!   `[unknown]` symbols give locations without lines, which analyses show by their
+//!   mapping (`[libc.so.6]`) as pprof does. A `file:line` line after a
 //!   frame (`perf script -F +srcline`) sets that frame's line.
 //! * Each record is labelled with `comm`, `pid` and `tid` (when printed); records with
 //!   the same stack, event and labels are summed into one sample.
@@ -29,6 +30,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::demangle::add_native_function;
 use super::text::{self, text_error};
 use crate::model::{
     FunctionId, Label, LabelValue, Line, LocationId, Mapping, MappingId, Profile, Sample, SourceFormat,
@@ -268,8 +270,8 @@ impl Builder {
         let lines = match symbol {
             Some(s) => {
                 let function = *self.functions.entry(s).or_insert_with(|| {
-                    let name = p.strings.get(s).to_owned();
-                    p.add_function(&name, &name, "", 0)
+                    let raw = p.strings.get(s).to_owned();
+                    add_native_function(p, &raw, "", 0)
                 });
                 vec![Line { function, line, column: 0 }]
             }

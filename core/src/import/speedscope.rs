@@ -117,7 +117,7 @@ pub fn parse(json: &Value) -> Result<Profile> {
         let file = frame["file"].as_str().unwrap_or("");
         let line = frame["line"].as_i64().filter(|&l| l > 0).unwrap_or(0);
         let col = frame["col"].as_i64().filter(|&c| c > 0).unwrap_or(0);
-        let function = p.add_function(name, name, file, line);
+        let function = super::demangle::add_native_function(p, name, file, line);
         let l = p.add_location(0, vec![Line { function, line, column: col }]);
         *slot = Some(l);
         Ok(l)
