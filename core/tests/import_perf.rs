@@ -9,7 +9,7 @@ use std::io::Read;
 use common::{fixtures, read};
 use proptest::prelude::*;
 use stacklens_core::analysis::frames::use_raw_names;
-use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::top::{top, Inlining, TopOptions};
 use stacklens_core::import::{detect, perf_script, Format};
 use stacklens_core::model::{LabelValue, SourceFormat};
 use stacklens_core::{parse, Error, Profile};
@@ -285,6 +285,92 @@ fn malformed_lines_are_typed_errors_with_line_numbers() {
     // Through detection too.
     let err = parse(format!("{good}app 10 1.000100: 7 cycles:\n\tzz main\n").as_bytes()).unwrap_err();
     assert!(matches!(err, Error::Text { line: 5, .. }), "{err}");
+}
+
+/// Records in the shape `perf script --inline` (perf 6.1) printed for a C program built
+/// with `gcc -O2 -g` whose `inner` is inlined into `outer.constprop.0` (perf marks
+/// `outer` inlined too, its name differing from the symbol's), and one from ld.so with
+/// inlined frames at two addresses.
+const INLINED: &str = "\
+inl  5626 17840.700046:     250000 cpu-clock:ppp: 
+	            11a4 inner+0x34 (inlined)
+	            11a4 outer+0x34 (inlined)
+	            105f main+0xf (/tmp/perfinl/inl)
+	           27249 __libc_start_call_main+0x79 (/usr/lib/x86_64-linux-gnu/libc.so.6)
+
+inl  5626 17840.700295:     250000 cpu-clock:ppp: 
+	            11a4 inner+0x34 (inlined)
+	            11a4 outer+0x34 (inlined)
+	            105f main+0xf (/tmp/perfinl/inl)
+	           27249 __libc_start_call_main+0x79 (/usr/lib/x86_64-linux-gnu/libc.so.6)
+
+inl  5626 17840.700544:     250000 cpu-clock:ppp: 
+	            11b0 inner+0x40 (inlined)
+	            11b0 outer.constprop.0+0x40 (/tmp/perfinl/inl)
+	            105f main+0xf (/tmp/perfinl/inl)
+	           27249 __libc_start_call_main+0x79 (/usr/lib/x86_64-linux-gnu/libc.so.6)
+
+inl  5626 17840.699293:     250000 cpu-clock:ppp: 
+	           15c78 get_extended_indices+0x5e8 (inlined)
+	           15c78 init_cpu_features+0x5e8 (inlined)
+	           1a303 dl_platform_init+0x33 (inlined)
+	           1a303 _dl_sysdep_start+0x33 (/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2)
+";
+
+/// The same first record with `-F +srcline`: the `(inlined)` mark ends the source line.
+const INLINED_SRCLINE: &str = "\
+inl  5626 17840.700046:     250000 cpu-clock:ppp: 
+	            11a4 inner+0x34
+  inl.c:3 (inlined)
+	            11a4 outer+0x34
+  inl.c:8 (inlined)
+	            105f main+0xf (/tmp/perfinl/inl)
+  inl.c:11
+";
+
+/// (function names, line numbers) of a location, innermost first.
+fn lines_of(p: &Profile, l: &stacklens_core::model::Location) -> (Vec<String>, Vec<i64>) {
+    (l.lines.iter().map(|x| p.line_function_name(x).to_owned()).collect(), l.lines.iter().map(|x| x.line).collect())
+}
+
+#[test]
+fn inlined_frames_are_lines_of_one_location() {
+    let p = perf_script::parse(INLINED.as_bytes()).unwrap();
+    // 11a4 [inner, outer], 105f, 27249, 11b0 [inner, outer.constprop.0], 15c78 [two], 1a303 [two].
+    assert_eq!(p.locations.len(), 6);
+    let at = |address: u64| p.locations.iter().find(|l| l.address == address).unwrap();
+    assert_eq!(lines_of(&p, at(0x11a4)).0, ["inner", "outer"]);
+    assert_eq!(lines_of(&p, at(0x11b0)).0, ["inner", "outer.constprop.0"]);
+    assert_eq!(lines_of(&p, at(0x105f)).0, ["main"]);
+    assert_eq!(lines_of(&p, at(0x15c78)).0, ["get_extended_indices", "init_cpu_features"]);
+    assert_eq!(lines_of(&p, at(0x1a303)).0, ["dl_platform_init", "_dl_sysdep_start"]);
+    // The mapping is the DSO of the frame that names one; all-inlined runs have none.
+    let mapping = |address: u64| at(address).mapping.map(|m| p.str(p.mapping(m).filename).to_owned());
+    assert_eq!(mapping(0x11b0).as_deref(), Some("/tmp/perfinl/inl"));
+    assert_eq!(mapping(0x1a303).as_deref(), Some("/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"));
+    assert_eq!(mapping(0x11a4), None);
+    let inl = p.mappings.iter().find(|m| p.str(m.filename) == "/tmp/perfinl/inl").unwrap();
+    assert!(inl.has_inline_frames && inl.has_functions);
+    // Stacks: three locations per inl record, two for the ld.so one.
+    let mut depths: Vec<usize> = p.samples.iter().map(|s| s.locations.len()).collect();
+    depths.sort();
+    assert_eq!(depths, [2, 3, 3]);
+    assert_eq!(p.total(0), 4);
+
+    // pprof's marks: `inner` is only ever inlined; `main` and the physical frames are calls.
+    let report = top(&p, &TopOptions { sample_index: "samples".into(), ..TopOptions::default() }).unwrap();
+    let row = |name: &str| report.functions.iter().find(|r| r.name == name).unwrap();
+    assert_eq!((row("inner").flat, row("inner").cum, row("inner").inline), (3, 3, Some(Inlining::Inline)));
+    assert_eq!((row("outer").flat, row("outer").cum, row("outer").inline), (0, 2, None));
+    assert_eq!((row("main").flat, row("main").cum, row("main").inline), (0, 3, None));
+    assert_eq!((row("get_extended_indices").flat, row("get_extended_indices").inline), (1, Some(Inlining::Inline)));
+    assert_eq!(row("_dl_sysdep_start").cum, 1);
+
+    let p = perf_script::parse(INLINED_SRCLINE.as_bytes()).unwrap();
+    assert_eq!(p.locations.len(), 2);
+    assert_eq!(lines_of(&p, &p.locations[0]), (vec!["inner".to_owned(), "outer".to_owned()], vec![3, 8]));
+    assert_eq!(lines_of(&p, &p.locations[1]), (vec!["main".to_owned()], vec![11]));
+    assert_eq!(p.str(p.mapping(p.locations[1].mapping.unwrap()).filename), "/tmp/perfinl/inl");
 }
 
 proptest! {

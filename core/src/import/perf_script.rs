@@ -23,6 +23,12 @@
 //!   `[unknown]` symbols give locations without lines, which analyses show by their
 //!   mapping (`[libc.so.6]`) as pprof does. A `file:line` line after a
 //!   frame (`perf script -F +srcline`) sets that frame's line.
+//! * Inlined frames (`perf script --inline`, the default when debug info is there) are
+//!   printed as extra frames at the same address, ending in ` (inlined)` instead of a
+//!   DSO (with `+srcline`, the `file:line` line ends in it). A run of frames at one
+//!   address whose frames but the last are inlined becomes ONE location whose lines
+//!   are those frames, innermost first (pprof's representation of inlining); its mapping
+//!   is the DSO of the frame that names one.
 //! * Each record is labelled with `comm`, `pid` and `tid` (when printed); records with
 //!   the same stack, event and labels are summed into one sample.
 //! * Header lines `captured on`, `hostname`, `perf version` and `cmdline` become
@@ -187,11 +193,21 @@ pub(crate) fn looks_like_perf_script(text: &str) -> bool {
     (before(1) || (at >= 3 && is_cpu(toks[at - 1].1) && before(2))) && toks.len() > at + 1
 }
 
-/// One frame line: `\t 7f26cab4c0b0 sym+0x12 (/lib/libc.so.6)`.
+/// One frame line: `\t 7f26cab4c0b0 sym+0x12 (/lib/libc.so.6)`, or an inlined one:
+/// `\t 7f26cab4c0b0 inner+0x12 (inlined)`.
 struct Frame<'a> {
     address: u64,
     symbol: Option<&'a str>,
     dso: &'a str,
+    inlined: bool,
+}
+
+/// `text (inlined)` → (`text`, true).
+fn strip_inlined(s: &str) -> (&str, bool) {
+    match s.strip_suffix("(inlined)") {
+        Some(rest) if rest.ends_with(char::is_whitespace) => (rest.trim_end(), true),
+        _ => (s, false),
+    }
 }
 
 /// The index of the `(` matching the `)` that ends `s`.
@@ -213,7 +229,7 @@ fn matching_open(s: &str) -> Option<usize> {
 }
 
 fn frame(line: &str) -> Option<Frame<'_>> {
-    let t = line.trim();
+    let (t, inlined) = strip_inlined(line.trim());
     let (address, rest) = t.split_once(char::is_whitespace).unwrap_or((t, ""));
     let address = u64::from_str_radix(address.strip_prefix("0x").unwrap_or(address), 16).ok()?;
     let rest = rest.trim();
@@ -229,13 +245,15 @@ fn frame(line: &str) -> Option<Frame<'_>> {
         _ => symbol,
     };
     let symbol = (!symbol.is_empty() && symbol != "[unknown]").then_some(symbol);
-    Some(Frame { address, symbol, dso })
+    Some(Frame { address, symbol, dso, inlined })
 }
 
-/// `/src/x.c:123` after a frame (srcline output) → 123.
-fn srcline(line: &str) -> Option<i64> {
-    let (file, n) = line.trim().rsplit_once(':')?;
-    (!file.is_empty() && is_digits(n)).then(|| n.parse().ok()).flatten()
+/// `/src/x.c:123` after a frame (srcline output) → 123, and whether it ends in
+/// ` (inlined)` (which then marks the frame above it).
+fn srcline(line: &str) -> Option<(i64, bool)> {
+    let (text, inlined) = strip_inlined(line.trim());
+    let (file, n) = text.rsplit_once(':')?;
+    (!file.is_empty() && is_digits(n)).then(|| Some((n.parse().ok()?, inlined))).flatten()
 }
 
 /// A record's (comm, pid, tid), which become its labels.
@@ -248,8 +266,9 @@ struct Record {
     event: usize,
     period: Option<i64>,
     thread: Thread,
-    /// (frame, line) leaf first; locations are made when the record ends.
-    frames: Vec<FrameKey>,
+    /// Frames leaf first, each with its `(inlined)` mark; locations are made when the
+    /// record ends.
+    frames: Vec<(FrameKey, bool)>,
     /// A frame on the header line, used when no frame lines follow.
     inline_frame: Option<FrameKey>,
 }
@@ -259,38 +278,75 @@ struct Builder {
     functions: HashMap<StrId, FunctionId>,
     mappings: HashMap<StrId, MappingId>,
     locations: HashMap<FrameKey, LocationId>,
+    /// Locations with inlined frames: their frames, innermost first.
+    inlined_locations: HashMap<Vec<FrameKey>, LocationId>,
 }
 
 impl Builder {
+    /// The locations of a record's frames, leaf first: each inlined frame joins the
+    /// frames after it at the same address into one location.
+    fn locations(&mut self, p: &mut Profile, frames: &[(FrameKey, bool)]) -> Vec<LocationId> {
+        let mut out = Vec::with_capacity(frames.len());
+        let mut start = 0;
+        for (i, &(key, inlined)) in frames.iter().enumerate() {
+            if inlined && frames.get(i + 1).is_some_and(|next| next.0 .0 == key.0) {
+                continue;
+            }
+            out.push(match &frames[start..=i] {
+                [(key, _)] => self.location(p, *key),
+                group => {
+                    let keys: Vec<FrameKey> = group.iter().map(|&(k, _)| k).collect();
+                    match self.inlined_locations.get(&keys) {
+                        Some(&l) => l,
+                        None => {
+                            let l = self.new_location(p, &keys);
+                            self.inlined_locations.insert(keys, l);
+                            l
+                        }
+                    }
+                }
+            });
+            start = i + 1;
+        }
+        out
+    }
+
     fn location(&mut self, p: &mut Profile, key: FrameKey) -> LocationId {
         if let Some(&l) = self.locations.get(&key) {
             return l;
         }
-        let (address, symbol, dso, line) = key;
-        let lines = match symbol {
-            Some(s) => {
+        let l = self.new_location(p, &[key]);
+        self.locations.insert(key, l);
+        l
+    }
+
+    /// A location for frames at one address, innermost first.
+    fn new_location(&mut self, p: &mut Profile, frames: &[FrameKey]) -> LocationId {
+        let mut lines = Vec::with_capacity(frames.len());
+        for &(_, symbol, _, line) in frames {
+            if let Some(s) = symbol {
                 let function = *self.functions.entry(s).or_insert_with(|| {
                     let raw = p.strings.get(s).to_owned();
                     add_native_function(p, &raw, "", 0)
                 });
-                vec![Line { function, line, column: 0 }]
+                lines.push(Line { function, line, column: 0 });
             }
-            None => Vec::new(),
-        };
-        let l = p.add_location(address, lines);
-        let dso_name = p.str(dso);
-        if !dso_name.is_empty() && dso_name != "[unknown]" {
+        }
+        let has_lines = !lines.is_empty();
+        let l = p.add_location(frames[0].0, lines);
+        // Inlined frames name no DSO; the frame that does names the location's.
+        let dso = frames.iter().map(|f| f.2).find(|&d| !p.str(d).is_empty() && p.str(d) != "[unknown]");
+        if let Some(dso) = dso {
             let mapping = *self.mappings.entry(dso).or_insert_with(|| {
                 let id = MappingId(p.mappings.len() as u32);
                 p.mappings.push(Mapping { id: u64::from(id.0) + 1, filename: dso, ..Mapping::default() });
                 id
             });
-            if symbol.is_some() {
-                p.mappings[mapping.0 as usize].has_functions = true;
-            }
+            let m = &mut p.mappings[mapping.0 as usize];
+            m.has_functions |= has_lines;
+            m.has_inline_frames |= frames.len() > 1;
             p.locations[l.0 as usize].mapping = Some(mapping);
         }
-        self.locations.insert(key, l);
         l
     }
 }
@@ -340,10 +396,13 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
             match frame(line) {
                 Some(f) => {
                     let symbol = f.symbol.map(|s| p.strings.intern(s));
-                    record.frames.push((f.address, symbol, p.strings.intern(f.dso), 0));
+                    record.frames.push(((f.address, symbol, p.strings.intern(f.dso), 0), f.inlined));
                 }
                 None => match (srcline(line), record.frames.last_mut()) {
-                    (Some(l), Some(last)) => last.3 = l,
+                    (Some((l, inlined)), Some(last)) => {
+                        last.0 .3 = l;
+                        last.1 |= inlined;
+                    }
                     _ => {
                         let shown: String = line.trim().chars().take(60).collect();
                         return Err(text_error(FORMAT, n, format!("expected 'address symbol (dso)', got '{shown}'")));
@@ -410,9 +469,9 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
     let mut index: HashMap<(Vec<LocationId>, usize, Thread), usize> = HashMap::default();
     for mut record in records {
         if record.frames.is_empty() {
-            record.frames.extend(record.inline_frame);
+            record.frames.extend(record.inline_frame.map(|f| (f, false)));
         }
-        let locations: Vec<LocationId> = record.frames.iter().map(|&f| b.location(&mut p, f)).collect();
+        let locations = b.locations(&mut p, &record.frames);
         let (count_column, weight_column) = columns[record.event];
         let key = (locations, record.event, record.thread);
         let at = match index.get(&key) {
@@ -485,5 +544,12 @@ mod tests {
         let f = frame("\tffffffff81 ([kernel.kallsyms])").unwrap();
         assert_eq!((f.symbol, f.dso), (None, "[kernel.kallsyms]"));
         assert!(frame("\tnot-hex sym (dso)").is_none());
+        let f = frame("\t 11a4 inner+0x34 (inlined)").unwrap();
+        assert_eq!((f.address, f.symbol, f.dso, f.inlined), (0x11a4, Some("inner"), "", true));
+        let f = frame("\t 11a4 outer+0x34 (/tmp/inl)").unwrap();
+        assert_eq!((f.symbol, f.dso, f.inlined), (Some("outer"), "/tmp/inl", false));
+        assert_eq!(srcline("  inl.c:3 (inlined)"), Some((3, true)));
+        assert_eq!(srcline("  inl.c:11"), Some((11, false)));
+        assert!(frame("  inl.c:3 (inlined)").is_none());
     }
 }
