@@ -165,8 +165,14 @@ fn describe_json(json: &serde_json::Value) -> String {
     }
 }
 
+/// A Java Flight Recorder recording's first bytes: binary, but not protobuf.
+const JFR_MAGIC: &[u8] = b"FLR\0";
+
 /// What bytes no importer reads look like, for the error message.
 fn describe(bytes: &[u8]) -> String {
+    if bytes.starts_with(JFR_MAGIC) {
+        return "this is a Java Flight Recorder (JFR) recording, which stacklens does not import yet".into();
+    }
     let head = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).trim_start().to_lowercase();
     if head.starts_with("<!doctype html") || head.starts_with("<html") {
         return "this is an HTML page, not a profile".into();
@@ -195,7 +201,7 @@ fn looks_like_text(bytes: &[u8]) -> bool {
 }
 
 /// Detects the format of uncompressed bytes. Binary input that is not a legacy CPU
-/// profile is treated as protobuf, whose decoder then reports where it fails; text is
+/// profile, pstats or a JFR recording is treated as protobuf, whose decoder then reports where it fails; text is
 /// never decoded as protobuf.
 pub fn detect(bytes: &[u8]) -> Format {
     if pstats::looks_like_pstats(bytes) {
@@ -210,7 +216,7 @@ pub fn detect(bytes: &[u8]) -> Format {
     if let Some(format) = text::detect(bytes) {
         return format;
     }
-    if looks_like_text(bytes) {
+    if looks_like_text(bytes) || bytes.starts_with(JFR_MAGIC) {
         return Format::Unrecognized;
     }
     Format::Pprof

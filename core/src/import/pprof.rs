@@ -142,13 +142,6 @@ pub(crate) mod proto {
 }
 
 pub fn parse(bytes: &[u8], progress: super::Progress<'_>) -> Result<Profile> {
-    // Binary that is not text falls through to here: say what a JFR recording is rather
-    // than report its first bytes as broken protobuf.
-    if bytes.starts_with(b"FLR\0") {
-        return Err(Error::UnknownFormat {
-            hint: "this is a Java Flight Recorder (JFR) recording, which stacklens does not import yet".into(),
-        });
-    }
     let wire_error = |fallback_offset: usize, e: prost::DecodeError| {
         let (offset, reason) = super::pprof_wire::locate_error(bytes).unwrap_or((fallback_offset, e.to_string()));
         Error::Protobuf { offset, reason }
