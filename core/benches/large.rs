@@ -10,10 +10,14 @@ use stacklens_core::analysis::tree::{CallTree, TreeOptions};
 use stacklens_core::layout::{layout, Viewport};
 
 fn large(name: &str) -> Option<Vec<u8>> {
+    fixture(&format!("large/{name}"))
+}
+
+fn fixture(name: &str) -> Option<Vec<u8>> {
     let dir = std::env::var_os("STACKLENS_FIXTURES")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures"));
-    match std::fs::read(dir.join("large").join(name)) {
+    match std::fs::read(dir.join(name)) {
         Ok(b) => Some(b),
         Err(e) => {
             eprintln!("SKIPPED: {name}: {e}");
@@ -22,11 +26,26 @@ fn large(name: &str) -> Option<Vec<u8>> {
     }
 }
 
+fn inflate(gzipped: &[u8]) -> Vec<u8> {
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(gzipped), &mut raw).expect("gzip");
+    raw
+}
+
 fn benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("large");
     g.sample_size(10);
+    // What the server parses for each upload in the load test (BENCHMARKS.md).
+    if let Some(small) = fixture("go/base/cpu.pb.gz") {
+        g.bench_function("go/base/cpu: parse", |b| b.iter(|| stacklens_core::parse(&small).unwrap()));
+    }
     if let Some(cpu) = large("cpu.large.pb.gz") {
         g.bench_function("cpu.large: parse", |b| b.iter(|| stacklens_core::parse(&cpu).unwrap()));
+        // The protobuf decoder alone (issue 13 asks for its MB/s): the inflated bytes.
+        let raw = inflate(&cpu);
+        g.throughput(criterion::Throughput::Bytes(raw.len() as u64));
+        g.bench_function("cpu.large: decode raw protobuf", |b| b.iter(|| stacklens_core::parse(&raw).unwrap()));
+        g.throughput(criterion::Throughput::Elements(1));
         let p = stacklens_core::parse(&cpu).unwrap();
         let options = TopOptions { node_count: Some(20), node_fraction: 0.005, ..TopOptions::default() };
         g.bench_function("cpu.large: top (parsed)", |b| b.iter(|| top(&p, &options).unwrap()));

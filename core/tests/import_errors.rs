@@ -330,3 +330,89 @@ fn huge_values_saturate_instead_of_overflowing() {
     let d = diff(&p, &p, &DiffOptions::default()).unwrap();
     assert_eq!(d.regressions.len(), 0);
 }
+
+/// A location (id 1) with one line of function 1, which is named by string 3 ("main").
+fn one_frame(out: &mut Vec<u8>) {
+    field_bytes(
+        4,
+        &message(|l| {
+            field_varint(1, 1, l);
+            field_bytes(4, &message(|line| field_varint(1, 1, line)), l);
+        }),
+        out,
+    );
+    field_bytes(
+        5,
+        &message(|f| {
+            field_varint(1, 1, f);
+            field_varint(2, 3, f);
+        }),
+        out,
+    );
+}
+
+#[test]
+fn packed_and_unpacked_repeated_fields_decode_alike_in_any_field_order() {
+    // Samples first and the string table last, as Go writes them; one sample packed,
+    // one with each repeated field as separate varints.
+    let buf = message(|m| {
+        field_bytes(
+            2,
+            &message(|s| {
+                field_bytes(1, &[1, 1], s);
+                field_bytes(2, &[7], s);
+            }),
+            m,
+        );
+        field_bytes(
+            2,
+            &message(|s| {
+                field_varint(1, 1, s);
+                field_varint(2, 5, s);
+            }),
+            m,
+        );
+        one_frame(m);
+        header(m, &[b"main"]);
+    });
+    let p = parse(&buf).unwrap();
+    assert_eq!(p.samples.len(), 2);
+    assert_eq!(p.samples[0].locations.len(), 2);
+    assert_eq!(p.samples[0].values, vec![7]);
+    assert_eq!(p.samples[1].locations.len(), 1);
+    assert_eq!(p.samples[1].values, vec![5]);
+    assert_eq!(p.strings.get(p.functions[0].name), "main");
+}
+
+#[test]
+fn a_repeated_singular_message_is_merged_as_protobuf_merges() {
+    // period_type twice: the second sets only the unit, so the type of the first stays.
+    let buf = message(|m| {
+        header(m, &[b"bytes"]);
+        field_bytes(
+            11,
+            &message(|v| {
+                field_varint(1, 1, v);
+                field_varint(2, 2, v);
+            }),
+            m,
+        );
+        field_bytes(11, &message(|v| field_varint(2, 3, v)), m);
+    });
+    let p = parse(&buf).unwrap();
+    let period = p.period_type.unwrap();
+    assert_eq!((p.strings.get(period.kind), p.strings.get(period.unit)), ("samples", "bytes"));
+}
+
+#[test]
+fn a_scalar_with_the_wrong_wire_type_is_malformed_protobuf() {
+    let mut buf = message(|m| header(m, &[]));
+    let at = buf.len();
+    // period (field 12, an int64) as a length-delimited payload.
+    field_bytes(12, &[1], &mut buf);
+    let err = parse(&buf).unwrap_err();
+    let Error::Protobuf { offset, reason } = &err else { panic!("{err:?}") };
+    assert!(*offset >= at, "{err}");
+    assert!(reason.contains("wire type"), "{err}");
+    assert_eq!(err.code(), "MalformedProtobuf");
+}

@@ -47,6 +47,9 @@ const FORMAT: &str = "callgrind";
 /// Whether the text is callgrind: `# callgrind format` first, or an `events:` header
 /// line preceded only by `key: value` headers, comments and blank lines.
 pub(crate) fn looks_like_callgrind(bytes: &[u8]) -> bool {
+    if super::text::starts_binary(bytes) {
+        return false;
+    }
     let head = &bytes[..bytes.len().min(16 * 1024)];
     let text = String::from_utf8_lossy(head);
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());

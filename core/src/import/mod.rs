@@ -187,8 +187,8 @@ fn describe(bytes: &[u8]) -> String {
     format!("text starting with \"{shown}{more}\", not a profile format stacklens reads")
 }
 
-/// Whether the start of `bytes` is text: UTF-8 without control characters other than
-/// tabs and line breaks. Protobuf always has some (field tags, lengths) early on.
+/// Whether the start of `bytes` is text: UTF-8 without the control characters protobuf
+/// always has early on (field tags, lengths).
 fn looks_like_text(bytes: &[u8]) -> bool {
     let head = &bytes[..bytes.len().min(512)];
     let valid = match std::str::from_utf8(head) {
@@ -197,7 +197,7 @@ fn looks_like_text(bytes: &[u8]) -> bool {
         Err(e) if e.error_len().is_none() => &head[..e.valid_up_to()],
         Err(_) => return false,
     };
-    !valid.is_empty() && valid.iter().all(|&b| b >= 0x20 || matches!(b, b'\t' | b'\n' | b'\r'))
+    !valid.is_empty() && !text::starts_binary(valid)
 }
 
 /// Detects the format of uncompressed bytes. Binary input that is not a legacy CPU

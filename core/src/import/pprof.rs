@@ -1,4 +1,5 @@
-//! pprof protobuf (`profile.proto` from google/pprof), decoded with prost.
+//! pprof protobuf (`profile.proto` from google/pprof): decoded by hand into the model,
+//! encoded with prost.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -10,12 +11,9 @@ use crate::model::{
 };
 use crate::{Error, Result};
 
-/// `profile.proto`, written as prost derive structs so no `protoc` is needed.
-/// Strings are read as bytes: producers do write non-UTF-8 names, and one bad name
-/// should not make a whole profile unreadable.
+/// `profile.proto`, written as prost derive structs (no `protoc` needed), for encoding.
 pub(crate) mod proto {
-    /// Everything but the samples (field 2, which prost skips here): samples are
-    /// decoded one by one straight into the model, so they are never held twice.
+    /// Everything but the samples, which are encoded one by one after it.
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct Head {
         #[prost(message, repeated, tag = "1")]
@@ -141,30 +139,343 @@ pub(crate) mod proto {
     }
 }
 
+/// Decodes a pprof protobuf straight into the model: no intermediate structs for the
+/// bulk (samples and locations), vectors sized from a first pass over the top-level
+/// fields. Wire errors are explained by [`super::pprof_wire::locate_error`], which
+/// names the offset and field; this decoder only has to notice them.
 pub fn parse(bytes: &[u8], progress: super::Progress<'_>) -> Result<Profile> {
-    let wire_error = |fallback_offset: usize, e: prost::DecodeError| {
-        let (offset, reason) = super::pprof_wire::locate_error(bytes).unwrap_or((fallback_offset, e.to_string()));
-        Error::Protobuf { offset, reason }
-    };
-    let head = proto::Head::decode(bytes).map_err(|e| wire_error(0, e))?;
+    parse_wire(bytes, progress).map_err(|failure| match failure {
+        Failure::Model(e) => e,
+        Failure::Wire { offset, reason } => {
+            let (offset, reason) = super::pprof_wire::locate_error(bytes).unwrap_or((offset, reason.to_owned()));
+            Error::Protobuf { offset, reason }
+        }
+    })
+}
+
+/// Why decoding stopped: bytes that are not `profile.proto` on the wire, or a profile
+/// the model cannot hold (a dangling id, a wrong number of values).
+enum Failure {
+    Wire { offset: usize, reason: &'static str },
+    Model(Error),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Model(e)
+    }
+}
+
+type Decoded<T> = std::result::Result<T, Failure>;
+
+/// One field's payload as the wire carries it. Fixed-width payloads never belong to a
+/// `profile.proto` field, so they are only ever skipped.
+enum Value<'a> {
+    Varint(u64),
+    Bytes(&'a [u8]),
+    Fixed,
+}
+
+/// Reads one message's fields in order. `base` is where the message starts in the
+/// whole input, for error offsets.
+struct Fields<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    base: usize,
+}
+
+impl<'a> Fields<'a> {
+    fn new(buf: &'a [u8], base: usize) -> Self {
+        Fields { buf, pos: 0, base }
+    }
+
+    fn offset(&self) -> usize {
+        self.base + self.pos
+    }
+
+    fn wire_error<T>(&self, reason: &'static str) -> Decoded<T> {
+        Err(Failure::Wire { offset: self.offset(), reason })
+    }
+
+    #[inline]
+    fn varint(&mut self) -> Decoded<u64> {
+        match self.buf.get(self.pos) {
+            Some(&b) if b < 0x80 => {
+                self.pos += 1;
+                Ok(u64::from(b))
+            }
+            _ => match read_varint(&self.buf[self.pos..]) {
+                Some((value, len)) => {
+                    self.pos += len;
+                    Ok(value)
+                }
+                None => self.wire_error("malformed varint"),
+            },
+        }
+    }
+
+    /// The next field number and value, or `None` at the end of the message.
+    #[inline]
+    fn next(&mut self) -> Option<Decoded<(u32, Value<'a>)>> {
+        if self.pos >= self.buf.len() {
+            return None;
+        }
+        Some(self.field())
+    }
+
+    fn field(&mut self) -> Decoded<(u32, Value<'a>)> {
+        let key = self.varint()?;
+        let field = u32::try_from(key >> 3).unwrap_or(u32::MAX);
+        if field == 0 {
+            return self.wire_error("field number 0");
+        }
+        let value = match key & 7 {
+            0 => Value::Varint(self.varint()?),
+            2 => {
+                let len = self.varint()?;
+                if len > (self.buf.len() - self.pos) as u64 {
+                    return self.wire_error("length past the end");
+                }
+                let body = &self.buf[self.pos..self.pos + len as usize];
+                self.pos += len as usize;
+                Value::Bytes(body)
+            }
+            wire @ (1 | 5) => {
+                let width = if wire == 1 { 8 } else { 4 };
+                if self.buf.len() - self.pos < width {
+                    return self.wire_error("fixed-width value past the end");
+                }
+                self.pos += width;
+                Value::Fixed
+            }
+            _ => return self.wire_error("unsupported wire type"),
+        };
+        Ok((field, value))
+    }
+
+    /// A `Bytes` payload as a nested message, for error offsets relative to the input.
+    fn nested(&self, body: &'a [u8]) -> Fields<'a> {
+        Fields::new(body, self.base + self.pos - body.len())
+    }
+}
+
+/// A varint at the start of `buf` and its length; `None` when it is truncated or
+/// longer than 64 bits.
+fn read_varint(buf: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &b) in buf.iter().take(10).enumerate() {
+        if i == 9 && b > 1 {
+            return None;
+        }
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+/// A scalar field's value: a varint, never a packed list or bytes.
+fn scalar(fields: &Fields<'_>, value: &Value<'_>) -> Decoded<u64> {
+    match value {
+        Value::Varint(v) => Ok(*v),
+        _ => fields.wire_error("scalar field with the wrong wire type"),
+    }
+}
+
+/// A message field's bytes.
+fn message<'a>(fields: &Fields<'a>, value: &Value<'a>) -> Decoded<Fields<'a>> {
+    match value {
+        Value::Bytes(body) => Ok(fields.nested(body)),
+        _ => fields.wire_error("message field with the wrong wire type"),
+    }
+}
+
+/// A repeated varint field, packed or not: calls `each` for every element.
+fn repeated(fields: &Fields<'_>, value: &Value<'_>, mut each: impl FnMut(u64) -> Decoded<()>) -> Decoded<()> {
+    match value {
+        Value::Varint(v) => each(*v),
+        Value::Bytes(body) => {
+            let mut packed = fields.nested(body);
+            while packed.pos < packed.buf.len() {
+                each(packed.varint()?)?;
+            }
+            Ok(())
+        }
+        Value::Fixed => fields.wire_error("repeated varint field with a fixed-width value"),
+    }
+}
+
+/// Elements in a repeated varint payload: a packed list has one byte below 0x80 per element.
+fn element_count(value: &Value<'_>) -> usize {
+    match value {
+        Value::Varint(_) => 1,
+        Value::Bytes(body) => body.iter().filter(|&&b| b < 0x80).count(),
+        Value::Fixed => 0,
+    }
+}
+
+/// A message whose fields 1..=N are all varints (`ValueType`, `Mapping`, `Function`,
+/// `Line`, `Label`), merged into `into` as protobuf merges a repeated singular message.
+fn scalars<const N: usize>(mut fields: Fields<'_>, into: &mut [u64; N]) -> Decoded<()> {
+    while let Some(item) = fields.next() {
+        let (field, value) = item?;
+        if (1..=N as u32).contains(&field) {
+            into[field as usize - 1] = scalar(&fields, &value)?;
+        }
+    }
+    Ok(())
+}
+
+fn read_scalars<const N: usize>(fields: Fields<'_>) -> Decoded<[u64; N]> {
+    let mut values = [0; N];
+    scalars(fields, &mut values)?;
+    Ok(values)
+}
+
+/// Fields 1..=10 of a `Mapping` and 1..=5 of a `Function`, before their string indices
+/// are checked (the string table usually comes last).
+type RawMapping = [u64; 10];
+type RawFunction = [u64; 5];
+
+/// Everything but the samples, as read in the first pass.
+#[derive(Default)]
+struct Head {
+    sample_types: Vec<[u64; 2]>,
+    period_type: Option<[u64; 2]>,
+    scalars: [u64; 16],
+    comments: Vec<u64>,
+    mappings: Vec<RawMapping>,
+    functions: Vec<RawFunction>,
+    /// Locations as the model holds them, except that each line's function and each
+    /// location's mapping are still pprof ids: `line_functions` (one per line, in order)
+    /// and `location_mappings`.
+    locations: Vec<Location>,
+    line_functions: Vec<u64>,
+    location_mappings: Vec<u64>,
+    strings: Vec<String>,
+}
+
+/// How many of each top-level field the profile has, so every vector is allocated once.
+#[derive(Default)]
+struct Counts {
+    samples: usize,
+    mappings: usize,
+    locations: usize,
+    functions: usize,
+    strings: usize,
+}
+
+fn count(bytes: &[u8]) -> Decoded<Counts> {
+    let mut counts = Counts::default();
+    let mut fields = Fields::new(bytes, 0);
+    while let Some(item) = fields.next() {
+        match item?.0 {
+            2 => counts.samples += 1,
+            3 => counts.mappings += 1,
+            4 => counts.locations += 1,
+            5 => counts.functions += 1,
+            6 => counts.strings += 1,
+            _ => {}
+        }
+    }
+    Ok(counts)
+}
+
+fn parse_wire(bytes: &[u8], progress: super::Progress<'_>) -> Decoded<Profile> {
+    let counts = count(bytes)?;
+    let head = read_head(bytes, &counts)?;
     let (mut out, location_index) = convert_head(head)?;
+    out.samples.reserve_exact(counts.samples);
     let step = (bytes.len() / 100).max(1 << 16);
     let mut next_report = step;
-    for (i, item) in super::pprof_wire::length_delimited(bytes, 2).enumerate() {
-        let (at, body) = item.map_err(|(offset, reason)| Error::Protobuf { offset, reason })?;
+    let mut fields = Fields::new(bytes, 0);
+    while let Some(item) = fields.next() {
+        let (field, value) = item?;
+        if field != 2 {
+            continue;
+        }
+        let at = fields.offset();
         if at >= next_report {
             progress(super::Stage::Decoding, at as f64 / bytes.len() as f64);
             next_report = at + step;
         }
-        let sample = proto::Sample::decode(body).map_err(|e| wire_error(at, e))?;
-        out.samples.push(convert_sample(i, sample, &out, &location_index)?);
+        let sample = read_sample(message(&fields, &value)?, out.samples.len(), &out, &location_index)?;
+        out.samples.push(sample);
     }
     if out.sample_types.is_empty() && out.samples.is_empty() && out.strings.is_empty() {
         return Err(Error::UnknownFormat {
             hint: "no profile fields found (not a pprof protobuf, nor a known text format)".into(),
-        });
+        }
+        .into());
     }
     Ok(out)
+}
+
+fn read_head(bytes: &[u8], counts: &Counts) -> Decoded<Head> {
+    let mut head = Head {
+        mappings: Vec::with_capacity(counts.mappings),
+        functions: Vec::with_capacity(counts.functions),
+        locations: Vec::with_capacity(counts.locations),
+        location_mappings: Vec::with_capacity(counts.locations),
+        strings: Vec::with_capacity(counts.strings),
+        ..Head::default()
+    };
+    let mut fields = Fields::new(bytes, 0);
+    while let Some(item) = fields.next() {
+        let (field, value) = item?;
+        match field {
+            1 => {
+                head.sample_types.push(read_scalars(message(&fields, &value)?)?);
+            }
+            2 => {}
+            3 => head.mappings.push(read_scalars(message(&fields, &value)?)?),
+            4 => read_location(message(&fields, &value)?, &mut head)?,
+            5 => head.functions.push(read_scalars(message(&fields, &value)?)?),
+            6 => match value {
+                Value::Bytes(b) => head.strings.push(match std::str::from_utf8(b) {
+                    Ok(s) => s.to_owned(),
+                    Err(_) => String::from_utf8_lossy(b).into_owned(),
+                }),
+                _ => return fields.wire_error("string with the wrong wire type"),
+            },
+            11 => scalars(message(&fields, &value)?, head.period_type.get_or_insert([0; 2]))?,
+            13 => repeated(&fields, &value, |c| {
+                head.comments.push(c);
+                Ok(())
+            })?,
+            7..=15 => head.scalars[field as usize] = scalar(&fields, &value)?,
+            _ => {}
+        }
+    }
+    Ok(head)
+}
+
+fn read_location(mut fields: Fields<'_>, head: &mut Head) -> Decoded<()> {
+    let mut location = Location::default();
+    let mut mapping = 0;
+    while let Some(item) = fields.next() {
+        let (field, value) = item?;
+        match field {
+            1 => location.id = scalar(&fields, &value)?,
+            2 => mapping = scalar(&fields, &value)?,
+            3 => location.address = scalar(&fields, &value)?,
+            4 => {
+                let [function, line, column] = read_scalars(message(&fields, &value)?)?;
+                // A line without a function carries no name; pprof shows such frames by
+                // address, which is what a location without lines gets here too.
+                if function != 0 {
+                    head.line_functions.push(function);
+                    location.lines.push(Line { function: FunctionId(0), line: line as i64, column: column as i64 });
+                }
+            }
+            5 => location.is_folded = scalar(&fields, &value)? != 0,
+            _ => {}
+        }
+    }
+    head.locations.push(location);
+    head.location_mappings.push(mapping);
+    Ok(())
 }
 
 /// Maps a pprof id (arbitrary u64) to an arena index. Dense 1..=n ids, the common case,
@@ -187,6 +498,7 @@ impl IdIndex {
         Ok(IdIndex::Sparse(ids.enumerate().map(|(i, id)| (id, i as u32)).collect()))
     }
 
+    #[inline]
     fn get(&self, id: u64) -> Option<u32> {
         match self {
             IdIndex::Dense(n) => (id >= 1 && id <= *n as u64).then(|| (id - 1) as u32),
@@ -200,22 +512,31 @@ struct Strings {
 }
 
 impl Strings {
-    fn get(&self, index: i64, what: impl FnOnce() -> String) -> Result<StrId> {
-        if index >= 0 && (index as usize) < self.len {
+    /// `index` as the wire carries it: a negative int64 is a huge u64, out of range too.
+    fn get(&self, index: u64, what: impl FnOnce() -> String) -> Result<StrId> {
+        if index < self.len as u64 {
             Ok(StrId(index as u32))
         } else {
-            Err(Error::DanglingReference { what: what(), target: "string", id: index as u64 })
+            Err(Error::DanglingReference { what: what(), target: "string", id: index })
         }
     }
 }
 
-/// Everything but the samples; returns the location id index the samples need.
-fn convert_head(p: proto::Head) -> Result<(Profile, IdIndex)> {
-    let strings: Vec<String> = p
-        .string_table
-        .into_iter()
-        .map(|b| String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
-        .collect();
+/// Checks and converts everything but the samples; returns the location id index the
+/// samples need.
+fn convert_head(head: Head) -> Result<(Profile, IdIndex)> {
+    let Head {
+        sample_types,
+        period_type,
+        scalars,
+        comments,
+        mappings,
+        functions,
+        mut locations,
+        line_functions,
+        location_mappings,
+        strings,
+    } = head;
     if strings.first().is_some_and(|s| !s.is_empty()) {
         return Err(Error::Invalid("string table does not start with the empty string".into()));
     }
@@ -223,131 +544,124 @@ fn convert_head(p: proto::Head) -> Result<(Profile, IdIndex)> {
     let mut out = Profile::new(SourceFormat::Pprof);
     out.strings = StringTable::from_vec(strings);
 
-    let value_type = |vt: &proto::ValueType, what: &str| -> Result<ValueType> {
+    let value_type = |vt: &[u64; 2], what: &str| -> Result<ValueType> {
         Ok(ValueType {
-            kind: st.get(vt.r#type, || format!("{what} type"))?,
-            unit: st.get(vt.unit, || format!("{what} unit"))?,
+            kind: st.get(vt[0], || format!("{what} type"))?,
+            unit: st.get(vt[1], || format!("{what} unit"))?,
         })
     };
-    out.sample_types = p
-        .sample_type
+    out.sample_types = sample_types
         .iter()
         .enumerate()
         .map(|(i, vt)| value_type(vt, &format!("sample_type #{i}")))
         .collect::<Result<_>>()?;
-    out.period_type = p.period_type.as_ref().map(|vt| value_type(vt, "period_type")).transpose()?;
-    out.period = p.period;
-    out.time_nanos = p.time_nanos;
-    out.duration_nanos = p.duration_nanos;
-    out.drop_frames = st.get(p.drop_frames, || "drop_frames".into())?;
-    out.keep_frames = st.get(p.keep_frames, || "keep_frames".into())?;
-    out.default_sample_type = st.get(p.default_sample_type, || "default_sample_type".into())?;
-    out.doc_url = st.get(p.doc_url, || "doc_url".into())?;
-    out.comments = p.comment.iter().map(|&c| st.get(c, || "comment".into())).collect::<Result<_>>()?;
+    out.period_type = period_type.as_ref().map(|vt| value_type(vt, "period_type")).transpose()?;
+    out.drop_frames = st.get(scalars[7], || "drop_frames".into())?;
+    out.keep_frames = st.get(scalars[8], || "keep_frames".into())?;
+    out.time_nanos = scalars[9] as i64;
+    out.duration_nanos = scalars[10] as i64;
+    out.period = scalars[12] as i64;
+    out.default_sample_type = st.get(scalars[14], || "default_sample_type".into())?;
+    out.doc_url = st.get(scalars[15], || "doc_url".into())?;
+    out.comments = comments.iter().map(|&c| st.get(c, || "comment".into())).collect::<Result<_>>()?;
 
-    let mapping_index = IdIndex::new(p.mapping.iter().map(|m| m.id), "mapping")?;
-    out.mappings = p
-        .mapping
+    let mapping_index = IdIndex::new(mappings.iter().map(|m| m[0]), "mapping")?;
+    out.mappings = mappings
         .iter()
-        .map(|m| {
-            Ok(Mapping {
-                id: m.id,
-                memory_start: m.memory_start,
-                memory_limit: m.memory_limit,
-                file_offset: m.file_offset,
-                filename: st.get(m.filename, || format!("mapping {} filename", m.id))?,
-                build_id: st.get(m.build_id, || format!("mapping {} build_id", m.id))?,
-                has_functions: m.has_functions,
-                has_filenames: m.has_filenames,
-                has_line_numbers: m.has_line_numbers,
-                has_inline_frames: m.has_inline_frames,
-            })
-        })
-        .collect::<Result<_>>()?;
-
-    let function_index = IdIndex::new(p.function.iter().map(|f| f.id), "function")?;
-    out.functions = p
-        .function
-        .iter()
-        .map(|f| {
-            Ok(Function {
-                id: f.id,
-                name: st.get(f.name, || format!("function {} name", f.id))?,
-                system_name: st.get(f.system_name, || format!("function {} system_name", f.id))?,
-                filename: st.get(f.filename, || format!("function {} filename", f.id))?,
-                start_line: f.start_line,
-            })
-        })
-        .collect::<Result<_>>()?;
-
-    let location_index = IdIndex::new(p.location.iter().map(|l| l.id), "location")?;
-    out.locations = p
-        .location
-        .into_iter()
-        .map(|l| {
-            let mapping = match l.mapping_id {
-                0 => None,
-                id => Some(MappingId(mapping_index.get(id).ok_or_else(|| Error::DanglingReference {
-                    what: format!("location {}", l.id),
-                    target: "mapping",
+        .map(
+            |&[id, memory_start, memory_limit, file_offset, filename, build_id, functions, filenames, lines, inlines]| {
+                Ok(Mapping {
                     id,
-                })?)),
-            };
-            let mut lines = Vec::with_capacity(l.line.len());
-            for line in &l.line {
-                // A line without a function carries no name; pprof shows such frames by
-                // address, which is what a location without lines gets here too.
-                if line.function_id == 0 {
-                    continue;
-                }
-                let f = function_index.get(line.function_id).ok_or_else(|| Error::DanglingReference {
-                    what: format!("location {}", l.id),
-                    target: "function",
-                    id: line.function_id,
-                })?;
-                lines.push(Line { function: FunctionId(f), line: line.line, column: line.column });
-            }
-            Ok(Location { id: l.id, mapping, address: l.address, lines, is_folded: l.is_folded })
+                    memory_start,
+                    memory_limit,
+                    file_offset,
+                    filename: st.get(filename, || format!("mapping {id} filename"))?,
+                    build_id: st.get(build_id, || format!("mapping {id} build_id"))?,
+                    has_functions: functions != 0,
+                    has_filenames: filenames != 0,
+                    has_line_numbers: lines != 0,
+                    has_inline_frames: inlines != 0,
+                })
+            },
+        )
+        .collect::<Result<_>>()?;
+
+    let function_index = IdIndex::new(functions.iter().map(|f| f[0]), "function")?;
+    out.functions = functions
+        .iter()
+        .map(|&[id, name, system_name, filename, start_line]| {
+            Ok(Function {
+                id,
+                name: st.get(name, || format!("function {id} name"))?,
+                system_name: st.get(system_name, || format!("function {id} system_name"))?,
+                filename: st.get(filename, || format!("function {id} filename"))?,
+                start_line: start_line as i64,
+            })
         })
         .collect::<Result<_>>()?;
 
+    let location_index = IdIndex::new(locations.iter().map(|l| l.id), "location")?;
+    let mut raw_functions = line_functions.into_iter();
+    for (location, raw_mapping) in locations.iter_mut().zip(location_mappings) {
+        let dangling = |target, id| Error::DanglingReference { what: format!("location {}", location.id), target, id };
+        location.mapping = match raw_mapping {
+            0 => None,
+            id => Some(MappingId(mapping_index.get(id).ok_or_else(|| dangling("mapping", id))?)),
+        };
+        for (line, id) in location.lines.iter_mut().zip(raw_functions.by_ref()) {
+            line.function = FunctionId(function_index.get(id).ok_or_else(|| dangling("function", id))?);
+        }
+    }
+    out.locations = locations;
     Ok((out, location_index))
 }
 
-fn convert_sample(i: usize, s: proto::Sample, out: &Profile, location_index: &IdIndex) -> Result<Sample> {
+fn read_sample(mut fields: Fields<'_>, i: usize, out: &Profile, location_index: &IdIndex) -> Decoded<Sample> {
     let n_types = out.sample_types.len();
-    if s.value.len() != n_types {
+    let mut sample = Sample { locations: Vec::new(), values: Vec::with_capacity(n_types), labels: Vec::new() };
+    while let Some(item) = fields.next() {
+        let (field, value) = item?;
+        match field {
+            1 => {
+                sample.locations.reserve_exact(element_count(&value));
+                repeated(&fields, &value, |id| {
+                    let index = location_index.get(id).ok_or_else(|| Error::DanglingReference {
+                        what: format!("sample #{i}"),
+                        target: "location",
+                        id,
+                    })?;
+                    sample.locations.push(LocationId(index));
+                    Ok(())
+                })?;
+            }
+            2 => repeated(&fields, &value, |v| {
+                sample.values.push(v as i64);
+                Ok(())
+            })?,
+            3 => sample.labels.push(read_label(message(&fields, &value)?, i, out.strings.len())?),
+            _ => {}
+        }
+    }
+    if sample.values.len() != n_types {
         return Err(Error::Invalid(format!(
             "sample #{i} has {} values but the profile has {n_types} sample types",
-            s.value.len()
-        )));
+            sample.values.len()
+        ))
+        .into());
     }
-    let st = Strings { len: out.strings.len() };
-    let locations = s
-        .location_id
-        .iter()
-        .map(|&id| {
-            location_index.get(id).map(LocationId).ok_or_else(|| Error::DanglingReference {
-                what: format!("sample #{i}"),
-                target: "location",
-                id,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let labels = s
-        .label
-        .iter()
-        .map(|l| {
-            let key = st.get(l.key, || format!("sample #{i} label key"))?;
-            let value = if l.str != 0 {
-                LabelValue::Str(st.get(l.str, || format!("sample #{i} label value"))?)
-            } else {
-                LabelValue::Num { value: l.num, unit: st.get(l.num_unit, || format!("sample #{i} label unit"))? }
-            };
-            Ok(Label { key, value })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Sample { locations, values: s.value, labels })
+    Ok(sample)
+}
+
+fn read_label(fields: Fields<'_>, i: usize, strings: usize) -> Decoded<Label> {
+    let [key, str, num, num_unit] = read_scalars(fields)?;
+    let st = Strings { len: strings };
+    let key = st.get(key, || format!("sample #{i} label key"))?;
+    let value = if str != 0 {
+        LabelValue::Str(st.get(str, || format!("sample #{i} label value"))?)
+    } else {
+        LabelValue::Num { value: num as i64, unit: st.get(num_unit, || format!("sample #{i} label unit"))? }
+    };
+    Ok(Label { key, value })
 }
 
 /// Encodes a model profile back to pprof protobuf (uncompressed). Used to hand profiles

@@ -1,5 +1,5 @@
-//! Finds where malformed protobuf goes wrong. prost reports *what* failed but not
-//! *where*; when decoding fails this walker re-reads the wire format along
+//! Finds where malformed protobuf goes wrong. The decoder in `pprof.rs` only notices
+//! that it does, to stay fast; when it fails this walker re-reads the wire format along
 //! `profile.proto`'s shape to name the byte offset and field.
 
 /// How a known field is encoded.
@@ -90,61 +90,6 @@ const PROFILE: Schema = Schema {
         (15, "doc_url", Kind::Varint),
     ],
 };
-
-/// The length-delimited top-level fields numbered `field`, in order, with their offsets.
-/// Used to decode samples one at a time instead of materialising them all.
-pub(crate) fn length_delimited(
-    buf: &[u8],
-    field: u32,
-) -> impl Iterator<Item = Result<(usize, &[u8]), (usize, String)>> {
-    let mut pos = 0;
-    let mut failed = false;
-    std::iter::from_fn(move || {
-        while pos < buf.len() && !failed {
-            let tag_at = pos;
-            let step = (|| {
-                let key = varint(buf, &mut pos, 0)?;
-                match key & 7 {
-                    0 => {
-                        varint(buf, &mut pos, 0)?;
-                        Ok(None)
-                    }
-                    1 | 5 => {
-                        let width = if key & 7 == 1 { 8 } else { 4 };
-                        if buf.len() - pos < width {
-                            return Err((tag_at, "fixed-width value runs past the end (truncated)".to_owned()));
-                        }
-                        pos += width;
-                        Ok(None)
-                    }
-                    2 => {
-                        let len = varint(buf, &mut pos, 0)?;
-                        if len > (buf.len() - pos) as u64 {
-                            return Err((
-                                tag_at,
-                                format!("length {len} exceeds the {} bytes that remain (truncated)", buf.len() - pos),
-                            ));
-                        }
-                        let body = &buf[pos..pos + len as usize];
-                        let at = pos;
-                        pos += len as usize;
-                        Ok(((key >> 3) as u32 == field).then_some((at, body)))
-                    }
-                    wire => Err((tag_at, format!("invalid or unsupported wire type {wire}"))),
-                }
-            })();
-            match step {
-                Ok(Some(found)) => return Some(Ok(found)),
-                Ok(None) => {}
-                Err(e) => {
-                    failed = true;
-                    return Some(Err(e));
-                }
-            }
-        }
-        None
-    })
-}
 
 /// Returns the offset and a description of the first wire-format error, if any.
 pub(crate) fn locate_error(buf: &[u8]) -> Option<(usize, String)> {

@@ -22,12 +22,18 @@ static_regex!(count_header, r"^(\w+) profile: total \d+$");
 static_regex!(goroutine_header, r"^goroutine \d+ (gp=\S+ m=\S+ (mp=\S+ )?)?\[");
 
 /// Recognises the text formats from their first meaningful lines.
+/// Whether the start of `bytes` has control characters that no text format has
+/// (protobuf's field tags and lengths do). Checked before any text is decoded, so
+/// binary input never pays for decoding itself as text.
+pub(crate) fn starts_binary(bytes: &[u8]) -> bool {
+    bytes.iter().take(512).any(|&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b))
+}
+
 pub(crate) fn detect(bytes: &[u8]) -> Option<Format> {
-    // Text formats are ASCII at the start; a quick check keeps binary input cheap.
-    let head = &bytes[..bytes.len().min(64 * 1024)];
-    if head.iter().take(512).any(|&b| b == 0) {
+    if starts_binary(bytes) {
         return None;
     }
+    let head = &bytes[..bytes.len().min(64 * 1024)];
     let text = decode(head);
     let mut meaningful = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let first = meaningful.clone().find(|l| !l.starts_with('#'))?;
