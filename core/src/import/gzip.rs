@@ -44,11 +44,35 @@ pub(crate) fn inflate(bytes: &[u8], limit: u64, progress: super::Progress<'_>) -
     let mut out = Vec::new();
     grow(&mut out, hint.min(limit).min(256 << 20) as usize, limit)?;
     let mut decoder = MultiGzDecoder::new(Counting { inner: bytes, consumed: 0 });
-    // In 1 MiB steps, so progress can be reported from the compressed bytes consumed.
+    // Into the room there is, in steps of at most 1 MiB so progress can be reported from
+    // the compressed bytes consumed. A full buffer is grown only once a probe read shows
+    // more is coming: an exact hint (the usual case) is the only allocation.
     let mut read = Ok(());
     loop {
-        let room = limit.saturating_add(1).saturating_sub(out.len() as u64).min(1 << 20);
-        grow(&mut out, room as usize, limit)?;
+        if out.len() == out.capacity() {
+            let mut probe = [0u8; 64];
+            match decoder.read(&mut probe) {
+                Ok(0) => break,
+                Ok(n) => {
+                    grow(&mut out, n, limit)?;
+                    out.extend_from_slice(&probe[..n]);
+                }
+                Err(e) => {
+                    read = Err(e);
+                    break;
+                }
+            }
+        }
+        let room = ((out.capacity() - out.len()) as u64)
+            .min(limit.saturating_add(1).saturating_sub(out.len() as u64))
+            .min(1 << 20);
+        if room == 0 {
+            // Past the limit, or full after the probe (which grows it next time round).
+            if out.len() as u64 > limit {
+                break;
+            }
+            continue;
+        }
         match (&mut decoder).take(room).read_to_end(&mut out) {
             Ok(0) => break,
             Ok(_) if out.len() as u64 > limit => break,
@@ -125,6 +149,13 @@ mod tests {
     fn an_allocation_the_system_refuses_is_an_error() {
         let mut out = vec![0u8; 16];
         assert_eq!(grow(&mut out, usize::MAX - 8, u64::MAX), Err(Error::OutOfMemory { bytes: usize::MAX as u64 }));
+    }
+
+    #[test]
+    fn an_exact_size_hint_is_the_only_allocation() {
+        // A one-member stream's ISIZE is its size: no room is added past it.
+        let out = inflate(&gz(&[3u8; 53_000]), 1 << 30, &mut |_, _| {}).unwrap();
+        assert_eq!((out.len(), out.capacity()), (53_000, 53_000));
     }
 
     #[test]
