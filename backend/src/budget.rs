@@ -5,8 +5,9 @@
 //! its size) until they are parsed and stored, and bytes waiting for a parse take at
 //! most half the budget, so the parses they wait for always find room. Work that does
 //! not fit waits in a bounded queue; past the queue, or after waiting too long, it is
-//! refused as busy. A gzip body is measured by inflating it once without keeping the
-//! output, so a bomb costs CPU up to the inflate cap but never memory.
+//! refused as busy. A gzip body is measured by inflating it once, keeping the output only
+//! up to 256 KiB (counted in the budget first) so that a small profile is not inflated
+//! again by its parse: a bomb costs CPU up to the inflate cap but never memory.
 //!
 //! The budget counts what core allocates; [`tune_allocator`] keeps glibc from holding
 //! on to what it freed, so the process's resident memory follows the count.
@@ -100,6 +101,13 @@ impl Reservation {
     /// Bytes reserved.
     pub fn bytes(&self) -> u64 {
         self.permit.as_ref().map_or(0, |p| p.num_permits() as u64 * UNIT)
+    }
+
+    /// Adds `permit`'s memory to the reservation.
+    fn add(&mut self, permit: Option<OwnedSemaphorePermit>) {
+        if let Some(permit) = permit {
+            merge(&mut self.permit, permit);
+        }
     }
 
     /// Keeps `bytes` of the reservation and gives the rest back.
@@ -205,43 +213,37 @@ impl Budget {
     /// [`Budget::parse`] of bytes already held by `held` (from [`Budget::hold`]): only
     /// what the parse needs beyond them is reserved, and the bytes stay counted while
     /// they wait for it.
+    ///
+    /// One blocking task measures the inputs and, when the memory they need is free at
+    /// once (the usual case), parses them too; a small profile's inflated bytes are
+    /// kept from the measuring pass (counted in the budget), so it is inflated once.
+    /// Otherwise the work waits for memory in the queue and then parses.
     pub async fn parse_held(&self, inputs: Vec<Bytes>, mut held: Reservation) -> Result<Parsed, ParseFailure> {
-        let cap = self.inflate_cap;
-        let measured = inputs.clone();
-        let shapes = tokio::task::spawn_blocking(move || {
-            measured.iter().map(|b| Shape::measure(b, cap)).collect::<Result<Vec<_>, _>>()
-        })
-        .await
-        .map_err(|e| ParseFailure::Stopped(e.to_string()))??;
-        let need = inputs
-            .iter()
-            .zip(&shapes)
-            .map(|(b, shape)| (b.len() as u64).saturating_add(shape.model_bytes()))
-            .fold(0u64, u64::saturating_add);
-        let sizes: Vec<u64> = shapes.iter().map(|s| s.bytes.saturating_add(1)).collect();
-        if need > self.total {
-            return Err(BudgetError::OverBudget { need, budget: self.total }.into());
-        }
+        let (cap, total, permits) = (self.inflate_cap, self.total, self.permits.clone());
+        let already = held.bytes();
+        let attempt = {
+            let inputs = inputs.clone();
+            tokio::task::spawn_blocking(move || measure_and_parse(&inputs, cap, total, already, &permits))
+                .await
+                .map_err(|e| ParseFailure::Stopped(e.to_string()))??
+        };
+        let (need, sizes) = match attempt {
+            Attempt::Parsed { profiles, permit } => {
+                held.add(permit);
+                held.holding = None;
+                return Ok(Parsed { profiles, reserved: held });
+            }
+            Attempt::Measured { need, sizes } => (need, sizes),
+        };
         let more = need.saturating_sub(held.bytes());
         if more > 0 {
             let deadline = held.deadline.unwrap_or_else(|| tokio::time::Instant::now() + self.max_wait);
-            let permit = self.acquire(&self.permits, Self::units(more), deadline).await?;
-            match &mut held.permit {
-                Some(p) => p.merge(permit),
-                None => held.permit = Some(permit),
-            }
+            held.add(Some(self.acquire(&self.permits, Self::units(more), deadline).await?));
         }
         // Parsing now: the bytes no longer wait.
         held.holding = None;
         let profiles = tokio::task::spawn_blocking(move || {
-            inputs
-                .iter()
-                .zip(sizes)
-                .map(|(b, size)| match twice_gzipped(b) {
-                    Some(e) => Err(e),
-                    None => stacklens_core::parse_with(b, &ParseOptions { max_inflated_bytes: size.max(1) }),
-                })
-                .collect::<Result<Vec<_>, _>>()
+            inputs.iter().zip(sizes).map(|(b, size)| parse_within(b, size)).collect::<Result<Vec<_>, _>>()
         })
         .await
         .map_err(|e| ParseFailure::Stopped(e.to_string()))??;
@@ -249,10 +251,104 @@ impl Budget {
     }
 }
 
+/// Inflated bytes kept from the measuring pass, per input, at most.
+const KEEP_INFLATED: u64 = 256 * 1024;
+
+/// What the measuring task got to: the profiles, with the memory reserved for them
+/// beyond what the caller held; or what they need and their inflated sizes.
+enum Attempt {
+    Parsed { profiles: Vec<Profile>, permit: Option<OwnedSemaphorePermit> },
+    Measured { need: u64, sizes: Vec<u64> },
+}
+
+/// Measures `inputs` (refusing those past `cap` or the whole budget) and parses them at
+/// once if the memory they need beyond `already` held can be had without waiting.
+fn measure_and_parse(
+    inputs: &[Bytes],
+    cap: u64,
+    total: u64,
+    already: u64,
+    permits: &Arc<Semaphore>,
+) -> Result<Attempt, ParseFailure> {
+    let mut kept = Vec::with_capacity(inputs.len());
+    let mut permit: Option<OwnedSemaphorePermit> = None;
+    let mut need = 0u64;
+    let mut sizes = Vec::with_capacity(inputs.len());
+    for bytes in inputs {
+        // Room for the inflated bytes is reserved before they are kept.
+        let keep = bytes
+            .starts_with(&GZIP_MAGIC)
+            .then(|| permits.clone().try_acquire_many_owned(Budget::units(KEEP_INFLATED)).ok())
+            .flatten();
+        let (shape, inflated) = Shape::measure(bytes, cap, if keep.is_some() { KEEP_INFLATED } else { 0 })?;
+        if let (Some(k), Some(_)) = (keep, &inflated) {
+            merge(&mut permit, k);
+        }
+        kept.push(inflated);
+        need = need.saturating_add((bytes.len() as u64).saturating_add(shape.model_bytes()));
+        sizes.push(shape.bytes.saturating_add(1));
+    }
+    if need > total {
+        return Err(BudgetError::OverBudget { need, budget: total }.into());
+    }
+    let reserved = already + permit.as_ref().map_or(0, |p| p.num_permits() as u64 * UNIT);
+    let more = need.saturating_sub(reserved);
+    if let Some(p) = permit.as_mut().filter(|_| more == 0) {
+        // The room kept for inflated bytes may be more than the work needs.
+        let beyond_held = need.saturating_sub(already).div_ceil(UNIT) as usize;
+        drop(p.split(p.num_permits().saturating_sub(beyond_held)));
+    }
+    if more > 0 {
+        match permits.clone().try_acquire_many_owned(Budget::units(more)) {
+            Ok(p) => merge(&mut permit, p),
+            // Memory is short: give back what the kept bytes held, and wait in the queue.
+            Err(_) => return Ok(Attempt::Measured { need, sizes }),
+        }
+    }
+    let profiles = inputs
+        .iter()
+        .zip(kept)
+        .zip(&sizes)
+        .map(|((bytes, inflated), &size)| match inflated {
+            Some(plain) => match gzip_inside(&plain) {
+                Some(e) => Err(e),
+                None if plain.is_empty() => Err(stacklens_core::Error::Empty),
+                None => stacklens_core::parse(&plain),
+            },
+            None => parse_within(bytes, size),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Attempt::Parsed { profiles, permit })
+}
+
+fn merge(into: &mut Option<OwnedSemaphorePermit>, permit: OwnedSemaphorePermit) {
+    match into {
+        Some(p) => p.merge(permit),
+        None => *into = Some(permit),
+    }
+}
+
+/// Core's parse of `bytes`, inflating at most `size` bytes (their measured size).
+fn parse_within(bytes: &[u8], size: u64) -> Result<Profile, stacklens_core::Error> {
+    match twice_gzipped(bytes) {
+        Some(e) => Err(e),
+        None => stacklens_core::parse_with(bytes, &ParseOptions { max_inflated_bytes: size.max(1) }),
+    }
+}
+
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// The error for inflated bytes that are gzip again.
+fn gzip_inside(inflated: &[u8]) -> Option<stacklens_core::Error> {
+    inflated.starts_with(&GZIP_MAGIC).then(|| stacklens_core::Error::UnknownFormat {
+        hint: "gzip inside gzip: the profile was compressed twice (gunzip it once)".to_owned(),
+    })
+}
+
 /// Core inflates one gzip layer and would read a second one as a malformed protobuf;
 /// this names what is wrong instead (for the server and the command line).
 pub fn twice_gzipped(bytes: &[u8]) -> Option<stacklens_core::Error> {
-    if !bytes.starts_with(&[0x1f, 0x8b]) {
+    if !bytes.starts_with(&GZIP_MAGIC) {
         return None;
     }
     let mut inner = [0u8; 2];
@@ -264,9 +360,7 @@ pub fn twice_gzipped(bytes: &[u8]) -> Option<stacklens_core::Error> {
             Ok(n) => filled += n,
         }
     }
-    (inner == [0x1f, 0x8b]).then(|| stacklens_core::Error::UnknownFormat {
-        hint: "gzip inside gzip: the profile was compressed twice (gunzip it once)".to_owned(),
-    })
+    gzip_inside(&inner)
 }
 
 /// What a profile's bytes say about the model core will build from them: their
@@ -287,27 +381,42 @@ pub struct Shape {
 }
 
 impl Shape {
-    /// Measures `bytes`, refusing those that inflate past `cap`. A stream that ends
-    /// early or is not valid gzip reports what was read: core's parse then names the
-    /// exact error.
-    pub fn measure(bytes: &[u8], cap: u64) -> Result<Shape, BudgetError> {
+    /// Measures `bytes`, refusing those that inflate past `cap`; also returns gzip
+    /// input's inflated bytes when they are complete and at most `keep` bytes. A stream
+    /// that ends early or is not valid gzip reports what was read: core's parse then
+    /// names the exact error.
+    fn measure(bytes: &[u8], cap: u64, keep: u64) -> Result<(Shape, Option<Vec<u8>>), BudgetError> {
         let mut scan = Scan::default();
-        if !bytes.starts_with(&[0x1f, 0x8b]) {
+        if !bytes.starts_with(&GZIP_MAGIC) {
             scan.feed(bytes);
-            return Ok(scan.finish());
+            return Ok((scan.finish(), None));
         }
         let mut decoder = flate2::read::MultiGzDecoder::new(bytes).take(cap.saturating_add(1));
+        let mut inflated = (keep > 0).then(Vec::new);
         let mut buffer = vec![0u8; 64 * 1024];
         loop {
             match decoder.read(&mut buffer) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => scan.feed(&buffer[..n]),
+                Ok(0) => break,
+                Ok(n) => {
+                    scan.feed(&buffer[..n]);
+                    if scan.bytes > keep {
+                        inflated = None;
+                    }
+                    if let Some(kept) = &mut inflated {
+                        kept.extend_from_slice(&buffer[..n]);
+                    }
+                }
+                // Core's parse names the error.
+                Err(_) => {
+                    inflated = None;
+                    break;
+                }
             }
             if scan.bytes > cap {
                 return Err(BudgetError::InflatesTooLarge { cap });
             }
         }
-        Ok(scan.finish())
+        Ok((scan.finish(), inflated))
     }
 
     /// Bytes core holds at its peak for this profile (see [`cost`]).
@@ -378,43 +487,71 @@ impl Scan {
         if self.first.is_none() {
             self.first = data.iter().copied().find(|b| !b.is_ascii_whitespace());
         }
-        for &b in data {
-            if self.broken {
-                return;
-            }
-            self.byte(b);
+        let mut data = data;
+        while !self.broken && !data.is_empty() {
+            // Bodies skipped and packed location ids go a run at a time; varints a byte at
+            // a time (they may be split between pieces).
+            let run = match self.step {
+                Step::Skip(0) | Step::LocationIds(0) => {
+                    self.step = Step::Tag;
+                    continue;
+                }
+                Step::Skip(n) | Step::LocationIds(n) => n.min(data.len() as u64) as usize,
+                Step::Tag | Step::Value | Step::Length { .. } => {
+                    self.varint_byte(data[0]);
+                    data = &data[1..];
+                    continue;
+                }
+            };
+            let (taken, rest) = data.split_at(run);
+            self.consumed(run as u64);
+            self.step = match self.step {
+                Step::LocationIds(n) => {
+                    self.location_ids += taken.iter().filter(|&&b| b < 0x80).count() as u64;
+                    if n > run as u64 {
+                        Step::LocationIds(n - run as u64)
+                    } else {
+                        Step::Tag
+                    }
+                }
+                Step::Skip(n) if n > run as u64 => Step::Skip(n - run as u64),
+                _ => Step::Tag,
+            };
+            self.check_sample_end();
+            data = rest;
         }
     }
 
-    fn byte(&mut self, b: u8) {
+    /// Counts `n` bytes read against the sample being read.
+    fn consumed(&mut self, n: u64) {
         if let Some(left) = &mut self.sample_left {
-            *left -= 1;
+            *left -= n;
         }
-        match self.step {
-            Step::Skip(n) => self.step = if n > 1 { Step::Skip(n - 1) } else { Step::Tag },
-            Step::LocationIds(n) => {
-                self.location_ids += u64::from(b < 0x80);
-                self.step = if n > 1 { Step::LocationIds(n - 1) } else { Step::Tag };
-            }
-            Step::Tag | Step::Value | Step::Length { .. } => {
-                if self.shift > 63 {
-                    self.broken = true;
-                    return;
-                }
-                self.varint |= u64::from(b & 0x7f) << self.shift;
-                self.shift += 7;
-                if b & 0x80 == 0 {
-                    let value = std::mem::take(&mut self.varint);
-                    self.shift = 0;
-                    self.varint_read(value);
-                }
-            }
-        }
+    }
+
+    /// A sample's last field must end with it.
+    fn check_sample_end(&mut self) {
         if self.sample_left == Some(0) {
-            // A sample's last field must end with it.
             self.broken |= self.step != Step::Tag || self.shift != 0;
             self.sample_left = None;
         }
+    }
+
+    /// One byte of a tag, a value or a length.
+    fn varint_byte(&mut self, b: u8) {
+        self.consumed(1);
+        if self.shift > 63 {
+            self.broken = true;
+            return;
+        }
+        self.varint |= u64::from(b & 0x7f) << self.shift;
+        self.shift += 7;
+        if b & 0x80 == 0 {
+            let value = std::mem::take(&mut self.varint);
+            self.shift = 0;
+            self.varint_read(value);
+        }
+        self.check_sample_end();
     }
 
     fn varint_read(&mut self, value: u64) {
@@ -525,7 +662,7 @@ mod tests {
 
     #[test]
     fn inflated_sizes_are_measured_not_trusted() {
-        let size = |bytes: &[u8], cap| Shape::measure(bytes, cap).map(|s| s.bytes);
+        let size = |bytes: &[u8], cap| Shape::measure(bytes, cap, 0).map(|s| s.0.bytes);
         assert_eq!(size(b"plain", 10).unwrap(), 5);
         assert_eq!(size(&gzip(&[7u8; 1000]), 10_000).unwrap(), 1000);
         let bomb = gzip(&vec![0u8; 1 << 20]);
@@ -568,18 +705,18 @@ mod tests {
             protobuf: true,
             json: false,
         };
-        assert_eq!(Shape::measure(&plain, 1 << 30).unwrap(), expected);
+        assert_eq!(Shape::measure(&plain, 1 << 30, 0).unwrap().0, expected);
         // Gzipped, it arrives in 64 KiB pieces that split fields and varints.
         assert!(plain.len() > 1 << 17);
-        assert_eq!(Shape::measure(&gzip(&plain), 1 << 30).unwrap(), expected);
+        assert_eq!(Shape::measure(&gzip(&plain), 1 << 30, 0).unwrap().0, expected);
         assert_eq!(expected.model_bytes(), plain.len() as u64 * 2 + 1000 * 240 + 200 * 160 + 200_000 * 16);
         // Cut short, or not protobuf at all: priced per byte.
-        let cut = Shape::measure(&plain[..plain.len() - 3], 1 << 30).unwrap();
+        let cut = Shape::measure(&plain[..plain.len() - 3], 1 << 30, 0).unwrap().0;
         assert!(!cut.protobuf);
         assert_eq!(cut.model_bytes(), cut.bytes * cost::TEXT_PER_BYTE);
-        let dump = Shape::measure(b"goroutine 1 [running]:\nmain.main()\n", 1 << 30).unwrap();
+        let dump = Shape::measure(b"goroutine 1 [running]:\nmain.main()\n", 1 << 30, 0).unwrap().0;
         assert!(!dump.protobuf && !dump.json);
-        let json = Shape::measure(b"  {\"meta\": {}}", 1 << 30).unwrap();
+        let json = Shape::measure(b"  {\"meta\": {}}", 1 << 30, 0).unwrap().0;
         assert!(!json.protobuf && json.json);
         assert_eq!(json.model_bytes(), json.bytes * cost::JSON_PER_BYTE);
     }
@@ -625,6 +762,42 @@ mod tests {
         assert_eq!(budget.permits.available_permits(), 999);
         drop(kept);
         assert_eq!(budget.permits.available_permits(), 1000);
+    }
+
+    #[test]
+    fn small_inflated_bytes_are_kept_from_the_measuring_pass() {
+        let plain = pprof(100, 20);
+        let (shape, kept) = Shape::measure(&gzip(&plain), 1 << 30, plain.len() as u64).unwrap();
+        assert_eq!((shape.bytes, kept.as_deref()), (plain.len() as u64, Some(plain.as_slice())));
+        let (_, kept) = Shape::measure(&gzip(&plain), 1 << 30, plain.len() as u64 - 1).unwrap();
+        assert!(kept.is_none(), "past the limit nothing is kept");
+        let (_, kept) = Shape::measure(&plain, 1 << 30, 1 << 20).unwrap();
+        assert!(kept.is_none(), "plain bytes are parsed as they are");
+        let truncated = gzip(&plain);
+        let (_, kept) = Shape::measure(&truncated[..truncated.len() / 2], 1 << 30, 1 << 20).unwrap();
+        assert!(kept.is_none(), "a broken stream is left to core, which names the error");
+    }
+
+    #[tokio::test]
+    async fn a_gzipped_profile_reserves_what_it_needs_and_parses_as_core_does() {
+        let plain = pprof(100, 20);
+        let body = Bytes::from(gzip(&plain));
+        let budget = Budget::new(100 << 20, 1 << 30, 4, Duration::from_millis(50));
+        let held = budget.hold(body.len() as u64).await.unwrap();
+        let parsed = budget.parse_held(vec![body.clone()], held).await.unwrap();
+        let (shape, _) = Shape::measure(&body, 1 << 30, 0).unwrap();
+        let need = body.len() as u64 + shape.model_bytes();
+        // The room taken for the inflated bytes is not kept beyond the need.
+        assert_eq!(parsed.reserved.bytes(), need.div_ceil(UNIT) * UNIT);
+        assert_eq!(parsed.profiles[0].samples, stacklens_core::parse(&body).unwrap().samples);
+        drop(parsed);
+        assert_eq!(budget.permits.available_permits() as u64, (100 << 20) / UNIT);
+        // Inflated, a second gzip layer is named as before.
+        let twice = Bytes::from(gzip(&body));
+        assert!(matches!(
+            budget.parse(vec![twice]).await,
+            Err(ParseFailure::Core(e)) if e.to_string().contains("gzip inside gzip")
+        ));
     }
 
     #[tokio::test]
