@@ -5,15 +5,18 @@
 //!
 //! A 2xx means the store acknowledged the write: for S3-compatible stores that is
 //! their own durability; for `file://` the object, its folder and every folder whose
-//! own entry is not yet known to be durable (up to the store's root) are fsynced first
-//! (object_store's LocalFileSystem renames into place but does not sync), so an
-//! acknowledged write survives a power loss, and so does a delete.
+//! own entry is not yet known to be durable (up to the store's root) are fsynced first,
+//! so an acknowledged write survives a power loss, and so does a delete. file:// creates
+//! and reads are done here, in one blocking task each, in LocalFileSystem's layout;
+//! listings and deletes go through LocalFileSystem.
 //!
 //! Every operation is bounded by the store timeout: a store that is down fails fast
 //! (few retries) and one that hangs fails when the timeout passes, so a request never
 //! waits on storage for longer than that.
 
 use std::future::Future;
+use std::io::ErrorKind;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,7 +49,7 @@ pub struct Store {
     /// For `file://` stores: the folder objects live in, synced after each change.
     local_root: Option<std::path::PathBuf>,
     /// fsync calls made (files and folders), for tests.
-    syncs: Arc<std::sync::atomic::AtomicU64>,
+    syncs: Arc<AtomicU64>,
     /// Folders whose entry in their parent this process has synced: a new object in
     /// one needs only its own folder synced, not every folder up to the root.
     durable_dirs: Arc<std::sync::Mutex<std::collections::HashSet<std::path::PathBuf>>>,
@@ -127,48 +130,28 @@ impl Store {
     /// fsync calls made so far.
     #[cfg(test)]
     pub fn syncs(&self) -> u64 {
-        self.syncs.load(std::sync::atomic::Ordering::Relaxed)
+        self.syncs.load(Ordering::Relaxed)
+    }
+
+    /// For `file://`: where `key` lives on disk. A file:// store is object_store's
+    /// LocalFileSystem at `/`, and keys carry the folder.
+    fn local_path(&self, key: &str) -> Option<(std::path::PathBuf, LocalSync)> {
+        let root = self.local_root.clone()?;
+        let path = std::path::Path::new("/").join(self.path(key).as_ref());
+        Some((path, LocalSync { root, syncs: self.syncs.clone(), durable: self.durable_dirs.clone() }))
     }
 
     /// For `file://`: syncs the object (if it exists) and its folder, then each folder
     /// above whose entry this process has not synced yet, up to the store's root.
     async fn sync(&self, key: &str) -> Result<(), StoreError> {
-        /// Past this many, the set starts again (costing only a few extra syncs).
-        const MAX_KNOWN: usize = 100_000;
-        let Some(root) = self.local_root.clone() else { return Ok(()) };
-        // A file:// store is object_store's LocalFileSystem at `/`; keys carry the folder.
-        let path = std::path::Path::new("/").join(self.path(key).as_ref());
-        let (syncs, durable) = (self.syncs.clone(), self.durable_dirs.clone());
-        tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-            let sync = |p: &std::path::Path| {
-                std::fs::File::open(p)?.sync_all()?;
-                syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Ok::<_, std::io::Error>(())
-            };
+        let Some((path, local)) = self.local_path(key) else { return Ok(()) };
+        blocking(move || {
             if path.is_file() {
-                sync(&path)?;
+                local.sync(&path)?;
             }
-            let Some(mut dir) = path.parent() else { return Ok(()) };
-            sync(dir)?;
-            // A folder's own entry lives in its parent: sync that once per folder.
-            while dir != root && dir.starts_with(&root) {
-                if durable.lock().unwrap_or_else(|e| e.into_inner()).contains(dir) {
-                    break;
-                }
-                let Some(parent) = dir.parent() else { break };
-                sync(parent)?;
-                let mut known = durable.lock().unwrap_or_else(|e| e.into_inner());
-                if known.len() >= MAX_KNOWN {
-                    known.clear();
-                }
-                known.insert(dir.to_path_buf());
-                dir = parent;
-            }
-            Ok(())
+            local.sync_folders(&path)
         })
         .await
-        .map_err(|e| StoreError::Sync(std::io::Error::other(e)))??;
-        Ok(())
     }
 
     fn path(&self, key: &str) -> Path {
@@ -178,6 +161,9 @@ impl Store {
     /// Creates `key` unless it exists; true when this call created it. Returns after
     /// the store acknowledged the write.
     pub async fn create(&self, key: &str, bytes: Bytes) -> Result<bool, StoreError> {
+        if let Some((path, local)) = self.local_path(key) {
+            return self.bounded(blocking(move || local.create(&path, &bytes))).await;
+        }
         let options = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
         self.bounded(async {
             match self.inner.put_opts(&self.path(key), PutPayload::from(bytes), options).await {
@@ -193,6 +179,16 @@ impl Store {
     }
 
     pub async fn get(&self, key: &str) -> Result<Option<Bytes>, StoreError> {
+        if let Some((path, _)) = self.local_path(key) {
+            // One read in one blocking task (LocalFileSystem takes two).
+            return self
+                .bounded(blocking(move || match std::fs::read(&path) {
+                    Ok(bytes) => Ok(Some(Bytes::from(bytes))),
+                    Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::IsADirectory) => Ok(None),
+                    Err(e) => Err(e),
+                }))
+                .await;
+        }
         self.bounded(async {
             match self.inner.get(&self.path(key)).await {
                 Ok(r) => Ok(Some(r.bytes().await?)),
@@ -236,6 +232,89 @@ impl Store {
     }
 }
 
+/// `work` on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| StoreError::Sync(std::io::Error::other(e)))?
+        .map_err(StoreError::Sync)
+}
+
+/// Durable writes to a `file://` store, with the same layout as object_store's
+/// LocalFileSystem (which lists past its staging names, `name#digits`), in one blocking
+/// task per write instead of a put and then a sync.
+struct LocalSync {
+    root: std::path::PathBuf,
+    syncs: Arc<AtomicU64>,
+    /// See [`Store::durable_dirs`].
+    durable: Arc<std::sync::Mutex<std::collections::HashSet<std::path::PathBuf>>>,
+}
+
+impl LocalSync {
+    /// Past this many known folders, the set starts again (costing only a few extra syncs).
+    const MAX_KNOWN: usize = 100_000;
+
+    fn sync(&self, path: &std::path::Path) -> std::io::Result<()> {
+        std::fs::File::open(path)?.sync_all()?;
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Syncs `path`'s folder, then each folder above whose entry in its parent this
+    /// process has not synced yet, up to the root.
+    fn sync_folders(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let Some(mut dir) = path.parent() else { return Ok(()) };
+        self.sync(dir)?;
+        while dir != self.root && dir.starts_with(&self.root) {
+            if self.durable.lock().unwrap_or_else(|e| e.into_inner()).contains(dir) {
+                break;
+            }
+            let Some(parent) = dir.parent() else { break };
+            self.sync(parent)?;
+            let mut known = self.durable.lock().unwrap_or_else(|e| e.into_inner());
+            if known.len() >= Self::MAX_KNOWN {
+                known.clear();
+            }
+            known.insert(dir.to_path_buf());
+            dir = parent;
+        }
+        Ok(())
+    }
+
+    /// Creates `path` holding `bytes` unless it exists (false then): written to a staged
+    /// file and synced, linked into place (which fails if the name exists), and its
+    /// folders synced.
+    fn create(&self, path: &std::path::Path, bytes: &[u8]) -> std::io::Result<bool> {
+        // Objects are never overwritten: most repeats stop here; racing ones at the link.
+        if std::fs::symlink_metadata(path).is_ok() {
+            return Ok(false);
+        }
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut suffix = [0u8; 8];
+        getrandom::getrandom(&mut suffix).map_err(std::io::Error::other)?;
+        let mut staged = path.as_os_str().to_owned();
+        staged.push(format!("#{}", u64::from_le_bytes(suffix)));
+        let staged = std::path::PathBuf::from(staged);
+        let written = (|| {
+            let mut file = std::fs::File::create_new(&staged)?;
+            std::io::Write::write_all(&mut file, bytes)?;
+            file.sync_all()?;
+            self.syncs.fetch_add(1, Ordering::Relaxed);
+            std::fs::hard_link(&staged, path)
+        })();
+        let _ = std::fs::remove_file(&staged);
+        match written {
+            Ok(()) => self.sync_folders(path).map(|()| true),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,6 +340,16 @@ mod tests {
         store.delete("tenants/t/sessions/x.json").await.unwrap();
         assert_eq!(store.syncs(), 12, "a delete syncs the folder it changed");
         assert!(store.get("tenants/t/sessions/x.json").await.unwrap().is_none());
+        // Racing creates of one name: one wins, and no staged file is left or listed.
+        let racers = (0..8).map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move { store.create("tenants/t/race", Bytes::from(vec![i; 4])).await.unwrap() })
+        });
+        let won: Vec<bool> = futures::future::join_all(racers).await.into_iter().map(Result::unwrap).collect();
+        assert_eq!(won.iter().filter(|&&w| w).count(), 1, "{won:?}");
+        assert_eq!(store.list("tenants/t", None).await.unwrap(), ["race", "refs/x/upload", "sessions/y.json"]);
+        let on_disk = std::fs::read_dir(dir.join("tenants/t")).unwrap().count();
+        assert_eq!(on_disk, 3, "race, refs/ and sessions/ only");
         let memory = Store::open("memory://", Duration::from_secs(10)).unwrap();
         memory.create("a", Bytes::new()).await.unwrap();
         assert_eq!(memory.syncs(), 0, "only local folders are synced by stacklens");

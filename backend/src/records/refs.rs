@@ -34,6 +34,13 @@ pub async fn hold(store: &Store, tenant: &Tenant, session: &str, holder: &str) -
     Ok(true)
 }
 
+/// Adds the first reference to a session this call is creating: its id is new and not
+/// yet findable (no claim, no index entry), so nobody can be collecting it.
+pub async fn hold_new(store: &Store, tenant: &Tenant, session: &str, holder: &str) -> Result<()> {
+    store.create(&format!("{}/{holder}", prefix(tenant, session)), Bytes::new()).await?;
+    Ok(())
+}
+
 /// Drops `holder`'s reference and nothing else.
 pub async fn withdraw(store: &Store, tenant: &Tenant, session: &str, holder: &str) -> Result<()> {
     Ok(store.delete(&format!("{}/{holder}", prefix(tenant, session))).await?)

@@ -112,11 +112,15 @@ pub async fn store(
             sha256: sha256.clone(),
             content_type: if text { "text/plain; charset=utf-8" } else { "application/octet-stream" }.to_owned(),
         };
-        // Bytes, record and reference first; the claim makes it findable by content and
-        // the index lists it, so nothing is listed that cannot be read.
-        store.create(&raw_key(tenant, &record.id), bytes.clone()).await?;
-        create(store, &record_key(tenant, &record.id), &record).await?;
-        refs::hold(store, tenant, &record.id, holder).await?;
+        // Bytes, record and reference first (together: each waits for its own sync); the
+        // claim makes it findable by content and the index lists it, so nothing is listed
+        // that cannot be read.
+        let (raw, described) = (raw_key(tenant, &record.id), record_key(tenant, &record.id));
+        futures::try_join!(
+            async { Ok(store.create(&raw, bytes.clone()).await?) },
+            create(store, &described, &record),
+            refs::hold_new(store, tenant, &record.id, holder),
+        )?;
         if store.create(&claim, Bytes::from(record.id.clone())).await? {
             store.create(&format!("{}/{}", index_prefix(tenant), index_name(&record)), Bytes::new()).await?;
             return Ok((true, record));
