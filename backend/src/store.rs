@@ -14,10 +14,12 @@
 //! (few retries) and one that hangs fails when the timeout passes, so a request never
 //! waits on storage for longer than that.
 
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::io::ErrorKind;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -46,13 +48,8 @@ pub struct Store {
     root: Path,
     /// What the store is, for logs.
     pub description: String,
-    /// For `file://` stores: the folder objects live in, synced after each change.
-    local_root: Option<std::path::PathBuf>,
-    /// fsync calls made (files and folders), for tests.
-    syncs: Arc<AtomicU64>,
-    /// Folders whose entry in their parent this process has synced: a new object in
-    /// one needs only its own folder synced, not every folder up to the root.
-    durable_dirs: Arc<std::sync::Mutex<std::collections::HashSet<std::path::PathBuf>>>,
+    /// For `file://` stores: their folder, written and synced here.
+    local: Option<Arc<LocalSync>>,
     /// Longest any one operation may take.
     timeout: Duration,
 }
@@ -104,22 +101,14 @@ impl Store {
                 url::Url::from_directory_path(&dir).map_err(|()| bad("not an absolute folder".into()))?
             }
         };
-        let mut local_root = None;
+        let mut local = None;
         if parsed.scheme() == "file" {
             let dir = parsed.to_file_path().map_err(|()| bad("not a local path".into()))?;
             std::fs::create_dir_all(&dir).map_err(|e| bad(e.to_string()))?;
-            local_root = Some(dir);
+            local = Some(Arc::new(LocalSync { root: dir, ..LocalSync::default() }));
         }
         let (inner, root) = open_backend(&parsed, timeout).map_err(|e| bad(e.to_string()))?;
-        Ok(Store {
-            inner,
-            root,
-            description: parsed.to_string(),
-            local_root,
-            syncs: Arc::default(),
-            durable_dirs: Arc::default(),
-            timeout,
-        })
+        Ok(Store { inner, root, description: parsed.to_string(), local, timeout })
     }
 
     /// `operation`, or a timeout error once the store timeout has passed.
@@ -130,15 +119,14 @@ impl Store {
     /// fsync calls made so far.
     #[cfg(test)]
     pub fn syncs(&self) -> u64 {
-        self.syncs.load(Ordering::Relaxed)
+        self.local.as_ref().map_or(0, |l| l.syncs.load(Ordering::Relaxed))
     }
 
     /// For `file://`: where `key` lives on disk. A file:// store is object_store's
     /// LocalFileSystem at `/`, and keys carry the folder.
-    fn local_path(&self, key: &str) -> Option<(std::path::PathBuf, LocalSync)> {
-        let root = self.local_root.clone()?;
-        let path = std::path::Path::new("/").join(self.path(key).as_ref());
-        Some((path, LocalSync { root, syncs: self.syncs.clone(), durable: self.durable_dirs.clone() }))
+    fn local_path(&self, key: &str) -> Option<(std::path::PathBuf, Arc<LocalSync>)> {
+        let local = self.local.clone()?;
+        Some((std::path::Path::new("/").join(self.path(key).as_ref()), local))
     }
 
     /// For `file://`: syncs the object (if it exists) and its folder, then each folder
@@ -245,15 +233,66 @@ async fn blocking<T: Send + 'static>(
 /// Durable writes to a `file://` store, with the same layout as object_store's
 /// LocalFileSystem (which lists past its staging names, `name#digits`), in one blocking
 /// task per write instead of a put and then a sync.
+#[derive(Debug, Default)]
 struct LocalSync {
     root: std::path::PathBuf,
-    syncs: Arc<AtomicU64>,
-    /// See [`Store::durable_dirs`].
-    durable: Arc<std::sync::Mutex<std::collections::HashSet<std::path::PathBuf>>>,
+    /// fsync calls made (files and folders), for tests.
+    syncs: AtomicU64,
+    /// Folders whose entry in their parent this process has synced: a new object in
+    /// one needs only its own folder synced, not every folder up to the root.
+    durable: Mutex<HashSet<PathBuf>>,
+    /// Each folder's shared syncs.
+    folders: Mutex<HashMap<PathBuf, Arc<FolderSync>>>,
+}
+
+/// One folder's syncs, shared by concurrent writes (group commit): a write waits for
+/// a sync of its folder that started after its change, and one sync serves every
+/// change made before it started.
+#[derive(Debug, Default)]
+struct FolderSync {
+    state: Mutex<FolderSyncState>,
+    finished: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct FolderSyncState {
+    /// Changes that asked for a sync, numbered 1, 2, …
+    requested: u64,
+    /// Every change up to this one is durable.
+    synced: u64,
+    running: bool,
+}
+
+impl FolderSync {
+    /// Returns once a sync that started after this call's change has succeeded.
+    fn sync(&self, fsync: impl Fn() -> std::io::Result<()>) -> std::io::Result<()> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.requested += 1;
+        let mine = state.requested;
+        while state.synced < mine {
+            if state.running {
+                state = self.finished.wait(state).unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            state.running = true;
+            let covers = state.requested;
+            drop(state);
+            let result = fsync();
+            state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.running = false;
+            if result.is_ok() {
+                state.synced = covers;
+            }
+            self.finished.notify_all();
+            // A failed sync fails its caller; those waiting try again themselves.
+            result?;
+        }
+        Ok(())
+    }
 }
 
 impl LocalSync {
-    /// Past this many known folders, the set starts again (costing only a few extra syncs).
+    /// Past this many known folders, the sets start again (costing only a few extra syncs).
     const MAX_KNOWN: usize = 100_000;
 
     fn sync(&self, path: &std::path::Path) -> std::io::Result<()> {
@@ -262,17 +301,29 @@ impl LocalSync {
         Ok(())
     }
 
+    /// Syncs folder `dir`, sharing the sync with concurrent writes to it.
+    fn sync_folder(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        let folder = {
+            let mut folders = self.folders.lock().unwrap_or_else(|e| e.into_inner());
+            if folders.len() >= Self::MAX_KNOWN {
+                folders.retain(|_, f| Arc::strong_count(f) > 1);
+            }
+            folders.entry(dir.to_path_buf()).or_default().clone()
+        };
+        folder.sync(|| self.sync(dir))
+    }
+
     /// Syncs `path`'s folder, then each folder above whose entry in its parent this
     /// process has not synced yet, up to the root.
     fn sync_folders(&self, path: &std::path::Path) -> std::io::Result<()> {
         let Some(mut dir) = path.parent() else { return Ok(()) };
-        self.sync(dir)?;
+        self.sync_folder(dir)?;
         while dir != self.root && dir.starts_with(&self.root) {
             if self.durable.lock().unwrap_or_else(|e| e.into_inner()).contains(dir) {
                 break;
             }
             let Some(parent) = dir.parent() else { break };
-            self.sync(parent)?;
+            self.sync_folder(parent)?;
             let mut known = self.durable.lock().unwrap_or_else(|e| e.into_inner());
             if known.len() >= Self::MAX_KNOWN {
                 known.clear();
@@ -285,7 +336,8 @@ impl LocalSync {
 
     /// Creates `path` holding `bytes` unless it exists (false then): written to a staged
     /// file and synced, linked into place (which fails if the name exists), and its
-    /// folders synced.
+    /// folders synced. An empty object cannot be seen half-written, so it is created in
+    /// place.
     fn create(&self, path: &std::path::Path, bytes: &[u8]) -> std::io::Result<bool> {
         // Objects are never overwritten: most repeats stop here; racing ones at the link.
         if std::fs::symlink_metadata(path).is_ok() {
@@ -293,6 +345,18 @@ impl LocalSync {
         }
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
+        }
+        if bytes.is_empty() {
+            // Nothing to see half-written: created in place.
+            return match std::fs::File::create_new(path) {
+                Ok(file) => {
+                    file.sync_all()?;
+                    self.syncs.fetch_add(1, Ordering::Relaxed);
+                    self.sync_folders(path).map(|()| true)
+                }
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
+                Err(e) => Err(e),
+            };
         }
         let mut suffix = [0u8; 8];
         getrandom::getrandom(&mut suffix).map_err(std::io::Error::other)?;
@@ -318,6 +382,50 @@ impl LocalSync {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concurrent_writes_share_their_folder_syncs() {
+        let folder = Arc::new(FolderSync::default());
+        let calls = Arc::new(AtomicU64::new(0));
+        let start = Arc::new(std::sync::Barrier::new(8));
+        let writers: Vec<_> = (0..8)
+            .map(|_| {
+                let (folder, calls, start) = (folder.clone(), calls.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    folder.sync(|| {
+                        calls.fetch_add(1, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(50));
+                        Ok(())
+                    })
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap().unwrap();
+        }
+        // The first sync serves the changes before it; the others wait for one more.
+        let n = calls.load(Ordering::SeqCst);
+        assert!((1..=2).contains(&n), "{n} syncs for 8 writes");
+        // A failed sync fails only the write that ran it; the others sync again.
+        let failed = Arc::new(AtomicU64::new(0));
+        let writers: Vec<_> = (0..4)
+            .map(|_| {
+                let (folder, failed) = (folder.clone(), failed.clone());
+                std::thread::spawn(move || {
+                    folder.sync(|| match failed.fetch_add(1, Ordering::SeqCst) {
+                        0 => {
+                            std::thread::sleep(Duration::from_millis(20));
+                            Err(std::io::Error::other("disk gone"))
+                        }
+                        _ => Ok(()),
+                    })
+                })
+            })
+            .collect();
+        let results: Vec<bool> = writers.into_iter().map(|w| w.join().unwrap().is_ok()).collect();
+        assert_eq!(results.iter().filter(|ok| !**ok).count(), 1, "{results:?}");
+    }
 
     #[tokio::test]
     async fn file_writes_and_deletes_are_synced_to_the_root() {
