@@ -112,17 +112,22 @@ pub async fn store(
             sha256: sha256.clone(),
             content_type: if text { "text/plain; charset=utf-8" } else { "application/octet-stream" }.to_owned(),
         };
-        // Bytes, record and reference first (together: each waits for its own sync); the
-        // claim makes it findable by content and the index lists it, so nothing is listed
-        // that cannot be read.
+        // Bytes, record and reference first (together: each waits for its own sync), so
+        // nothing is listed that cannot be read; then the claim, which makes it findable
+        // by content, and the index entry, which lists it (together too: a listing shows
+        // only sessions whose record is there, and a lost claim removes both).
         let (raw, described) = (raw_key(tenant, &record.id), record_key(tenant, &record.id));
         futures::try_join!(
             async { Ok(store.create(&raw, bytes.clone()).await?) },
             create(store, &described, &record),
             refs::hold_new(store, tenant, &record.id, holder),
         )?;
-        if store.create(&claim, Bytes::from(record.id.clone())).await? {
-            store.create(&format!("{}/{}", index_prefix(tenant), index_name(&record)), Bytes::new()).await?;
+        let index = format!("{}/{}", index_prefix(tenant), index_name(&record));
+        let (claimed, _) = futures::try_join!(
+            store.create(&claim, Bytes::from(record.id.clone())),
+            store.create(&index, Bytes::new())
+        )?;
+        if claimed {
             return Ok((true, record));
         }
         // Another replica stored the same bytes meanwhile: theirs wins, ours goes.
