@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{fixtures, json_of, missing_prerequisite, temp_dir, Seaweed, Server};
+use common::{fixtures, json_of, missing_prerequisite, read_pprof_top, temp_dir, Seaweed, Server};
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use serde_json::{json, Value};
 use sha2::Digest;
@@ -423,27 +423,16 @@ fn nanos(text: &str) -> i64 {
     (number.parse::<f64>().unwrap_or_else(|e| panic!("{text}: {e}")) * scale).round() as i64
 }
 
-/// The `Total samples = …` figure and the rows of a `go tool pprof -top` output (an
+/// The total and the rows of a `go tool pprof -top` output (an
 /// independent reference: made by Go's pprof, see the fixtures' SOURCES.md).
 fn pprof_top(path: &Path) -> (i64, Vec<PprofRow>) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let total = text.split("Total samples = ").nth(1).and_then(|t| t.split_whitespace().next()).map(nanos);
-    let rows = text
-        .lines()
-        .skip_while(|l| !l.trim_start().starts_with("flat"))
-        .skip(1)
-        .map(|line| {
-            let cols: Vec<&str> = line.split_whitespace().collect();
-            let name = cols[5..].join(" ");
-            PprofRow {
-                name: name.trim_end_matches(" (inline)").to_owned(),
-                flat: nanos(cols[0]),
-                cum: nanos(cols[3]),
-                flat_pct: cols[1].trim_end_matches('%').parse().unwrap(),
-            }
-        })
+    let top = read_pprof_top(&std::fs::read_to_string(path).unwrap());
+    let rows = top
+        .rows
+        .into_iter()
+        .map(|r| PprofRow { flat: nanos(&r.flat), cum: nanos(&r.cum), flat_pct: r.flat_pct, name: r.name })
         .collect();
-    (total.unwrap_or_else(|| panic!("{}: no total", path.display())), rows)
+    (nanos(&top.total), rows)
 }
 
 fn pprof_row<'a>(rows: &'a [PprofRow], name: &str) -> &'a PprofRow {

@@ -11,7 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use common::{fixtures, free_port, missing_prerequisite, stand_in, temp_dir, until, Server};
+use common::{
+    fixtures, free_port, missing_prerequisite, read_pprof_top, stand_in, temp_dir, until, PprofTopRow, Server,
+};
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 use stacklens_core::analysis::top::{top, TopOptions, TopReport};
@@ -381,34 +383,12 @@ fn continuous_capture_across_replicas_with_retention() {
     assert_eq!(status, 400);
 }
 
-/// One row of `go tool pprof -top`: flat and cum as printed, and the function.
-struct PprofRow {
-    flat: String,
-    cum: String,
-    name: String,
-}
-
 /// The rows of a `go tool pprof -top` output and the node count of its "Showing top N
 /// nodes out of M" line.
-fn pprof_top(path: &Path) -> (Vec<PprofRow>, usize) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let nodes = text
-        .lines()
-        .find_map(|l| l.split(" nodes out of ").nth(1))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no node count in {}", path.display()));
-    let rows = text
-        .lines()
-        .skip_while(|l| !l.trim_start().starts_with("flat"))
-        .skip(1)
-        .map(|l| {
-            let fields: Vec<&str> = l.split_whitespace().collect();
-            let name = fields[5..].join(" ");
-            let name = name.strip_suffix(" (inline)").unwrap_or(&name).to_owned();
-            PprofRow { flat: fields[0].to_owned(), cum: fields[3].to_owned(), name }
-        })
-        .collect();
-    (rows, nodes)
+fn pprof_top(path: &Path) -> (Vec<PprofTopRow>, usize) {
+    let top = read_pprof_top(&std::fs::read_to_string(path).unwrap());
+    let nodes = top.shown_of.unwrap_or_else(|| panic!("no node count in {}", path.display()));
+    (top.rows, nodes)
 }
 
 /// Whether `bytes` is what pprof printed as `shown` (`5.03MB`, `-0.29MB`, `1MB`, `0`):
@@ -510,7 +490,7 @@ fn compare_of_two_heap_captures_matches_pprof_diff_base() {
             row.cum
         );
         // Before and after, where the function is among that profile's own rows.
-        let check = |rows: &[PprofRow], keys: [&str; 2], side: &str, count: &mut usize| {
+        let check = |rows: &[PprofTopRow], keys: [&str; 2], side: &str, count: &mut usize| {
             if let Some(r) = rows.iter().find(|r| r.name == row.name) {
                 let ok = shows(value(f, keys[0]), &r.flat) && shows(value(f, keys[1]), &r.cum);
                 assert!(ok, "{f} vs pprof's {side} {} {}", r.flat, r.cum);

@@ -5,6 +5,7 @@
 //! the same dropped-node count and cutoff, the same node count and inline markers.
 
 mod common;
+use common::read_pprof_top;
 
 use std::path::{Path, PathBuf};
 
@@ -12,69 +13,6 @@ use stacklens_core::analysis::diff::diff_top;
 use stacklens_core::analysis::top::{top, Inlining, TopOptions};
 use stacklens_core::analysis::Granularity;
 use stacklens_core::units::{format_value_in, report_unit};
-
-/// What a `*.pprof-top.txt` file says.
-#[derive(Debug)]
-struct Expected {
-    sample_type: String,
-    total: String,
-    dropped: Option<usize>,
-    /// X of "Dropped N nodes (cum <= X)".
-    cutoff: Option<String>,
-    shown_of: Option<usize>,
-    rows: Vec<ExpectedRow>,
-}
-
-#[derive(Debug)]
-struct ExpectedRow {
-    flat: String,
-    cum: String,
-    name: String,
-    inline: Option<Inlining>,
-}
-
-fn parse_expected(text: &str) -> Expected {
-    let mut e = Expected {
-        sample_type: String::new(),
-        total: String::new(),
-        dropped: None,
-        cutoff: None,
-        shown_of: None,
-        rows: vec![],
-    };
-    let mut in_table = false;
-    for line in text.lines() {
-        if in_table {
-            let tokens: Vec<&str> = line.split_whitespace().collect();
-            assert!(tokens.len() >= 6, "bad row: {line}");
-            let mut name = tokens[5..].join(" ");
-            let mut inline = None;
-            for (suffix, kind) in [(" (partial-inline)", Inlining::PartialInline), (" (inline)", Inlining::Inline)] {
-                if let Some(stripped) = name.strip_suffix(suffix) {
-                    name = stripped.to_owned();
-                    inline = Some(kind);
-                }
-            }
-            e.rows.push(ExpectedRow { flat: tokens[0].into(), cum: tokens[3].into(), name, inline });
-        } else if let Some(t) = line.strip_prefix("Type: ") {
-            e.sample_type = t.trim().into();
-        } else if line.starts_with("Showing nodes accounting for") {
-            // "... , 77.12% of 7.08s total"
-            let of = line.rsplit_once(" of ").expect("total").1;
-            e.total = of.trim_end_matches(" total").trim().into();
-        } else if let Some(rest) = line.strip_prefix("Dropped ") {
-            e.dropped = rest.split_whitespace().next().and_then(|n| n.parse().ok());
-            e.cutoff = rest.split_once("(cum <= ").map(|(_, c)| c.trim_end_matches(')').to_owned());
-        } else if let Some(rest) = line.strip_prefix("Showing top ") {
-            e.shown_of = rest.rsplit(' ').next().and_then(|n| n.parse().ok());
-        } else if line.trim_start().starts_with("flat  flat%") {
-            in_table = true;
-        }
-    }
-    assert!(!e.sample_type.is_empty() && !e.total.is_empty(), "no Type or total line in:\n{text}");
-    assert_eq!(e.dropped.is_some(), e.cutoff.is_some(), "unreadable Dropped line in:\n{text}");
-    e
-}
 
 /// One comparison: a profile (and a base for `-diff_base`), our options, and where pprof's
 /// output comes from (a stored file, or the pprof flags run at test time).
@@ -187,7 +125,7 @@ fn check(case: &Case) -> Result<(), String> {
 }
 
 fn check_against(case: &Case, pprof_output: &str) -> Result<(), String> {
-    let expected = parse_expected(pprof_output);
+    let expected = read_pprof_top(pprof_output);
     let actual = run_case(case);
     let unit = report_unit(actual.rows.iter().map(|r| (r.1, r.2)), actual.total, &actual.unit);
     let fmt = |v: i64| format_value_in(v, &actual.unit, &unit);
@@ -260,7 +198,7 @@ fn top_equals_go_tool_pprof_on_every_ground_truth() {
     let addresses = cases.iter().filter(|c| c.options.granularity == Granularity::Addresses).count();
     assert_eq!(addresses, 8, "-addresses cases");
     for c in &cases {
-        let e = parse_expected(&std::fs::read_to_string(&c.expected).unwrap());
+        let e = read_pprof_top(&std::fs::read_to_string(&c.expected).unwrap());
         assert!(!e.rows.is_empty(), "{}: no rows", c.expected.display());
     }
     let failures: Vec<String> = cases.iter().filter_map(|c| check(c).err()).collect();
@@ -340,7 +278,7 @@ fn filters_granularities_and_diffs_equal_go_tool_pprof_run_now() {
         let profile = root.join(file);
         let reference = common::pprof_top(go, &root, &profile, &flags);
         let rows = |text: &str| {
-            let e = parse_expected(text);
+            let e = read_pprof_top(text);
             e.rows.iter().map(|r| format!("{} {} {}", r.flat, r.cum, r.name)).collect::<Vec<_>>()
         };
         assert_ne!(

@@ -71,3 +71,78 @@ pub fn pprof_top(go: &std::path::Path, dir: &std::path::Path, file: &std::path::
     assert!(out.status.success(), "go tool pprof {flags:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// What a `go tool pprof -top` output says (a stored `*.pprof-top.txt` or one made at
+/// test time): the one reader of that text for every test that compares with pprof.
+#[allow(dead_code)] // only the tests that compare with pprof
+#[derive(Debug)]
+pub struct PprofTop {
+    pub sample_type: String,
+    /// Z of "Showing nodes accounting for X, Y% of Z total", as printed.
+    pub total: String,
+    pub dropped: Option<usize>,
+    /// X of "Dropped N nodes (cum <= X)".
+    pub cutoff: Option<String>,
+    /// M of "Showing top N nodes out of M".
+    pub shown_of: Option<usize>,
+    pub rows: Vec<PprofTopRow>,
+}
+
+/// One row, values as printed (`0.65s`, `-318.70ms`, `5.03MB`).
+#[allow(dead_code)]
+#[derive(Debug)]
+pub struct PprofTopRow {
+    pub flat: String,
+    /// Without the `%`.
+    pub flat_pct: f64,
+    pub cum: String,
+    pub name: String,
+    pub inline: Option<stacklens_core::analysis::top::Inlining>,
+}
+
+#[allow(dead_code)]
+pub fn read_pprof_top(text: &str) -> PprofTop {
+    use stacklens_core::analysis::top::Inlining;
+    let mut top = PprofTop {
+        sample_type: String::new(),
+        total: String::new(),
+        dropped: None,
+        cutoff: None,
+        shown_of: None,
+        rows: vec![],
+    };
+    let mut in_table = false;
+    for line in text.lines() {
+        if in_table {
+            let tokens: Vec<&str> = line.split_whitespace().collect();
+            assert!(tokens.len() >= 6, "bad row: {line}");
+            let mut name = tokens[5..].join(" ");
+            let mut inline = None;
+            for (suffix, kind) in [(" (partial-inline)", Inlining::PartialInline), (" (inline)", Inlining::Inline)] {
+                if let Some(stripped) = name.strip_suffix(suffix) {
+                    name = stripped.to_owned();
+                    inline = Some(kind);
+                }
+            }
+            let flat_pct =
+                tokens[1].trim_end_matches('%').parse().unwrap_or_else(|e| panic!("bad flat% in {line}: {e}"));
+            top.rows.push(PprofTopRow { flat: tokens[0].into(), flat_pct, cum: tokens[3].into(), name, inline });
+        } else if let Some(t) = line.strip_prefix("Type: ") {
+            top.sample_type = t.trim().into();
+        } else if line.starts_with("Showing nodes accounting for") {
+            // "... , 77.12% of 7.08s total"
+            let of = line.rsplit_once(" of ").expect("total").1;
+            top.total = of.trim_end_matches(" total").trim().into();
+        } else if let Some(rest) = line.strip_prefix("Dropped ") {
+            top.dropped = rest.split_whitespace().next().and_then(|n| n.parse().ok());
+            top.cutoff = rest.split_once("(cum <= ").map(|(_, c)| c.trim_end_matches(')').to_owned());
+        } else if let Some(rest) = line.strip_prefix("Showing top ") {
+            top.shown_of = rest.rsplit(' ').next().and_then(|n| n.parse().ok());
+        } else if line.trim_start().starts_with("flat  flat%") {
+            in_table = true;
+        }
+    }
+    assert!(!top.sample_type.is_empty() && !top.total.is_empty(), "no Type or total line in:\n{text}");
+    assert_eq!(top.dropped.is_some(), top.cutoff.is_some(), "unreadable Dropped line in:\n{text}");
+    top
+}
