@@ -21,6 +21,23 @@ static_regex!(contention_sample, r"^(\d+) *(\d+) @([ x0-9a-f]*)$");
 
 /// Runs `record` on each sample line, feeding `#` notes to the builder, until a `---`
 /// section starts; a memory map section then places the frames in binaries.
+/// The next `key = value` line (blank lines are skipped), left in `lines` for the caller
+/// to take: its number, the trimmed line, key and value; `None` at the first other line.
+fn peek_attribute<'a>(
+    lines: &mut std::iter::Peekable<impl Iterator<Item = (usize, &'a str)>>,
+) -> Option<(usize, &'a str, &'a str, &'a str)> {
+    while let Some(&(n, line)) = lines.peek() {
+        let t = line.trim();
+        if t.is_empty() {
+            lines.next();
+            continue;
+        }
+        let (key, value) = t.split_once('=')?;
+        return Some((n, t, key.trim(), value.trim()));
+    }
+    None
+}
+
 fn records<'a>(
     b: &mut AddressProfile,
     text: &'a str,
@@ -163,14 +180,7 @@ pub fn parse_contention(bytes: &[u8]) -> Result<Profile> {
 
     // `key = value` attributes come before the samples.
     let mut cpu_hz: i64 = 0;
-    while let Some(&(n, line)) = lines.peek() {
-        let t = line.trim();
-        if t.is_empty() {
-            lines.next();
-            continue;
-        }
-        let Some((key, value)) = t.split_once('=') else { break };
-        let value = value.trim();
+    while let Some((n, _, key, value)) = peek_attribute(&mut lines) {
         let int = |v: &str| {
             let parsed = match v.strip_prefix("0x") {
                 Some(h) => i64::from_str_radix(h, 16).ok(),
@@ -178,7 +188,7 @@ pub fn parse_contention(bytes: &[u8]) -> Result<Profile> {
             };
             parsed.ok_or_else(|| text_error(CONTENTION, n, format!("'{v}' is not a number")))
         };
-        match key.trim() {
+        match key {
             "cycles/second" => cpu_hz = int(value)?,
             "sampling period" => b.profile.period = int(value)?,
             "ms since reset" => b.profile.duration_nanos = int(value)?.saturating_mul(1_000_000),
@@ -297,17 +307,10 @@ pub fn parse_java(bytes: &[u8]) -> Result<Profile> {
     };
     let mut b = AddressProfile::new(SourceFormat::JavaText);
     b.profile.period_type = Some(b.profile.value_type("", ""));
-    while let Some(&(n, line)) = lines.peek() {
-        let t = line.trim();
-        if t.is_empty() {
-            lines.next();
-            continue;
-        }
-        let Some((key, value)) = t.split_once('=') else { break };
+    while let Some((n, t, key, value)) = peek_attribute(&mut lines) {
         if java_sample().is_match(t) {
             break;
         }
-        let (key, value) = (key.trim(), value.trim());
         match (heap, key) {
             (_, "format") if value == "java" => {}
             (_, "format") => return Err(text_error(JAVA, n, format!("format '{value}' is not java"))),
