@@ -735,7 +735,7 @@ pub fn App() -> impl IntoView {
                             }
                         })}
                     <p class="hint">
-                        "pprof (cpu, heap, allocs, block, mutex, goroutine), Go debug=1 texts, goroutine dumps, gperftools/Java legacy profiles, Firefox Profiler JSON (samply). Everything is analysed in this page; nothing is uploaded."
+                        "pprof (cpu, heap, allocs, block, mutex, goroutine), Go debug=1 texts and goroutine dumps, gperftools/Java legacy profiles, Firefox Profiler and samply JSON, Linux perf script, folded stacks (FlameGraph, inferno, py-spy), Chrome and Node .cpuprofile, .heapprofile and performance traces, speedscope JSON, valgrind callgrind, Python cProfile .pstats. Everything is analysed in this page; nothing is uploaded."
                     </p>
                 </div>
             }
@@ -847,7 +847,7 @@ pub fn App() -> impl IntoView {
         </header>
         {progress}
         <details class="paste">
-            <summary>"Paste text (goroutine dump, debug=1 profile)"</summary>
+            <summary>"Paste text (goroutine dump, debug=1 profile, folded stacks, perf script)"</summary>
             <textarea data-testid="paste-input" rows="6" on:input=move |ev| paste_text.set(event_target_value(&ev))></textarea>
             <button
                 data-testid="paste-load"

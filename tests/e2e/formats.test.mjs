@@ -446,6 +446,17 @@ test('speedscope JSON (py-spy): samples and time per frame as the file\'s stacks
   await page.close();
 });
 
+test('the empty page names the formats it reads, the ones tested above among them', async () => {
+  const { page } = await openPage(browser, server.base);
+  const hint = await page.locator('.empty .hint').textContent();
+  for (const format of ['pprof', 'goroutine dumps', 'Firefox Profiler', 'perf script', 'folded stacks', 'py-spy',
+    '.cpuprofile', '.heapprofile', 'performance traces', 'speedscope', 'callgrind', '.pstats']) {
+    assert.ok(hint.includes(format), `"${format}" is not named in: ${hint}`);
+  }
+  assert.ok(hint.includes('nothing is uploaded'), hint);
+  await page.close();
+});
+
 test('JFR (not imported yet): an error naming the file and what it is; the page stays usable', async (t) => {
   if (!requireFixtures(t)) return;
   const { page } = await openPage(browser, server.base);
