@@ -166,6 +166,19 @@ impl Store {
         .await
     }
 
+    /// Creates `key` holding `bytes`, which are the contents of the stored object `of`,
+    /// unless `key` exists; true when this call created it. On file:// it is a hard link
+    /// to `of` (no new file and no data written, only folders synced); elsewhere, a write
+    /// of `bytes`. Objects are never changed in place, so the two names stay alike.
+    pub async fn create_copy(&self, key: &str, bytes: Bytes, of: &str) -> Result<bool, StoreError> {
+        match (self.local_path(key), self.local_path(of)) {
+            (Some((path, local)), Some((original, _))) => {
+                self.bounded(blocking(move || local.link(&original, &path, &bytes))).await
+            }
+            _ => self.create(key, bytes).await,
+        }
+    }
+
     pub async fn get(&self, key: &str) -> Result<Option<Bytes>, StoreError> {
         if let Some((path, _)) = self.local_path(key) {
             // One read in one blocking task (LocalFileSystem takes two).
@@ -377,6 +390,23 @@ impl LocalSync {
             Err(e) => Err(e),
         }
     }
+
+    /// Creates `path` as another name of `original`, whose contents are `bytes`, unless
+    /// `path` exists (false then). When `original` is gone, `bytes` are written instead.
+    fn link(&self, original: &std::path::Path, path: &std::path::Path, bytes: &[u8]) -> std::io::Result<bool> {
+        if std::fs::symlink_metadata(path).is_ok() {
+            return Ok(false);
+        }
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        match std::fs::hard_link(original, path) {
+            Ok(()) => self.sync_folders(path).map(|()| true),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
+            Err(e) if e.kind() == ErrorKind::NotFound => self.create(path, bytes),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -445,9 +475,32 @@ mod tests {
         // In a new folder: the file, the folder, and the new folder's entry in t/.
         assert!(store.create("tenants/t/refs/x/upload", Bytes::new()).await.unwrap());
         assert_eq!(store.syncs(), 11, "file, refs/x/, its entry in refs/, refs/'s entry in t/");
+        // A copy of a stored object is another name for its file: only its folders are synced.
+        assert!(store
+            .create_copy("tenants/t/by-sha/x", Bytes::from_static(b"{}"), "tenants/t/sessions/x.json")
+            .await
+            .unwrap());
+        assert_eq!(store.syncs(), 13, "by-sha/ and its entry in t/, no file");
+        assert!(!store
+            .create_copy("tenants/t/by-sha/x", Bytes::from_static(b"{}"), "tenants/t/sessions/x.json")
+            .await
+            .unwrap());
         store.delete("tenants/t/sessions/x.json").await.unwrap();
-        assert_eq!(store.syncs(), 12, "a delete syncs the folder it changed");
+        assert_eq!(store.syncs(), 14, "a delete syncs the folder it changed");
         assert!(store.get("tenants/t/sessions/x.json").await.unwrap().is_none());
+        assert_eq!(
+            store.get("tenants/t/by-sha/x").await.unwrap().unwrap(),
+            Bytes::from_static(b"{}"),
+            "the copy stays"
+        );
+        // A copy of an object that is gone is written from the bytes given.
+        assert!(store
+            .create_copy("tenants/t/by-sha/y", Bytes::from_static(b"[]"), "tenants/t/sessions/x.json")
+            .await
+            .unwrap());
+        assert_eq!(store.get("tenants/t/by-sha/y").await.unwrap().unwrap(), Bytes::from_static(b"[]"));
+        store.delete("tenants/t/by-sha/x").await.unwrap();
+        store.delete("tenants/t/by-sha/y").await.unwrap();
         // Racing creates of one name: one wins, and no staged file is left or listed.
         let racers = (0..8).map(|i| {
             let store = store.clone();
@@ -457,9 +510,11 @@ mod tests {
         assert_eq!(won.iter().filter(|&&w| w).count(), 1, "{won:?}");
         assert_eq!(store.list("tenants/t", None).await.unwrap(), ["race", "refs/x/upload", "sessions/y.json"]);
         let on_disk = std::fs::read_dir(dir.join("tenants/t")).unwrap().count();
-        assert_eq!(on_disk, 3, "race, refs/ and sessions/ only");
+        assert_eq!(on_disk, 4, "race, by-sha/, refs/ and sessions/ only");
         let memory = Store::open("memory://", Duration::from_secs(10)).unwrap();
         memory.create("a", Bytes::new()).await.unwrap();
+        assert!(memory.create_copy("b", Bytes::from_static(b"x"), "a").await.unwrap());
+        assert_eq!(memory.get("b").await.unwrap().unwrap(), Bytes::from_static(b"x"), "elsewhere a copy is a write");
         assert_eq!(memory.syncs(), 0, "only local folders are synced by stacklens");
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -106,6 +106,7 @@ fn scenario(backing: Backing, env: &[(&str, &str)]) {
     let uploaded = http.post(api("/api/v1/profiles?service=shop")).body(a.clone()).send().unwrap();
     assert_eq!(uploaded.status(), 201);
     let session_a = uploaded.json::<Value>().unwrap()["id"].as_str().unwrap().to_owned();
+    assert!(!backing.has(&format!("tenants/default/refs/{session_a}/upload")), "the upload holds it without an object");
     let first = capture();
     assert_eq!((&first["status"], first["sessionId"].as_str()), (&json!("completed"), Some(session_a.as_str())));
     assert_eq!(backing.session_stored(&session_a), (true, true), "A's bytes and record are stored");
@@ -200,6 +201,28 @@ fn scenario(backing: Backing, env: &[(&str, &str)]) {
     assert_eq!(backing.session_stored(&session_c), (false, false), "C's bytes and record are removed");
     assert_eq!(raw(&session_a).status(), 200, "A's uploader still holds it");
     assert_eq!(backing.session_stored(&session_a), (true, true));
+
+    // D: uploaded, saved as a baseline, then deleted by its link: the baseline holds it
+    // until the baseline is deleted too.
+    let d = read("go/compare/heap.debug1.txt");
+    let uploaded = http.post(api("/api/v1/profiles?service=shop")).body(d).send().unwrap();
+    assert_eq!(uploaded.status(), 201);
+    let session_d = uploaded.json::<Value>().unwrap()["id"].as_str().unwrap().to_owned();
+    let (status, baseline) = post(
+        "/api/v1/profiling/baselines",
+        json!({"label": "uploaded", "sessionId": session_d, "profileType": "memory"}),
+    );
+    assert_eq!(status, 201, "{baseline}");
+    assert_eq!(http.delete(api(&format!("/api/v1/profiles/{session_d}"))).send().unwrap().status(), 204);
+    assert_eq!(raw(&session_d).status(), 404);
+    assert_eq!(backing.session_stored(&session_d), (true, true), "the baseline holds D's bytes");
+    let baseline_d = baseline["baselineId"].as_str().unwrap();
+    assert_eq!(http.delete(api(&format!("/api/v1/profiling/baselines/{baseline_d}"))).send().unwrap().status(), 204);
+    assert_eq!(backing.session_stored(&session_d), (false, false), "D's bytes and record are removed");
+    // A: deleted by its uploader, no capture or baseline left: removed at once.
+    assert_eq!(http.delete(api(&format!("/api/v1/profiles/{session_a}"))).send().unwrap().status(), 204);
+    assert_eq!(raw(&session_a).status(), 404);
+    assert_eq!(backing.session_stored(&session_a), (false, false), "A's bytes and record are removed");
 }
 
 #[test]

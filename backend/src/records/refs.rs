@@ -1,7 +1,8 @@
 //! References that pin a session's bytes. Each live record that needs a session holds
 //! one (its upload, a capture, a baseline, a samply run); a session's record and bytes
 //! are removed only when its last reference goes, so retention or a delete never takes
-//! bytes a baseline still needs.
+//! bytes a baseline still needs. The upload that created a session holds it without an
+//! object of its own, until the session's tombstone (see [`sessions::holds_its_upload`]).
 //!
 //! Collection races safely with new references without locks: each side first writes
 //! its own object (a reference, or the `collecting` marker) and then looks for the
@@ -52,9 +53,14 @@ pub async fn release(store: &Store, tenant: &Tenant, session: &str, holder: &str
     collect(store, tenant, session).await
 }
 
-/// The holders of a session's references.
+/// The holders of a session.
 pub async fn holders(store: &Store, tenant: &Tenant, session: &str) -> Result<Vec<String>> {
-    Ok(store.list(&prefix(tenant, session), None).await?.into_iter().filter(|h| h != MARKER).collect())
+    let mut holders: Vec<String> =
+        store.list(&prefix(tenant, session), None).await?.into_iter().filter(|h| h != MARKER).collect();
+    if !holders.iter().any(|h| h == sessions::UPLOAD) && sessions::holds_its_upload(store, tenant, session).await? {
+        holders.push(sessions::UPLOAD.to_owned());
+    }
+    Ok(holders)
 }
 
 /// Removes an unreferenced session.

@@ -3,6 +3,11 @@
 //! still map to one session through a claim keyed by their sha256, so bytes are
 //! stored once. A deleted session is hidden at once (tombstone) and its bytes go when
 //! no baseline or capture refers to it any more (see [`super::refs`]).
+//!
+//! An upload stores four objects: the bytes, the record, and two copies of the record
+//! (the claim, found by content, and the index entry, listed by time), which on
+//! file:// are hard links and cost no file. The upload that creates a session holds it
+//! without a reference object, until the session is deleted (see [`holds_its_upload`]).
 
 use std::collections::BTreeMap;
 
@@ -12,7 +17,7 @@ use sha2::{Digest, Sha256};
 use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
-use super::{create, load, millis_of, now_rfc3339, random_id, refs, valid_id, Kind, RecordError, Result, Tenant};
+use super::{load, millis_of, now_rfc3339, random_id, refs, valid_id, Kind, RecordError, Result, Tenant};
 use crate::store::Store;
 
 /// What is stored beside each raw profile.
@@ -31,6 +36,9 @@ pub struct SessionRecord {
     pub size: u64,
     pub sha256: String,
     pub content_type: String,
+    /// Whether an upload created the session: that upload holds it until it is deleted.
+    #[serde(default)]
+    pub created_by_upload: bool,
 }
 
 /// A new session's description; core has read the bytes already.
@@ -85,11 +93,16 @@ pub async fn store(
     let claim = claim_key(tenant, &sha256);
     // A few rounds: another replica may be storing or removing the same bytes.
     for _ in 0..4 {
-        if let Some(id) = store.get(&claim).await? {
-            let id = String::from_utf8_lossy(&id).into_owned();
+        if let Some(claimed) = store.get(&claim).await? {
+            let id = claimed_id(&claimed);
             if let Some(record) = visible(store, tenant, &id).await? {
-                if refs::hold(store, tenant, &id, holder).await? {
-                    store.create(&format!("{}/{}", index_prefix(tenant), index_name(&record)), Bytes::new()).await?;
+                // A visible session an upload created is held by that upload already.
+                let upload_holds = holder == UPLOAD && record.created_by_upload;
+                if upload_holds || refs::hold(store, tenant, &id, holder).await? {
+                    // Written again in case the run that stored it stopped before its index entry.
+                    let described = Bytes::from(serde_json::to_vec(&record)?);
+                    let index = format!("{}/{}", index_prefix(tenant), index_name(&record));
+                    store.create_copy(&index, described, &record_key(tenant, &id)).await?;
                     return Ok((false, record));
                 }
             }
@@ -111,21 +124,29 @@ pub async fn store(
             size: bytes.len() as u64,
             sha256: sha256.clone(),
             content_type: if text { "text/plain; charset=utf-8" } else { "application/octet-stream" }.to_owned(),
+            created_by_upload: holder == UPLOAD,
         };
-        // Bytes, record and reference first (together: each waits for its own sync), so
-        // nothing is listed that cannot be read; then the claim, which makes it findable
-        // by content, and the index entry, which lists it (together too: a listing shows
-        // only sessions whose record is there, and a lost claim removes both).
-        let (raw, described) = (raw_key(tenant, &record.id), record_key(tenant, &record.id));
+        // Bytes, record and reference (other holders than the upload need one) first,
+        // together (each waits for its own sync), so nothing is listed that cannot be
+        // read; then the claim, which makes it findable by content, and the index entry,
+        // which lists it (together too: a listing shows only sessions whose record is
+        // there, and a lost claim removes both). Both are copies of the record.
+        let (raw, record_at) = (raw_key(tenant, &record.id), record_key(tenant, &record.id));
+        let described = Bytes::from(serde_json::to_vec(&record)?);
         futures::try_join!(
-            async { Ok(store.create(&raw, bytes.clone()).await?) },
-            create(store, &described, &record),
-            refs::hold_new(store, tenant, &record.id, holder),
+            async { Ok::<_, RecordError>(store.create(&raw, bytes.clone()).await?) },
+            async { Ok(store.create(&record_at, described.clone()).await?) },
+            async {
+                match record.created_by_upload {
+                    true => Ok(()),
+                    false => refs::hold_new(store, tenant, &record.id, holder).await,
+                }
+            },
         )?;
         let index = format!("{}/{}", index_prefix(tenant), index_name(&record));
         let (claimed, _) = futures::try_join!(
-            store.create(&claim, Bytes::from(record.id.clone())),
-            store.create(&index, Bytes::new())
+            store.create_copy(&claim, described.clone(), &record_at),
+            store.create_copy(&index, described, &record_at)
         )?;
         if claimed {
             return Ok((true, record));
@@ -137,9 +158,22 @@ pub async fn store(
     Err(RecordError::Store(crate::store::StoreError::Contention(format!("storing the profile with sha256 {sha256}"))))
 }
 
+/// The session a claim names: it is a copy of the session's record (or, written by
+/// earlier versions, the bare id).
+fn claimed_id(claim: &[u8]) -> String {
+    #[derive(Deserialize)]
+    struct Claim {
+        id: String,
+    }
+    match serde_json::from_slice::<Claim>(claim) {
+        Ok(claim) => claim.id,
+        Err(_) => String::from_utf8_lossy(claim).into_owned(),
+    }
+}
+
 async fn release_claim(store: &Store, tenant: &Tenant, sha256: &str, id: &str) -> Result<()> {
     let claim = claim_key(tenant, sha256);
-    if store.get(&claim).await?.is_some_and(|named| named == id.as_bytes()) {
+    if store.get(&claim).await?.is_some_and(|claimed| claimed_id(&claimed) == id) {
         store.delete(&claim).await?;
     }
     Ok(())
@@ -151,6 +185,11 @@ async fn visible(store: &Store, tenant: &Tenant, id: &str) -> Result<Option<Sess
         return Ok(None);
     }
     load(store, &record_key(tenant, id)).await
+}
+
+/// Whether the upload that created the session still holds it: until it is deleted.
+pub(super) async fn holds_its_upload(store: &Store, tenant: &Tenant, id: &str) -> Result<bool> {
+    Ok(visible(store, tenant, id).await?.is_some_and(|record| record.created_by_upload))
 }
 
 /// Whether the session's record is still stored (deleted ones too, while pinned).
