@@ -691,7 +691,7 @@ mod tests {
             // Location ids past 127 take two bytes: counted once each.
             p.samples.push(Sample { locations: stack.clone(), values: vec![i as i64 + 1], labels: vec![] });
         }
-        stacklens_core::import::pprof::encode(&p)
+        stacklens_core::export::pprof::encode(&p)
     }
 
     #[test]

@@ -7,8 +7,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 use stacklens_core::analysis::diff::{diff, diff_top, DiffOptions};
 use stacklens_core::analysis::frames::use_raw_names;
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineOptions};
+use stacklens_core::analysis::merge::Merger;
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::{Filters, Granularity};
+use stacklens_core::export::{export, ExportFormat, ExportOptions};
 use stacklens_core::Profile;
 
 use crate::text;
@@ -109,6 +111,28 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Write a profile (several are merged, as pprof does) as pprof, folded stacks or speedscope JSON.
+    Convert {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Where to write ("-" for standard output).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// The output format; by default from OUTPUT's name (.pb.gz, .folded, .speedscope.json).
+        #[arg(long)]
+        to: Option<ExportFormat>,
+        /// The sample type folded stacks carry, and that pprof and speedscope open first.
+        #[arg(long)]
+        sample_index: Option<String>,
+        #[command(flatten)]
+        filters: FilterArgs,
+        /// How frames are named in folded and speedscope output.
+        #[arg(long, default_value = "functions")]
+        granularity: Granularity,
+        /// Name functions by their raw symbols (mangled, as the binary has them).
+        #[arg(long)]
+        raw_names: bool,
+    },
     /// Goroutine counts by state, grouped stacks, blocked goroutines and growth.
     Goroutines {
         file: PathBuf,
@@ -137,6 +161,10 @@ pub enum CliError {
     Analysis(#[from] stacklens_core::Error),
     #[error("{0}")]
     Serve(String),
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl CliError {
@@ -144,7 +172,8 @@ impl CliError {
     /// 5 an analysis that cannot be done (unknown sample type, bad regex, …), 6 server.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::Read { .. } => 3,
+            CliError::Usage(_) => 2,
+            CliError::Read { .. } | CliError::Write { .. } => 3,
             CliError::Parse { .. } => 4,
             CliError::Analysis(_) => 5,
             CliError::Serve(_) => 6,
@@ -239,6 +268,37 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                     return Ok(ExitCode::from(1));
                 }
             }
+        }
+        Command::Convert { files, output, to, sample_index, filters, granularity, raw_names } => {
+            let format = match to.or_else(|| ExportFormat::from_file_name(&output.to_string_lossy())) {
+                Some(format) => format,
+                None => {
+                    return Err(CliError::Usage(format!(
+                        "cannot tell the output format from '{}': name it .pb.gz, .folded or .speedscope.json, or pass --to",
+                        output.display()
+                    )))
+                }
+            };
+            let mut merger = Merger::default();
+            for file in &files {
+                merger.add(&load(file)?)?;
+            }
+            let mut profile = merger.finish()?;
+            if raw_names {
+                use_raw_names(&mut profile);
+            }
+            let options = ExportOptions {
+                sample_index: sample_index.unwrap_or_default(),
+                granularity,
+                filters: filters.filters(),
+            };
+            let bytes = export(&profile, format, &options)?;
+            let written = if output.as_os_str() == "-" {
+                std::io::Write::write_all(&mut std::io::stdout().lock(), &bytes)
+            } else {
+                std::fs::write(&output, &bytes)
+            };
+            written.map_err(|source| CliError::Write { path: output.clone(), source })?;
         }
         Command::Goroutines { file, compare: later, filter, max_stacks, format } => {
             let profile = load(&file)?;

@@ -375,3 +375,49 @@ fn top_raw_names_shows_mangled_symbols() {
     assert!(text.contains(raw), "{text}");
     assert!(!text.contains("::index"), "{text}");
 }
+
+#[test]
+fn convert_writes_what_top_reads_merges_files_and_names_its_errors() {
+    let Some(fx) = fixtures() else { return };
+    let dir = std::env::temp_dir().join(format!("stacklens-cli-convert-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (base, compare) = (fx.join("go/base/cpu.pb.gz"), fx.join("go/compare/cpu.pb.gz"));
+    let out = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    // Each format by the output's name, read back by `top` with the original's numbers.
+    let original = from_showing(&top_like_pprof(&base, 20, &[])).to_owned();
+    for name in ["cpu.pb.gz", "cpu.folded", "cpu.speedscope.json"] {
+        text(&["convert", base.to_str().unwrap(), "-o", &out(name), "--sample-index", "cpu"]);
+        let back = top_like_pprof(Path::new(&out(name)), 20, &[]);
+        if name.ends_with(".pb.gz") {
+            assert_eq!(from_showing(&back), original, "{name}");
+        } else {
+            // Unit-less or re-based formats: the same rows, by name, in the same order.
+            let names = |report: &str| {
+                report
+                    .lines()
+                    .skip(3)
+                    .map(|l| l.trim_end_matches(" (inline)").split_whitespace().last().unwrap().to_owned())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(names(from_showing(&back)), names(&original), "{name}");
+        }
+    }
+    // --to wins over the name; "-" is standard output.
+    let folded = text(&["convert", base.to_str().unwrap(), "-o", "-", "--to", "folded", "--focus", "sha256"]);
+    assert!(!folded.is_empty() && folded.lines().all(|l| l.contains("sha256")), "{folded}");
+    // Two files merged, as `go tool pprof a b`: twice the samples of one.
+    text(&["convert", base.to_str().unwrap(), compare.to_str().unwrap(), "-o", &out("both.pb.gz")]);
+    let merged = json(&stacklens(&["top", &out("both.pb.gz"), "--format", "json"]));
+    let one = |f: &Path| json(&stacklens(&["top", f.to_str().unwrap(), "--format", "json"]))["total"].as_i64().unwrap();
+    assert_eq!(merged["total"].as_i64().unwrap(), one(&base) + one(&compare));
+    // Errors: a name that says no format (usage, 2), profiles of other types (5).
+    let unknown = stacklens(&["convert", base.to_str().unwrap(), "-o", &out("cpu.txt")]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("pass --to"));
+    let heap = fx.join("go/base/heap.pb.gz");
+    let mixed = stacklens(&["convert", base.to_str().unwrap(), heap.to_str().unwrap(), "-o", &out("x.pb.gz")]);
+    assert_eq!(mixed.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&mixed.stderr).contains("sample types differ"), "{mixed:?}");
+    assert!(!dir.join("x.pb.gz").exists(), "nothing written on an error");
+    let _ = std::fs::remove_dir_all(dir);
+}

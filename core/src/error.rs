@@ -41,7 +41,7 @@ pub enum Error {
     #[error("invalid {option} regular expression: {reason}")]
     InvalidRegex { option: &'static str, reason: String },
 
-    #[error("profiles cannot be compared: {0}")]
+    #[error("the profiles do not match: {0}")]
     Incompatible(String),
 
     #[error("this profile has no goroutine information: {0}")]

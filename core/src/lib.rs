@@ -4,6 +4,7 @@
 
 pub mod analysis;
 mod error;
+pub mod export;
 pub mod import;
 mod kind;
 pub mod layout;

@@ -9,7 +9,7 @@ use stacklens_core::analysis::diff::{diff, DiffOptions};
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::tree::{CallTree, TreeOptions};
-use stacklens_core::import::pprof::encode;
+use stacklens_core::export::pprof::encode;
 use stacklens_core::layout::{layout, Viewport};
 use stacklens_core::model::{Line, Profile, Sample, SourceFormat};
 use stacklens_core::{parse, parse_with, Error, ParseOptions};

@@ -294,3 +294,93 @@ fn filters_granularities_and_diffs_equal_go_tool_pprof_run_now() {
     }
     assert!(failures.is_empty(), "{} of {} differ from pprof:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
+
+/// `stacklens convert --to pprof`: `go tool pprof -top` on the converted file gives our
+/// `top` of the original, row for row, for every importable fixture; with a filter and
+/// a sample type too. Several files converted at once are merged as pprof merges them.
+#[test]
+fn converted_profiles_read_the_same_in_go_tool_pprof() {
+    use stacklens_core::export::{export, ExportFormat, ExportOptions};
+    let Some(root) = common::fixtures() else { return };
+    let Some(go) = common::go() else { return };
+    let tmp = std::env::temp_dir().join(format!("stacklens-convert-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let files = common::importable_fixtures(&root);
+    assert!(files.len() >= 60, "importable fixtures: {}", files.len());
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (n, file) in files.iter().enumerate() {
+        let profile = stacklens_core::parse(&common::read(file)).unwrap();
+        if profile.samples.is_empty() {
+            continue; // pprof has no rows to compare (and says so)
+        }
+        let converted = tmp.join(format!("{n}.pb.gz"));
+        std::fs::write(&converted, export(&profile, ExportFormat::Pprof, &ExportOptions::default()).unwrap()).unwrap();
+        let reference = common::pprof_top(go, &tmp, &converted, &["-nodecount=20"]);
+        let case = Case { expected: file.clone(), profile: file.clone(), base: None, options: pprof_options(20) };
+        checked += 1;
+        if let Err(e) = check_against(&case, &reference) {
+            failures.push(e);
+        }
+    }
+    // Filters and the sample type are applied to what is written: pprof on the converted
+    // file shows the rows pprof shows for the original with the same flags (totals
+    // differ: a filtered file holds only what was kept, so no node fraction either).
+    let rows = |text: &str| {
+        read_pprof_top(text).rows.iter().map(|r| format!("{} {} {}", r.flat, r.cum, r.name)).collect::<Vec<_>>()
+    };
+    let heap = root.join("go/compare/heap.pb.gz");
+    let options = ExportOptions {
+        sample_index: "alloc_space".into(),
+        filters: stacklens_core::analysis::Filters {
+            focus: Some("compress".into()),
+            hide: Some("flate".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let converted = tmp.join("filtered.pb.gz");
+    let bytes = export(&stacklens_core::parse(&common::read(&heap)).unwrap(), ExportFormat::Pprof, &options).unwrap();
+    std::fs::write(&converted, bytes).unwrap();
+    let all = ["-nodecount=80", "-nodefraction=0"];
+    let filtered = common::pprof_top(go, &tmp, &converted, &all);
+    let original = common::pprof_top(
+        go,
+        &root,
+        &heap,
+        &[&all[..], &["-sample_index=alloc_space", "-focus=compress", "-hide=flate"]].concat(),
+    );
+    assert!(!rows(&original).is_empty() && rows(&original) != rows(&common::pprof_top(go, &root, &heap, &all)));
+    if rows(&filtered) != rows(&original) {
+        failures.push(format!(
+            "filtered heap profile differs:
+converted:
+{filtered}
+original:
+{original}"
+        ));
+    }
+    // Two files merged: pprof given both reads what our merge wrote.
+    let (base, compare) = (root.join("go/base/cpu.pb.gz"), root.join("go/compare/cpu.pb.gz"));
+    let both: Vec<stacklens_core::Profile> =
+        [&base, &compare].iter().map(|p| stacklens_core::parse(&common::read(p)).unwrap()).collect();
+    let merged = stacklens_core::analysis::merge::merge(&both).unwrap();
+    let converted = tmp.join("merged.pb.gz");
+    std::fs::write(&converted, export(&merged, ExportFormat::Pprof, &ExportOptions::default()).unwrap()).unwrap();
+    let ours = common::pprof_top(go, &tmp, &converted, &["-nodecount=40"]);
+    let out = std::process::Command::new(go)
+        .args(["tool", "pprof", "-symbolize=none", "-top", "-nodecount=40"])
+        .args([&base, &compare])
+        .output()
+        .unwrap();
+    let theirs = String::from_utf8_lossy(&out.stdout).into_owned();
+    let rows = |text: &str| {
+        read_pprof_top(text).rows.iter().map(|r| format!("{} {} {}", r.flat, r.cum, r.name)).collect::<Vec<_>>()
+    };
+    assert!(!rows(&theirs).is_empty(), "pprof merged nothing: {}", String::from_utf8_lossy(&out.stderr));
+    if rows(&ours) != rows(&theirs) || read_pprof_top(&ours).total != read_pprof_top(&theirs).total {
+        failures.push(format!("merged cpu profiles differ:\nours:\n{ours}\npprof:\n{theirs}"));
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    assert!(failures.is_empty(), "{} of {checked} converted profiles differ:\n{}", failures.len(), failures.join("\n"));
+}

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use stacklens_core::analysis::top::{top, TopOptions};
-use stacklens_core::import::pprof::encode;
+use stacklens_core::export::pprof::encode;
 use stacklens_core::model::{Label, LabelValue, Line, Profile, Sample, SourceFormat};
 use stacklens_core::parse;
 

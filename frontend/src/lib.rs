@@ -198,7 +198,7 @@ pub fn tiny_cpu_profile() -> Vec<u8> {
     p.samples.push(Sample { locations: vec![hot, work, main], values: vec![3, 30], labels: vec![] });
     p.samples.push(Sample { locations: vec![idle, main], values: vec![1, 10], labels: vec![] });
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    gz.write_all(&stacklens_core::import::pprof::encode(&p)).expect("writing to memory");
+    gz.write_all(&stacklens_core::export::pprof::encode(&p)).expect("writing to memory");
     gz.finish().expect("writing to memory")
 }
 

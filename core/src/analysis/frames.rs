@@ -52,11 +52,60 @@ pub struct Filters {
     pub show: Option<String>,
 }
 
-struct CompiledFilters {
+pub(crate) struct CompiledFilters {
     focus: Option<Regex>,
     ignore: Option<Regex>,
     hide: Option<Regex>,
     show: Option<Regex>,
+}
+
+impl CompiledFilters {
+    /// pprof's focus/ignore verdict for a location: `Some(true)` focused (or no focus),
+    /// `Some(false)` ignored, `None` neither.
+    pub(crate) fn location_verdict(&self, profile: &Profile, location: &Location) -> Option<bool> {
+        let matches = |re: &Option<Regex>| re.as_ref().is_some_and(|re| location_matches(profile, location, re));
+        if matches(&self.ignore) {
+            Some(false)
+        } else if self.focus.is_none() || matches(&self.focus) {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
+    /// Which of a location's lines hide/show keep, innermost first. As pprof: a binary
+    /// matching `hide` hides all of its frames, one matching `show` shows all of them;
+    /// otherwise each line's function name or file decides.
+    pub(crate) fn visible_lines<'a>(
+        &'a self,
+        profile: &'a Profile,
+        location: &'a Location,
+    ) -> impl Iterator<Item = bool> + 'a {
+        let binary_hidden = self.hide.as_ref().is_some_and(|re| mapping_matches(profile, location, re));
+        let binary_shown = self.show.as_ref().is_some_and(|re| mapping_matches(profile, location, re));
+        location.lines.iter().map(move |line| {
+            let function = profile.function(line.function);
+            let (name, file) = (profile.str(function.name), profile.str(function.filename));
+            let visible = |re: &Regex| re.is_match(name) || re.is_match(file);
+            !(binary_hidden
+                || self.hide.as_ref().is_some_and(visible)
+                || (!binary_shown && self.show.as_ref().is_some_and(|re| !visible(re))))
+        })
+    }
+
+    /// Whether a location without lines stays: as pprof, `show` keeps a location's
+    /// matching lines, and one without lines has none to keep, even when its binary matches.
+    pub(crate) fn keeps_unsymbolized(&self, profile: &Profile, location: &Location) -> bool {
+        !(self.hide.as_ref().is_some_and(|re| mapping_matches(profile, location, re)) || self.show.is_some())
+    }
+
+    pub(crate) fn has_focus(&self) -> bool {
+        self.focus.is_some()
+    }
+
+    pub(crate) fn has_ignore(&self) -> bool {
+        self.ignore.is_some()
+    }
 }
 
 fn compile(option: &'static str, re: &Option<String>) -> Result<Option<Regex>> {
@@ -67,7 +116,7 @@ fn compile(option: &'static str, re: &Option<String>) -> Result<Option<Regex>> {
 }
 
 impl Filters {
-    fn compile(&self) -> Result<CompiledFilters> {
+    pub(crate) fn compile(&self) -> Result<CompiledFilters> {
         Ok(CompiledFilters {
             focus: compile("focus", &self.focus)?,
             ignore: compile("ignore", &self.ignore)?,
@@ -105,49 +154,35 @@ impl FrameTable {
             inlined: Vec::with_capacity(profile.locations.len()),
             focus_hit: Vec::with_capacity(profile.locations.len()),
             ignore_hit: Vec::with_capacity(profile.locations.len()),
-            has_focus: f.focus.is_some(),
-            has_ignore: f.ignore.is_some(),
+            has_focus: f.has_focus(),
+            has_ignore: f.has_ignore(),
         };
         let mut key = String::new();
         for location in &profile.locations {
-            let matches = |re: &Option<Regex>| re.as_ref().is_some_and(|re| location_matches(profile, location, re));
-            table.focus_hit.push(matches(&f.focus));
-            table.ignore_hit.push(matches(&f.ignore));
+            let verdict = f.location_verdict(profile, location);
+            table.focus_hit.push(f.has_focus() && verdict == Some(true));
+            table.ignore_hit.push(verdict == Some(false));
             let start = table.nodes.len() as u32;
             let n_lines = location.lines.len();
-            if n_lines == 0 {
-                // As pprof: `show` keeps a location's matching lines, and one without lines
-                // has none to keep, even when its binary matches.
-                let hidden =
-                    f.hide.as_ref().is_some_and(|re| mapping_matches(profile, location, re)) || f.show.is_some();
-                if !hidden {
-                    key.clear();
-                    let name = profile.unsymbolized_name(location);
-                    // Other granularities merge unsymbolized frames per binary, as pprof does.
-                    if granularity == Granularity::Addresses && location.address != 0 {
-                        key.push_str(&format!("{:016x} ", location.address));
-                    }
-                    key.push_str(&name);
-                    let node = table.intern(&mut index, &key, "");
-                    table.nodes.push(node);
-                    table.inlined.push(false);
+            if n_lines == 0 && f.keeps_unsymbolized(profile, location) {
+                key.clear();
+                let name = profile.unsymbolized_name(location);
+                // Other granularities merge unsymbolized frames per binary, as pprof does.
+                if granularity == Granularity::Addresses && location.address != 0 {
+                    key.push_str(&format!("{:016x} ", location.address));
                 }
+                key.push_str(&name);
+                let node = table.intern(&mut index, &key, "");
+                table.nodes.push(node);
+                table.inlined.push(false);
             }
-            // As pprof: a binary matching `hide` hides all of its frames, one matching
-            // `show` shows all of them; otherwise each line's function name or file decides.
-            let binary_hidden = f.hide.as_ref().is_some_and(|re| mapping_matches(profile, location, re));
-            let binary_shown = f.show.as_ref().is_some_and(|re| mapping_matches(profile, location, re));
-            for line in &location.lines {
+            for (line, visible) in location.lines.iter().zip(f.visible_lines(profile, location)) {
+                if !visible {
+                    continue;
+                }
                 let function = profile.function(line.function);
                 let name = profile.str(function.name);
                 let file = profile.str(function.filename);
-                let visible = |re: &Regex| re.is_match(name) || re.is_match(file);
-                if binary_hidden
-                    || f.hide.as_ref().is_some_and(visible)
-                    || (!binary_shown && f.show.as_ref().is_some_and(|re| !visible(re)))
-                {
-                    continue;
-                }
                 key.clear();
                 match granularity {
                     Granularity::Functions => key.push_str(name),

@@ -3,8 +3,10 @@
 pub mod diff;
 pub mod frames;
 pub mod goroutines;
+pub mod merge;
 pub mod summary;
 pub mod top;
+pub mod transforms;
 pub mod tree;
 
 pub use diff::{diff, DiffOptions, DiffReport};

@@ -146,3 +146,29 @@ pub fn read_pprof_top(text: &str) -> PprofTop {
     assert_eq!(top.dropped.is_some(), top.cutoff.is_some(), "unreadable Dropped line in:\n{text}");
     top
 }
+
+/// Every file under the fixtures that stacklens imports (reference outputs left out).
+#[allow(dead_code)] // only the tests that walk every fixture
+pub fn importable_fixtures(root: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_owned()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let p = entry.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if p.is_dir() {
+                if name != "gen" && name != "large" {
+                    dirs.push(p);
+                }
+            } else if !name.ends_with(".pprof-top.txt")
+                && !name.ends_with(".pprof-error.txt")
+                && !name.ends_with(".md")
+                && stacklens_core::parse(&read(&p)).is_ok()
+            {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -1,0 +1,98 @@
+//! Writers: a profile in the formats other tools read. pprof keeps everything; the
+//! stack formats (folded, speedscope) carry each sample type's stacks at a granularity,
+//! with the filters applied, as the reports see them.
+
+pub mod folded;
+pub mod pprof;
+pub mod speedscope;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::{transforms, Filters, Granularity};
+use crate::{Error, Profile, Result};
+
+/// An output format.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportFormat {
+    /// Gzipped `profile.proto`, for `go tool pprof` and every pprof consumer.
+    Pprof,
+    /// Folded stacks (`a;b;c 12`), for FlameGraph and inferno.
+    Folded,
+    /// speedscope's JSON file format.
+    Speedscope,
+}
+
+impl ExportFormat {
+    pub const ALL: [ExportFormat; 3] = [ExportFormat::Pprof, ExportFormat::Folded, ExportFormat::Speedscope];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ExportFormat::Pprof => "pprof",
+            ExportFormat::Folded => "folded",
+            ExportFormat::Speedscope => "speedscope",
+        }
+    }
+
+    /// The usual file name ending.
+    pub fn extension(self) -> &'static str {
+        match self {
+            ExportFormat::Pprof => "pb.gz",
+            ExportFormat::Folded => "folded",
+            ExportFormat::Speedscope => "speedscope.json",
+        }
+    }
+
+    /// The format a file name asks for by its ending, if any.
+    pub fn from_file_name(name: &str) -> Option<Self> {
+        let name = name.to_ascii_lowercase();
+        let ends = |suffixes: &[&str]| suffixes.iter().any(|s| name.ends_with(s));
+        if ends(&[".pb.gz", ".pb", ".pprof", ".prof.gz"]) {
+            Some(ExportFormat::Pprof)
+        } else if ends(&[".folded", ".collapsed", ".folded.txt"]) {
+            Some(ExportFormat::Folded)
+        } else if ends(&[".speedscope.json", ".speedscope"]) {
+            Some(ExportFormat::Speedscope)
+        } else {
+            None
+        }
+    }
+}
+
+impl std::str::FromStr for ExportFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        ExportFormat::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = ExportFormat::ALL.iter().map(|f| f.name()).collect();
+            format!("unknown output format '{s}' ({})", names.join(", "))
+        })
+    }
+}
+
+/// What to write, as the reports' options say it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ExportOptions {
+    /// The sample type the output leads with: name, index, or empty for the default.
+    pub sample_index: String,
+    /// How frames are named in the stack formats (pprof output keeps every location).
+    pub granularity: Granularity,
+    pub filters: Filters,
+}
+
+/// `profile` written as `format`.
+pub fn export(profile: &Profile, format: ExportFormat, options: &ExportOptions) -> Result<Vec<u8>> {
+    let index = profile.sample_index(&options.sample_index)?;
+    if profile.sample_types.is_empty() {
+        return Err(Error::Invalid("the profile has no sample types to write".into()));
+    }
+    match format {
+        ExportFormat::Pprof => {
+            let mut filtered = transforms::filter(profile, &options.filters)?;
+            filtered.default_sample_type = filtered.sample_types[index].kind;
+            Ok(pprof::write(&filtered))
+        }
+        ExportFormat::Folded => folded::write(profile, index, options),
+        ExportFormat::Speedscope => speedscope::write(profile, index, options),
+    }
+}

@@ -1,0 +1,137 @@
+//! Writers read back: folded stacks and speedscope JSON written for every importable
+//! fixture parse again through our importers with the same total and the same self and
+//! total per function as the original (pprof output is checked against `go tool pprof`
+//! in `pprof_top.rs`); names a format cannot carry are made safe; merging refuses
+//! profiles of other types.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use stacklens_core::analysis::merge::merge;
+use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::export::{export, ExportFormat, ExportOptions};
+use stacklens_core::{parse, Error, Profile};
+
+/// Function name → (flat, cum) of the default sample type, as `top` reports them; with
+/// `in_nanoseconds`, times in nanoseconds (speedscope's importer converts a file's time
+/// unit; folded stacks carry no unit at all).
+fn by_function(profile: &Profile, in_nanoseconds: bool) -> (i64, BTreeMap<String, (i64, i64)>) {
+    let report = top(profile, &TopOptions::default()).unwrap();
+    let scale = match report.unit.as_str() {
+        _ if !in_nanoseconds => 1,
+        "microseconds" => 1_000,
+        "milliseconds" => 1_000_000,
+        "seconds" => 1_000_000_000,
+        _ => 1,
+    };
+    let functions = report.functions.into_iter().map(|f| (folded_name(&f.name), (f.flat * scale, f.cum * scale)));
+    (report.total * scale, functions.collect())
+}
+
+/// A function name as it comes back from a folded line: `;` cannot be in a frame, and
+/// a trailing ` (file:line)` is read as the frame's place (py-spy's frames).
+fn folded_name(name: &str) -> String {
+    let name = name.replace(';', ":");
+    match name.strip_suffix(')').and_then(|n| n.rsplit_once(" (")) {
+        Some((function, place))
+            if place.rsplit_once(':').is_some_and(|(_, line)| line.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            function.to_owned()
+        }
+        _ => name,
+    }
+}
+
+#[test]
+fn folded_and_speedscope_output_read_back_with_the_same_numbers() {
+    let Some(root) = common::fixtures() else { return };
+    let files = common::importable_fixtures(&root);
+    assert!(files.len() >= 60, "importable fixtures: {}", files.len());
+    let mut failures = Vec::new();
+    for file in &files {
+        let profile = parse(&common::read(file)).unwrap();
+        if profile.samples.is_empty() || profile.samples.iter().any(|s| s.values.iter().any(|v| *v < 0)) {
+            continue; // nothing to write, or values a stack format cannot carry
+        }
+        for format in [ExportFormat::Folded, ExportFormat::Speedscope] {
+            let in_nanoseconds = format == ExportFormat::Speedscope;
+            let (total, functions) = by_function(&profile, in_nanoseconds);
+            let bytes = export(&profile, format, &ExportOptions::default()).unwrap();
+            let back = match parse(&bytes) {
+                Ok(back) => back,
+                Err(e) => {
+                    failures.push(format!("{} as {}: {e}", file.display(), format.name()));
+                    continue;
+                }
+            };
+            // Both carry the default sample type only.
+            let (back_total, back_functions) = by_function(&back, in_nanoseconds);
+            if back_total != total || back_functions != functions {
+                let differ: Vec<_> =
+                    functions.iter().filter(|(k, v)| back_functions.get(*k) != Some(v)).take(3).collect();
+                failures.push(format!(
+                    "{} as {}: total {back_total} (was {total}); first functions that differ: {differ:?}",
+                    file.display(),
+                    format.name()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn folded_output_keeps_names_a_line_cannot_hold_apart() {
+    let text = "main;handle<script>alert(1)</script>;a\\;b 5\nmain;x\"y 2\n";
+    let profile = parse(text.as_bytes()).unwrap();
+    let folded = String::from_utf8(export(&profile, ExportFormat::Folded, &ExportOptions::default()).unwrap()).unwrap();
+    assert_eq!(folded.lines().count(), 2, "{folded}");
+    let speedscope = export(&profile, ExportFormat::Speedscope, &ExportOptions::default()).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&speedscope).unwrap();
+    let names: Vec<&str> =
+        json["shared"]["frames"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"handle<script>alert(1)</script>"), "{names:?}");
+    assert!(names.contains(&"x\"y"), "{names:?}");
+}
+
+#[test]
+fn the_output_format_follows_the_file_name() {
+    for (name, format) in [
+        ("out.pb.gz", Some(ExportFormat::Pprof)),
+        ("out.pprof", Some(ExportFormat::Pprof)),
+        ("OUT.FOLDED", Some(ExportFormat::Folded)),
+        ("out.collapsed", Some(ExportFormat::Folded)),
+        ("out.speedscope.json", Some(ExportFormat::Speedscope)),
+        ("out.json", None),
+        ("out", None),
+    ] {
+        assert_eq!(ExportFormat::from_file_name(name), format, "{name}");
+    }
+    assert_eq!("speedscope".parse::<ExportFormat>(), Ok(ExportFormat::Speedscope));
+    assert!("svgz".parse::<ExportFormat>().unwrap_err().contains("pprof, folded, speedscope"));
+}
+
+#[test]
+fn merging_sums_equal_samples_and_refuses_other_sample_types() {
+    let Some(root) = common::fixtures() else { return };
+    let cpu = parse(&common::read(&root.join("go/base/cpu.pb.gz"))).unwrap();
+    // Samples with equal stacks and labels are one, within a profile too (as pprof).
+    let once = merge([&cpu]).unwrap();
+    assert!(once.samples.len() < cpu.samples.len());
+    assert_eq!(once.total(1), cpu.total(1));
+    let twice = merge([&cpu, &cpu]).unwrap();
+    assert_eq!(twice.samples.len(), once.samples.len(), "equal samples are one");
+    assert_eq!(twice.locations.len(), cpu.locations.len());
+    assert_eq!(twice.functions.len(), cpu.functions.len());
+    assert_eq!(twice.mappings.len(), cpu.mappings.len());
+    for i in 0..cpu.sample_types.len() {
+        assert_eq!(twice.total(i), 2 * cpu.total(i));
+    }
+    assert_eq!(twice.duration_nanos, 2 * cpu.duration_nanos);
+    assert_eq!(twice.time_nanos, cpu.time_nanos);
+    let heap = parse(&common::read(&root.join("go/base/heap.pb.gz"))).unwrap();
+    let refused = merge([&cpu, &heap]).unwrap_err();
+    assert!(matches!(&refused, Error::Incompatible(m) if m.contains("samples/count")), "{refused}");
+    assert!(matches!(merge([]), Err(Error::Invalid(_))));
+}
