@@ -16,6 +16,7 @@ use stacklens_core::analysis::Filters;
 use web_sys::{DragEvent, HtmlInputElement};
 
 use crate::client::Client;
+use crate::download::{Current, DownloadMenu};
 use crate::flame::{FlameGraph, FlameSettings};
 use crate::protocol::{Request, Response, Summary, TreeKey, TreeKind};
 use crate::table::{DiffTable, GoroutineView, TopTable};
@@ -587,6 +588,10 @@ pub fn App() -> impl IntoView {
         view! { <FlameGraph data=data search=Signal::derive(move || search.get()) settings=settings on_zoom=on_zoom /> }
     };
 
+    let download_current = Signal::derive(move || {
+        current.get().map(|e| Current { id: e.id, name: e.name, sample: sample_index.get(), filters: filters.get() })
+    });
+
     // Share and baselines: the only things that talk to the server, and only on a click.
     let share_link = RwSignal::new(None::<String>);
     let baseline_saved = RwSignal::new(None::<String>);
@@ -920,6 +925,7 @@ pub fn App() -> impl IntoView {
                     " icicle"
                 </label>
                 {share_panel}
+                <DownloadMenu client=client current=download_current on_error=Callback::new(report) />
             </div>
             <div class="filters">
                 {[("focus regex", "focus", focus), ("ignore regex", "ignore", ignore), ("hide regex", "hide", hide)]

@@ -3,6 +3,7 @@
 
 pub mod app;
 mod client;
+mod download;
 mod flame;
 mod history;
 mod local_store;

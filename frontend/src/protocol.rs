@@ -7,6 +7,7 @@ use stacklens_core::analysis::goroutines::{GoroutineComparison, GoroutineReport}
 use stacklens_core::analysis::top::TopReport;
 use stacklens_core::analysis::tree::Side;
 use stacklens_core::analysis::Filters;
+use stacklens_core::export::ExportFormat;
 
 /// What a tree request asks for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -53,6 +54,13 @@ pub enum Request {
         id: u32,
         filter: String,
         earlier: Option<u32>,
+    },
+    /// The profile written as `format` (with `filters` applied; empty ones for none).
+    Export {
+        id: u32,
+        sample: usize,
+        filters: Filters,
+        format: ExportFormat,
     },
 }
 
@@ -111,6 +119,8 @@ pub enum Response {
     Top(Result<TopReport, String>),
     Diff(Result<DiffReport, String>),
     Goroutines(Result<(GoroutineReport, Option<GoroutineComparison>), String>),
+    /// For `Export`, the file's bytes follow the message.
+    Export(Result<(), String>),
 }
 
 /// A request or response on the wire: (sequence number, message).

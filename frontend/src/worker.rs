@@ -10,6 +10,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
+use stacklens_core::export::{export, ExportOptions};
 use stacklens_core::Stage;
 
 use crate::protocol::{Envelope, Request, Response, Summary, TreeKey, TreeKind, WindowMeta};
@@ -119,6 +120,13 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
                 Ok((report, growth))
             });
             post(seq, &Response::Goroutines(report), None);
+        }
+        Request::Export { id, sample, filters, format } => {
+            let options = ExportOptions { sample_index: sample.to_string(), filters, ..ExportOptions::default() };
+            match with(id, |l| export(&l.profile, format, &options).map_err(|e| e.to_string())) {
+                Ok(bytes) => post(seq, &Response::Export(Ok(())), Some(bytes)),
+                Err(e) => post(seq, &Response::Export(Err(e)), None),
+            }
         }
     }
 }
