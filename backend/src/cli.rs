@@ -111,14 +111,14 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
-    /// Write a profile (several are merged, as pprof does) as pprof, folded stacks or speedscope JSON.
+    /// Write a profile (several are merged, as pprof does) as pprof, folded stacks, speedscope JSON, or a standalone SVG or HTML flame graph.
     Convert {
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Where to write ("-" for standard output).
         #[arg(short, long)]
         output: PathBuf,
-        /// The output format; by default from OUTPUT's name (.pb.gz, .folded, .speedscope.json).
+        /// The output format; by default from OUTPUT's name (.pb.gz, .folded, .speedscope.json, .svg, .html).
         #[arg(long)]
         to: Option<ExportFormat>,
         /// The sample type folded stacks carry, and that pprof and speedscope open first.
@@ -274,7 +274,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 Some(format) => format,
                 None => {
                     return Err(CliError::Usage(format!(
-                        "cannot tell the output format from '{}': name it .pb.gz, .folded or .speedscope.json, or pass --to",
+                        "cannot tell the output format from '{}': name it .pb.gz, .folded, .speedscope.json, .svg or .html, or pass --to",
                         output.display()
                     )))
                 }

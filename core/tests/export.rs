@@ -103,13 +103,15 @@ fn the_output_format_follows_the_file_name() {
         ("OUT.FOLDED", Some(ExportFormat::Folded)),
         ("out.collapsed", Some(ExportFormat::Folded)),
         ("out.speedscope.json", Some(ExportFormat::Speedscope)),
+        ("out.svg", Some(ExportFormat::Svg)),
+        ("out.HTML", Some(ExportFormat::Html)),
         ("out.json", None),
         ("out", None),
     ] {
         assert_eq!(ExportFormat::from_file_name(name), format, "{name}");
     }
     assert_eq!("speedscope".parse::<ExportFormat>(), Ok(ExportFormat::Speedscope));
-    assert!("svgz".parse::<ExportFormat>().unwrap_err().contains("pprof, folded, speedscope"));
+    assert!("svgz".parse::<ExportFormat>().unwrap_err().contains("pprof, folded, speedscope, svg, html"));
 }
 
 #[test]
@@ -134,4 +136,25 @@ fn merging_sums_equal_samples_and_refuses_other_sample_types() {
     let refused = merge([&cpu, &heap]).unwrap_err();
     assert!(matches!(&refused, Error::Incompatible(m) if m.contains("samples/count")), "{refused}");
     assert!(matches!(merge([]), Err(Error::Invalid(_))));
+}
+
+#[test]
+fn svg_and_html_escape_every_name_and_carry_every_frame() {
+    let text = "main;<script>alert(1)</script>;\"quoted\" & 'single' 7\nmain;ok 3\n";
+    let profile = parse(text.as_bytes()).unwrap();
+    for format in [ExportFormat::Svg, ExportFormat::Html] {
+        let out = String::from_utf8(export(&profile, format, &ExportOptions::default()).unwrap()).unwrap();
+        assert!(!out.contains("<script>alert"), "{} has the name as markup:\n{out}", format.name());
+        assert!(out.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{}", format.name());
+        assert!(out.contains("&quot;quoted&quot; &amp; &#39;single&#39;"), "{}", format.name());
+        // The document's own scripts only: one for the flame graph (and one for the page's search).
+        let scripts = out.matches("<script>").count();
+        assert_eq!(scripts, if format == ExportFormat::Html { 2 } else { 1 }, "{}", format.name());
+        // all, main, the script-named frame, the quoted one, ok: one <g> each.
+        assert_eq!(out.matches("<g class=\"frame\"").count(), 5, "{}", format.name());
+        assert!(out.contains("(10, 100.00%)"), "the root's title has the total: {}", format.name());
+    }
+    let html = String::from_utf8(export(&profile, ExportFormat::Html, &ExportOptions::default()).unwrap()).unwrap();
+    assert!(html.contains("default-src 'none'"), "the page loads nothing");
+    assert_eq!(html.matches("<tr data-name=").count(), 4, "main, the two leaves and ok");
 }

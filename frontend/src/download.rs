@@ -83,6 +83,8 @@ fn label(format: ExportFormat) -> &'static str {
         ExportFormat::Pprof => "pprof (.pb.gz)",
         ExportFormat::Folded => "folded stacks (.folded)",
         ExportFormat::Speedscope => "speedscope (.speedscope.json)",
+        ExportFormat::Svg => "flame graph (.svg)",
+        ExportFormat::Html => "report page (.html)",
     }
 }
 
@@ -91,6 +93,8 @@ fn mime(format: ExportFormat) -> &'static str {
         ExportFormat::Pprof => "application/gzip",
         ExportFormat::Folded => "text/plain",
         ExportFormat::Speedscope => "application/json",
+        ExportFormat::Svg => "image/svg+xml",
+        ExportFormat::Html => "text/html",
     }
 }
 

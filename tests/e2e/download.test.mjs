@@ -5,11 +5,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  startServer, launchBrowser, fixtures, requireFixtures, requireGo, goBinary, openPage, loadFixtures, setFilter,
+  root, startServer, launchBrowser, fixtures, requireFixtures, requireGo, goBinary, openPage, loadFixtures, setFilter,
   pprofTable, pprofValue, pageTopTable,
 } from './harness.mjs';
 
@@ -89,5 +89,74 @@ test('pprof, folded and speedscope downloads of the profile on screen, with and 
 
   assert.deepEqual(requests.slice(before).filter((u) => new URL(u).pathname.startsWith('/api/')), [],
     'downloads send nothing to the server');
+  await page.close();
+});
+
+/** `stacklens convert IN -o OUT` with the release binary the server runs. */
+const convert = (input, output) => execFileSync(join(root, 'target/release/stacklens'), ['convert', input, '-o', output]);
+
+test('a converted SVG flame graph zooms on click and searches, and shows hostile names as text', async (t) => {
+  if (!requireFixtures(t)) return;
+  const svgPath = join(dir, 'cpu.svg');
+  convert(join(fixtures, 'go/base/cpu.pb.gz'), svgPath);
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const dialogs = [];
+  page.on('dialog', async (d) => { dialogs.push(d.message()); await d.dismiss(); });
+  await page.goto(`file://${svgPath}`);
+  const frames = page.locator('g.frame');
+  assert.ok(await frames.count() > 100);
+  // The widest frame under the root: clicking it gives it the whole width and hides its siblings.
+  const widest = await frames.evaluateAll((gs) => {
+    const children = gs.filter((g) => g.dataset.d === '1');
+    children.sort((a, b) => Number(b.dataset.w) - Number(a.dataset.w));
+    return gs.indexOf(children[0]);
+  });
+  const target = frames.nth(widest);
+  const name = await target.locator('title').getAttribute('data-name');
+  assert.ok(Number(await target.locator('rect').getAttribute('width')) < 1199);
+  await target.locator('rect').click();
+  assert.equal(await target.locator('rect').getAttribute('width'), '1199.50', `${name} fills the width`);
+  const hidden = await frames.evaluateAll((gs) => gs.filter((g) => g.style.display === 'none').length);
+  assert.ok(hidden > 0, 'frames outside the zoomed one are hidden');
+  await page.locator('text.reset').click();
+  assert.equal(await frames.evaluateAll((gs) => gs.filter((g) => g.style.display === 'none').length), 0);
+  // Search: the frames whose names match are marked, with their share of the total.
+  await page.evaluate(() => window.stacklensSearch('sha256'));
+  const hits = await page.locator('g.frame.hit title').evaluateAll((ts) => ts.map((t) => t.dataset.name));
+  assert.ok(hits.length > 0 && hits.every((h) => /sha256/.test(h)), hits.join(', '));
+  assert.match(await page.locator('text.matched').textContent(), /^Matched: [0-9.]+%$/);
+
+  // A function named like markup is text in the frame's title and label, never markup.
+  const hostile = join(dir, 'hostile.folded');
+  writeFileSync(hostile, 'main;<script>alert(1)</script><img src=x onerror=alert(2)> 5\nmain;ok 3\n');
+  for (const ext of ['svg', 'html']) {
+    const out = join(dir, `hostile.${ext}`);
+    convert(hostile, out);
+    await page.goto(`file://${out}`);
+    const titles = await page.locator('g.frame title').allTextContents();
+    assert.ok(titles.some((t) => t.startsWith('<script>alert(1)</script><img src=x onerror=alert(2)> (5')), titles.join('\n'));
+    assert.equal(await page.locator('img').count(), 0, `${ext}: no element made from a name`);
+  }
+  assert.deepEqual(dialogs, [], 'no script from a name ran');
+  await page.close();
+});
+
+test('a converted HTML report filters its top table and highlights the flame graph, offline', async (t) => {
+  if (!requireFixtures(t)) return;
+  const htmlPath = join(dir, 'cpu.html');
+  convert(join(fixtures, 'go/base/cpu.pb.gz'), htmlPath);
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const requests = [];
+  page.on('request', (r) => requests.push(r.url()));
+  await page.goto(`file://${htmlPath}`);
+  const rows = page.locator('#top tbody tr');
+  const all = await rows.count();
+  assert.ok(all > 50);
+  await page.locator('#search').fill('sha256');
+  const visible = await rows.evaluateAll((rs) => rs.filter((r) => r.style.display !== 'none').map((r) => r.dataset.name));
+  assert.ok(visible.length > 0 && visible.length < all && visible.every((n) => /sha256/.test(n)), visible.join(', '));
+  assert.match(await page.locator('#shown').textContent(), new RegExp(`^${visible.length} of ${all} functions$`));
+  assert.ok(await page.locator('g.frame.hit').count() > 0, 'the flame graph marks the same search');
+  assert.deepEqual(requests, [`file://${htmlPath}`], 'the report loads nothing else');
   await page.close();
 });

@@ -1,10 +1,12 @@
-//! Writers: a profile in the formats other tools read. pprof keeps everything; the
-//! stack formats (folded, speedscope) carry each sample type's stacks at a granularity,
+//! Writers: a profile in the formats other tools read, and standalone flame graphs.
+//! pprof keeps everything; the others carry one sample type's stacks at a granularity,
 //! with the filters applied, as the reports see them.
 
 pub mod folded;
+pub mod html;
 pub mod pprof;
 pub mod speedscope;
+pub mod svg;
 
 use serde::{Deserialize, Serialize};
 
@@ -21,16 +23,23 @@ pub enum ExportFormat {
     Folded,
     /// speedscope's JSON file format.
     Speedscope,
+    /// A standalone flame graph with zoom and search.
+    Svg,
+    /// A standalone page: flame graph, top table and search.
+    Html,
 }
 
 impl ExportFormat {
-    pub const ALL: [ExportFormat; 3] = [ExportFormat::Pprof, ExportFormat::Folded, ExportFormat::Speedscope];
+    pub const ALL: [ExportFormat; 5] =
+        [ExportFormat::Pprof, ExportFormat::Folded, ExportFormat::Speedscope, ExportFormat::Svg, ExportFormat::Html];
 
     pub fn name(self) -> &'static str {
         match self {
             ExportFormat::Pprof => "pprof",
             ExportFormat::Folded => "folded",
             ExportFormat::Speedscope => "speedscope",
+            ExportFormat::Svg => "svg",
+            ExportFormat::Html => "html",
         }
     }
 
@@ -40,6 +49,8 @@ impl ExportFormat {
             ExportFormat::Pprof => "pb.gz",
             ExportFormat::Folded => "folded",
             ExportFormat::Speedscope => "speedscope.json",
+            ExportFormat::Svg => "svg",
+            ExportFormat::Html => "html",
         }
     }
 
@@ -53,6 +64,10 @@ impl ExportFormat {
             Some(ExportFormat::Folded)
         } else if ends(&[".speedscope.json", ".speedscope"]) {
             Some(ExportFormat::Speedscope)
+        } else if ends(&[".svg"]) {
+            Some(ExportFormat::Svg)
+        } else if ends(&[".html", ".htm"]) {
+            Some(ExportFormat::Html)
         } else {
             None
         }
@@ -94,5 +109,7 @@ pub fn export(profile: &Profile, format: ExportFormat, options: &ExportOptions) 
         }
         ExportFormat::Folded => folded::write(profile, index, options),
         ExportFormat::Speedscope => speedscope::write(profile, index, options),
+        ExportFormat::Svg => svg::write(profile, index, options),
+        ExportFormat::Html => html::write(profile, index, options),
     }
 }
