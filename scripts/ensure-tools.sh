@@ -41,8 +41,9 @@ if [ "$want" = all ] || [ "$want" = web ]; then
     # No --locked: its lock pins a webpki-roots the registry lacks (TOOLCHAIN.md).
     cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
   fi
-  if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/swagger-ui-dist ]; then
-    log "npm ci (playwright-core, binaryen, swagger-ui-dist)"
+  if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/swagger-ui-dist ] \
+    || [ ! -d node_modules/speedscope ]; then
+    log "npm ci (playwright-core, binaryen, swagger-ui-dist, speedscope)"
     npm ci --no-audit --no-fund --loglevel=error
   fi
   apt_install chromium chromium-driver

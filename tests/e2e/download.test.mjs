@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   root, startServer, launchBrowser, fixtures, requireFixtures, requireGo, goBinary, openPage, loadFixtures, setFilter,
-  pprofTable, pprofValue, pageTopTable,
+  pprofTable, pprofValue, pageTopTable, until,
 } from './harness.mjs';
 
 let server, browser, dir;
@@ -158,5 +158,52 @@ test('a converted HTML report filters its top table and highlights the flame gra
   assert.match(await page.locator('#shown').textContent(), new RegExp(`^${visible.length} of ${all} functions$`));
   assert.ok(await page.locator('g.frame.hit').count() > 0, 'the flame graph marks the same search');
   assert.deepEqual(requests, [`file://${htmlPath}`], 'the report loads nothing else');
+  await page.close();
+});
+
+/** speedscope's time label ("2.11s", "780.00ms", "12.00µs", "5ns") in nanoseconds. */
+function speedscopeTime(text) {
+  const m = /^([0-9.]+)(s|ms|µs|ns)$/.exec(text.trim());
+  if (!m) throw new Error(`not a speedscope time: ${text}`);
+  return Math.round(Number(m[1]) * { s: 1e9, ms: 1e6, µs: 1e3, ns: 1 }[m[2]]);
+}
+
+/** A nanosecond value rounded as speedscope shows it (two decimals of its unit). */
+function asShown(ns) {
+  const [factor] = [1e9, 1e6, 1e3, 1].filter((f) => ns >= f);
+  return Math.round(Math.round((ns / (factor ?? 1)) * 100) / 100 * (factor ?? 1));
+}
+
+test('converted speedscope JSON opens in speedscope itself with our numbers', async (t) => {
+  if (!requireFixtures(t)) return;
+  const app = join(root, 'node_modules/speedscope/dist/release/index.html');
+  const file = join(dir, 'cpu.speedscope.json');
+  convert(join(fixtures, 'go/base/cpu.pb.gz'), file);
+  // How speedscope's own command line hands it a file: a script that calls loadFileFromBase64.
+  const loader = join(dir, 'load.js');
+  const b64 = readFileSync(file).toString('base64');
+  writeFileSync(loader, `speedscope.loadFileFromBase64(${JSON.stringify('cpu.speedscope.json')}, ${JSON.stringify(b64)})`);
+  const ours = JSON.parse(execFileSync(join(root, 'target/release/stacklens'),
+    ['top', join(fixtures, 'go/base/cpu.pb.gz'), '--format', 'json'], { encoding: 'utf8' }));
+  const page = await browser.newPage({ viewport: { width: 1280, height: 2000 } });
+  const logs = [];
+  page.on('console', (m) => logs.push(m.text()));
+  await page.goto(`file://${app}#localProfilePath=${loader}`);
+  await page.getByText('Sandwich').click();
+  const rows = await until('speedscope\'s sandwich table', async () => {
+    const cells = await page.locator('tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')]
+      .map((td) => td.textContent.trim())).filter((c) => c.length === 3));
+    return cells.length >= 20 ? cells : undefined;
+  });
+  assert.ok(logs.includes('Importing as speedscope json file'), logs.join('\n'));
+  const byName = new Map(ours.functions.map((f) => [f.name, f]));
+  for (const [total, self, name] of rows.slice(0, 20)) {
+    const f = byName.get(name);
+    assert.ok(f, `speedscope shows ${name}, which our top does not have`);
+    assert.equal(speedscopeTime(self.split(' ')[0]), asShown(f.flat), `${name}: self`);
+    assert.equal(speedscopeTime(total.split(' ')[0]), asShown(f.cum), `${name}: total`);
+  }
+  // Its hottest function is ours.
+  assert.equal(rows[0][2], ours.functions[0].name);
   await page.close();
 });
