@@ -27,6 +27,7 @@ pub mod pprof;
 mod pprof_wire;
 pub mod pstats;
 pub mod speedscope;
+pub mod stackprof;
 mod text;
 pub mod v8;
 
@@ -138,6 +139,7 @@ const JSON_FORMATS: &[JsonFormat] = &[
     JsonFormat { is: chrome_trace::is_chrome_trace, parse: chrome_trace::parse },
     JsonFormat { is: v8::is_heapprofile, parse: v8::parse_heapprofile },
     JsonFormat { is: v8::is_cpuprofile, parse: v8::parse_cpuprofile },
+    JsonFormat { is: stackprof::is_stackprof, parse: stackprof::parse },
 ];
 
 fn parse_json(bytes: &[u8]) -> Result<Profile> {
