@@ -170,6 +170,7 @@ pub enum SourceFormat {
     Callgrind,
     Pstats,
     Stackprof,
+    Ghc,
     Built,
 }
 

@@ -195,7 +195,7 @@ fn every_third_party_file_imports_or_gets_a_typed_error() {
         ("speedscope/chrome69-Heap-20181005T144546.heapprofile", Ok(1)),
         // Firefox DevTools' "Recorded Performance Data" wrapper, not a Gecko profile itself.
         ("speedscope/firefox63-simple-firefox.json", Err("UnknownFormat")),
-        ("speedscope/ghc-simple.prof", Err("UnknownFormat")),
+        ("speedscope/ghc-simple.prof", Ok(3)),
         ("speedscope/heavy.jfr", Err("UnknownFormat")),
         ("speedscope/instruments16-simple-time-profile-deep-copy.txt", Err("UnknownFormat")),
         ("speedscope/node10.11-example.cpuprofile", Ok(2)),

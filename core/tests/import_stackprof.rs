@@ -7,21 +7,12 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{fixtures, read};
+use common::{flat_by_name as flat, json_fixture};
 use serde_json::Value;
-use stacklens_core::analysis::top::{top, TopOptions};
-use stacklens_core::import::{detect, Format};
 use stacklens_core::model::{Profile, SourceFormat};
 use stacklens_core::{parse, Error};
 
 const FIXTURE: &str = "thirdparty/speedscope/ruby-simple-cpu-stackprof.json";
-
-/// Self value per function name as `top` reports it for one sample type.
-fn flat(p: &Profile, sample_index: usize) -> BTreeMap<String, i64> {
-    let options = TopOptions { sample_index: sample_index.to_string(), ..TopOptions::default() };
-    let report = top(p, &options).unwrap();
-    report.functions.iter().filter(|f| f.flat != 0).map(|f| (f.name.clone(), f.flat)).collect()
-}
 
 /// stackprof's own figures: each frame's self `samples`, summed by name.
 fn recorded_self(json: &Value) -> BTreeMap<String, i64> {
@@ -52,10 +43,7 @@ fn check(p: &Profile, json: &Value) {
 
 #[test]
 fn raw_stacks_match_the_recorded_figures() {
-    let Some(dir) = fixtures() else { return };
-    let bytes = read(&dir.join(FIXTURE));
-    assert_eq!(detect(&bytes), Format::Json);
-    let json: Value = serde_json::from_slice(&bytes).unwrap();
+    let Some((bytes, json)) = json_fixture(FIXTURE) else { return };
     // The raw records themselves, walked independently: [height, frames…, count].
     let raw: Vec<i64> = json["raw"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
     let (mut at, mut records, mut counted) = (0, 0, 0);
@@ -76,8 +64,7 @@ fn raw_stacks_match_the_recorded_figures() {
 
 #[test]
 fn without_raw_stacks_the_call_graph_keeps_the_figures() {
-    let Some(dir) = fixtures() else { return };
-    let mut json: Value = serde_json::from_slice(&read(&dir.join(FIXTURE))).unwrap();
+    let Some((_, mut json)) = json_fixture(FIXTURE) else { return };
     json.as_object_mut().unwrap().remove("raw");
     let p = parse(&serde_json::to_vec(&json).unwrap()).unwrap();
     check(&p, &json);

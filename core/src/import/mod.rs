@@ -19,6 +19,7 @@ pub mod chrome_trace;
 pub mod demangle;
 pub mod firefox;
 pub mod folded;
+pub mod ghc;
 mod gzip;
 pub mod legacy_cpu;
 pub mod legacy_text;
@@ -140,6 +141,7 @@ const JSON_FORMATS: &[JsonFormat] = &[
     JsonFormat { is: v8::is_heapprofile, parse: v8::parse_heapprofile },
     JsonFormat { is: v8::is_cpuprofile, parse: v8::parse_cpuprofile },
     JsonFormat { is: stackprof::is_stackprof, parse: stackprof::parse },
+    JsonFormat { is: ghc::is_ghc, parse: ghc::parse },
 ];
 
 fn parse_json(bytes: &[u8]) -> Result<Profile> {

@@ -146,3 +146,22 @@ pub fn read_pprof_top(text: &str) -> PprofTop {
     assert_eq!(top.dropped.is_some(), top.cutoff.is_some(), "unreadable Dropped line in:\n{text}");
     top
 }
+
+/// Self value per function name as `top` reports it for one sample type, zeros left out.
+#[allow(dead_code)] // only the importer tests that compare self values
+pub fn flat_by_name(p: &stacklens_core::Profile, sample_index: usize) -> std::collections::BTreeMap<String, i64> {
+    use stacklens_core::analysis::top::{top, TopOptions};
+    let options = TopOptions { sample_index: sample_index.to_string(), ..TopOptions::default() };
+    let report = top(p, &options).unwrap();
+    report.functions.iter().filter(|f| f.flat != 0).map(|f| (f.name.clone(), f.flat)).collect()
+}
+
+/// A JSON fixture's bytes and document, after checking that `detect` sees JSON; `None`
+/// when the fixtures are absent and skipping is allowed.
+#[allow(dead_code)] // only the tests of JSON importers
+pub fn json_fixture(name: &str) -> Option<(Vec<u8>, serde_json::Value)> {
+    let bytes = read(&fixtures()?.join(name));
+    assert_eq!(stacklens_core::import::detect(&bytes), stacklens_core::import::Format::Json, "{name}");
+    let json = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    Some((bytes, json))
+}
