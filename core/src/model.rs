@@ -171,6 +171,7 @@ pub enum SourceFormat {
     Pstats,
     Stackprof,
     Ghc,
+    Pmcstat,
     Built,
 }
 

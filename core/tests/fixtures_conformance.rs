@@ -200,7 +200,7 @@ fn every_third_party_file_imports_or_gets_a_typed_error() {
         ("speedscope/instruments16-simple-time-profile-deep-copy.txt", Err("UnknownFormat")),
         ("speedscope/node10.11-example.cpuprofile", Ok(2)),
         ("speedscope/node8.5-isolate-v8.log", Err("UnknownFormat")),
-        ("speedscope/pmcstat-simple.txt", Err("UnknownFormat")),
+        ("speedscope/pmcstat-simple.txt", Ok(1)),
         ("speedscope/ruby-simple-cpu-stackprof.json", Ok(2)),
         ("speedscope/rust-mangled.linux-perf.txt", Ok(2)),
         ("speedscope/safari13.1-simple.html-recording.json", Err("UnknownFormat")),

@@ -24,6 +24,7 @@ mod gzip;
 pub mod legacy_cpu;
 pub mod legacy_text;
 pub mod perf_script;
+pub mod pmcstat;
 pub mod pprof;
 mod pprof_wire;
 pub mod pstats;
@@ -67,6 +68,8 @@ pub enum Format {
     Callgrind,
     /// Python cProfile statistics (a marshalled dict).
     Pstats,
+    /// FreeBSD `pmcstat -G` callgraph text.
+    Pmcstat,
     /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
@@ -122,6 +125,7 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::PerfScript => perf_script::parse(bytes),
         Format::Callgrind => callgrind::parse(bytes),
         Format::Pstats => pstats::parse(bytes),
+        Format::Pmcstat => pmcstat::parse(bytes),
         Format::Json => parse_json(bytes),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
     }
