@@ -172,6 +172,7 @@ pub enum SourceFormat {
     Stackprof,
     Ghc,
     Pmcstat,
+    Instruments,
     Built,
 }
 

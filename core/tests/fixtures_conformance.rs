@@ -197,7 +197,7 @@ fn every_third_party_file_imports_or_gets_a_typed_error() {
         ("speedscope/firefox63-simple-firefox.json", Err("UnknownFormat")),
         ("speedscope/ghc-simple.prof", Ok(3)),
         ("speedscope/heavy.jfr", Err("UnknownFormat")),
-        ("speedscope/instruments16-simple-time-profile-deep-copy.txt", Err("UnknownFormat")),
+        ("speedscope/instruments16-simple-time-profile-deep-copy.txt", Ok(1)),
         ("speedscope/node10.11-example.cpuprofile", Ok(2)),
         ("speedscope/node8.5-isolate-v8.log", Err("UnknownFormat")),
         ("speedscope/pmcstat-simple.txt", Ok(1)),

@@ -7,10 +7,10 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{fixtures, flat_by_name, read};
+use common::{assert_text_errors, fixtures, flat_by_name, read};
 use stacklens_core::import::{detect, Format};
 use stacklens_core::model::SourceFormat;
-use stacklens_core::{parse, Error};
+use stacklens_core::parse;
 
 const FIXTURE: &str = "thirdparty/speedscope/pmcstat-simple.txt";
 
@@ -77,13 +77,5 @@ fn malformed_texts_get_typed_errors() {
         (format!("{header}10.0%  [1"), 3, "expected 'N%"),
         (format!("{header}10.0%  [99999999999999999999]  f\n"), 3, "too large"),
     ];
-    for (text, line, expected) in cases {
-        match parse(text.as_bytes()) {
-            Err(Error::Text { format: "pmcstat", line: l, reason }) => {
-                assert_eq!(l, line, "{text:?}: {reason}");
-                assert!(reason.contains(expected), "{text:?}: {reason}");
-            }
-            other => panic!("{text:?}: expected a pmcstat error, got {other:?}"),
-        }
-    }
+    assert_text_errors("pmcstat", &cases);
 }

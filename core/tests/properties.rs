@@ -19,6 +19,7 @@ const HEADERS: &[&str] = &[
     "--- heapz 1 ---\nformat = java\nresolution = bytes\n",
     "\u{1f}\u{8b}",
     PMCSTAT_HEADER,
+    "Weight\tSelf Weight\tSymbol Names\n",
 ];
 
 const PMCSTAT_HEADER: &str = "@ inst_retired.any [35705 samples]\n\n";

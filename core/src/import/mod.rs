@@ -21,6 +21,7 @@ pub mod firefox;
 pub mod folded;
 pub mod ghc;
 mod gzip;
+pub mod instruments;
 pub mod legacy_cpu;
 pub mod legacy_text;
 pub mod perf_script;
@@ -70,6 +71,8 @@ pub enum Format {
     Pstats,
     /// FreeBSD `pmcstat -G` callgraph text.
     Pmcstat,
+    /// Xcode Instruments call tree, "Deep Copy" text.
+    InstrumentsDeepCopy,
     /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
@@ -126,6 +129,7 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::Callgrind => callgrind::parse(bytes),
         Format::Pstats => pstats::parse(bytes),
         Format::Pmcstat => pmcstat::parse(bytes),
+        Format::InstrumentsDeepCopy => instruments::parse(bytes),
         Format::Json => parse_json(bytes),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
     }

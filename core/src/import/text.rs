@@ -71,6 +71,9 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<Format> {
     if super::pmcstat::is_pmcstat(first) {
         return Some(Format::Pmcstat);
     }
+    if super::instruments::is_deep_copy(first) {
+        return Some(Format::InstrumentsDeepCopy);
+    }
     // Dumps may be preceded by a panic message or other log lines.
     if meaningful.by_ref().take(64).any(|l| goroutine_header().is_match(l)) {
         return Some(Format::GoGoroutineDump);

@@ -165,3 +165,18 @@ pub fn json_fixture(name: &str) -> Option<(Vec<u8>, serde_json::Value)> {
     let json = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
     Some((bytes, json))
 }
+
+/// Checks that each text fails to parse with `format`'s typed error at the given line,
+/// with a reason containing the given words.
+#[allow(dead_code)] // only the tests of text importers
+pub fn assert_text_errors(format: &str, cases: &[(String, usize, &str)]) {
+    for (text, line, expected) in cases {
+        match stacklens_core::parse(text.as_bytes()) {
+            Err(stacklens_core::Error::Text { format: f, line: l, reason }) if f == format => {
+                assert_eq!(l, *line, "{text:?}: {reason}");
+                assert!(reason.contains(expected), "{text:?}: {reason}");
+            }
+            other => panic!("{text:?}: expected a {format} error, got {other:?}"),
+        }
+    }
+}
