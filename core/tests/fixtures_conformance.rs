@@ -193,8 +193,7 @@ fn every_third_party_file_imports_or_gets_a_typed_error() {
         ("speedscope/chrome116-Trace-20230603T221323.json", Ok(2)),
         ("speedscope/chrome65-simple.cpuprofile", Ok(2)),
         ("speedscope/chrome69-Heap-20181005T144546.heapprofile", Ok(1)),
-        // Firefox DevTools' "Recorded Performance Data" wrapper, not a Gecko profile itself.
-        ("speedscope/firefox63-simple-firefox.json", Err("UnknownFormat")),
+        ("speedscope/firefox63-simple-firefox.json", Ok(2)),
         ("speedscope/ghc-simple.prof", Ok(3)),
         ("speedscope/heavy.jfr", Err("UnknownFormat")),
         ("speedscope/instruments16-simple-time-profile-deep-copy.txt", Ok(1)),
