@@ -173,6 +173,7 @@ pub enum SourceFormat {
     Ghc,
     Pmcstat,
     Instruments,
+    Safari,
     Built,
 }
 

@@ -202,7 +202,7 @@ fn every_third_party_file_imports_or_gets_a_typed_error() {
         ("speedscope/pmcstat-simple.txt", Ok(1)),
         ("speedscope/ruby-simple-cpu-stackprof.json", Ok(2)),
         ("speedscope/rust-mangled.linux-perf.txt", Ok(2)),
-        ("speedscope/safari13.1-simple.html-recording.json", Err("UnknownFormat")),
+        ("speedscope/safari13.1-simple.html-recording.json", Ok(2)),
         ("speedscope/simple-with-header.linux-perf.txt", Ok(2)),
     ];
     let thirdparty = root.join("thirdparty");

@@ -29,6 +29,7 @@ pub mod pmcstat;
 pub mod pprof;
 mod pprof_wire;
 pub mod pstats;
+pub mod safari;
 pub mod speedscope;
 pub mod stackprof;
 mod text;
@@ -150,6 +151,7 @@ const JSON_FORMATS: &[JsonFormat] = &[
     JsonFormat { is: v8::is_cpuprofile, parse: v8::parse_cpuprofile },
     JsonFormat { is: stackprof::is_stackprof, parse: stackprof::parse },
     JsonFormat { is: ghc::is_ghc, parse: ghc::parse },
+    JsonFormat { is: safari::is_safari, parse: safari::parse },
 ];
 
 fn parse_json(bytes: &[u8]) -> Result<Profile> {
