@@ -174,6 +174,7 @@ pub enum SourceFormat {
     Pmcstat,
     Instruments,
     Safari,
+    V8Log,
     Built,
 }
 

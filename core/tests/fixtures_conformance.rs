@@ -198,7 +198,7 @@ fn every_third_party_file_imports_or_gets_a_typed_error() {
         ("speedscope/heavy.jfr", Err("UnknownFormat")),
         ("speedscope/instruments16-simple-time-profile-deep-copy.txt", Ok(1)),
         ("speedscope/node10.11-example.cpuprofile", Ok(2)),
-        ("speedscope/node8.5-isolate-v8.log", Err("UnknownFormat")),
+        ("speedscope/node8.5-isolate-v8.log", Ok(1)),
         ("speedscope/pmcstat-simple.txt", Ok(1)),
         ("speedscope/ruby-simple-cpu-stackprof.json", Ok(2)),
         ("speedscope/rust-mangled.linux-perf.txt", Ok(2)),

@@ -20,6 +20,7 @@ const HEADERS: &[&str] = &[
     "\u{1f}\u{8b}",
     PMCSTAT_HEADER,
     "Weight\tSelf Weight\tSymbol Names\n",
+    "v8-version,6,0,287,53,0\ncode-creation,Stub,3,1,0x100,16,\"X\"\ntick,0x104,2,0,0x0,0\n",
 ];
 
 const PMCSTAT_HEADER: &str = "@ inst_retired.any [35705 samples]\n\n";

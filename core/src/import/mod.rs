@@ -34,6 +34,7 @@ pub mod speedscope;
 pub mod stackprof;
 mod text;
 pub mod v8;
+pub mod v8_log;
 
 use crate::{Error, Profile, Result};
 
@@ -74,6 +75,8 @@ pub enum Format {
     Pmcstat,
     /// Xcode Instruments call tree, "Deep Copy" text.
     InstrumentsDeepCopy,
+    /// V8 tick log (`node --prof`).
+    V8Log,
     /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
@@ -131,6 +134,7 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::Pstats => pstats::parse(bytes),
         Format::Pmcstat => pmcstat::parse(bytes),
         Format::InstrumentsDeepCopy => instruments::parse(bytes),
+        Format::V8Log => v8_log::parse(bytes),
         Format::Json => parse_json(bytes),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
     }
