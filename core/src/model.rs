@@ -169,6 +169,12 @@ pub enum SourceFormat {
     Speedscope,
     Callgrind,
     Pstats,
+    Stackprof,
+    Ghc,
+    Pmcstat,
+    Instruments,
+    Safari,
+    V8Log,
     Built,
 }
 

@@ -18,7 +18,12 @@ const HEADERS: &[&str] = &[
     "--- threadz 1 ---\n--- Thread 1 (name: a/1) stack: ---\n",
     "--- heapz 1 ---\nformat = java\nresolution = bytes\n",
     "\u{1f}\u{8b}",
+    PMCSTAT_HEADER,
+    "Weight\tSelf Weight\tSymbol Names\n",
+    "v8-version,6,0,287,53,0\ncode-creation,Stub,3,1,0x100,16,\"X\"\ntick,0x104,2,0,0x0,0\n",
 ];
+
+const PMCSTAT_HEADER: &str = "@ inst_retired.any [35705 samples]\n\n";
 
 fn no_panic(bytes: &[u8]) {
     // Either outcome is fine; a panic or a hang fails the property.
@@ -49,6 +54,13 @@ proptest! {
         lines in proptest::collection::vec("(-?[0-9]{1,20}|[0-9a-fx@: \\[\\]#]{0,30}){1,4}", 0..20),
     ) {
         no_panic(format!("{header}{}", lines.join("\n")).as_bytes());
+    }
+
+    #[test]
+    fn arbitrary_pmcstat_trees_never_panic(
+        lines in proptest::collection::vec("( {0,4})[0-9.]{1,5}%  \\[[0-9]{1,20}\\]  [a-z]{1,3}( @ /[a-z]{1,3})?", 0..20),
+    ) {
+        no_panic(format!("{}{}", PMCSTAT_HEADER, lines.join("\n")).as_bytes());
     }
 
     #[test]

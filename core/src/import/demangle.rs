@@ -1,5 +1,6 @@
 //! Demangling of native symbol names, for the importers whose names come from native
-//! profilers (perf script, folded stacks, callgrind, Firefox and speedscope profiles):
+//! profilers (perf script, folded stacks, callgrind, Firefox and speedscope profiles,
+//! pmcstat, Instruments deep copies, V8 tick logs):
 //!
 //! * Rust legacy (`_ZN…17h<hash>E`) and v0 (`_R…`) symbols, by `rustc-demangle`, in its
 //!   alternate form: without the `::h0123456789abcdef` hash and v0's crate

@@ -4,6 +4,10 @@
 //! thread's samples go into one profile, labelled with the thread; frames become
 //! functions named as the profiler names them (addresses for unsymbolicated native
 //! code, with the library as the file).
+//!
+//! Firefox's old DevTools performance panel (Firefox ≤ 67) saved "Recorded Performance
+//! Data": a wrapper (`label`, `duration`, `markers`, `ticks`, …) whose `profile` is a raw
+//! Gecko profile. It is read as that profile; the panel's other tracks are not samples.
 
 use rustc_hash::FxHashMap;
 use serde_json::Value;
@@ -11,8 +15,13 @@ use serde_json::Value;
 use crate::model::{Label, LabelValue, Line, LocationId, Sample, SourceFormat};
 use crate::{Error, Profile, Result};
 
-/// Whether `json` has the shape of a Firefox Profiler profile.
+/// Whether `json` has the shape of a Firefox Profiler profile, or is a DevTools
+/// recording holding one.
 pub(crate) fn is_firefox(json: &Value) -> bool {
+    is_profile(json) || json.get("profile").is_some_and(is_profile)
+}
+
+fn is_profile(json: &Value) -> bool {
     json.get("meta").is_some_and(Value::is_object) && json.get("threads").is_some_and(Value::is_array)
 }
 
@@ -144,6 +153,7 @@ fn gecko_threads(profile: &Value, out: &mut Vec<Thread>) {
 }
 
 pub fn parse(json: &Value) -> Result<Profile> {
+    let json = if is_profile(json) { json } else { &json["profile"] };
     let meta = &json["meta"];
     // Raw Gecko profiles keep tables as schema + data rows.
     let gecko = column(json, "threads").iter().any(|t| t["samples"].get("schema").is_some());

@@ -19,16 +19,22 @@ pub mod chrome_trace;
 pub mod demangle;
 pub mod firefox;
 pub mod folded;
+pub mod ghc;
 mod gzip;
+pub mod instruments;
 pub mod legacy_cpu;
 pub mod legacy_text;
 pub mod perf_script;
+pub mod pmcstat;
 pub mod pprof;
 mod pprof_wire;
 pub mod pstats;
+pub mod safari;
 pub mod speedscope;
+pub mod stackprof;
 mod text;
 pub mod v8;
+pub mod v8_log;
 
 use crate::{Error, Profile, Result};
 
@@ -65,6 +71,12 @@ pub enum Format {
     Callgrind,
     /// Python cProfile statistics (a marshalled dict).
     Pstats,
+    /// FreeBSD `pmcstat -G` callgraph text.
+    Pmcstat,
+    /// Xcode Instruments call tree, "Deep Copy" text.
+    InstrumentsDeepCopy,
+    /// V8 tick log (`node --prof`).
+    V8Log,
     /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
@@ -120,6 +132,9 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::PerfScript => perf_script::parse(bytes),
         Format::Callgrind => callgrind::parse(bytes),
         Format::Pstats => pstats::parse(bytes),
+        Format::Pmcstat => pmcstat::parse(bytes),
+        Format::InstrumentsDeepCopy => instruments::parse(bytes),
+        Format::V8Log => v8_log::parse(bytes),
         Format::Json => parse_json(bytes),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
     }
@@ -138,6 +153,9 @@ const JSON_FORMATS: &[JsonFormat] = &[
     JsonFormat { is: chrome_trace::is_chrome_trace, parse: chrome_trace::parse },
     JsonFormat { is: v8::is_heapprofile, parse: v8::parse_heapprofile },
     JsonFormat { is: v8::is_cpuprofile, parse: v8::parse_cpuprofile },
+    JsonFormat { is: stackprof::is_stackprof, parse: stackprof::parse },
+    JsonFormat { is: ghc::is_ghc, parse: ghc::parse },
+    JsonFormat { is: safari::is_safari, parse: safari::parse },
 ];
 
 fn parse_json(bytes: &[u8]) -> Result<Profile> {

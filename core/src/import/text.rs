@@ -68,6 +68,15 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<Format> {
     if count_header().is_match(first) {
         return Some(Format::GoCountText);
     }
+    if super::pmcstat::is_pmcstat(first) {
+        return Some(Format::Pmcstat);
+    }
+    if super::instruments::is_deep_copy(first) {
+        return Some(Format::InstrumentsDeepCopy);
+    }
+    if super::v8_log::is_v8_log(first) {
+        return Some(Format::V8Log);
+    }
     // Dumps may be preceded by a panic message or other log lines.
     if meaningful.by_ref().take(64).any(|l| goroutine_header().is_match(l)) {
         return Some(Format::GoGoroutineDump);

@@ -171,4 +171,37 @@ pub fn importable_fixtures(root: &std::path::Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+
+/// Self value per function name as `top` reports it for one sample type, zeros left out.
+#[allow(dead_code)] // only the importer tests that compare self values
+pub fn flat_by_name(p: &stacklens_core::Profile, sample_index: usize) -> std::collections::BTreeMap<String, i64> {
+    use stacklens_core::analysis::top::{top, TopOptions};
+    let options = TopOptions { sample_index: sample_index.to_string(), ..TopOptions::default() };
+    let report = top(p, &options).unwrap();
+    report.functions.iter().filter(|f| f.flat != 0).map(|f| (f.name.clone(), f.flat)).collect()
+}
+
+/// A JSON fixture's bytes and document, after checking that `detect` sees JSON; `None`
+/// when the fixtures are absent and skipping is allowed.
+#[allow(dead_code)] // only the tests of JSON importers
+pub fn json_fixture(name: &str) -> Option<(Vec<u8>, serde_json::Value)> {
+    let bytes = read(&fixtures()?.join(name));
+    assert_eq!(stacklens_core::import::detect(&bytes), stacklens_core::import::Format::Json, "{name}");
+    let json = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    Some((bytes, json))
+}
+
+/// Checks that each text fails to parse with `format`'s typed error at the given line,
+/// with a reason containing the given words.
+#[allow(dead_code)] // only the tests of text importers
+pub fn assert_text_errors(format: &str, cases: &[(String, usize, &str)]) {
+    for (text, line, expected) in cases {
+        match stacklens_core::parse(text.as_bytes()) {
+            Err(stacklens_core::Error::Text { format: f, line: l, reason }) if f == format => {
+                assert_eq!(l, *line, "{text:?}: {reason}");
+                assert!(reason.contains(expected), "{text:?}: {reason}");
+            }
+            other => panic!("{text:?}: expected a {format} error, got {other:?}"),
+        }
+    }
 }
