@@ -171,6 +171,7 @@ pub fn importable_fixtures(root: &std::path::Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
 
 /// Self value per function name as `top` reports it for one sample type, zeros left out.
 #[allow(dead_code)] // only the importer tests that compare self values
