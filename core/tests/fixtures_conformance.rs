@@ -180,7 +180,7 @@ fn every_third_party_file_imports_or_gets_a_typed_error() {
         ("pprof/go.nomappings.crash", Ok(4)),
         ("pprof/gobench.cpu", Ok(2)),
         ("pprof/large.cpu", Ok(2)),
-        ("pyroscope/async-profiler-dump1.jfr.gz", Err("UnknownFormat")),
+        ("pyroscope/async-profiler-dump1.jfr.gz", Ok(1)),
         ("pyroscope/cpu_go_truncated_1.pb.gz", Ok(2)),
         ("pyroscope/dotnet-pprof-3.pb.gz", Err("InvalidProfile")),
         ("pyroscope/nodejs-wall.pb.gz", Ok(2)),
@@ -196,7 +196,7 @@ fn every_third_party_file_imports_or_gets_a_typed_error() {
         // Firefox DevTools' "Recorded Performance Data" wrapper, not a Gecko profile itself.
         ("speedscope/firefox63-simple-firefox.json", Err("UnknownFormat")),
         ("speedscope/ghc-simple.prof", Err("UnknownFormat")),
-        ("speedscope/heavy.jfr", Err("UnknownFormat")),
+        ("speedscope/heavy.jfr", Ok(4)),
         ("speedscope/instruments16-simple-time-profile-deep-copy.txt", Err("UnknownFormat")),
         ("speedscope/node10.11-example.cpuprofile", Ok(2)),
         ("speedscope/node8.5-isolate-v8.log", Err("UnknownFormat")),
