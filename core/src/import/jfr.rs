@@ -28,15 +28,15 @@
 //!
 //! Only sample types with events appear; the default is `cpu` when present. A recording
 //! with both TLAB events and `jdk.ObjectAllocationSample` (JDK settings enable one or the
-//! other) counts both. Each
-//! sample is labelled `thread` with the Java thread name (else the OS one). A frame is a
-//! function `package.Class.method` at the frame's line; frame types (interpreted, JIT,
-//! inlined, native) are not kept. Stacks are leaf first, as JFR stores them.
+//! other) counts both. Each sample is labelled `thread` with the Java thread name (else
+//! the OS one). A frame is a function `package.Class.method` at the frame's line; frame
+//! types (interpreted, JIT, inlined, native) are not kept. Stacks are leaf first, as JFR
+//! stores them.
 //!
-//! Why not the `jfrs` crate: it reads through `Read + Seek`, builds a generic value tree
-//! per event for its own API, pulls in `rustc-hash` 1 beside core's 2, and has had no
-//! release since 2023; what stacklens needs is a few hundred lines over a byte slice
-//! that bound every count by the bytes left and report errors with their offset.
+//! Why not the `jfrs` crate: its last release is from 2023, it reads from a `Read +
+//! Seek` source where core has a byte slice, and it brings `rustc-hash` 1 beside core's
+//! 2; what stacklens needs (a few event types, every count bounded by the bytes left,
+//! errors with byte offsets, no I/O, wasm32) fits in this module.
 //!
 //! Hostile input: every count read from the file is checked against the bytes left, the
 //! values a chunk may produce are budgeted by its size, nesting is limited, and every
