@@ -2,8 +2,8 @@
 //! the allocated bytes and each function's self samples equal what the JDK's `jfr` tool
 //! prints (figures stored here, and recomputed from `jfr print --json` at test time when
 //! the tool is installed); a small recording written here covers uncompressed integers,
-//! several chunks, every string encoding and the lock and TLAB events; malformed
-//! recordings get typed errors with byte offsets.
+//! several chunks, every string encoding and the wall-clock, lock and TLAB events;
+//! malformed recordings get typed errors with byte offsets.
 
 mod common;
 
@@ -283,6 +283,7 @@ const TRACE: i64 = 25;
 const EXECUTION_SAMPLE: i64 = 100;
 const THREAD_PARK: i64 = 101;
 const NEW_TLAB: i64 = 102;
+const WALL_CLOCK: i64 = 103;
 
 /// (name, id, fields: (name, type, in the constant pool, array)).
 type ClassSpec = (&'static str, i64, &'static [(&'static str, i64, bool, bool)]);
@@ -325,6 +326,16 @@ const CLASSES: &[ClassSpec] = &[
             ("eventThread", THREAD, true, false),
             ("stackTrace", TRACE, true, false),
             ("tlabSize", LONG, false, false),
+        ],
+    ),
+    (
+        "profiler.WallClockSample",
+        WALL_CLOCK,
+        &[
+            ("startTime", LONG, false, false),
+            ("sampledThread", THREAD, true, false),
+            ("stackTrace", TRACE, true, false),
+            ("samples", INT, false, false),
         ],
     ),
 ];
@@ -398,7 +409,7 @@ fn constant_pool(w: &mut Writer) {
     w.out.push(2); // javaName: string pool entry 1
     w.long(1);
     w.long(SYMBOL);
-    w.int(3);
+    w.int(4);
     w.long(1);
     w.utf8("com/example/App");
     w.long(2);
@@ -413,6 +424,8 @@ fn constant_pool(w: &mut Writer) {
     }
     w.long(3);
     w.utf8("park");
+    w.long(4);
+    w.out.push(1); // the empty string, used by nothing
     w.long(CLASS);
     w.int(1);
     w.long(1);
@@ -440,7 +453,8 @@ fn constant_pool(w: &mut Writer) {
     w.int(0);
 }
 
-/// One chunk: three CPU samples, a 2 ms park and a 4 KiB TLAB, 1 MHz ticks.
+/// One chunk: three CPU samples, a batch of four wall-clock samples, a 2 ms park and a
+/// 4 KiB TLAB, 1 MHz ticks.
 fn chunk(compressed: bool) -> Vec<u8> {
     let mut w = Writer::new(compressed);
     w.out.resize(68, 0);
@@ -452,6 +466,13 @@ fn chunk(compressed: bool) -> Vec<u8> {
             e.long(1); // stack trace
         });
     }
+    w.event(|e| {
+        e.long(WALL_CLOCK);
+        e.long(5);
+        e.long(1);
+        e.long(2);
+        e.int(4);
+    });
     w.event(|e| {
         e.long(THREAD_PARK);
         e.long(5);
@@ -489,15 +510,22 @@ fn a_small_recording_of_two_chunks_with_every_measure() {
             (0..p.sample_types.len()).map(|i| format!("{}/{}", p.sample_type_name(i), p.sample_type_unit(i))).collect();
         assert_eq!(
             types,
-            ["cpu/count", "alloc_objects/count", "alloc_space/bytes", "lock_count/count", "lock_time/nanoseconds"]
+            [
+                "cpu/count",
+                "wall/count",
+                "alloc_objects/count",
+                "alloc_space/bytes",
+                "lock_count/count",
+                "lock_time/nanoseconds"
+            ]
         );
         assert_eq!(p.default_sample_index(), 0);
-        let totals: Vec<i64> = (0..5).map(|i| p.total(i)).collect();
-        assert_eq!(totals, [3 * n, n, 4096 * n, n, 2_000_000 * n]);
+        let totals: Vec<i64> = (0..6).map(|i| p.total(i)).collect();
+        assert_eq!(totals, [3 * n, 4 * n, n, 4096 * n, n, 2_000_000 * n]);
         assert_eq!((p.time_nanos, p.duration_nanos), (1_000_000_000, 2_000_000_000));
         // Functions are shared by the chunks; stacks are leaf first with their lines.
         assert_eq!(p.functions.len(), 2);
-        let park = p.samples.iter().find(|s| s.values[3] == 1).unwrap();
+        let park = p.samples.iter().find(|s| s.values[4] == 1).unwrap();
         let frames: Vec<(&str, i64)> = park
             .locations
             .iter()

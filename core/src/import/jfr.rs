@@ -19,7 +19,8 @@
 //!
 //! * `jdk.ExecutionSample` (also what async-profiler writes for CPU samples): `cpu/count`,
 //!   1 per event;
-//! * `jdk.NativeMethodSample`: `wall/count`, 1 per event;
+//! * `jdk.NativeMethodSample`: `wall/count`, 1 per event, and async-profiler's
+//!   `profiler.WallClockSample`: `wall/count`, its `samples` (one event per batch);
 //! * `jdk.ObjectAllocationInNewTLAB` (its `tlabSize`), `jdk.ObjectAllocationOutsideTLAB`
 //!   (`allocationSize`) and `jdk.ObjectAllocationSample` (`weight`): `alloc_objects/count`
 //!   and `alloc_space/bytes`;
@@ -454,6 +455,8 @@ impl Measure {
         Some(match name {
             "jdk.ExecutionSample" => (Self::Cpu, None),
             "jdk.NativeMethodSample" => (Self::Wall, None),
+            // async-profiler's wall-clock mode: one event for `samples` samples of a stack.
+            "profiler.WallClockSample" => (Self::Wall, Some("samples")),
             "jdk.ObjectAllocationInNewTLAB" => (Self::Allocation, Some("tlabSize")),
             "jdk.ObjectAllocationOutsideTLAB" => (Self::Allocation, Some("allocationSize")),
             "jdk.ObjectAllocationSample" => (Self::Allocation, Some("weight")),
@@ -462,8 +465,8 @@ impl Measure {
         })
     }
 
-    /// Sample types: the count of events, then the amount when there is one; the last
-    /// is the one shown by default.
+    /// Sample types: one holding the amount (1 when the event has none), or the count of
+    /// events then the amount; the last is the one shown by default.
     fn sample_types(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Self::Cpu => &[("cpu", "count")],
@@ -760,9 +763,11 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
     for r in records {
         let column = first_column[&r.measure];
         let mut values = vec![0; width];
-        values[column] = 1;
         if r.measure.sample_types().len() > 1 {
+            values[column] = 1;
             values[column + 1] = r.amount;
+        } else {
+            values[column] = r.amount;
         }
         let labels = r.thread.map(|t| Label { key: thread_key, value: LabelValue::Str(t) }).into_iter().collect();
         p.samples.push(Sample { locations: r.stack, values, labels });
