@@ -341,7 +341,7 @@ const CLASSES: &[ClassSpec] = &[
 ];
 
 /// The metadata event's body: a string table, then root → metadata → class → field.
-fn metadata(w: &mut Writer) {
+fn metadata(w: &mut Writer, classes: &[ClassSpec]) {
     let mut strings: Vec<String> = Vec::new();
     let mut index = |s: &str| -> i32 {
         let i = strings.iter().position(|t| t == s).unwrap_or_else(|| {
@@ -361,8 +361,8 @@ fn metadata(w: &mut Writer) {
         tree.int(children);
     };
     element(&mut tree, index("root"), &[], 1);
-    element(&mut tree, index("metadata"), &[], CLASSES.len() as i32);
-    for (name, id, fields) in CLASSES {
+    element(&mut tree, index("metadata"), &[], classes.len() as i32);
+    for (name, id, fields) in classes {
         let attributes = [(index("name"), index(name)), (index("id"), index(&id.to_string()))];
         element(&mut tree, index("class"), &attributes, fields.len() as i32);
         for &(field, class, pooled, array) in *fields {
@@ -456,8 +456,13 @@ fn constant_pool(w: &mut Writer) {
 /// One chunk: three CPU samples, a batch of four wall-clock samples, a 2 ms park and a
 /// 4 KiB TLAB, 1 MHz ticks.
 fn chunk(compressed: bool) -> Vec<u8> {
-    let mut w = Writer::new(compressed);
-    w.out.resize(68, 0);
+    recording(compressed, CLASSES, |w| {
+        sample_events(w);
+        w.event(constant_pool);
+    })
+}
+
+fn sample_events(w: &mut Writer) {
     for _ in 0..3 {
         w.event(|e| {
             e.long(EXECUTION_SAMPLE);
@@ -487,11 +492,18 @@ fn chunk(compressed: bool) -> Vec<u8> {
         e.long(1);
         e.long(4096);
     });
-    let constant_pool_offset = w.out.len() as i64;
-    w.event(constant_pool);
+}
+
+/// A chunk of `classes` and the events `events` writes, then the metadata; 1 MHz ticks.
+fn recording(compressed: bool, classes: &[ClassSpec], events: impl FnOnce(&mut Writer)) -> Vec<u8> {
+    let mut w = Writer::new(compressed);
+    w.out.resize(68, 0);
+    events(&mut w);
     let metadata_offset = w.out.len() as i64;
-    w.event(metadata);
+    w.event(|m| metadata(m, classes));
     let size = w.out.len() as i64;
+    // The reader finds the constant pools without the header's offset; 68 is in range.
+    let constant_pool_offset = 68;
     let mut header = b"FLR\0\0\x02\0\x01".to_vec();
     for v in [size, constant_pool_offset, metadata_offset, 1_000_000_000, 2_000_000_000, 0, 1_000_000] {
         header.extend_from_slice(&v.to_be_bytes());
@@ -596,4 +608,38 @@ fn damaged_bytes_never_panic() {
         damaged[at] ^= 0xff;
         let _ = parse(&damaged);
     }
+}
+
+/// Sixteen fields of type `class`, inline.
+const fn sixteen(class: i64) -> [(&'static str, i64, bool, bool); 16] {
+    [("f", class, false, false); 16]
+}
+
+/// Types that take no bytes but nest 16 wide, five deep: a million objects per value.
+const NESTED: &[ClassSpec] = &[
+    ("Empty", 200, &[]),
+    ("Wide1", 201, &sixteen(200)),
+    ("Wide2", 202, &sixteen(201)),
+    ("Wide3", 203, &sixteen(202)),
+    ("Wide4", 204, &sixteen(203)),
+    ("Wide5", 205, &sixteen(204)),
+];
+
+#[test]
+fn objects_that_take_no_bytes_are_budgeted() {
+    let bomb = recording(true, NESTED, |w| {
+        w.event(|e| {
+            e.long(1); // type: constant pool
+            for _ in 0..3 {
+                e.long(0); // start time, duration, delta
+            }
+            e.out.push(0);
+            e.int(1);
+            e.long(205);
+            e.int(1);
+            e.long(1);
+        });
+    });
+    let Error::Binary { reason, .. } = err(&bomb) else { panic!("not a binary error") };
+    assert_eq!(reason, "more objects than a recording of this size can hold");
 }

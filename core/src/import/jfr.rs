@@ -39,10 +39,11 @@
 //! 2; what stacklens needs (a few event types, every count bounded by the bytes left,
 //! errors with byte offsets, no I/O, wasm32) fits in this module.
 //!
-//! Hostile input: every count read from the file is checked against the bytes left, the
-//! values a chunk may produce are budgeted by its size, nesting is limited, and every
-//! loop advances through the input, so no input makes the reader allocate much more than
-//! the file or run for long.
+//! Hostile input: every count read from the file is checked against the bytes left;
+//! every value but an object or array takes at least a byte, and objects and arrays are
+//! budgeted at one per byte of the chunk, so a chunk of n bytes makes at most 2n values;
+//! nesting is limited and every loop advances through the input, so no input makes the
+//! reader allocate more than a small multiple of its size or run for long.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -65,9 +66,10 @@ const EVENT_CONSTANT_POOL: u64 = 1;
 /// Deepest nesting of values and metadata elements followed (real files need 4).
 const MAX_DEPTH: usize = 32;
 
-/// Values a chunk may produce per byte: fields of types that take no bytes (an empty
-/// class) would otherwise let a small file make the reader build huge trees.
-const VALUES_PER_BYTE: usize = 2;
+/// Objects and arrays a chunk may produce per byte: they take no bytes themselves, so
+/// types that nest objects or have no fields would otherwise let a small file make the
+/// reader build huge trees. Real recordings have one per 5 bytes or fewer (a stack frame).
+const CONTAINERS_PER_BYTE: usize = 1;
 
 fn error(offset: usize, reason: impl Into<String>) -> Error {
     Error::Binary { format: FORMAT, offset, reason: reason.into() }
@@ -79,7 +81,7 @@ struct Reader<'a> {
     pos: usize,
     end: usize,
     compressed: bool,
-    /// Values still allowed in this chunk (see [`VALUES_PER_BYTE`]).
+    /// Objects and arrays still allowed in this chunk (see [`CONTAINERS_PER_BYTE`]).
     budget: usize,
 }
 
@@ -151,12 +153,12 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Charges `n` values against the chunk's budget.
-    fn spend(&mut self, n: usize) -> Result<()> {
+    /// Charges one object or array against the chunk's budget.
+    fn spend_container(&mut self) -> Result<()> {
         self.budget = self
             .budget
-            .checked_sub(n)
-            .ok_or_else(|| error(self.pos, "more values than a recording of this size can hold"))?;
+            .checked_sub(1)
+            .ok_or_else(|| error(self.pos, "more objects than a recording of this size can hold"))?;
         Ok(())
     }
 
@@ -352,7 +354,6 @@ impl Reader<'_> {
 
     /// One value of type `class` (a constant pool reference when `constant_pool`).
     fn value(&mut self, metadata: &Metadata, class: u64, constant_pool: bool, depth: usize) -> Result<Value> {
-        self.spend(1)?;
         if constant_pool {
             return Ok(Value::Ref(class, self.long("constant pool reference")?));
         }
@@ -376,6 +377,7 @@ impl Reader<'_> {
                 if depth > MAX_DEPTH {
                     return Err(error(at, format!("values nested deeper than {MAX_DEPTH}")));
                 }
+                self.spend_container()?;
                 let mut fields = Vec::with_capacity(class.fields.len());
                 for f in &class.fields {
                     fields.push(self.field(metadata, f, depth + 1)?);
@@ -390,7 +392,7 @@ impl Reader<'_> {
             return self.value(metadata, field.class, field.constant_pool, depth);
         }
         let n = self.count(&field.name)?;
-        self.spend(n)?;
+        self.spend_container()?;
         let mut items = Vec::with_capacity(n);
         for _ in 0..n {
             items.push(self.value(metadata, field.class, field.constant_pool, depth)?);
@@ -668,7 +670,7 @@ fn read_chunk(
     records: &mut Vec<Record>,
 ) -> Result<()> {
     let end = start + h.size;
-    let budget = h.size.saturating_mul(VALUES_PER_BYTE);
+    let budget = h.size.saturating_mul(CONTAINERS_PER_BYTE);
     let mut r = Reader { bytes, pos: start + h.metadata_offset, end, compressed: h.compressed, budget };
     let at = r.pos;
     if r.event_header(end)? != EVENT_METADATA {
