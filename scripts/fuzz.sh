@@ -22,7 +22,7 @@ timeout=${FUZZ_TIMEOUT:-10}
 fixtures=${STACKLENS_FIXTURES:-../shared/fixtures}
 fuzz=core/fuzz
 all_targets=(parse parse_gzip heap_text contention_text count_text goroutine_dump threadz_text java_heapz_text
-  java_contentionz_text legacy_cpu firefox analysis_top call_tree layout diff goroutines tree_bytes)
+  java_contentionz_text legacy_cpu jfr firefox analysis_top call_tree layout diff goroutines tree_bytes)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
 # --- tools -------------------------------------------------------------------------
@@ -81,6 +81,13 @@ for rel in "${profiles[@]}"; do
     { printf '\x02'; tail -c +41 "$f"; } | seed legacy_cpu "$rel"
   fi
   if [ "$(plain "$f" | head -c 1 | tr -d '\0')" = "{" ]; then plain "$f" | seed firefox "$rel"; fi
+  # JFR: the target writes the chunk header; the seed is its features byte, the metadata
+  # offset in the body (little-endian) and the body after the 68-byte header.
+  if [ "$(plain "$f" | head -c 4 | od -An -tx1 | tr -d ' \n')" = "464c5200" ]; then
+    metadata=$(plain "$f" | head -c 32 | tail -c 8 | od -An -tu8 --endian=big | tr -d ' ')
+    features=$(plain "$f" | head -c 68 | tail -c 1 | od -An -tu1 | tr -d ' ')
+    { printf "\\x$(printf %02x "$features")"; le32 $((metadata - 68)); plain "$f" | tail -c +69; } | seed jfr "$rel"
+  fi
 done
 # Before/after pairs for diff: go/base/X against go/compare/X.
 for base in "${profiles[@]}"; do

@@ -175,6 +175,7 @@ pub enum SourceFormat {
     Instruments,
     Safari,
     V8Log,
+    Jfr,
     Built,
 }
 

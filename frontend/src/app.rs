@@ -740,7 +740,7 @@ pub fn App() -> impl IntoView {
                             }
                         })}
                     <p class="hint">
-                        "pprof (cpu, heap, allocs, block, mutex, goroutine), Go debug=1 texts and goroutine dumps, gperftools/Java legacy profiles, Firefox Profiler and samply JSON, old Firefox DevTools recordings, Linux perf script, folded stacks (FlameGraph, inferno, py-spy), Chrome and Node .cpuprofile, .heapprofile and performance traces, speedscope JSON, valgrind callgrind, Python cProfile .pstats, Ruby stackprof, GHC -pj profiles, FreeBSD pmcstat callgraphs, Xcode Instruments deep copies, Safari timeline recordings, V8 --prof tick logs. Everything is analysed in this page; nothing is uploaded."
+                        "pprof (cpu, heap, allocs, block, mutex, goroutine), Go debug=1 texts and goroutine dumps, gperftools/Java legacy profiles, Firefox Profiler and samply JSON, old Firefox DevTools recordings, Linux perf script, folded stacks (FlameGraph, inferno, py-spy), Chrome and Node .cpuprofile, .heapprofile and performance traces, speedscope JSON, valgrind callgrind, Python cProfile .pstats, Java Flight Recorder .jfr (JDK, async-profiler), Ruby stackprof, GHC -pj profiles, FreeBSD pmcstat callgraphs, Xcode Instruments deep copies, Safari timeline recordings, V8 --prof tick logs. Everything is analysed in this page; nothing is uploaded."
                     </p>
                 </div>
             }

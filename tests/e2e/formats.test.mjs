@@ -1,8 +1,7 @@
 // Every format core imports, opened in the page with the file button: the profile is a
 // tab with the right sample types, the top table's first rows and the flame graph root's
 // total equal references made without our code (CPython's pstats and callgrind_annotate
-// run here, or small readings of the raw file in this test). JFR is not imported: its
-// error names the file and the page stays usable.
+// run here, or small readings of the raw file in this test; the JDK's jfr tool for JFR).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -22,8 +21,7 @@ const ROW = 18; // CSS pixels per flame graph row
 const ROWS = 10; // top table rows compared
 const PYTHON = '/usr/bin/python3';
 const CALLGRIND_ANNOTATE = '/usr/bin/callgrind_annotate';
-// What the page says about a JFR recording: the file, and that it is one.
-const JFR_ERROR = 'heavy.jfr: unrecognized profile format: this is a Java Flight Recorder (JFR) recording, which stacklens does not import yet';
+const JFR = '/usr/bin/jfr';
 
 const text = (file) => {
   const bytes = readFileSync(join(fixtures, file));
@@ -450,34 +448,50 @@ test('the empty page names the formats it reads, the ones tested above among the
   const { page } = await openPage(browser, server.base);
   const hint = await page.locator('.empty .hint').textContent();
   for (const format of ['pprof', 'goroutine dumps', 'Firefox Profiler', 'perf script', 'folded stacks', 'py-spy',
-    '.cpuprofile', '.heapprofile', 'performance traces', 'speedscope', 'callgrind', '.pstats']) {
+    '.cpuprofile', '.heapprofile', 'performance traces', 'speedscope', 'callgrind', '.pstats', 'Java Flight Recorder']) {
     assert.ok(hint.includes(format), `"${format}" is not named in: ${hint}`);
   }
   assert.ok(hint.includes('nothing is uploaded'), hint);
   await page.close();
 });
 
-test('JFR (not imported yet): an error naming the file and what it is; the page stays usable', async (t) => {
+/**
+ * The JDK's own reading of a recording's jdk.ExecutionSample events: per method
+ * (`package.Class.method`, the class name's `/` as `.`), events whose top frame it is
+ * and events with it on the stack.
+ */
+function jfrReference(t, file) {
+  if (!existsSync(JFR)) { missingPrerequisite(t, `${JFR} not found (the JDK's jfr tool prints the reference events)`); return null; }
+  const out = execFileSync(JFR, ['print', '--json', '--events', 'jdk.ExecutionSample', join(fixtures, file)],
+    { encoding: 'utf8', timeout: 120000, maxBuffer: 1 << 28 });
+  const ref = { samples: 0, flat: new Map(), cum: new Map() };
+  for (const e of JSON.parse(out).recording.events) {
+    ref.samples += 1;
+    const frames = e.values.stackTrace?.frames || [];
+    const names = frames.map((f) => `${f.method.type.name.replaceAll('/', '.')}.${f.method.name}`);
+    if (names.length) add(ref.flat, names[0], 1);
+    for (const n of new Set(names)) add(ref.cum, n, 1);
+  }
+  return ref;
+}
+
+test('JFR (JDK Flight Recorder): CPU samples per method equal the jfr tool\'s; the Top view\'s first row is the hottest method', async (t) => {
   if (!requireFixtures(t)) return;
-  const { page } = await openPage(browser, server.base);
-  const jfr = 'thirdparty/speedscope/heavy.jfr';
-  assert.equal(readFileSync(join(fixtures, jfr)).subarray(0, 4).toString('latin1'), 'FLR\u0000', 'a JFR recording\'s magic');
-  await loadFixtures(page, jfr);
-  const error = page.getByTestId('error').filter({ hasText: 'heavy.jfr' });
-  await error.waitFor({ timeout: 30000 });
-  // The error paragraph ends with its dismiss button ("×").
-  assert.equal(await error.evaluate((p) => p.firstChild.textContent), JFR_ERROR);
-  assert.equal(await page.getByTestId('profile-tab').count(), 0, 'no tab');
-  assert.equal(await page.getByTestId('loading').count(), 0, 'nothing still loading');
-  await screenshot(page, 'format-jfr-error');
-  // Still usable: a folded profile opens after it, with its numbers.
-  const folded = 'tools/pyspy-workload-A.collapsed.txt';
-  const ref = foldedReference(text(folded));
-  await loadFixtures(page, folded);
-  await page.getByTestId('profile-tab').first().waitFor({ timeout: 30000 });
-  await expectRootTotal(page, ref.total, 'folded after the JFR');
+  const file = 'thirdparty/speedscope/heavy.jfr';
+  assert.equal(readFileSync(join(fixtures, file)).subarray(0, 4).toString('latin1'), 'FLR\u0000', 'a JFR recording\'s magic');
+  const ref = jfrReference(t, file);
+  if (!ref) return;
+  // `jfr summary heavy.jfr`: 346 jdk.ExecutionSample events, every one with a stack.
+  assert.deepEqual([ref.samples, sum(ref.flat.values())], [346, 346]);
+  const page = await open(file, ['cpu', 'wall', 'alloc_objects', 'alloc_space'], 'cpu');
+  await expectRootTotal(page, ref.samples, 'cpu');
+  await screenshot(page, 'format-jfr');
   await showTop(page);
-  await expectTopTable(page, topRows(ref.flat, ref.cum, 3), 'folded after the JFR');
-  assert.equal(await page.getByTestId('profile-tab').count(), 1);
+  const rows = topRows(ref.flat, ref.cum, ROWS);
+  assert.deepEqual(rows[0], { flat: 211, cum: 298, name: 'java.util.DualPivotQuicksort.sort' }, 'the hottest method');
+  const [first] = await pageTopTable(page, 1);
+  assert.deepEqual(first, rows[0], 'the Top view\'s first row');
+  await expectTopTable(page, rows, 'cpu: execution samples per method');
+  await expectFlatSum(page, ref.samples, 'cpu');
   await page.close();
 });

@@ -22,6 +22,7 @@ pub mod folded;
 pub mod ghc;
 mod gzip;
 pub mod instruments;
+pub mod jfr;
 pub mod legacy_cpu;
 pub mod legacy_text;
 pub mod perf_script;
@@ -77,6 +78,8 @@ pub enum Format {
     InstrumentsDeepCopy,
     /// V8 tick log (`node --prof`).
     V8Log,
+    /// A Java Flight Recorder recording (JDK Flight Recorder, async-profiler).
+    Jfr,
     /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
@@ -135,6 +138,7 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::Pmcstat => pmcstat::parse(bytes),
         Format::InstrumentsDeepCopy => instruments::parse(bytes),
         Format::V8Log => v8_log::parse(bytes),
+        Format::Jfr => jfr::parse(bytes),
         Format::Json => parse_json(bytes),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
     }
@@ -183,14 +187,8 @@ fn describe_json(json: &serde_json::Value) -> String {
     }
 }
 
-/// A Java Flight Recorder recording's first bytes: binary, but not protobuf.
-const JFR_MAGIC: &[u8] = b"FLR\0";
-
 /// What bytes no importer reads look like, for the error message.
 fn describe(bytes: &[u8]) -> String {
-    if bytes.starts_with(JFR_MAGIC) {
-        return "this is a Java Flight Recorder (JFR) recording, which stacklens does not import yet".into();
-    }
     let head = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).trim_start().to_lowercase();
     if head.starts_with("<!doctype html") || head.starts_with("<html") {
         return "this is an HTML page, not a profile".into();
@@ -219,9 +217,12 @@ fn looks_like_text(bytes: &[u8]) -> bool {
 }
 
 /// Detects the format of uncompressed bytes. Binary input that is not a legacy CPU
-/// profile, pstats or a JFR recording is treated as protobuf, whose decoder then reports where it fails; text is
-/// never decoded as protobuf.
+/// profile, pstats or a JFR recording is treated as protobuf, whose decoder then reports
+/// where it fails; text is never decoded as protobuf.
 pub fn detect(bytes: &[u8]) -> Format {
+    if bytes.starts_with(jfr::MAGIC) {
+        return Format::Jfr;
+    }
     if pstats::looks_like_pstats(bytes) {
         return Format::Pstats;
     }
@@ -234,7 +235,7 @@ pub fn detect(bytes: &[u8]) -> Format {
     if let Some(format) = text::detect(bytes) {
         return format;
     }
-    if looks_like_text(bytes) || bytes.starts_with(JFR_MAGIC) {
+    if looks_like_text(bytes) {
         return Format::Unrecognized;
     }
     Format::Pprof
