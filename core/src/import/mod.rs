@@ -28,6 +28,7 @@ mod pprof_wire;
 pub mod pstats;
 pub mod speedscope;
 mod text;
+pub mod unsupported;
 pub mod v8;
 
 use crate::{Error, Profile, Result};
@@ -69,6 +70,8 @@ pub enum Format {
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
     Unrecognized,
+    /// A known profile format stacklens does not import.
+    Unsupported(unsupported::Unsupported),
 }
 
 /// Where a parse is, for progress bars: each stage reports its own 0..=1 fraction.
@@ -122,6 +125,7 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::Pstats => pstats::parse(bytes),
         Format::Json => parse_json(bytes),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
+        Format::Unsupported(format) => Err(unsupported::error(format)),
     }
 }
 
@@ -168,10 +172,17 @@ fn describe_json(json: &serde_json::Value) -> String {
 /// A Java Flight Recorder recording's first bytes: binary, but not protobuf.
 const JFR_MAGIC: &[u8] = b"FLR\0";
 
+/// How many leading bytes of unrecognised binary input the error message shows.
+const BINARY_MAGIC_SHOWN: usize = 12;
+
 /// What bytes no importer reads look like, for the error message.
 fn describe(bytes: &[u8]) -> String {
     if bytes.starts_with(JFR_MAGIC) {
         return "this is a Java Flight Recorder (JFR) recording, which stacklens does not import yet".into();
+    }
+    if !looks_like_text(bytes) {
+        let magic: String = bytes.iter().take(BINARY_MAGIC_SHOWN).map(|b| format!("{b:02x}")).collect();
+        return format!("binary, magic {magic}, not a profile format stacklens reads");
     }
     let head = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).trim_start().to_lowercase();
     if head.starts_with("<!doctype html") || head.starts_with("<html") {
@@ -200,9 +211,9 @@ fn looks_like_text(bytes: &[u8]) -> bool {
     !valid.is_empty() && !text::starts_binary(valid)
 }
 
-/// Detects the format of uncompressed bytes. Binary input that is not a legacy CPU
-/// profile, pstats or a JFR recording is treated as protobuf, whose decoder then reports where it fails; text is
-/// never decoded as protobuf.
+/// Detects the format of uncompressed bytes. Binary input goes to the pprof decoder
+/// only when it starts like a `profile.proto` message (the decoder then reports where it
+/// fails); text is never decoded as protobuf.
 pub fn detect(bytes: &[u8]) -> Format {
     if pstats::looks_like_pstats(bytes) {
         return Format::Pstats;
@@ -213,11 +224,14 @@ pub fn detect(bytes: &[u8]) -> Format {
     if callgrind::looks_like_callgrind(bytes) {
         return Format::Callgrind;
     }
+    if let Some(format) = unsupported::detect(bytes) {
+        return Format::Unsupported(format);
+    }
     if let Some(format) = text::detect(bytes) {
         return format;
     }
-    if looks_like_text(bytes) || bytes.starts_with(JFR_MAGIC) {
-        return Format::Unrecognized;
+    if !looks_like_text(bytes) && pprof::starts_like_profile(bytes) {
+        return Format::Pprof;
     }
-    Format::Pprof
+    Format::Unrecognized
 }

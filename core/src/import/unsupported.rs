@@ -1,0 +1,64 @@
+//! Profile formats recognised from their first bytes but not imported: they get a typed
+//! [`Error::Unsupported`] naming the format instead of a misleading decoder error.
+
+use crate::Error;
+
+/// A format recognised but not imported.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Unsupported {
+    Simpleperf,
+    ArtTrace,
+    OtlpProfiles,
+}
+
+/// Android simpleperf `report-sample` protobuf files start with this, then a version.
+const SIMPLEPERF_MAGIC: &[u8] = b"SIMPLEPERF";
+
+/// An Android ART method trace starts with a text header, `*version`, then `3` or `2`.
+const ART_TRACE_MAGIC: &[u8] = b"*version\n";
+
+/// Protobuf tag of field 1, wire type 2 (length-delimited).
+const FIELD_1_BYTES: u8 = 0x0a;
+
+/// Whether `bytes` begin like an OTLP `ExportProfilesServiceRequest`: field 1
+/// (`resource_profiles`) whose message starts with field 1 (`resource`), a message too.
+/// A pprof `Profile` starting with field 1 (`sample_type`) holds a `ValueType`, whose
+/// fields are varints, so its first inner tag is never `0x0a`.
+fn is_otlp_profiles(bytes: &[u8]) -> bool {
+    if bytes.first() != Some(&FIELD_1_BYTES) {
+        return false;
+    }
+    // The length varint: at most 10 bytes, each but the last with its high bit set.
+    let Some(length_bytes) = bytes[1..].iter().take(10).position(|b| b & 0x80 == 0) else { return false };
+    bytes.get(2 + length_bytes) == Some(&FIELD_1_BYTES)
+}
+
+/// The unsupported format `bytes` (already inflated) are in, if any.
+pub(crate) fn detect(bytes: &[u8]) -> Option<Unsupported> {
+    if bytes.starts_with(SIMPLEPERF_MAGIC) {
+        Some(Unsupported::Simpleperf)
+    } else if bytes.starts_with(ART_TRACE_MAGIC) {
+        Some(Unsupported::ArtTrace)
+    } else if is_otlp_profiles(bytes) {
+        Some(Unsupported::OtlpProfiles)
+    } else {
+        None
+    }
+}
+
+/// The error for a format [`detect`] found.
+pub(crate) fn error(format: Unsupported) -> Error {
+    let (format, reason) = match format {
+        Unsupported::Simpleperf => (
+            "Android simpleperf report-sample protobuf",
+            "simpleperf's pprof_proto_generator.py writes pprof from the perf.data instead",
+        ),
+        Unsupported::ArtTrace => ("Android ART method trace", "stacklens does not import method traces yet"),
+        Unsupported::OtlpProfiles => (
+            "OTLP profiles (OpenTelemetry)",
+            "an ExportProfilesServiceRequest, not a pprof profile; export pprof from the collector instead",
+        ),
+    };
+    Error::Unsupported { format, reason: reason.into() }
+}
