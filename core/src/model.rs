@@ -169,6 +169,7 @@ pub enum SourceFormat {
     Speedscope,
     Callgrind,
     Pstats,
+    Dtrace,
     Built,
 }
 

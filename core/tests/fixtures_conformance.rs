@@ -164,7 +164,7 @@ fn every_third_party_file_imports_or_gets_a_typed_error() {
         ("flamegraph/perf-cycles-instructions-01.txt", Ok(2)),
         ("flamegraph/perf-java-stacks-01-collapsed-all.txt", Ok(1)),
         ("flamegraph/perf-java-stacks-01.txt", Ok(1)),
-        ("inferno/dtrace-stack-ustack.txt", Err("UnknownFormat")),
+        ("inferno/dtrace-stack-ustack.txt", Ok(1)),
         ("inferno/macos-sample.txt", Err("UnknownFormat")),
         ("inferno/perf-go-stacks.txt", Ok(2)),
         ("inferno/vsprof-CallTreeSummary.csv", Err("UnknownFormat")),

@@ -3,11 +3,13 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::io::Read;
 
 use common::{fixtures, read};
 use stacklens_core::import::unsupported::Unsupported;
 use stacklens_core::import::{detect, Format};
+use stacklens_core::model::{Profile, SourceFormat};
 use stacklens_core::{parse, Error};
 
 /// A fixture's bytes, inflated when gzipped (as `detect` sees them).
@@ -53,4 +55,70 @@ fn binary_input_that_is_not_protobuf_names_its_magic() {
     for start in [&b"\x08\x01\x00"[..], b"\x62\x01\x00"] {
         assert_eq!(detect(start), Format::Unrecognized, "{start:02x?}");
     }
+}
+
+/// Self value per leaf frame, keyed `module`raw function` (the raw symbol, before
+/// demangling, so independent scans of the file can key the same way).
+fn self_by_frame(p: &Profile, sample_index: usize) -> BTreeMap<String, i64> {
+    let mut out = BTreeMap::new();
+    for s in &p.samples {
+        let Some(&leaf) = s.locations.first() else { continue };
+        let location = p.location(leaf);
+        let module = location.mapping.map_or("", |m| p.str(p.mapping(m).filename));
+        let function = p.str(p.function(location.lines[0].function).system_name);
+        *out.entry(format!("{module}`{function}")).or_insert(0) += s.values[sample_index];
+    }
+    out
+}
+
+#[test]
+fn dtrace_stacks_keep_the_files_counts() {
+    let Some(root) = fixtures() else { return };
+    let bytes = read(&root.join("thirdparty/inferno/dtrace-stack-ustack.txt"));
+    assert_eq!(detect(&bytes), Format::Dtrace);
+    let p = parse(&bytes).unwrap();
+    assert_eq!(p.source, SourceFormat::Dtrace);
+    assert_eq!((p.sample_type_name(0), p.sample_type_unit(0)), ("samples", "count"));
+
+    // Independently: after the header's blank line, a count line closes a stack whose
+    // first line is its leaf.
+    let text = String::from_utf8(bytes).unwrap();
+    let (mut expected, mut total, mut leaf) = (BTreeMap::new(), 0, None::<String>);
+    for line in text.split("\n\n").skip(1).flat_map(str::lines).map(str::trim).filter(|l| !l.is_empty()) {
+        match line.parse::<i64>() {
+            Ok(count) => {
+                *expected.entry(leaf.take().unwrap()).or_insert(0) += count;
+                total += count;
+            }
+            Err(_) if leaf.is_none() => {
+                let frame = line.rsplit_once("+0x").map_or(line, |(f, _)| f);
+                leaf = Some(if frame.contains('`') { frame.to_owned() } else { format!("`{frame}") });
+            }
+            Err(_) => {}
+        }
+    }
+    assert_eq!(p.total(0), total);
+    assert_eq!(total, 4, "the fixture's four stacks");
+    assert_eq!(self_by_frame(&p, 0), expected);
+    // Rust frames come out demangled; the module is the location's mapping.
+    let names: Vec<&str> = p.functions.iter().map(|f| p.str(f.name)).collect();
+    assert!(names.contains(&"crucible_downstairs::extent::Extent::write"), "{names:?}");
+}
+
+#[test]
+fn malformed_dtrace_stacks_get_typed_errors() {
+    let headed = "CPU     ID                    FUNCTION:NAME\n  0  1  :tick-1s\n\n";
+    let cases = [
+        (format!("{headed}  app`main+0x1\n  app`start\n"), 5, "ends in the middle of a stack"),
+        (format!("{headed}  app`main\n  99999999999999999999\n"), 5, "too large"),
+        (headed.to_owned(), 1, "no stacks"),
+    ];
+    for (input, line, reason) in cases {
+        let err = parse(input.as_bytes()).unwrap_err();
+        let Error::Text { line: at, reason: why, .. } = &err else { panic!("{err:?}") };
+        assert!(why.contains(reason) && *at == line, "{input:?}: {err}");
+    }
+    let quiet = "\n  libc.so.1`_lwp_start\n  3\n";
+    assert_eq!(detect(quiet.as_bytes()), Format::Dtrace);
+    assert_eq!(parse(quiet.as_bytes()).unwrap().total(0), 3);
 }

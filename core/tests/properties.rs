@@ -18,6 +18,7 @@ const HEADERS: &[&str] = &[
     "--- threadz 1 ---\n--- Thread 1 (name: a/1) stack: ---\n",
     "--- heapz 1 ---\nformat = java\nresolution = bytes\n",
     "\u{1f}\u{8b}",
+    "CPU     ID                    FUNCTION:NAME\n  0  1  :tick-1s\n\n",
 ];
 
 fn no_panic(bytes: &[u8]) {

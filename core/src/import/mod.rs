@@ -17,11 +17,13 @@ mod call_graph;
 pub mod callgrind;
 pub mod chrome_trace;
 pub mod demangle;
+pub mod dtrace;
 pub mod firefox;
 pub mod folded;
 mod gzip;
 pub mod legacy_cpu;
 pub mod legacy_text;
+mod named_frames;
 pub mod perf_script;
 pub mod pprof;
 mod pprof_wire;
@@ -66,6 +68,8 @@ pub enum Format {
     Callgrind,
     /// Python cProfile statistics (a marshalled dict).
     Pstats,
+    /// DTrace `stack()`/`ustack()` aggregation text.
+    Dtrace,
     /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
@@ -123,6 +127,7 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::PerfScript => perf_script::parse(bytes),
         Format::Callgrind => callgrind::parse(bytes),
         Format::Pstats => pstats::parse(bytes),
+        Format::Dtrace => dtrace::parse(bytes),
         Format::Json => parse_json(bytes),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
         Format::Unsupported(format) => Err(unsupported::error(format)),

@@ -72,6 +72,9 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<Format> {
     if meaningful.by_ref().take(64).any(|l| goroutine_header().is_match(l)) {
         return Some(Format::GoGoroutineDump);
     }
+    if super::dtrace::looks_like_dtrace(&text) {
+        return Some(Format::Dtrace);
+    }
     if super::perf_script::looks_like_perf_script(&text) {
         return Some(Format::PerfScript);
     }
