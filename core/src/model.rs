@@ -170,6 +170,8 @@ pub enum SourceFormat {
     Callgrind,
     Pstats,
     Dtrace,
+    Vtune,
+    VisualStudio,
     Built,
 }
 

@@ -71,18 +71,23 @@ fn self_by_frame(p: &Profile, sample_index: usize) -> BTreeMap<String, i64> {
     out
 }
 
+/// A text fixture under `thirdparty/inferno` and its import, after checking what
+/// `detect` says and which importer made it.
+fn import_text(name: &str, format: Format, source: SourceFormat) -> Option<(String, Profile)> {
+    let bytes = read(&fixtures()?.join("thirdparty/inferno").join(name));
+    assert_eq!(detect(&bytes), format, "{name}");
+    let p = parse(&bytes).unwrap();
+    assert_eq!(p.source, source, "{name}");
+    Some((String::from_utf8(bytes).unwrap(), p))
+}
+
 #[test]
 fn dtrace_stacks_keep_the_files_counts() {
-    let Some(root) = fixtures() else { return };
-    let bytes = read(&root.join("thirdparty/inferno/dtrace-stack-ustack.txt"));
-    assert_eq!(detect(&bytes), Format::Dtrace);
-    let p = parse(&bytes).unwrap();
-    assert_eq!(p.source, SourceFormat::Dtrace);
+    let Some((text, p)) = import_text("dtrace-stack-ustack.txt", Format::Dtrace, SourceFormat::Dtrace) else { return };
     assert_eq!((p.sample_type_name(0), p.sample_type_unit(0)), ("samples", "count"));
 
     // Independently: after the header's blank line, a count line closes a stack whose
     // first line is its leaf.
-    let text = String::from_utf8(bytes).unwrap();
     let (mut expected, mut total, mut leaf) = (BTreeMap::new(), 0, None::<String>);
     for line in text.split("\n\n").skip(1).flat_map(str::lines).map(str::trim).filter(|l| !l.is_empty()) {
         match line.parse::<i64>() {
@@ -121,4 +126,74 @@ fn malformed_dtrace_stacks_get_typed_errors() {
     let quiet = "\n  libc.so.1`_lwp_start\n  3\n";
     assert_eq!(detect(quiet.as_bytes()), Format::Dtrace);
     assert_eq!(parse(quiet.as_bytes()).unwrap().total(0), 3);
+}
+
+/// Adds `value` to `key` in `map`.
+fn add(map: &mut BTreeMap<String, i64>, key: String, value: i64) {
+    *map.entry(key).or_insert(0) += value;
+}
+
+/// `map` without its zero entries (the importers make no sample for a zero self value).
+fn nonzero(map: BTreeMap<String, i64>) -> BTreeMap<String, i64> {
+    map.into_iter().filter(|(_, v)| *v != 0).collect()
+}
+
+#[test]
+fn vtune_csv_keeps_self_cpu_time() {
+    let Some((text, p)) = import_text("vtune.csv", Format::Vtune, SourceFormat::Vtune) else { return };
+    assert_eq!((p.sample_type_name(0), p.sample_type_unit(0)), ("cpu", "nanoseconds"));
+
+    // Independently: `name,seconds,module` from the right (names may hold commas).
+    let (mut expected, mut seconds) = (BTreeMap::new(), 0.0);
+    for line in text.lines().skip(1) {
+        let mut fields = line.rsplitn(3, ',');
+        let (module, time, name) = (fields.next().unwrap(), fields.next().unwrap(), fields.next().unwrap());
+        let time: f64 = time.parse().unwrap();
+        seconds += time;
+        add(&mut expected, format!("{module}`{}", name.trim().trim_matches('"')), (time * 1e9).round() as i64);
+    }
+    assert_eq!(p.total(0), (seconds * 1e9).round() as i64);
+    assert!(p.total(0) > 0);
+    assert_eq!(self_by_frame(&p, 0), nonzero(expected));
+}
+
+#[test]
+fn visual_studio_csv_keeps_calls_and_exclusive_time() {
+    let format = (Format::VisualStudio, SourceFormat::VisualStudio);
+    let Some((text, p)) = import_text("vsprof-CallTreeSummary.csv", format.0, format.1) else { return };
+    let types: Vec<(&str, &str)> = (0..2).map(|i| (p.sample_type_name(i), p.sample_type_unit(i))).collect();
+    assert_eq!(types, [("calls", "count"), ("elapsed_time", "percent/100")]);
+
+    // Independently: every row ends with a comma, so each field is a quoted or a bare
+    // run followed by one.
+    let field = regex::Regex::new(r#"(?:"([^"]*)"|([^,"]*)),"#).unwrap();
+    let (mut calls, mut exclusive) = (BTreeMap::new(), BTreeMap::new());
+    for line in text.lines().skip(1).filter(|l| !l.is_empty()) {
+        let fields: Vec<&str> = field.captures_iter(line).map(|c| c.get(1).or(c.get(2)).unwrap().as_str()).collect();
+        let key = format!("{}`{}", fields[7], fields[1]);
+        add(&mut calls, key.clone(), fields[2].replace(',', "").parse().unwrap());
+        add(&mut exclusive, key, (fields[4].parse::<f64>().unwrap() * 100.0).round() as i64);
+    }
+    let total = |m: &BTreeMap<String, i64>| m.values().sum::<i64>();
+    assert_eq!((p.total(0), p.total(1)), (total(&calls), total(&exclusive)));
+    assert!((9990..=10010).contains(&p.total(1)), "exclusive times add up to 100%: {}", p.total(1));
+    let importer = |i| nonzero(self_by_frame(&p, i));
+    assert_eq!(importer(0), nonzero(calls));
+    assert_eq!(importer(1), nonzero(exclusive));
+}
+
+#[test]
+fn malformed_csv_call_trees_get_typed_errors() {
+    let cases: [(&str, usize, &str); 5] = [
+        ("Function Stack,CPU Time:Self,Module\nmain,0.5,a\n   deep,0.1,a\n", 3, "skips a level"),
+        ("Function Stack,CPU Time:Self,Module\nmain,fast,a\n", 2, "not a number of seconds"),
+        ("Function Stack,CPU Time:Self,Module\n", 1, "no rows"),
+        ("Level,Function Name,Number of Calls,Module Name\n0,\"a\",x1,\"m\"\n", 2, "Number of Calls 'x1'"),
+        ("Level,Function Name,Module Name\n0,\"a\",\"m\"\n", 1, "no exclusive value column"),
+    ];
+    for (input, line, reason) in cases {
+        let err = parse(input.as_bytes()).unwrap_err();
+        let Error::Text { line: at, reason: why, .. } = &err else { panic!("{input:?}: {err:?}") };
+        assert!(why.contains(reason) && *at == line, "{input:?}: {err}");
+    }
 }

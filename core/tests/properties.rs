@@ -19,6 +19,8 @@ const HEADERS: &[&str] = &[
     "--- heapz 1 ---\nformat = java\nresolution = bytes\n",
     "\u{1f}\u{8b}",
     "CPU     ID                    FUNCTION:NAME\n  0  1  :tick-1s\n\n",
+    "Function Stack,CPU Time:Self,Module\n",
+    "Level,Function Name,Number of Calls,Elapsed Exclusive Time %,Module Name,\n",
 ];
 
 fn no_panic(bytes: &[u8]) {

@@ -32,6 +32,8 @@ pub mod speedscope;
 mod text;
 pub mod unsupported;
 pub mod v8;
+pub mod vsprof;
+pub mod vtune;
 
 use crate::{Error, Profile, Result};
 
@@ -70,6 +72,10 @@ pub enum Format {
     Pstats,
     /// DTrace `stack()`/`ustack()` aggregation text.
     Dtrace,
+    /// Intel VTune top-down CSV.
+    Vtune,
+    /// Visual Studio profiler call tree CSV.
+    VisualStudio,
     /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
@@ -128,6 +134,8 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::Callgrind => callgrind::parse(bytes),
         Format::Pstats => pstats::parse(bytes),
         Format::Dtrace => dtrace::parse(bytes),
+        Format::Vtune => vtune::parse(bytes),
+        Format::VisualStudio => vsprof::parse(bytes),
         Format::Json => parse_json(bytes),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
         Format::Unsupported(format) => Err(unsupported::error(format)),

@@ -72,6 +72,12 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<Format> {
     if meaningful.by_ref().take(64).any(|l| goroutine_header().is_match(l)) {
         return Some(Format::GoGoroutineDump);
     }
+    if super::vtune::looks_like_vtune(&text) {
+        return Some(Format::Vtune);
+    }
+    if super::vsprof::looks_like_vsprof(&text) {
+        return Some(Format::VisualStudio);
+    }
     if super::dtrace::looks_like_dtrace(&text) {
         return Some(Format::Dtrace);
     }
