@@ -172,6 +172,7 @@ pub enum SourceFormat {
     Dtrace,
     Vtune,
     VisualStudio,
+    MacosSample,
     Built,
 }
 

@@ -165,7 +165,7 @@ fn every_third_party_file_imports_or_gets_a_typed_error() {
         ("flamegraph/perf-java-stacks-01-collapsed-all.txt", Ok(1)),
         ("flamegraph/perf-java-stacks-01.txt", Ok(1)),
         ("inferno/dtrace-stack-ustack.txt", Ok(1)),
-        ("inferno/macos-sample.txt", Err("UnknownFormat")),
+        ("inferno/macos-sample.txt", Ok(1)),
         ("inferno/perf-go-stacks.txt", Ok(2)),
         ("inferno/vsprof-CallTreeSummary.csv", Ok(2)),
         ("inferno/vtune.csv", Ok(1)),

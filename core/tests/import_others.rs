@@ -81,6 +81,13 @@ fn import_text(name: &str, format: Format, source: SourceFormat) -> Option<(Stri
     Some((String::from_utf8(bytes).unwrap(), p))
 }
 
+/// Parsing `input` fails with a text error at `line` whose reason has `reason` in it.
+fn assert_text_error(input: &str, line: usize, reason: &str) {
+    let err = parse(input.as_bytes()).unwrap_err();
+    let Error::Text { line: at, reason: why, .. } = &err else { panic!("{input:?}: {err:?}") };
+    assert!(why.contains(reason) && *at == line, "{input:?}: {err}");
+}
+
 #[test]
 fn dtrace_stacks_keep_the_files_counts() {
     let Some((text, p)) = import_text("dtrace-stack-ustack.txt", Format::Dtrace, SourceFormat::Dtrace) else { return };
@@ -119,9 +126,7 @@ fn malformed_dtrace_stacks_get_typed_errors() {
         (headed.to_owned(), 1, "no stacks"),
     ];
     for (input, line, reason) in cases {
-        let err = parse(input.as_bytes()).unwrap_err();
-        let Error::Text { line: at, reason: why, .. } = &err else { panic!("{err:?}") };
-        assert!(why.contains(reason) && *at == line, "{input:?}: {err}");
+        assert_text_error(&input, line, reason);
     }
     let quiet = "\n  libc.so.1`_lwp_start\n  3\n";
     assert_eq!(detect(quiet.as_bytes()), Format::Dtrace);
@@ -192,8 +197,61 @@ fn malformed_csv_call_trees_get_typed_errors() {
         ("Level,Function Name,Module Name\n0,\"a\",\"m\"\n", 1, "no exclusive value column"),
     ];
     for (input, line, reason) in cases {
-        let err = parse(input.as_bytes()).unwrap_err();
-        let Error::Text { line: at, reason: why, .. } = &err else { panic!("{input:?}: {err:?}") };
-        assert!(why.contains(reason) && *at == line, "{input:?}: {err}");
+        assert_text_error(input, line, reason);
+    }
+}
+
+#[test]
+fn macos_sample_keeps_the_call_trees_counts() {
+    let format = (Format::MacosSample, SourceFormat::MacosSample);
+    let Some((text, p)) = import_text("macos-sample.txt", format.0, format.1) else { return };
+    assert_eq!((p.sample_type_name(0), p.sample_type_unit(0)), ("samples", "count"));
+
+    // Independently: (depth, count, key) per call graph line; a node's self count is its
+    // count minus those of the lines one level deeper before the next line at its depth.
+    let line = regex::Regex::new(r"^    ([ +|:!]*)(\d+) (.*)$").unwrap();
+    let nodes: Vec<(usize, i64, String)> = text
+        .lines()
+        .skip_while(|l| *l != "Call graph:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| {
+            let c = line.captures(l).unwrap();
+            let key = match c[3].rsplit_once("  (in ") {
+                Some((function, place)) => format!("{}`{}", place.split(')').next().unwrap(), function.trim()),
+                None => format!("thread {}", &c[3]),
+            };
+            (c[1].len() / 2, c[2].parse().unwrap(), key)
+        })
+        .collect();
+    let mut expected = BTreeMap::new();
+    for (i, (depth, count, key)) in nodes.iter().enumerate() {
+        let below = nodes[i + 1..].iter().take_while(|n| n.0 > *depth);
+        let children: i64 = below.filter(|n| n.0 == depth + 1).map(|n| n.1).sum();
+        add(&mut expected, key.clone(), count - children);
+    }
+    let threads: i64 = nodes.iter().filter(|n| n.0 == 0).map(|n| n.1).sum();
+    assert_eq!(p.total(0), threads);
+    assert_eq!(threads, 3 * 825, "three threads of 825 samples");
+    assert_eq!(self_by_frame(&p, 0), nonzero(expected));
+    // Each sample carries its thread.
+    let thread = p.strings.iter().position(|s| s == "thread").unwrap();
+    assert!(p.samples.iter().all(|s| s.labels.len() == 1 && s.labels[0].key.0 as usize == thread));
+}
+
+#[test]
+fn malformed_macos_samples_get_typed_errors() {
+    let head = "Analysis of sampling a (pid 1) every 1 millisecond\n\nCall graph:\n";
+    let cases = [
+        ("Analysis of sampling a (pid 1)\n", 1, "no 'Call graph:' line"),
+        ("    5 Thread_1\n    + 3 main  (in a)\n    +       3 f  (in a)\n", 6, "skips a level"),
+        ("    5 Thread_1\n    + 9 main  (in a)\n    2 Thread_2\n", 6, "more samples than the node"),
+        ("    5 Thread_1\n    + x main  (in a)\n", 5, "expected 'count function"),
+        ("    5 Thread_1\n     + 3 main  (in a)\n", 5, "odd indentation"),
+        ("\n", 3, "no samples"),
+    ];
+    for (tree, line, reason) in cases {
+        let input = if tree.starts_with("Analysis") { tree.to_owned() } else { format!("{head}{tree}") };
+        assert_text_error(&input, line, reason);
     }
 }

@@ -23,6 +23,7 @@ pub mod folded;
 mod gzip;
 pub mod legacy_cpu;
 pub mod legacy_text;
+pub mod macos_sample;
 mod named_frames;
 pub mod perf_script;
 pub mod pprof;
@@ -76,6 +77,8 @@ pub enum Format {
     Vtune,
     /// Visual Studio profiler call tree CSV.
     VisualStudio,
+    /// macOS `sample` call graph text.
+    MacosSample,
     /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
@@ -136,6 +139,7 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::Dtrace => dtrace::parse(bytes),
         Format::Vtune => vtune::parse(bytes),
         Format::VisualStudio => vsprof::parse(bytes),
+        Format::MacosSample => macos_sample::parse(bytes),
         Format::Json => parse_json(bytes),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
         Format::Unsupported(format) => Err(unsupported::error(format)),

@@ -6,12 +6,14 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::demangle::add_printed_symbol_function;
 use super::text::{self, text_error};
-use crate::model::{Line, LocationId, Mapping, MappingId, Profile, Sample, SourceFormat};
+use crate::model::{Label, Line, LocationId, Mapping, MappingId, Profile, Sample, SourceFormat};
 use crate::Result;
 
 /// Builds a profile from frames named by function and module.
 pub(crate) struct NamedFrames {
     pub profile: Profile,
+    /// Given to the samples added from now on.
+    pub labels: Vec<Label>,
     locations: HashMap<(String, String), LocationId>,
     modules: HashMap<String, MappingId>,
 }
@@ -24,7 +26,7 @@ impl NamedFrames {
             let vt = profile.value_type(kind, unit);
             profile.sample_types.push(vt);
         }
-        Self { profile, locations: HashMap::default(), modules: HashMap::default() }
+        Self { profile, labels: Vec::new(), locations: HashMap::default(), modules: HashMap::default() }
     }
 
     /// The location of `function` in `module` (`""`: no module).
@@ -57,7 +59,7 @@ impl NamedFrames {
     /// Adds a sample unless all its values are zero.
     pub fn sample(&mut self, leaf_first: Vec<LocationId>, values: Vec<i64>) {
         if values.iter().any(|&v| v != 0) {
-            self.profile.samples.push(Sample { locations: leaf_first, values, labels: Vec::new() });
+            self.profile.samples.push(Sample { locations: leaf_first, values, labels: self.labels.clone() });
         }
     }
 }
