@@ -173,6 +173,7 @@ pub enum SourceFormat {
     Vtune,
     VisualStudio,
     MacosSample,
+    Dhat,
     Built,
 }
 

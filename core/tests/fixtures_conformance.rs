@@ -153,7 +153,7 @@ fn every_third_party_file_imports_or_gets_a_typed_error() {
     let expected: &[(&str, Result<usize, &str>)] = &[
         ("firefox-profiler/art-trace-regular.trace.gz", Err("UnsupportedFormat")),
         ("firefox-profiler/chrome-tracing.json.gz", Ok(1)),
-        ("firefox-profiler/dhat.json.gz", Err("UnknownFormat")),
+        ("firefox-profiler/dhat.json.gz", Ok(5)),
         ("firefox-profiler/flamegraph.txt", Ok(1)),
         ("firefox-profiler/gecko-2.json", Ok(2)),
         ("firefox-profiler/graphviz.perf.gz", Ok(2)),

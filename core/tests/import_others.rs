@@ -255,3 +255,52 @@ fn malformed_macos_samples_get_typed_errors() {
         assert_text_error(&input, line, reason);
     }
 }
+
+#[test]
+fn dhat_keeps_bytes_and_blocks_per_program_point() {
+    let Some(root) = fixtures() else { return };
+    let bytes = inflated(&root.join("thirdparty/firefox-profiler/dhat.json.gz"));
+    assert_eq!(detect(&bytes), Format::Json);
+    let p = parse(&bytes).unwrap();
+    assert_eq!(p.source, SourceFormat::Dhat);
+    let types: Vec<&str> = (0..p.sample_types.len()).map(|i| p.sample_type_name(i)).collect();
+    assert_eq!(types, ["total_bytes", "total_blocks", "max_bytes", "bytes_at_global_max", "bytes_at_end"]);
+    assert_eq!(p.default_sample_index(), 0);
+
+    // Independently: per field, the sum over program points and per innermost frame
+    // (`0x…: name (file:line:column)` → name).
+    let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let ftbl = json["ftbl"].as_array().unwrap();
+    let pps = json["pps"].as_array().unwrap();
+    for (i, field) in ["tb", "tbk", "mb", "gb", "eb"].into_iter().enumerate() {
+        let mut expected = BTreeMap::new();
+        for pp in pps {
+            let leaf = ftbl[pp["fs"][0].as_u64().unwrap() as usize].as_str().unwrap();
+            let name = leaf.split_once(": ").map_or(leaf, |(_, rest)| rest.rsplit_once(" (").unwrap().0);
+            add(&mut expected, format!("`{name}"), pp[field].as_i64().unwrap());
+        }
+        assert_eq!(p.total(i), expected.values().sum::<i64>(), "{field}");
+        assert_eq!(self_by_frame(&p, i), expected, "{field}");
+    }
+    assert_eq!((p.total(0), p.total(1)), (21642, 133), "the fixture's tb and tbk sums");
+    // Frames keep their file, line and address.
+    let leaf = p.location(p.samples[0].locations[0]);
+    let function = p.function(leaf.lines[0].function);
+    let shown = (p.str(function.name), p.str(function.filename), leaf.lines[0].line, leaf.address);
+    assert_eq!(shown, ("<alloc::alloc::Global as core::alloc::Allocator>::allocate", "alloc.rs", 226, 0x1084fcbbb));
+}
+
+#[test]
+fn malformed_dhat_gets_typed_errors() {
+    let cases = [
+        (r#"{"dhatFileVersion":1,"pps":[],"ftbl":[]}"#, "dhatFileVersion 1"),
+        (r#"{"dhatFileVersion":2,"pps":[{"tb":1,"tbk":1,"fs":[3]}],"ftbl":["[root]"]}"#, "pps[0].fs"),
+        (r#"{"dhatFileVersion":2,"pps":[{"tb":1,"fs":[]}],"ftbl":["[root]"]}"#, "pps[0] lacks a count"),
+        (r#"{"dhatFileVersion":2,"pps":[],"ftbl":[7]}"#, "ftbl[0] is not a string"),
+        (r#"{"dhatFileVersion":2,"pps":[]}"#, "no frame table"),
+    ];
+    for (input, reason) in cases {
+        let err = parse(input.as_bytes()).unwrap_err();
+        assert!(matches!(err, Error::Invalid(_)) && err.to_string().contains(reason), "{input}: {err}");
+    }
+}

@@ -17,6 +17,7 @@ mod call_graph;
 pub mod callgrind;
 pub mod chrome_trace;
 pub mod demangle;
+pub mod dhat;
 pub mod dtrace;
 pub mod firefox;
 pub mod folded;
@@ -159,6 +160,7 @@ const JSON_FORMATS: &[JsonFormat] = &[
     JsonFormat { is: chrome_trace::is_chrome_trace, parse: chrome_trace::parse },
     JsonFormat { is: v8::is_heapprofile, parse: v8::parse_heapprofile },
     JsonFormat { is: v8::is_cpuprofile, parse: v8::parse_cpuprofile },
+    JsonFormat { is: dhat::is_dhat, parse: dhat::parse },
 ];
 
 fn parse_json(bytes: &[u8]) -> Result<Profile> {
