@@ -174,6 +174,7 @@ pub enum SourceFormat {
     VisualStudio,
     MacosSample,
     Dhat,
+    Simpleperf,
     Built,
 }
 

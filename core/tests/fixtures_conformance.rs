@@ -159,7 +159,7 @@ fn every_third_party_file_imports_or_gets_a_typed_error() {
         ("firefox-profiler/graphviz.perf.gz", Ok(2)),
         ("firefox-profiler/hello.cjs-20231120T211435.cpuprofile", Ok(2)),
         ("firefox-profiler/processed-3.json", Ok(2)),
-        ("firefox-profiler/simpleperf-cpu-clock.trace.gz", Err("UnsupportedFormat")),
+        ("firefox-profiler/simpleperf-cpu-clock.trace.gz", Ok(3)),
         ("flamegraph/example-perf-stacks.txt.gz", Ok(1)),
         ("flamegraph/perf-cycles-instructions-01.txt", Ok(2)),
         ("flamegraph/perf-java-stacks-01-collapsed-all.txt", Ok(1)),

@@ -27,7 +27,6 @@ fn inflated(path: &std::path::Path) -> Vec<u8> {
 fn recognised_formats_that_are_not_imported_get_a_typed_error_naming_them() {
     let Some(root) = fixtures() else { return };
     let cases = [
-        ("thirdparty/firefox-profiler/simpleperf-cpu-clock.trace.gz", Unsupported::Simpleperf, "Android simpleperf"),
         ("thirdparty/firefox-profiler/art-trace-regular.trace.gz", Unsupported::ArtTrace, "Android ART method trace"),
         ("thirdparty/pyroscope/otel-ebpf-profile.pb.bin", Unsupported::OtlpProfiles, "OTLP profiles (OpenTelemetry)"),
     ];
@@ -71,13 +70,19 @@ fn self_by_frame(p: &Profile, sample_index: usize) -> BTreeMap<String, i64> {
     out
 }
 
-/// A text fixture under `thirdparty/inferno` and its import, after checking what
+/// A fixture under `thirdparty/` (inflated) and its import, after checking what
 /// `detect` says and which importer made it.
-fn import_text(name: &str, format: Format, source: SourceFormat) -> Option<(String, Profile)> {
-    let bytes = read(&fixtures()?.join("thirdparty/inferno").join(name));
+fn import(name: &str, format: Format, source: SourceFormat) -> Option<(Vec<u8>, Profile)> {
+    let bytes = inflated(&fixtures()?.join("thirdparty").join(name));
     assert_eq!(detect(&bytes), format, "{name}");
     let p = parse(&bytes).unwrap();
     assert_eq!(p.source, source, "{name}");
+    Some((bytes, p))
+}
+
+/// [`import`] for a text fixture under `thirdparty/inferno`.
+fn import_text(name: &str, format: Format, source: SourceFormat) -> Option<(String, Profile)> {
+    let (bytes, p) = import(&format!("inferno/{name}"), format, source)?;
     Some((String::from_utf8(bytes).unwrap(), p))
 }
 
@@ -258,11 +263,7 @@ fn malformed_macos_samples_get_typed_errors() {
 
 #[test]
 fn dhat_keeps_bytes_and_blocks_per_program_point() {
-    let Some(root) = fixtures() else { return };
-    let bytes = inflated(&root.join("thirdparty/firefox-profiler/dhat.json.gz"));
-    assert_eq!(detect(&bytes), Format::Json);
-    let p = parse(&bytes).unwrap();
-    assert_eq!(p.source, SourceFormat::Dhat);
+    let Some((bytes, p)) = import("firefox-profiler/dhat.json.gz", Format::Json, SourceFormat::Dhat) else { return };
     let types: Vec<&str> = (0..p.sample_types.len()).map(|i| p.sample_type_name(i)).collect();
     assert_eq!(types, ["total_bytes", "total_blocks", "max_bytes", "bytes_at_global_max", "bytes_at_end"]);
     assert_eq!(p.default_sample_index(), 0);
@@ -302,5 +303,91 @@ fn malformed_dhat_gets_typed_errors() {
     for (input, reason) in cases {
         let err = parse(input.as_bytes()).unwrap_err();
         assert!(matches!(err, Error::Invalid(_)) && err.to_string().contains(reason), "{input}: {err}");
+    }
+}
+
+/// A protobuf varint at `at`: its value and the position after it.
+fn varint(bytes: &[u8], mut at: usize) -> (u64, usize) {
+    let mut value = 0;
+    for shift in (0..64).step_by(7) {
+        let b = bytes[at];
+        at += 1;
+        value |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            break;
+        }
+    }
+    (value, at)
+}
+
+/// The varint fields of a protobuf message as (field, value); other fields skipped.
+fn varint_fields(message: &[u8]) -> Vec<(u64, u64)> {
+    let (mut out, mut at) = (Vec::new(), 0);
+    while at < message.len() {
+        let (tag, next) = varint(message, at);
+        let (value, next) = varint(message, next);
+        at = next;
+        match tag & 7 {
+            0 => out.push((tag >> 3, value)),
+            2 => at += value as usize,
+            wire => panic!("wire type {wire} in the fixture"),
+        }
+    }
+    out
+}
+
+#[test]
+fn simpleperf_keeps_samples_and_event_counts() {
+    let format = (Format::Simpleperf, SourceFormat::Simpleperf);
+    let Some((bytes, p)) = import("firefox-profiler/simpleperf-cpu-clock.trace.gz", format.0, format.1) else { return };
+    let types: Vec<(&str, &str)> =
+        (0..p.sample_types.len()).map(|i| (p.sample_type_name(i), p.sample_type_unit(i))).collect();
+
+    // Independently: walk the records (u32 size, then a Record whose field 1 is a
+    // Sample, 2 a LostSituation) and sum each sample's event_count (field 4) per
+    // event_type_id (field 5); the LostSituation's sample_count is simpleperf's own total.
+    let (mut at, mut samples, mut counted) = (12, 0, None);
+    let mut events: BTreeMap<u64, i64> = BTreeMap::new();
+    loop {
+        let size = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        at += 4;
+        if size == 0 {
+            break;
+        }
+        let record = &bytes[at..at + size];
+        at += size;
+        let (tag, body) = varint(record, 0);
+        let (_, body) = varint(record, body);
+        let fields = varint_fields(&record[body..]);
+        let field = |n| fields.iter().find(|f| f.0 == n).map(|f| f.1);
+        match tag >> 3 {
+            1 => {
+                samples += 1;
+                *events.entry(field(5).unwrap_or(0)).or_insert(0) += field(4).unwrap_or(0) as i64;
+            }
+            2 => counted = field(1),
+            _ => {}
+        }
+    }
+    assert_eq!(Some(samples as u64), counted, "the file's own sample count");
+    assert_eq!(p.total(0), samples);
+    for (event, total) in events {
+        assert_eq!(p.total(event as usize + 1), total, "{types:?}");
+    }
+    assert_eq!(types[1], ("cpu-clock", "nanoseconds"));
+}
+
+#[test]
+fn malformed_simpleperf_gets_typed_errors() {
+    let cases: [(&[u8], usize, &str); 4] = [
+        (b"SIMPLEPERF\x01\x00", 12, "ends before its end record"),
+        (b"SIMPLEPERF\x01\x00\x09\x00\x00\x00\x0a", 16, "record past the end"),
+        (b"SIMPLEPERF\x01\x00\x02\x00\x00\x00\x0a\x05\x00\x00\x00\x00", 16, "malformed record"),
+        (b"SIMPLEPERF\x01\x00\x04\x00\x00\x00\x0a\x02\x1a\x00\x00\x00\x00\x00", 16, "no File record"),
+    ];
+    for (input, offset, reason) in cases {
+        let err = parse(input).unwrap_err();
+        let Error::Binary { offset: at, reason: why, .. } = &err else { panic!("{input:02x?}: {err:?}") };
+        assert!(why.contains(reason) && *at == offset, "{input:02x?}: {err}");
     }
 }

@@ -30,6 +30,7 @@ pub mod perf_script;
 pub mod pprof;
 mod pprof_wire;
 pub mod pstats;
+pub mod simpleperf;
 pub mod speedscope;
 mod text;
 pub mod unsupported;
@@ -80,6 +81,8 @@ pub enum Format {
     VisualStudio,
     /// macOS `sample` call graph text.
     MacosSample,
+    /// Android simpleperf `report-sample` protobuf.
+    Simpleperf,
     /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
@@ -141,6 +144,7 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::Vtune => vtune::parse(bytes),
         Format::VisualStudio => vsprof::parse(bytes),
         Format::MacosSample => macos_sample::parse(bytes),
+        Format::Simpleperf => simpleperf::parse(bytes),
         Format::Json => parse_json(bytes),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
         Format::Unsupported(format) => Err(unsupported::error(format)),
@@ -242,6 +246,9 @@ pub fn detect(bytes: &[u8]) -> Format {
     }
     if callgrind::looks_like_callgrind(bytes) {
         return Format::Callgrind;
+    }
+    if bytes.starts_with(simpleperf::MAGIC) {
+        return Format::Simpleperf;
     }
     if let Some(format) = unsupported::detect(bytes) {
         return Format::Unsupported(format);

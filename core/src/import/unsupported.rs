@@ -7,13 +7,9 @@ use crate::Error;
 #[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Unsupported {
-    Simpleperf,
     ArtTrace,
     OtlpProfiles,
 }
-
-/// Android simpleperf `report-sample` protobuf files start with this, then a version.
-const SIMPLEPERF_MAGIC: &[u8] = b"SIMPLEPERF";
 
 /// An Android ART method trace starts with a text header, `*version`, then `3` or `2`.
 const ART_TRACE_MAGIC: &[u8] = b"*version\n";
@@ -36,9 +32,7 @@ fn is_otlp_profiles(bytes: &[u8]) -> bool {
 
 /// The unsupported format `bytes` (already inflated) are in, if any.
 pub(crate) fn detect(bytes: &[u8]) -> Option<Unsupported> {
-    if bytes.starts_with(SIMPLEPERF_MAGIC) {
-        Some(Unsupported::Simpleperf)
-    } else if bytes.starts_with(ART_TRACE_MAGIC) {
+    if bytes.starts_with(ART_TRACE_MAGIC) {
         Some(Unsupported::ArtTrace)
     } else if is_otlp_profiles(bytes) {
         Some(Unsupported::OtlpProfiles)
@@ -50,10 +44,6 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<Unsupported> {
 /// The error for a format [`detect`] found.
 pub(crate) fn error(format: Unsupported) -> Error {
     let (format, reason) = match format {
-        Unsupported::Simpleperf => (
-            "Android simpleperf report-sample protobuf",
-            "simpleperf's pprof_proto_generator.py writes pprof from the perf.data instead",
-        ),
         Unsupported::ArtTrace => ("Android ART method trace", "stacklens does not import method traces yet"),
         Unsupported::OtlpProfiles => (
             "OTLP profiles (OpenTelemetry)",
