@@ -175,6 +175,7 @@ pub enum SourceFormat {
     MacosSample,
     Dhat,
     Simpleperf,
+    ArtTrace,
     Built,
 }
 

@@ -151,7 +151,7 @@ fn every_third_party_file_imports_or_gets_a_typed_error() {
     // Each input file under thirdparty/ (reference outputs left out): how many sample
     // types it imports with, or the typed error's code for a format we do not read.
     let expected: &[(&str, Result<usize, &str>)] = &[
-        ("firefox-profiler/art-trace-regular.trace.gz", Err("UnsupportedFormat")),
+        ("firefox-profiler/art-trace-regular.trace.gz", Ok(1)),
         ("firefox-profiler/chrome-tracing.json.gz", Ok(1)),
         ("firefox-profiler/dhat.json.gz", Ok(5)),
         ("firefox-profiler/flamegraph.txt", Ok(1)),

@@ -26,10 +26,8 @@ fn inflated(path: &std::path::Path) -> Vec<u8> {
 #[test]
 fn recognised_formats_that_are_not_imported_get_a_typed_error_naming_them() {
     let Some(root) = fixtures() else { return };
-    let cases = [
-        ("thirdparty/firefox-profiler/art-trace-regular.trace.gz", Unsupported::ArtTrace, "Android ART method trace"),
-        ("thirdparty/pyroscope/otel-ebpf-profile.pb.bin", Unsupported::OtlpProfiles, "OTLP profiles (OpenTelemetry)"),
-    ];
+    let cases =
+        [("thirdparty/pyroscope/otel-ebpf-profile.pb.bin", Unsupported::OtlpProfiles, "OTLP profiles (OpenTelemetry)")];
     for (name, format, shown) in cases {
         let path = root.join(name);
         assert_eq!(detect(&inflated(&path)), Format::Unsupported(format), "{name}");
@@ -389,5 +387,69 @@ fn malformed_simpleperf_gets_typed_errors() {
         let err = parse(input).unwrap_err();
         let Error::Binary { offset: at, reason: why, .. } = &err else { panic!("{input:02x?}: {err:?}") };
         assert!(why.contains(reason) && *at == offset, "{input:02x?}: {err}");
+    }
+}
+
+#[test]
+fn art_trace_keeps_wall_time_between_method_events() {
+    let format = (Format::ArtTrace, SourceFormat::ArtTrace);
+    let Some((bytes, p)) = import("firefox-profiler/art-trace-regular.trace.gz", format.0, format.1) else { return };
+    assert_eq!((p.sample_type_name(0), p.sample_type_unit(0)), ("wall", "microseconds"));
+
+    // Independently: the fixture is version 3 with the dual clock (14-byte records: u16
+    // thread, u32 method|action, u32 thread time, u32 wall time). Per thread, the wall
+    // time to the next record goes to the innermost entered method, if any.
+    let text_end = bytes.windows(6).position(|w| w == b"\n*end\n").unwrap() + 6;
+    let header = String::from_utf8_lossy(&bytes[..text_end]);
+    let names: BTreeMap<u32, String> = header
+        .lines()
+        .skip_while(|l| *l != "*methods")
+        .skip(1)
+        .take_while(|l| !l.starts_with('*'))
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            let id = u32::from_str_radix(f[0].trim_start_matches("0x"), 16).unwrap(); // `0` is the one decimal
+            (id, format!("`{}.{}", f[1], f[2]))
+        })
+        .collect();
+    let data = &bytes[text_end..];
+    assert_eq!((&data[..4], data[4], data[16]), (&b"SLOW"[..], 3, 14));
+    let mut threads: BTreeMap<u16, (Vec<u32>, u32)> = BTreeMap::new();
+    let mut expected = BTreeMap::new();
+    for record in data[usize::from(data[6])..].chunks_exact(14) {
+        let tid = u16::from_le_bytes([record[0], record[1]]);
+        let method = u32::from_le_bytes(record[2..6].try_into().unwrap());
+        let wall = u32::from_le_bytes(record[10..14].try_into().unwrap());
+        let (stack, last) = threads.entry(tid).or_insert((Vec::new(), wall));
+        if let Some(top) = stack.last() {
+            // A few methods the trace calls are missing from its table.
+            let name = names.get(top).cloned().unwrap_or_else(|| format!("`method 0x{top:x}"));
+            add(&mut expected, name, i64::from(wall.saturating_sub(*last)));
+        }
+        *last = wall;
+        if method & 3 == 0 {
+            stack.push(method & !3);
+        } else {
+            stack.pop();
+        }
+    }
+    let expected = nonzero(expected);
+    assert_eq!(p.total(0), expected.values().sum::<i64>());
+    assert!(p.total(0) > 1_000_000, "over a second of traced wall time: {}", p.total(0));
+    assert_eq!(self_by_frame(&p, 0), expected);
+}
+
+#[test]
+fn malformed_art_traces_get_typed_errors() {
+    let header = "*version\n3\nclock=dual\n*threads\n1\tmain\n*methods\n0x10\tA\tf\t()V\tA.java\n*end\n";
+    let cases: [(String, &str); 4] = [
+        ("*version\n3\n".to_owned(), "no '*end' line"),
+        ("*version\nx\n*end\nSLOW".to_owned(), "version 'x'"),
+        (format!("{header}WOLS"), "no 'SLOW'"),
+        (format!("{header}SLOW\x03\x00"), "truncated"),
+    ];
+    for (input, reason) in cases {
+        let err = parse(input.as_bytes()).unwrap_err();
+        assert!(matches!(err, Error::Binary { .. }) && err.to_string().contains(reason), "{input:?}: {err}");
     }
 }

@@ -13,6 +13,7 @@ macro_rules! static_regex {
     };
 }
 
+pub mod art_trace;
 mod call_graph;
 pub mod callgrind;
 pub mod chrome_trace;
@@ -83,6 +84,8 @@ pub enum Format {
     MacosSample,
     /// Android simpleperf `report-sample` protobuf.
     Simpleperf,
+    /// Android ART method trace.
+    ArtTrace,
     /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
@@ -145,6 +148,7 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::VisualStudio => vsprof::parse(bytes),
         Format::MacosSample => macos_sample::parse(bytes),
         Format::Simpleperf => simpleperf::parse(bytes),
+        Format::ArtTrace => art_trace::parse(bytes),
         Format::Json => parse_json(bytes),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
         Format::Unsupported(format) => Err(unsupported::error(format)),
@@ -249,6 +253,9 @@ pub fn detect(bytes: &[u8]) -> Format {
     }
     if bytes.starts_with(simpleperf::MAGIC) {
         return Format::Simpleperf;
+    }
+    if bytes.starts_with(art_trace::MAGIC) {
+        return Format::ArtTrace;
     }
     if let Some(format) = unsupported::detect(bytes) {
         return Format::Unsupported(format);

@@ -7,12 +7,8 @@ use crate::Error;
 #[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Unsupported {
-    ArtTrace,
     OtlpProfiles,
 }
-
-/// An Android ART method trace starts with a text header, `*version`, then `3` or `2`.
-const ART_TRACE_MAGIC: &[u8] = b"*version\n";
 
 /// Protobuf tag of field 1, wire type 2 (length-delimited).
 const FIELD_1_BYTES: u8 = 0x0a;
@@ -32,19 +28,12 @@ fn is_otlp_profiles(bytes: &[u8]) -> bool {
 
 /// The unsupported format `bytes` (already inflated) are in, if any.
 pub(crate) fn detect(bytes: &[u8]) -> Option<Unsupported> {
-    if bytes.starts_with(ART_TRACE_MAGIC) {
-        Some(Unsupported::ArtTrace)
-    } else if is_otlp_profiles(bytes) {
-        Some(Unsupported::OtlpProfiles)
-    } else {
-        None
-    }
+    is_otlp_profiles(bytes).then_some(Unsupported::OtlpProfiles)
 }
 
 /// The error for a format [`detect`] found.
 pub(crate) fn error(format: Unsupported) -> Error {
     let (format, reason) = match format {
-        Unsupported::ArtTrace => ("Android ART method trace", "stacklens does not import method traces yet"),
         Unsupported::OtlpProfiles => (
             "OTLP profiles (OpenTelemetry)",
             "an ExportProfilesServiceRequest, not a pprof profile; export pprof from the collector instead",
