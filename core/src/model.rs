@@ -176,6 +176,13 @@ pub enum SourceFormat {
     Safari,
     V8Log,
     Jfr,
+    Dtrace,
+    Vtune,
+    VisualStudio,
+    MacosSample,
+    Dhat,
+    Simpleperf,
+    ArtTrace,
     Built,
 }
 

@@ -21,6 +21,12 @@ const HEADERS: &[&str] = &[
     PMCSTAT_HEADER,
     "Weight\tSelf Weight\tSymbol Names\n",
     "v8-version,6,0,287,53,0\ncode-creation,Stub,3,1,0x100,16,\"X\"\ntick,0x104,2,0,0x0,0\n",
+    "CPU     ID                    FUNCTION:NAME\n  0  1  :tick-1s\n\n",
+    "Function Stack,CPU Time:Self,Module\n",
+    "SIMPLEPERF\u{1}\u{0}",
+    "*version\n3\nclock=dual\n*methods\n0x10\tA\tf\n*end\nSLOW\u{3}\u{0} \u{0}",
+    "Analysis of sampling a (pid 1) every 1 millisecond\nCall graph:\n    5 Thread_1\n",
+    "Level,Function Name,Number of Calls,Elapsed Exclusive Time %,Module Name,\n",
 ];
 
 const PMCSTAT_HEADER: &str = "@ inst_retired.any [35705 samples]\n\n";

@@ -74,13 +74,46 @@ pub fn demangle(raw: &str) -> Option<String> {
     None
 }
 
+/// A Rust legacy symbol that a profiler demangled only halfway, keeping the escapes and
+/// the hash (`_$LT$T$GT$::fmt::h0123456789abcdef (.llvm.123)`, as DTrace and macOS
+/// `sample` print them): the name `demangle` gives the mangled symbol, or `None`.
+fn demangle_half_demangled_rust(raw: &str) -> Option<String> {
+    let name = match raw.find(" (.llvm.") {
+        Some(at) if raw.ends_with(')') => &raw[..at],
+        _ => raw,
+    };
+    let (path, hash) = name.rsplit_once("::h")?;
+    if hash.len() != 16 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) || path.is_empty() {
+        return None;
+    }
+    let plain_segments =
+        path.split("::").all(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"_$.".contains(&b)));
+    if !plain_segments {
+        // Already readable (`<T as Trait>::f`): only the hash goes.
+        return Some(path.to_owned());
+    }
+    let mut mangled = String::from("_ZN");
+    for segment in path.split("::") {
+        write!(mangled, "{}{segment}", segment.len()).ok()?;
+    }
+    mangled.push('E');
+    demangle(&mangled)
+}
+
 /// Adds a function named by a native symbol: the demangled name as `name` and the raw
 /// symbol as `system_name` (both `raw` when it is not mangled).
 pub(crate) fn add_native_function(p: &mut Profile, raw: &str, filename: &str, start_line: i64) -> FunctionId {
-    match demangle(raw) {
-        Some(name) => p.add_function(&name, raw, filename, start_line),
-        None => p.add_function(raw, raw, filename, start_line),
-    }
+    add_named(p, demangle(raw), raw, filename, start_line)
+}
+
+/// [`add_native_function`] for symbols a profiler printed (DTrace, macOS `sample`),
+/// which may be Rust symbols demangled only halfway.
+pub(crate) fn add_printed_symbol_function(p: &mut Profile, raw: &str) -> FunctionId {
+    add_named(p, demangle(raw).or_else(|| demangle_half_demangled_rust(raw)), raw, "", 0)
+}
+
+fn add_named(p: &mut Profile, demangled: Option<String>, raw: &str, filename: &str, start_line: i64) -> FunctionId {
+    p.add_function(demangled.as_deref().unwrap_or(raw), raw, filename, start_line)
 }
 
 #[cfg(test)]
@@ -94,5 +127,30 @@ mod tests {
         }
         let long = format!("_ZN{}E", "3abc".repeat(5000));
         assert_eq!(demangle(&long), None);
+    }
+
+    #[test]
+    fn finishes_half_demangled_rust() {
+        use super::demangle_half_demangled_rust as half;
+        let cases = [
+            (
+                "_$LT$std..thread..JoinHandle$LT$T$GT$$GT$::join::hca6aa63e512626da",
+                "<std::thread::JoinHandle<T>>::join",
+            ),
+            (
+                "std::panicking::try::do_call::hab896c32750930ec (.llvm.7886897009887049720)",
+                "std::panicking::try::do_call",
+            ),
+            (
+                "<tokio::future::poll_fn::PollFn<F> as core::future::future::Future>::poll::hdb622d175ae42c67",
+                "<tokio::future::poll_fn::PollFn<F> as core::future::future::Future>::poll",
+            ),
+        ];
+        for (raw, name) in cases {
+            assert_eq!(half(raw).as_deref(), Some(name), "{raw}");
+        }
+        for raw in ["main", "f::h123", "::h0123456789abcdef", "a::hxyz3456789abcdef"] {
+            assert_eq!(half(raw), None, "{raw}");
+        }
     }
 }

@@ -13,10 +13,13 @@ macro_rules! static_regex {
     };
 }
 
+pub mod art_trace;
 mod call_graph;
 pub mod callgrind;
 pub mod chrome_trace;
 pub mod demangle;
+pub mod dhat;
+pub mod dtrace;
 pub mod firefox;
 pub mod folded;
 pub mod ghc;
@@ -25,17 +28,23 @@ pub mod instruments;
 pub mod jfr;
 pub mod legacy_cpu;
 pub mod legacy_text;
+pub mod macos_sample;
+mod named_frames;
 pub mod perf_script;
 pub mod pmcstat;
 pub mod pprof;
 mod pprof_wire;
 pub mod pstats;
 pub mod safari;
+pub mod simpleperf;
 pub mod speedscope;
 pub mod stackprof;
 mod text;
+pub mod unsupported;
 pub mod v8;
 pub mod v8_log;
+pub mod vsprof;
+pub mod vtune;
 
 use crate::{Error, Profile, Result};
 
@@ -80,10 +89,24 @@ pub enum Format {
     V8Log,
     /// A Java Flight Recorder recording (JDK Flight Recorder, async-profiler).
     Jfr,
+    /// DTrace `stack()`/`ustack()` aggregation text.
+    Dtrace,
+    /// Intel VTune top-down CSV.
+    Vtune,
+    /// Visual Studio profiler call tree CSV.
+    VisualStudio,
+    /// macOS `sample` call graph text.
+    MacosSample,
+    /// Android simpleperf `report-sample` protobuf.
+    Simpleperf,
+    /// Android ART method trace.
+    ArtTrace,
     /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
     Unrecognized,
+    /// A known profile format stacklens does not import.
+    Unsupported(unsupported::Unsupported),
 }
 
 /// Where a parse is, for progress bars: each stage reports its own 0..=1 fraction.
@@ -139,8 +162,15 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
         Format::InstrumentsDeepCopy => instruments::parse(bytes),
         Format::V8Log => v8_log::parse(bytes),
         Format::Jfr => jfr::parse(bytes),
+        Format::Dtrace => dtrace::parse(bytes),
+        Format::Vtune => vtune::parse(bytes),
+        Format::VisualStudio => vsprof::parse(bytes),
+        Format::MacosSample => macos_sample::parse(bytes),
+        Format::Simpleperf => simpleperf::parse(bytes),
+        Format::ArtTrace => art_trace::parse(bytes),
         Format::Json => parse_json(bytes),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
+        Format::Unsupported(format) => Err(unsupported::error(format)),
     }
 }
 
@@ -160,6 +190,7 @@ const JSON_FORMATS: &[JsonFormat] = &[
     JsonFormat { is: stackprof::is_stackprof, parse: stackprof::parse },
     JsonFormat { is: ghc::is_ghc, parse: ghc::parse },
     JsonFormat { is: safari::is_safari, parse: safari::parse },
+    JsonFormat { is: dhat::is_dhat, parse: dhat::parse },
 ];
 
 fn parse_json(bytes: &[u8]) -> Result<Profile> {
@@ -187,8 +218,15 @@ fn describe_json(json: &serde_json::Value) -> String {
     }
 }
 
+/// How many leading bytes of unrecognised binary input the error message shows.
+const BINARY_MAGIC_SHOWN: usize = 12;
+
 /// What bytes no importer reads look like, for the error message.
 fn describe(bytes: &[u8]) -> String {
+    if !looks_like_text(bytes) {
+        let magic: String = bytes.iter().take(BINARY_MAGIC_SHOWN).map(|b| format!("{b:02x}")).collect();
+        return format!("binary, magic {magic}, not a profile format stacklens reads");
+    }
     let head = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).trim_start().to_lowercase();
     if head.starts_with("<!doctype html") || head.starts_with("<html") {
         return "this is an HTML page, not a profile".into();
@@ -216,9 +254,9 @@ fn looks_like_text(bytes: &[u8]) -> bool {
     !valid.is_empty() && !text::starts_binary(valid)
 }
 
-/// Detects the format of uncompressed bytes. Binary input that is not a legacy CPU
-/// profile, pstats or a JFR recording is treated as protobuf, whose decoder then reports
-/// where it fails; text is never decoded as protobuf.
+/// Detects the format of uncompressed bytes. Binary input goes to the pprof decoder
+/// only when it starts like a `profile.proto` message (the decoder then reports where it
+/// fails); text is never decoded as protobuf.
 pub fn detect(bytes: &[u8]) -> Format {
     if bytes.starts_with(jfr::MAGIC) {
         return Format::Jfr;
@@ -232,11 +270,20 @@ pub fn detect(bytes: &[u8]) -> Format {
     if callgrind::looks_like_callgrind(bytes) {
         return Format::Callgrind;
     }
+    if bytes.starts_with(simpleperf::MAGIC) {
+        return Format::Simpleperf;
+    }
+    if bytes.starts_with(art_trace::MAGIC) {
+        return Format::ArtTrace;
+    }
+    if let Some(format) = unsupported::detect(bytes) {
+        return Format::Unsupported(format);
+    }
     if let Some(format) = text::detect(bytes) {
         return format;
     }
-    if looks_like_text(bytes) {
-        return Format::Unrecognized;
+    if !looks_like_text(bytes) && pprof::starts_like_profile(bytes) {
+        return Format::Pprof;
     }
-    Format::Pprof
+    Format::Unrecognized
 }

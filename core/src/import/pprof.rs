@@ -9,6 +9,22 @@ use crate::model::{
 };
 use crate::{Error, Result};
 
+/// Whether `bytes` start with a tag `profile.proto`'s `Profile` message can have: one of
+/// its fields 1..=15 with that field's wire type (length-delimited for messages, strings
+/// and packed comments; varint for the numbers). Each such tag is one byte.
+pub(crate) fn starts_like_profile(bytes: &[u8]) -> bool {
+    const VARINT: u8 = 0;
+    const LENGTH_DELIMITED: u8 = 2;
+    let Some(&tag) = bytes.first() else { return false };
+    let (field, wire_type) = (tag >> 3, tag & 7);
+    match field {
+        1..=6 | 11 => wire_type == LENGTH_DELIMITED,
+        13 => wire_type == VARINT || wire_type == LENGTH_DELIMITED,
+        7..=10 | 12 | 14 | 15 => wire_type == VARINT,
+        _ => false,
+    }
+}
+
 /// Decodes a pprof protobuf straight into the model: no intermediate structs for the
 /// bulk (samples and locations), vectors sized from a first pass over the top-level
 /// fields. Wire errors are explained by [`super::pprof_wire::locate_error`], which

@@ -81,6 +81,18 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<Format> {
     if meaningful.by_ref().take(64).any(|l| goroutine_header().is_match(l)) {
         return Some(Format::GoGoroutineDump);
     }
+    if super::macos_sample::looks_like_macos_sample(&text) {
+        return Some(Format::MacosSample);
+    }
+    if super::vtune::looks_like_vtune(&text) {
+        return Some(Format::Vtune);
+    }
+    if super::vsprof::looks_like_vsprof(&text) {
+        return Some(Format::VisualStudio);
+    }
+    if super::dtrace::looks_like_dtrace(&text) {
+        return Some(Format::Dtrace);
+    }
     if super::perf_script::looks_like_perf_script(&text) {
         return Some(Format::PerfScript);
     }
