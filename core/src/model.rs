@@ -360,6 +360,15 @@ impl Profile {
         id
     }
 
+    /// Adds a mapping known only by its file (a module or shared object that frames
+    /// name), whose frames have functions.
+    pub fn add_module_mapping(&mut self, filename: &str) -> MappingId {
+        let id = MappingId(self.mappings.len() as u32);
+        let filename = self.strings.intern(filename);
+        self.mappings.push(Mapping { id: u64::from(id.0) + 1, filename, has_functions: true, ..Mapping::default() });
+        id
+    }
+
     pub fn value_type(&mut self, kind: &str, unit: &str) -> ValueType {
         ValueType { kind: self.strings.intern(kind), unit: self.strings.intern(unit) }
     }

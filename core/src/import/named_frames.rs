@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::demangle::add_printed_symbol_function;
 use super::text::{self, text_error};
-use crate::model::{Label, Line, LocationId, Mapping, MappingId, Profile, Sample, SourceFormat};
+use crate::model::{Label, Line, LocationId, MappingId, Profile, Sample, SourceFormat};
 use crate::Result;
 
 /// Builds a profile from frames named by function and module.
@@ -39,17 +39,7 @@ impl NamedFrames {
         let function = add_printed_symbol_function(p, function);
         let l = p.add_location(0, vec![Line { function, line: 0, column: 0 }]);
         if !module.is_empty() {
-            let mapping = *self.modules.entry(key.0.clone()).or_insert_with(|| {
-                let id = MappingId(p.mappings.len() as u32);
-                let filename = p.strings.intern(module);
-                p.mappings.push(Mapping {
-                    id: u64::from(id.0) + 1,
-                    filename,
-                    has_functions: true,
-                    ..Mapping::default()
-                });
-                id
-            });
+            let mapping = *self.modules.entry(key.0.clone()).or_insert_with(|| p.add_module_mapping(module));
             p.locations[l.0 as usize].mapping = Some(mapping);
         }
         self.locations.insert(key, l);

@@ -24,7 +24,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::text::{self, text_error};
-use crate::model::{Line, LocationId, Mapping, MappingId, Profile, Sample, SourceFormat};
+use crate::model::{Line, LocationId, MappingId, Profile, Sample, SourceFormat};
 use crate::Result;
 
 const FORMAT: &str = "pmcstat";
@@ -60,17 +60,7 @@ impl Builder {
         let function = super::demangle::add_native_function(p, name, "", 0);
         let l = p.add_location(0, vec![Line { function, line: 0, column: 0 }]);
         if !object.is_empty() {
-            let mapping = *self.mappings.entry(object.to_owned()).or_insert_with(|| {
-                let id = MappingId(p.mappings.len() as u32);
-                let filename = p.strings.intern(object);
-                p.mappings.push(Mapping {
-                    id: u64::from(id.0) + 1,
-                    filename,
-                    has_functions: true,
-                    ..Mapping::default()
-                });
-                id
-            });
+            let mapping = *self.mappings.entry(object.to_owned()).or_insert_with(|| p.add_module_mapping(object));
             p.locations[l.0 as usize].mapping = Some(mapping);
         }
         self.locations.insert(key, l);
