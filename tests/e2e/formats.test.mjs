@@ -462,11 +462,14 @@ test('the empty page names the formats it reads, the ones tested above among the
  */
 function jfrReference(t, file) {
   if (!existsSync(JFR)) { missingPrerequisite(t, `${JFR} not found (the JDK's jfr tool prints the reference events)`); return null; }
-  const out = execFileSync(JFR, ['print', '--json', '--events', 'jdk.ExecutionSample', join(fixtures, file)],
+  // `jfr print` cuts stacks to 5 frames unless told otherwise: whole stacks for the totals.
+  const out = execFileSync(JFR, ['print', '--json', '--stack-depth', '4096', '--events', 'jdk.ExecutionSample',
+    join(fixtures, file)],
     { encoding: 'utf8', timeout: 120000, maxBuffer: 1 << 28 });
   const ref = { samples: 0, flat: new Map(), cum: new Map() };
   for (const e of JSON.parse(out).recording.events) {
     ref.samples += 1;
+    assert.ok(!e.values.stackTrace?.truncated, 'a stack the recording itself cut');
     const frames = e.values.stackTrace?.frames || [];
     const names = frames.map((f) => `${f.method.type.name.replaceAll('/', '.')}.${f.method.name}`);
     if (names.length) add(ref.flat, names[0], 1);
