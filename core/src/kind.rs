@@ -34,6 +34,10 @@ impl ProfileKind {
         ProfileKind::Other,
     ];
 
+    /// The kinds a Go service's pprof endpoints serve: what captures, schedules and
+    /// capture history cover (the first kinds of [`Self::ALL`]).
+    pub const CAPTURED: &'static [ProfileKind] = Self::ALL.split_at(6).0;
+
     pub fn as_str(self) -> &'static str {
         match self {
             ProfileKind::Cpu => "cpu",

@@ -4,10 +4,10 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use stacklens_core::units::format_value;
+use stacklens_core::ProfileKind;
 
 use crate::share::{self, HistoryPoint};
 
-const TYPES: [&str; 6] = ["cpu", "memory", "alloc", "block", "mutex", "goroutine"];
 const WIDTH: f64 = 360.0;
 const HEIGHT: f64 = 90.0;
 
@@ -51,7 +51,7 @@ pub fn HistoryView(tenant: Option<String>) -> impl IntoView {
         charts.set(None);
         spawn_local(async move {
             let mut found = Vec::new();
-            for kind in TYPES {
+            for kind in ProfileKind::CAPTURED.iter().map(|k| k.as_str()) {
                 match share::history(&name, kind, tenant.as_deref()).await {
                     Ok(points) if !points.is_empty() => found.push((kind.to_owned(), points)),
                     Ok(_) => {}

@@ -145,11 +145,6 @@ impl Loaded {
         ((0..p.sample_types.len()).map(|i| p.sample_type_name(i).to_owned()).collect(), p.default_sample_index())
     }
 
-    pub fn is_goroutine(&self) -> bool {
-        !self.profile.goroutines.is_empty()
-            || (0..self.profile.sample_types.len()).any(|i| self.profile.sample_type_name(i) == "goroutine")
-    }
-
     pub fn top(&self, sample_index: usize, filters: &Filters) -> Result<TopReport, String> {
         let options =
             TopOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TopOptions::default() };

@@ -11,7 +11,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use stacklens_core::export::{export, ExportOptions};
-use stacklens_core::Stage;
+use stacklens_core::{ProfileKind, Stage};
 
 use crate::protocol::{Envelope, Request, Response, Summary, TreeKey, TreeKind, WindowMeta};
 use crate::{diff_profiles, diff_tree, flame_window, goroutine_growth, Loaded, TreeCache};
@@ -77,8 +77,9 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
             match Loaded::parse_reporting(&name, &bytes, &mut report) {
                 Ok(loaded) => {
                     let (sample_types, default_sample) = loaded.sample_types();
-                    let kind = stacklens_core::ProfileKind::of(&loaded.profile).as_str().to_owned();
-                    let summary = Summary { kind, sample_types, default_sample, goroutine: loaded.is_goroutine() };
+                    let kind = ProfileKind::of(&loaded.profile);
+                    let goroutine = kind == ProfileKind::Goroutine;
+                    let summary = Summary { kind: kind.as_str().to_owned(), sample_types, default_sample, goroutine };
                     PROFILES.with(|p| p.borrow_mut().insert(id, loaded));
                     post(seq, &Response::Parsed { id, summary }, None);
                 }

@@ -166,3 +166,18 @@ async fn run(state: &AppState, tenant: &Tenant, target: &Target, started: &Start
         error: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_captured_kind_has_an_endpoint_and_no_other_kind_does() {
+        let target =
+            Target { service: "s".into(), url: "http://127.0.0.1:1/debug/pprof/".into(), labels: Default::default() };
+        let served: Vec<ProfileKind> =
+            ProfileKind::ALL.into_iter().filter(|&k| endpoint(&target, k, 5).is_some()).collect();
+        assert_eq!(served, ProfileKind::CAPTURED);
+        assert_eq!(endpoint(&target, ProfileKind::Cpu, 5).unwrap(), "http://127.0.0.1:1/debug/pprof/profile?seconds=5");
+    }
+}
