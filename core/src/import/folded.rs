@@ -30,7 +30,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::demangle::add_native_function;
-use super::text::{self, text_error};
+use super::text::{self, scaled_decimal, text_error};
 use crate::model::{FunctionId, Line, LocationId, Mapping, MappingId, Profile, Sample, SourceFormat, StrId};
 use crate::Result;
 
@@ -111,22 +111,12 @@ pub(crate) fn looks_folded(text: &str) -> bool {
         })
 }
 
-/// A count as an integer and its decimal digits (trailing zeros removed).
-fn split_count(token: &str) -> (&str, &str) {
-    let (int, frac) = token.split_once('.').unwrap_or((token, ""));
-    (int, frac.trim_end_matches('0'))
-}
-
-/// `int.frac` scaled by 10^decimals, exactly.
+/// `int.frac` scaled by 10^decimals, exactly (`decimals` is at least the count's own).
 fn scaled(token: &str, decimals: usize, line: usize) -> Result<i64> {
-    let (int, frac) = split_count(token);
-    let overflow = || text_error(FORMAT, line, format!("count {token} is too large"));
-    let mut value: i64 = int.parse().map_err(|_| overflow())?;
-    for i in 0..decimals {
-        let digit = frac.as_bytes().get(i).map_or(0, |b| i64::from(b - b'0'));
-        value = value.checked_mul(10).and_then(|v| v.checked_add(digit)).ok_or_else(overflow)?;
-    }
-    Ok(value)
+    u32::try_from(decimals)
+        .ok()
+        .and_then(|decimals| scaled_decimal(token, decimals))
+        .ok_or_else(|| text_error(FORMAT, line, format!("count {token} is too large")))
 }
 
 /// A parsed frame: its name, py-spy file and line, and annotation.
@@ -254,7 +244,8 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
         let stack = strip_counts(line, columns);
         let counts: Vec<&str> = line[stack.len()..].split_whitespace().collect();
         for (d, count) in decimals.iter_mut().zip(&counts) {
-            let frac = split_count(count).1.len();
+            // Its decimal digits, trailing zeros left out.
+            let frac = count.split_once('.').map_or("", |(_, f)| f).trim_end_matches('0').len();
             if frac > MAX_DECIMALS {
                 return Err(text_error(FORMAT, n, format!("count {count} has more than {MAX_DECIMALS} decimals")));
             }

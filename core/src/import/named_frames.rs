@@ -100,19 +100,6 @@ pub(crate) fn csv_fields(row: &str) -> Vec<String> {
     fields
 }
 
-/// `int[.frac]` times 10^`decimals`, exactly; `None` when it is not such a number, has
-/// more decimals, or overflows.
-pub(crate) fn scaled_decimal(number: &str, decimals: u32) -> Option<i64> {
-    let (int, frac) = number.split_once('.').unwrap_or((number, ""));
-    let frac = frac.trim_end_matches('0');
-    let mut digits = int.bytes().chain(frac.bytes());
-    if int.is_empty() || frac.len() > decimals as usize || !digits.clone().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let value = digits.try_fold(0i64, |v, b| v.checked_mul(10)?.checked_add(i64::from(b - b'0')))?;
-    value.checked_mul(10i64.checked_pow(decimals - frac.len() as u32)?)
-}
-
 /// One node of a call tree with its self values.
 pub(crate) struct TreeRow<'a> {
     /// 0 for roots.

@@ -102,6 +102,19 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<Format> {
     None
 }
 
+/// `int[.frac]` times 10^`decimals`, exactly; `None` when it is not such a number, has
+/// more decimals, or overflows.
+pub(crate) fn scaled_decimal(number: &str, decimals: u32) -> Option<i64> {
+    let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+    let frac = frac.trim_end_matches('0');
+    let mut digits = int.bytes().chain(frac.bytes());
+    if int.is_empty() || frac.len() > decimals as usize || !digits.clone().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let value = digits.try_fold(0i64, |v, b| v.checked_mul(10)?.checked_add(i64::from(b - b'0')))?;
+    value.checked_mul(10i64.checked_pow(decimals - frac.len() as u32)?)
+}
+
 pub(crate) fn text_error(format: &'static str, line: usize, reason: impl Into<String>) -> Error {
     Error::Text { format, line, reason: reason.into() }
 }

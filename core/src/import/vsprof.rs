@@ -13,8 +13,8 @@
 //! Calls` as calls/count, so a function's self value is how often it was called. Counts
 //! may have thousands separators (`"2,893,824"`).
 
-use super::named_frames::{call_tree_profile, column, csv_fields, csv_lines, scaled_decimal, TreeRow};
-use super::text::{self, text_error};
+use super::named_frames::{call_tree_profile, column, csv_fields, csv_lines, TreeRow};
+use super::text::{self, scaled_decimal, text_error};
 use crate::model::{Profile, SourceFormat};
 use crate::{Error, Result};
 

@@ -11,8 +11,8 @@
 //! A row's leading spaces are its depth in the call tree; `CPU Time:Self` is the node's
 //! self time in seconds, kept exactly in nanoseconds (at most 9 decimals).
 
-use super::named_frames::{call_tree_profile, column, csv_fields, csv_lines, scaled_decimal, TreeRow};
-use super::text::{self, text_error};
+use super::named_frames::{call_tree_profile, column, csv_fields, csv_lines, TreeRow};
+use super::text::{self, scaled_decimal, text_error};
 use crate::model::{Profile, SourceFormat};
 use crate::Result;
 
