@@ -3,7 +3,9 @@
 //! functions and locations unified, labels kept. A [`Merger`] takes one profile at a
 //! time, so merging N profiles holds the result and one input, never N models.
 
-use rustc_hash::FxHashMap as HashMap;
+use std::collections::hash_map::Entry;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::model::{
     CreatedBy, Function, FunctionId, Goroutine, Label, LabelValue, Line, Location, LocationId, Mapping, MappingId,
@@ -28,7 +30,7 @@ pub struct Merger {
     functions: HashMap<(StrId, StrId, StrId, i64), FunctionId>,
     locations: HashMap<LocationKey, LocationId>,
     samples: HashMap<SampleKey, usize>,
-    comments: HashMap<StrId, ()>,
+    comments: HashSet<StrId>,
 }
 
 /// pprof's `mappingKey`: size rounded up to 4 KiB, file offset, and build id (or file).
@@ -75,7 +77,7 @@ impl Merger {
         out.duration_nanos = out.duration_nanos.saturating_add(profile.duration_nanos);
         out.period = out.period.max(profile.period);
         for &comment in &profile.comments {
-            if self.comments.insert(s(comment), ()).is_none() {
+            if self.comments.insert(s(comment)) {
                 out.comments.push(s(comment));
             }
         }
@@ -83,6 +85,7 @@ impl Merger {
             out.default_sample_type = s(profile.default_sample_type);
         }
 
+        // Each mapping as the merged one that stands for it, and how far its addresses move.
         let mappings: Vec<(MappingId, i64)> = profile
             .mappings
             .iter()
@@ -100,7 +103,6 @@ impl Merger {
                     });
                     id
                 });
-                // Addresses move with the mapping that stands for this one.
                 (id, (out.mappings[id.0 as usize].memory_start as i64).wrapping_sub(m.memory_start as i64))
             })
             .collect();
@@ -126,18 +128,19 @@ impl Merger {
             .locations
             .iter()
             .map(|l| {
-                let mapping = l.mapping.map(|m| mappings[m.0 as usize]);
-                let address = mapping.map_or(l.address, |(_, shift)| l.address.wrapping_add(shift as u64));
+                let (mapping, shift) = match l.mapping {
+                    Some(m) => (Some(mappings[m.0 as usize].0), mappings[m.0 as usize].1),
+                    None => (None, 0),
+                };
                 let lines: Vec<Line> = l
                     .lines
                     .iter()
                     .map(|line| Line { function: functions[line.function.0 as usize], ..*line })
                     .collect();
-                let mapping = mapping.map(|(id, _)| id);
-                let base = mapping.map_or(0, |m| out.mappings[m.0 as usize].memory_start);
                 let key = LocationKey {
                     mapping,
-                    address: address.wrapping_sub(base),
+                    // Relative to the mapping's start, as pprof keys them.
+                    address: l.address.wrapping_sub(l.mapping.map_or(0, |m| profile.mapping(m).memory_start)),
                     lines: lines.iter().map(|line| (line.function, line.line, line.column)).collect(),
                     is_folded: l.is_folded,
                 };
@@ -146,7 +149,7 @@ impl Merger {
                     out.locations.push(Location {
                         id: u64::from(id.0) + 1,
                         mapping,
-                        address,
+                        address: l.address.wrapping_add(shift as u64),
                         lines,
                         is_folded: l.is_folded,
                     });
@@ -166,17 +169,16 @@ impl Merger {
                 })
                 .collect();
             key_labels.sort_unstable();
-            let key = SampleKey { locations: stack, labels: key_labels };
-            match self.samples.get(&key) {
-                Some(&i) => {
-                    for (sum, value) in out.samples[i].values.iter_mut().zip(&sample.values) {
+            match self.samples.entry(SampleKey { locations: stack, labels: key_labels }) {
+                Entry::Occupied(merged) => {
+                    for (sum, value) in out.samples[*merged.get()].values.iter_mut().zip(&sample.values) {
                         *sum = sum.saturating_add(*value);
                     }
                 }
-                None => {
-                    self.samples
-                        .insert(SampleKey { locations: key.locations.clone(), labels: key.labels }, out.samples.len());
-                    out.samples.push(Sample { locations: key.locations, values: sample.values.clone(), labels });
+                Entry::Vacant(new) => {
+                    let locations = new.key().locations.clone();
+                    new.insert(out.samples.len());
+                    out.samples.push(Sample { locations, values: sample.values.clone(), labels });
                 }
             }
         }
