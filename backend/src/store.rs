@@ -347,17 +347,25 @@ impl LocalSync {
         Ok(())
     }
 
-    /// Creates `path` holding `bytes` unless it exists (false then): written to a staged
-    /// file and synced, linked into place (which fails if the name exists), and its
-    /// folders synced. An empty object cannot be seen half-written, so it is created in
-    /// place.
-    fn create(&self, path: &std::path::Path, bytes: &[u8]) -> std::io::Result<bool> {
-        // Objects are never overwritten: most repeats stop here; racing ones at the link.
+    /// Whether `path` is free, its folder made: objects are never overwritten, so most
+    /// repeated writes stop here (racing ones at the final link).
+    fn make_room(path: &std::path::Path) -> std::io::Result<bool> {
         if std::fs::symlink_metadata(path).is_ok() {
             return Ok(false);
         }
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
+        }
+        Ok(true)
+    }
+
+    /// Creates `path` holding `bytes` unless it exists (false then): written to a staged
+    /// file and synced, linked into place (which fails if the name exists), and its
+    /// folders synced. An empty object cannot be seen half-written, so it is created in
+    /// place.
+    fn create(&self, path: &std::path::Path, bytes: &[u8]) -> std::io::Result<bool> {
+        if !Self::make_room(path)? {
+            return Ok(false);
         }
         if bytes.is_empty() {
             // Nothing to see half-written: created in place.
@@ -394,11 +402,8 @@ impl LocalSync {
     /// Creates `path` as another name of `original`, whose contents are `bytes`, unless
     /// `path` exists (false then). When `original` is gone, `bytes` are written instead.
     fn link(&self, original: &std::path::Path, path: &std::path::Path, bytes: &[u8]) -> std::io::Result<bool> {
-        if std::fs::symlink_metadata(path).is_ok() {
+        if !Self::make_room(path)? {
             return Ok(false);
-        }
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
         }
         match std::fs::hard_link(original, path) {
             Ok(()) => self.sync_folders(path).map(|()| true),
