@@ -76,8 +76,8 @@ fn index_prefix(tenant: &Tenant) -> String {
 }
 
 /// Index entries sort newest first: the name starts with the inverted creation time.
-fn index_name(record: &SessionRecord) -> String {
-    format!("{:016x}-{}", u64::MAX - millis_of(&record.created_at), record.id)
+fn index_key(tenant: &Tenant, record: &SessionRecord) -> String {
+    format!("{}/{:016x}-{}", index_prefix(tenant), u64::MAX - millis_of(&record.created_at), record.id)
 }
 
 /// Stores `bytes` as a session held by `holder`, or finds the session these bytes
@@ -101,7 +101,7 @@ pub async fn store(
                 if upload_holds || refs::hold(store, tenant, &id, holder).await? {
                     // Written again in case the run that stored it stopped before its index entry.
                     let described = Bytes::from(serde_json::to_vec(&record)?);
-                    let index = format!("{}/{}", index_prefix(tenant), index_name(&record));
+                    let index = index_key(tenant, &record);
                     store.create_copy(&index, described, &record_key(tenant, &id)).await?;
                     return Ok((false, record));
                 }
@@ -137,13 +137,13 @@ pub async fn store(
             async { Ok::<_, RecordError>(store.create(&raw, bytes.clone()).await?) },
             async { Ok(store.create(&record_at, described.clone()).await?) },
             async {
-                match record.created_by_upload {
-                    true => Ok(()),
-                    false => refs::hold_new(store, tenant, &record.id, holder).await,
+                if record.created_by_upload {
+                    return Ok(());
                 }
+                refs::hold_new(store, tenant, &record.id, holder).await
             },
         )?;
-        let index = format!("{}/{}", index_prefix(tenant), index_name(&record));
+        let index = index_key(tenant, &record);
         let (claimed, _) = futures::try_join!(
             store.create_copy(&claim, described.clone(), &record_at),
             store.create_copy(&index, described, &record_at)
@@ -222,7 +222,7 @@ pub async fn raw(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Resu
 /// its bytes stay while a baseline or capture still holds them.
 pub async fn delete(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<()> {
     store.create(&tombstone_key(tenant, &record.id), Bytes::new()).await?;
-    store.delete(&format!("{}/{}", index_prefix(tenant), index_name(record))).await?;
+    store.delete(&index_key(tenant, record)).await?;
     release_claim(store, tenant, &record.sha256, &record.id).await?;
     refs::release(store, tenant, &record.id, UPLOAD).await
 }
@@ -230,7 +230,7 @@ pub async fn delete(store: &Store, tenant: &Tenant, record: &SessionRecord) -> R
 /// Removes everything of a session that nothing refers to (called by [`refs`]).
 pub(super) async fn remove(store: &Store, tenant: &Tenant, id: &str) -> Result<()> {
     if let Some(record) = load::<SessionRecord>(store, &record_key(tenant, id)).await? {
-        store.delete(&format!("{}/{}", index_prefix(tenant), index_name(&record))).await?;
+        store.delete(&index_key(tenant, &record)).await?;
         release_claim(store, tenant, &record.sha256, id).await?;
     }
     store.delete(&record_key(tenant, id)).await?;
