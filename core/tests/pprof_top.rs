@@ -205,6 +205,11 @@ fn top_equals_go_tool_pprof_on_every_ground_truth() {
     assert!(failures.is_empty(), "{} of {} differ from pprof:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 
+/// The rows of a `go tool pprof -top` text as "flat cum name", for comparing two outputs.
+fn rows(text: &str) -> Vec<String> {
+    read_pprof_top(text).rows.iter().map(|r| format!("{} {} {}", r.flat, r.cum, r.name)).collect()
+}
+
 /// Our options for pprof's flags (the subset the cases use), so both get the same ones.
 fn options_for(root: &Path, flags: &[&str]) -> (TopOptions, Option<PathBuf>) {
     let mut options = pprof_options(80);
@@ -277,10 +282,6 @@ fn filters_granularities_and_diffs_equal_go_tool_pprof_run_now() {
             .collect();
         let profile = root.join(file);
         let reference = common::pprof_top(go, &root, &profile, &flags);
-        let rows = |text: &str| {
-            let e = read_pprof_top(text);
-            e.rows.iter().map(|r| format!("{} {} {}", r.flat, r.cum, r.name)).collect::<Vec<_>>()
-        };
         assert_ne!(
             rows(&reference),
             rows(&common::pprof_top(go, &root, &profile, &plain)),
@@ -326,9 +327,6 @@ fn converted_profiles_read_the_same_in_go_tool_pprof() {
     // Filters and the sample type are applied to what is written: pprof on the converted
     // file shows the rows pprof shows for the original with the same flags (totals
     // differ: a filtered file holds only what was kept, so no node fraction either).
-    let rows = |text: &str| {
-        read_pprof_top(text).rows.iter().map(|r| format!("{} {} {}", r.flat, r.cum, r.name)).collect::<Vec<_>>()
-    };
     let heap = root.join("go/compare/heap.pb.gz");
     let options = ExportOptions {
         sample_index: "alloc_space".into(),
@@ -368,16 +366,8 @@ original:
     let converted = tmp.join("merged.pb.gz");
     std::fs::write(&converted, export(&merged, ExportFormat::Pprof, &ExportOptions::default()).unwrap()).unwrap();
     let ours = common::pprof_top(go, &tmp, &converted, &["-nodecount=40"]);
-    let out = std::process::Command::new(go)
-        .args(["tool", "pprof", "-symbolize=none", "-top", "-nodecount=40"])
-        .args([&base, &compare])
-        .output()
-        .unwrap();
-    let theirs = String::from_utf8_lossy(&out.stdout).into_owned();
-    let rows = |text: &str| {
-        read_pprof_top(text).rows.iter().map(|r| format!("{} {} {}", r.flat, r.cum, r.name)).collect::<Vec<_>>()
-    };
-    assert!(!rows(&theirs).is_empty(), "pprof merged nothing: {}", String::from_utf8_lossy(&out.stderr));
+    let theirs = common::pprof_top_merged(go, &root, &[&base, &compare], &["-nodecount=40"]);
+    assert!(!rows(&theirs).is_empty(), "pprof merged nothing:\n{theirs}");
     if rows(&ours) != rows(&theirs) || read_pprof_top(&ours).total != read_pprof_top(&theirs).total {
         failures.push(format!("merged cpu profiles differ:\nours:\n{ours}\npprof:\n{theirs}"));
     }

@@ -57,12 +57,23 @@ pub fn go() -> Option<&'static std::path::Path> {
 /// stored `*.pprof-top.txt` files.
 #[allow(dead_code)] // only the tests that compare with pprof at test time
 pub fn pprof_top(go: &std::path::Path, dir: &std::path::Path, file: &std::path::Path, flags: &[&str]) -> String {
+    pprof_top_merged(go, dir, &[file], flags)
+}
+
+/// [`pprof_top`] of several files, which pprof merges.
+#[allow(dead_code)] // only the tests that compare with pprof at test time
+pub fn pprof_top_merged(
+    go: &std::path::Path,
+    dir: &std::path::Path,
+    files: &[&std::path::Path],
+    flags: &[&str],
+) -> String {
     let tmp = std::env::temp_dir().join(format!("stacklens-pprof-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     let out = std::process::Command::new(go)
         .args(["tool", "pprof", "-symbolize=none", "-top"])
         .args(flags)
-        .arg(file)
+        .args(files)
         .current_dir(dir)
         .env("PPROF_BINARY_PATH", "/nonexistent")
         .env("PPROF_TMPDIR", &tmp)
