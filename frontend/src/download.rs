@@ -36,7 +36,7 @@ pub fn DownloadMenu(
         let request = Request::Export { id: current.id, sample: current.sample, filters, format };
         client.get_value().request(request, move |response, bytes| match (response, bytes) {
             (Response::Export(Ok(())), Some(bytes)) => {
-                if let Err(e) = save(&bytes, &file_name, mime(format)) {
+                if let Err(e) = save(&bytes, &file_name, format.media_type()) {
                     on_error.run(format!("{file_name}: the browser did not save the file ({e:?})"));
                 }
             }
@@ -85,16 +85,6 @@ fn label(format: ExportFormat) -> &'static str {
         ExportFormat::Speedscope => "speedscope (.speedscope.json)",
         ExportFormat::Svg => "flame graph (.svg)",
         ExportFormat::Html => "report page (.html)",
-    }
-}
-
-fn mime(format: ExportFormat) -> &'static str {
-    match format {
-        ExportFormat::Pprof => "application/gzip",
-        ExportFormat::Folded => "text/plain",
-        ExportFormat::Speedscope => "application/json",
-        ExportFormat::Svg => "image/svg+xml",
-        ExportFormat::Html => "text/html",
     }
 }
 

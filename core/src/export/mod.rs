@@ -54,6 +54,17 @@ impl ExportFormat {
         }
     }
 
+    /// The media type of a written file.
+    pub fn media_type(self) -> &'static str {
+        match self {
+            ExportFormat::Pprof => "application/gzip",
+            ExportFormat::Folded => "text/plain",
+            ExportFormat::Speedscope => "application/json",
+            ExportFormat::Svg => "image/svg+xml",
+            ExportFormat::Html => "text/html",
+        }
+    }
+
     /// The format a file name asks for by its ending, if any.
     pub fn from_file_name(name: &str) -> Option<Self> {
         let name = name.to_ascii_lowercase();
