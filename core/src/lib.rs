@@ -3,6 +3,7 @@
 //! No I/O and no async, so the same code runs natively and in the browser (wasm32).
 
 pub mod analysis;
+pub mod api;
 mod error;
 pub mod export;
 pub mod import;

@@ -1,7 +1,9 @@
 //! The page's WASM bindings, run in headless Chromium by wasm-bindgen-test-runner.
 
 use stacklens_core::analysis::Filters;
-use stacklens_frontend::{diff_profiles, diff_tree, flame_window, tiny_cpu_profile, Loaded, TreeCache};
+use stacklens_frontend::worker::session::{
+    diff_profiles, diff_tree, flame_window, tiny_cpu_profile, Loaded, TreeCache,
+};
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
 wasm_bindgen_test_configure!(run_in_browser);

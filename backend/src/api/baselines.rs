@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::extract::{Query, State as AxumState};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 use stacklens_core::analysis::summary::{top_functions, FunctionShare};
 use stacklens_core::ProfileKind;
@@ -17,7 +17,9 @@ use super::access::{Open, Reader, Writer};
 use super::analysis::{analysis_failed, stored_profiles};
 use super::request::{check_name, parse_kind, read_json, share_url, PathParam};
 use super::{ApiError, ErrorBody};
-use crate::records::baselines::{self, BaselineRecord, NewBaseline};
+use stacklens_core::api::{BaselineList, BaselineRecord, BaselineResponse};
+
+use crate::records::baselines::{self, NewBaseline};
 use crate::records::{sessions, Tenant};
 use crate::state::{AppState, State};
 
@@ -36,15 +38,6 @@ pub struct CreateBaseline {
     top_functions: Vec<FunctionShare>,
     #[serde(default)]
     tags: Vec<String>,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BaselineResponse {
-    #[serde(flatten)]
-    record: BaselineRecord,
-    is_latest: bool,
-    share_url: String,
 }
 
 fn respond(
@@ -162,11 +155,6 @@ pub async fn delete(
     let record = baselines::find(&state.store, &tenant, &id).await?;
     baselines::delete(&state.store, &tenant, &record).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct BaselineList {
-    baselines: Vec<BaselineResponse>,
 }
 
 /// Baselines, newest first.

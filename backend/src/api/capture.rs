@@ -15,6 +15,8 @@ use utoipa::ToSchema;
 use super::access::{Reader, Writer};
 use super::request::{check_name, parse_kind, read_json, required, session_url, PathParam};
 use super::{ApiError, ErrorBody};
+use stacklens_core::api::{History, HistoryPoint};
+
 use crate::records::captures::{self, Done, Started};
 use crate::records::{millis_of, now_millis, Tenant};
 use crate::runs::capture::{begin, deadline_seconds, BeginError, MAX_SECONDS};
@@ -161,31 +163,6 @@ pub async fn status(
     let (started, done) = captures::find(&state.store, &tenant, &id).await?;
     let done = outcome(&state, &started, done);
     Ok(Json(respond(&state, &headers, &tenant, &started, done)))
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct HistoryPoint {
-    id: String,
-    service: String,
-    #[schema(value_type = String)]
-    profile_type: ProfileKind,
-    started_at: String,
-    /// For scheduled captures: the interval number it fills.
-    slot: Option<u64>,
-    status: String,
-    session_id: Option<String>,
-    sample_count: Option<i64>,
-    /// The profile's total in `unit` (cpu: nanoseconds; memory: bytes; …).
-    total: Option<i64>,
-    unit: Option<String>,
-    top_functions: Vec<FunctionShare>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct History {
-    /// Oldest first.
-    captures: Vec<HistoryPoint>,
 }
 
 /// Captures over time with their totals and top functions, for trend charts.

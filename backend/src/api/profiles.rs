@@ -16,17 +16,11 @@ use super::access::{Open, Reader, Writer};
 use super::request::{check_name, check_text, param, parse_kind, parse_labels, read_body, session_url, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::intake::{file_profile_held, Intake};
-use crate::records::sessions::{self, SessionRecord, UPLOAD};
+use stacklens_core::api::{SessionRecord, SessionResponse};
+
+use crate::records::sessions::{self, UPLOAD};
 use crate::records::Tenant;
 use crate::state::{AppState, State};
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionResponse {
-    #[serde(flatten)]
-    record: SessionRecord,
-    share_url: String,
-}
 
 fn respond(state: &AppState, headers: &HeaderMap, tenant: &Tenant, record: SessionRecord) -> SessionResponse {
     let share_url = session_url(state, headers, tenant, &record.id);

@@ -4,29 +4,13 @@
 //! "Latest" is not stored (it would need an overwrite): it is the newest entry of a
 //! per-type-and-service index whose names are time-ordered.
 
-use serde::{Deserialize, Serialize};
 use stacklens_core::analysis::summary::FunctionShare;
+pub use stacklens_core::api::BaselineRecord;
 use stacklens_core::ProfileKind;
-use utoipa::ToSchema;
 
 use super::sessions::SessionRecord;
 use super::{create, load, millis_of, now_rfc3339, random_id, refs, valid_id, Kind, RecordError, Result, Tenant};
 use crate::store::Store;
-
-#[derive(Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BaselineRecord {
-    pub baseline_id: String,
-    pub baseline_label: String,
-    pub profile_type: ProfileKind,
-    pub session_id: String,
-    /// The session's service: "latest" is per type and service.
-    pub service: String,
-    pub description: String,
-    pub top_functions: Vec<FunctionShare>,
-    pub created_at: String,
-    pub tags: Vec<String>,
-}
 
 /// What a new baseline says about its session.
 pub struct NewBaseline {

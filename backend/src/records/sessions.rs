@@ -12,34 +12,13 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
+pub use stacklens_core::api::SessionRecord;
 use stacklens_core::ProfileKind;
-use utoipa::ToSchema;
 
 use super::{load, millis_of, now_rfc3339, random_id, refs, valid_id, Kind, RecordError, Result, Tenant};
 use crate::store::Store;
-
-/// What is stored beside each raw profile.
-#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionRecord {
-    pub id: String,
-    pub service: String,
-    pub profile_type: ProfileKind,
-    pub name: String,
-    pub labels: BTreeMap<String, String>,
-    pub sample_types: Vec<String>,
-    pub sample_count: i64,
-    pub duration_seconds: f64,
-    pub created_at: String,
-    pub size: u64,
-    pub sha256: String,
-    pub content_type: String,
-    /// Whether an upload created the session: that upload holds it until it is deleted.
-    #[serde(default)]
-    pub created_by_upload: bool,
-}
 
 /// A new session's description; core has read the bytes already.
 pub struct NewSession {

@@ -13,8 +13,12 @@ use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 use stacklens_core::export::{export, ExportOptions};
 use stacklens_core::{ProfileKind, Stage};
 
-use crate::protocol::{Envelope, Request, Response, Summary, TreeKey, TreeKind, WindowMeta};
-use crate::{diff_profiles, diff_tree, flame_window, goroutine_growth, Loaded, TreeCache};
+pub mod client;
+pub mod protocol;
+pub mod session;
+
+use protocol::{Envelope, Request, Response, Summary, TreeKey, TreeKind, WindowMeta};
+use session::{diff_profiles, diff_tree, flame_window, goroutine_growth, Loaded, TreeCache};
 
 thread_local! {
     static PROFILES: RefCell<HashMap<u32, Loaded>> = RefCell::new(HashMap::new());
@@ -146,5 +150,5 @@ pub fn run() {
     scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     post(0, &Response::Ready, None);
-    crate::warm_up();
+    session::warm_up();
 }

@@ -6,7 +6,9 @@ use leptos::task::spawn_local;
 use stacklens_core::units::format_value;
 use stacklens_core::ProfileKind;
 
-use crate::share::{self, HistoryPoint};
+use stacklens_core::api::HistoryPoint;
+
+use crate::app::share;
 
 const WIDTH: f64 = 360.0;
 const HEIGHT: f64 = 90.0;

@@ -8,8 +8,8 @@ use stacklens_core::analysis::Filters;
 use stacklens_core::export::ExportFormat;
 use wasm_bindgen::JsCast;
 
-use crate::client::Client;
-use crate::protocol::{Request, Response};
+use crate::worker::client::Client;
+use crate::worker::protocol::{Request, Response};
 
 /// What a download needs to know about the profile on screen.
 #[derive(Clone, PartialEq)]

@@ -8,8 +8,8 @@
 
 use gloo::net::http::{Request, RequestBuilder};
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
 use serde_json::json;
+use stacklens_core::api::{BaselineList, BaselineResponse, History, HistoryPoint, SessionResponse};
 
 const API: &str = "/api/v1";
 
@@ -33,28 +33,6 @@ pub fn route(hash: &str) -> Option<Route> {
         _ => return None,
     };
     Some(Route { targets, diff, tenant })
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Session {
-    pub id: String,
-    pub name: String,
-    pub profile_type: String,
-    pub share_url: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Baseline {
-    pub baseline_id: String,
-    pub baseline_label: String,
-    pub session_id: String,
-    pub profile_type: String,
-    pub service: String,
-    pub created_at: String,
-    pub is_latest: bool,
-    pub share_url: String,
 }
 
 /// Where this tab keeps the credential the user entered.
@@ -155,7 +133,7 @@ pub fn raw_url(session: &str, tenant: Option<&str>) -> String {
 }
 
 /// Uploads a profile's bytes; the same bytes always give the same session.
-pub async fn upload(bytes: &[u8], name: &str, tenant: Option<&str>) -> Result<Session, String> {
+pub async fn upload(bytes: &[u8], name: &str, tenant: Option<&str>) -> Result<SessionResponse, String> {
     let url = format!("{API}/profiles?name={}", js_sys::encode_uri_component(name));
     call(|token| {
         addressed(Request::post(&url), tenant, token)
@@ -166,22 +144,17 @@ pub async fn upload(bytes: &[u8], name: &str, tenant: Option<&str>) -> Result<Se
 }
 
 pub async fn save_baseline(
-    session: &Session,
+    session: &SessionResponse,
     label: &str,
     description: &str,
     tags: Vec<String>,
     tenant: Option<&str>,
-) -> Result<Baseline, String> {
+) -> Result<BaselineResponse, String> {
     let body = json!({
-        "label": label, "sessionId": session.id, "profileType": session.profile_type,
+        "label": label, "sessionId": session.record.id, "profileType": session.record.profile_type,
         "description": description, "tags": tags,
     });
     call(|token| addressed(Request::post(&format!("{API}/profiling/baselines")), tenant, token).json(&body)).await
-}
-
-#[derive(Deserialize)]
-struct BaselineList {
-    baselines: Vec<Baseline>,
 }
 
 /// Baselines, newest first; of one profile type and only the latest ones when asked.
@@ -189,7 +162,7 @@ pub async fn baselines(
     profile_type: Option<&str>,
     latest: bool,
     tenant: Option<&str>,
-) -> Result<Vec<Baseline>, String> {
+) -> Result<Vec<BaselineResponse>, String> {
     let mut url = format!("{API}/profiling/baselines?latest={latest}");
     if let Some(t) = profile_type {
         url.push_str(&format!("&profileType={}", js_sys::encode_uri_component(t)));
@@ -203,40 +176,14 @@ pub async fn resolve(target: &str, tenant: Option<&str>) -> Result<(String, Stri
     let encoded = String::from(js_sys::encode_uri_component(target));
     if target.starts_with("base-") {
         let url = format!("{API}/profiling/baselines/{encoded}");
-        let b: Baseline = call(|_| addressed(Request::get(&url), tenant, None).build()).await?;
-        Ok((format!("baseline {}", b.baseline_label), raw_url(&b.session_id, tenant)))
+        let b: BaselineResponse = call(|_| addressed(Request::get(&url), tenant, None).build()).await?;
+        Ok((format!("baseline {}", b.record.baseline_label), raw_url(&b.record.session_id, tenant)))
     } else {
         let url = format!("{API}/profiles/{encoded}");
-        let s: Session = call(|_| addressed(Request::get(&url), tenant, None).build()).await?;
-        let name = if s.name.is_empty() { s.id.clone() } else { s.name };
-        Ok((name, raw_url(&s.id, tenant)))
+        let s: SessionResponse = call(|_| addressed(Request::get(&url), tenant, None).build()).await?;
+        let name = if s.record.name.is_empty() { s.record.id.clone() } else { s.record.name };
+        Ok((name, raw_url(&s.record.id, tenant)))
     }
-}
-
-/// One capture in a service's history (see the API's history endpoint).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HistoryPoint {
-    pub id: String,
-    pub started_at: String,
-    pub status: String,
-    pub session_id: Option<String>,
-    pub total: Option<i64>,
-    pub unit: Option<String>,
-    #[serde(default)]
-    pub top_functions: Vec<TopFunction>,
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TopFunction {
-    pub func_name: String,
-    pub self_pct: f64,
-}
-
-#[derive(Deserialize)]
-struct History {
-    captures: Vec<HistoryPoint>,
 }
 
 /// A service's captures of one profile type, oldest first.

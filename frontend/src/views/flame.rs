@@ -3,17 +3,31 @@
 //! shows a window of the tree (the worker keeps the whole tree): a click zooms into the
 //! window at once and asks, through `on_zoom`, for a finer window of the new frame.
 
+use std::sync::Arc;
+
 use leptos::prelude::*;
 use stacklens_core::analysis::summary::package_of;
-use stacklens_core::analysis::tree::ROOT;
+use stacklens_core::analysis::tree::{CallTree, ROOT};
 use stacklens_core::layout::{hit, layout, Rect, Viewport};
 use stacklens_core::units::{format_value, percentage};
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, MouseEvent};
 
-use crate::{search_matcher, FlameData, MAX_ROWS};
+use crate::app::state::{Answer, State};
+use crate::worker::protocol::{Request, Response, TreeKey, TreeKind};
+use crate::worker::session::{search_matcher, SharedTree, MAX_ROWS};
 
 const ROW: f64 = 18.0;
+
+/// What a flame graph shows: a window of a call tree (see [`CallTree::window`]), the
+/// zoomed node in it, and the value a search matches in the whole tree (with the
+/// search it was counted for).
+#[derive(Clone, PartialEq)]
+pub struct FlameData {
+    pub tree: SharedTree,
+    pub zoom: u32,
+    pub matched: Option<(String, i64)>,
+}
 
 /// Stable colour per package: warm hues for code, hashed from the package path.
 fn package_colour(name: &str) -> String {
@@ -242,4 +256,88 @@ pub fn FlameGraph(
             </div>
         </div>
     }
+}
+
+/// One flame graph's questions to the worker: a window of the whole tree a [`TreeKey`]
+/// names, cut again when the zoom or the search changes. Another tree blanks the graph
+/// until it arrives; another zoom or search keeps the old window meanwhile.
+#[derive(Copy, Clone)]
+pub struct TreeWindow {
+    pub answer: Answer<FlameData>,
+    token: StoredValue<u64>,
+    shown: StoredValue<Option<TreeKey>>,
+}
+
+impl TreeWindow {
+    pub fn new() -> Self {
+        TreeWindow { answer: RwSignal::new(None), token: StoredValue::new(0), shown: StoredValue::new(None) }
+    }
+
+    pub fn ask(&self, state: &State, key: TreeKey, zoom: Vec<String>, search: String) {
+        if self.shown.with_value(|k| k.as_ref() != Some(&key)) {
+            self.answer.set(None);
+            self.shown.set_value(Some(key.clone()));
+        }
+        let TreeKey { id, sample, filters, kind } = key;
+        let request = Request::Tree { id, sample, filters, kind, zoom, search };
+        state.ask(self.token, self.answer, request, decode_tree);
+    }
+}
+
+impl Default for TreeWindow {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn decode_tree(response: Response, bytes: Option<Vec<u8>>) -> Option<Result<FlameData, String>> {
+    match response {
+        Response::Tree(Ok(meta)) => Some(
+            bytes
+                .and_then(|b| CallTree::from_bytes(&b))
+                .map(|t| FlameData { tree: SharedTree(Arc::new(t)), zoom: meta.zoom, matched: meta.matched })
+                .ok_or_else(|| "the worker sent an unreadable tree".to_owned()),
+        ),
+        Response::Tree(Err(e)) => Some(Err(e)),
+        _ => None,
+    }
+}
+
+/// The key of `kind`'s tree for `id` at the page's sample type and filters.
+pub fn tree_key(state: &State, id: u32, kind: TreeKind) -> TreeKey {
+    TreeKey { id, sample: state.sample_index.get(), filters: state.filters.get(), kind }
+}
+
+/// A flame graph of `window`'s answer, zooming through `zoom`.
+pub fn flame_panel(
+    state: State,
+    window: TreeWindow,
+    zoom: RwSignal<Vec<String>>,
+    icicle: Signal<bool>,
+    diff: bool,
+) -> AnyView {
+    let data = Signal::derive(move || window.answer.get().and_then(Result::ok));
+    let settings =
+        Signal::derive(move || FlameSettings { icicle: icicle.get(), diff, normalize: diff && state.normalize.get() });
+    let on_zoom = Callback::new(move |path: Vec<String>| {
+        state.wanted_zoom.set_value(Vec::new());
+        zoom.set(path);
+    });
+    view! { <FlameGraph data=data search=Signal::derive(move || state.search.get()) settings=settings on_zoom=on_zoom /> }
+        .into_any()
+}
+
+/// The flame graph view of the active profile.
+#[component]
+pub fn FlameView() -> impl IntoView {
+    let state = expect_context::<State>();
+    let window = TreeWindow::new();
+    Effect::new(move |_| {
+        state.generation().get();
+        let Some(e) = state.current.get() else { return };
+        window.ask(&state, tree_key(&state, e.id, TreeKind::Plain), state.zoom.get(), state.search.get());
+    });
+    super::when_ready(window.answer, move || {
+        flame_panel(state, window, state.zoom, Signal::derive(move || state.icicle.get()), false)
+    })
 }

@@ -12,7 +12,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
 
-use crate::protocol::{Envelope, Request, Response};
+use super::protocol::{Envelope, Request, Response};
 
 #[wasm_bindgen]
 extern "C" {
@@ -32,7 +32,7 @@ pub struct Client {
     next_seq: Cell<u64>,
     pending: RefCell<HashMap<u64, Reply>>,
     /// Progress, Parsed and Failed go here, keyed by profile id inside the message.
-    on_event: Box<dyn Fn(Response)>,
+    on_event: RefCell<Rc<dyn Fn(Response)>>,
     /// Each loaded profile's bytes, to repopulate a restarted worker.
     sources: RefCell<Vec<(u32, String, Vec<u8>)>>,
     /// Profiles sent to parse and not yet Parsed or Failed, in the order the worker takes them.
@@ -45,22 +45,34 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(on_event: impl Fn(Response) + 'static) -> Rc<Self> {
-        let client = Rc::new(Client {
+    /// A client whose worker starts with [`Client::start`], once the receiver of its
+    /// events exists.
+    pub fn new() -> Rc<Self> {
+        Rc::new(Client {
             worker: RefCell::new(None),
             ready: Cell::new(false),
             outbox: RefCell::new(Vec::new()),
             next_seq: Cell::new(1),
             pending: RefCell::new(HashMap::new()),
-            on_event: Box::new(on_event),
+            on_event: RefCell::new(Rc::new(|_| {})),
             sources: RefCell::new(Vec::new()),
             parsing: RefCell::new(Vec::new()),
             generation: RwSignal::new(0),
             on_message: RefCell::new(None),
             on_error: RefCell::new(None),
-        });
-        client.spawn();
-        client
+        })
+    }
+
+    /// Starts the worker; its events go to `on_event`.
+    pub fn start(self: &Rc<Self>, on_event: impl Fn(Response) + 'static) {
+        *self.on_event.borrow_mut() = Rc::new(on_event);
+        self.spawn();
+    }
+
+    /// Hands an event to the page, not holding the handler's cell while it runs.
+    fn emit(&self, event: Response) {
+        let on_event = self.on_event.borrow().clone();
+        on_event(event);
     }
 
     fn spawn(self: &Rc<Self>) {
@@ -72,7 +84,7 @@ impl Client {
         let worker = match Worker::new_with_options(&script, &options) {
             Ok(w) => w,
             Err(e) => {
-                (self.on_event)(Response::Failed {
+                self.emit(Response::Failed {
                     id: u32::MAX,
                     message: format!("cannot start the analysis worker: {e:?}"),
                 });
@@ -124,9 +136,9 @@ impl Client {
             }
             body @ (Response::Parsed { id, .. } | Response::Failed { id, .. }) => {
                 self.parsing.borrow_mut().retain(|&p| p != id);
-                (self.on_event)(body)
+                self.emit(body)
             }
-            body @ Response::Progress { .. } => (self.on_event)(body),
+            body @ Response::Progress { .. } => self.emit(body),
             body => {
                 if let Some(reply) = self.pending.borrow_mut().remove(&envelope.seq) {
                     reply(body, bytes);
@@ -194,7 +206,7 @@ impl Client {
             (Some(id), Some(name)) => (id, format!("{name}: the analysis stopped while reading this file ({message})")),
             _ => (u32::MAX, format!("the analysis worker stopped ({message}) and was restarted")),
         };
-        (self.on_event)(Response::Failed { id: message.0, message: message.1 });
+        self.emit(Response::Failed { id: message.0, message: message.1 });
     }
 
     fn restart_without(self: &Rc<Self>, id: Option<u32>) {

@@ -1,11 +1,12 @@
-//! Tables: top functions (sortable, filterable, keyboard-navigable), diff deltas and
-//! goroutine groups. Values come from core reports; only formatting happens here.
+//! Tables: top functions (sortable, filterable, keyboard-navigable) and diff deltas. Values come from core reports; only formatting happens here.
 
 use leptos::prelude::*;
 use stacklens_core::analysis::diff::{DiffReport, FunctionDelta};
-use stacklens_core::analysis::goroutines::{GoroutineComparison, GoroutineGroup, GoroutineReport};
 use stacklens_core::analysis::top::TopReport;
 use stacklens_core::units::{format_value_in, percentage, report_unit};
+
+use crate::app::state::{Answer, State, ViewKind};
+use crate::worker::protocol::{Request, Response};
 
 #[derive(Copy, Clone, PartialEq, Eq)]
 pub enum SortBy {
@@ -175,60 +176,38 @@ pub fn DiffTable(report: DiffReport) -> impl IntoView {
     }
 }
 
-fn group_view(g: &GoroutineGroup, extra: Option<String>) -> impl IntoView {
-    let frames = g
-        .frames
-        .iter()
-        .zip(&g.locations)
-        .map(|(f, at)| view! { <li>{f.clone()} <span class="at">{at.clone()}</span></li> })
-        .collect_view();
-    let wait = g.max_wait_minutes.map(|m| format!(", up to {m} min"));
-    view! {
-        <div class="group-card" data-testid="goroutine-group">
-            <div class="group-head">
-                <b>{g.count}</b> " × [" {g.state.clone()} {wait} "]" {extra}
-                {g.created_by.clone().map(|c| view! { <span class="created">" created by " {c}</span> })}
-            </div>
-            <ol class="frames">{frames}</ol>
-        </div>
-    }
-}
-
+/// The top view of the active profile: a click focuses the flame graph on a function,
+/// ⇅ opens its sandwich.
 #[component]
-pub fn GoroutineView(report: GoroutineReport, growth: Option<GoroutineComparison>) -> impl IntoView {
-    let mut states: Vec<(String, u64)> = report.by_state.clone().into_iter().collect();
-    states.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let state_rows = states.into_iter().map(|(s, n)| view! { <tr><td>{n}</td><td>{s}</td></tr> }).collect_view();
-    let growth_view = growth.map(|c| {
-        let rate = c.goroutine_growth_rate.map_or("n/a".to_owned(), |r| format!("{r:.2}×"));
-        let new_groups = c.new_stacks.iter().take(50).map(|g| group_view(g, Some(" new".to_owned()))).collect_view();
-        let grown = c.grown_stacks.iter().take(50).map(|g| group_view(&g.group, Some(format!(" +{} (from {})", g.delta, g.base_count)))).collect_view();
-        view! {
-            <section data-testid="goroutine-growth">
-                <h3>"Growth: " {c.base_count} " → " {c.compare_count} " (" <b data-testid="growth-count">{format!("{:+}", c.growth_count)}</b> ", " {rate} ")"</h3>
-                <h4>"Grown stacks (" {c.grown_stacks.len()} ")"</h4>
-                {grown}
-                <h4>"New stacks (" {c.new_stacks.len()} ")"</h4>
-                {new_groups}
-            </section>
-        }
+pub fn TopView() -> impl IntoView {
+    let state = expect_context::<State>();
+    let report: Answer<TopReport> = RwSignal::new(None);
+    let token = StoredValue::new(0);
+    Effect::new(move |_| {
+        state.generation().get();
+        let Some(e) = state.current.get() else { return };
+        let request = Request::Top { id: e.id, sample: state.sample_index.get(), filters: state.filters.get() };
+        report.set(None);
+        state.ask(token, report, request, |r, _| match r {
+            Response::Top(t) => Some(t),
+            _ => None,
+        });
     });
-    let groups = report.top_stacks.iter().map(|g| group_view(g, None)).collect_view();
-    let blocked = report.blocked_goroutines.iter().take(50).map(|g| group_view(g, None)).collect_view();
-    view! {
-        <section class="goroutines">
-            <h3>"Goroutines: " <span data-testid="goroutine-count">{report.goroutine_count}</span>
-                " · blocked " <span data-testid="blocked-count">{report.blocked_count}</span>
-                {report.states_inferred.then_some(" (states inferred from frames)")}
-            </h3>
-            <table class="data states" data-testid="goroutine-states"><tbody>{state_rows}</tbody></table>
-            {growth_view}
-            <details data-testid="blocked-goroutines">
-                <summary>"Blocked (" {report.blocked_count} " in " {report.blocked_goroutines.len()} " groups: chan, select, locks, I/O, sleep)"</summary>
-                {blocked}
-            </details>
-            <h4>"Stacks (" {report.group_count} " groups)"</h4>
-            {groups}
-        </section>
+    let on_select = Callback::new(move |name: String| {
+        state.focus.set(format!("^{}$", regex::escape(&name)));
+        State::reset(state.zoom);
+        state.view_kind.set(ViewKind::Flame);
+    });
+    let on_sandwich = Callback::new(move |name: String| {
+        state.sandwich_fn.set(Some(name));
+        State::reset(state.callers_zoom);
+        State::reset(state.callees_zoom);
+        state.view_kind.set(ViewKind::Sandwich);
+    });
+    move || {
+        super::answered(report, |report| {
+            view! { <TopTable report=report on_select=on_select on_sandwich=on_sandwich selected=state.selected_row /> }
+                .into_any()
+        })
     }
 }

@@ -1,0 +1,109 @@
+//! The page: state and wiring. `state` holds what the parts share, `sources` brings
+//! profiles in, `toolbar` and `share_panel` are the bars, and the views draw the active
+//! profile; parsing and analysis run in the analysis worker.
+
+mod download;
+mod keys;
+mod local_store;
+pub(crate) mod share;
+mod share_panel;
+mod sources;
+pub mod state;
+mod toolbar;
+mod url_state;
+
+use leptos::prelude::*;
+
+use crate::views::diff::DiffView;
+use crate::views::flame::FlameView;
+use crate::views::goroutines::GoroutinesView;
+use crate::views::history::HistoryView;
+use crate::views::sandwich::SandwichView;
+use crate::views::table::TopView;
+use sources::{FileInput, PastePanel};
+use state::{State, ViewKind};
+use toolbar::{Errors, Progress, Tabs, Toolbar};
+
+/// What the page shows before a profile is loaded.
+fn landing(initial: &url_state::HashState) -> AnyView {
+    let reopen = (!initial.profiles.is_empty() && initial.urls.is_empty()).then(|| {
+        view! {
+            <p data-testid="reopen-hint">
+                "This link's view was for: " {initial.profiles.join(", ")} ". Open the same files to restore it."
+            </p>
+        }
+    });
+    view! {
+        <div class="empty">
+            <p>"Drop profiles anywhere on this page, choose files, or paste a goroutine dump."</p>
+            {reopen}
+            <p class="hint">
+                "pprof (cpu, heap, allocs, block, mutex, goroutine), Go debug=1 texts and goroutine dumps, gperftools/Java legacy profiles, Firefox Profiler and samply JSON, old Firefox DevTools recordings, Linux perf script, folded stacks (FlameGraph, inferno, py-spy), Chrome and Node .cpuprofile, .heapprofile and performance traces, speedscope JSON, valgrind callgrind, Python cProfile .pstats, Java Flight Recorder .jfr (JDK, async-profiler), Ruby stackprof, GHC -pj profiles, FreeBSD pmcstat callgraphs, Xcode Instruments deep copies, Safari timeline recordings, V8 --prof tick logs. Everything is analysed in this page; nothing is uploaded."
+            </p>
+        </div>
+    }
+    .into_any()
+}
+
+/// Keeps the address in step with the view, so a reload or a copied link restores it.
+fn follow_in_address(state: State) {
+    Effect::new(move |_| {
+        let sample = state.current.get().and_then(|e| e.summary.sample_types.get(state.sample_index.get()).cloned());
+        url_state::store(&url_state::HashState {
+            view: state.view_kind.get().key().to_owned(),
+            sample: sample.unwrap_or_else(|| state.wanted_sample.get_value()),
+            focus: state.focus.get(),
+            ignore: state.ignore.get(),
+            hide: state.hide.get(),
+            search: state.search.get(),
+            zoom: state.zoom.get(),
+            profiles: state.entries.with(|e| e.iter().map(|x| x.name.clone()).collect()),
+            urls: state.sources.get(),
+        });
+    });
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    // What the address asks for: applied now, or when the profile it needs arrives.
+    let initial = url_state::current();
+    // A share link (`#/s/…`, `#/b/…`, `#/diff/…/…`) and the tenant it names.
+    let link = web_sys::window().and_then(|w| w.location().hash().ok()).and_then(|h| share::route(&h));
+    let state = State::new(&initial, link.as_ref().and_then(|l| l.tenant.clone()));
+    provide_context(state);
+    sources::open_initial(state, &initial, link);
+    follow_in_address(state);
+    keys::install(state);
+
+    let loaded = Memo::new(move |_| state.current.with(Option::is_some));
+    let main_view = move || {
+        if !loaded.get() {
+            return landing(&initial);
+        }
+        match state.view_kind.get() {
+            ViewKind::Flame => view! { <FlameView /> }.into_any(),
+            ViewKind::Top => view! { <TopView /> }.into_any(),
+            ViewKind::Sandwich => view! { <SandwichView /> }.into_any(),
+            ViewKind::Diff => view! { <DiffView /> }.into_any(),
+            ViewKind::Goroutines => view! { <GoroutinesView /> }.into_any(),
+        }
+    };
+    view! {
+        <header>
+            <h1>"stacklens"</h1>
+            <FileInput />
+            <Tabs />
+            <details class="history-menu" data-testid="history-menu">
+                <summary>"Capture history"</summary>
+                <HistoryView tenant=state.tenant.get_value() />
+            </details>
+        </header>
+        <Progress />
+        <PastePanel />
+        <Errors />
+        <Show when=move || loaded.get()>
+            <Toolbar />
+        </Show>
+        <main>{main_view}</main>
+    }
+}

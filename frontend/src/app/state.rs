@@ -1,0 +1,288 @@
+//! The page's state: every signal the panels and views share, in one `Copy` struct
+//! given to them as a Leptos context, and the worker's answers to it.
+
+use std::rc::Rc;
+
+use leptos::prelude::*;
+use stacklens_core::analysis::Filters;
+
+use super::url_state::HashState;
+use crate::worker::client::Client;
+use crate::worker::protocol::{Request, Response, Summary};
+
+/// A parsed profile, as the page knows it.
+#[derive(Clone, PartialEq)]
+pub struct Entry {
+    pub id: u32,
+    pub name: String,
+    pub summary: Summary,
+}
+
+/// A profile being parsed.
+#[derive(Clone, PartialEq)]
+pub struct Loading {
+    pub id: u32,
+    pub name: String,
+    pub stage: String,
+    pub fraction: f64,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum ViewKind {
+    Flame,
+    Top,
+    Diff,
+    Goroutines,
+    Sandwich,
+}
+
+impl ViewKind {
+    pub const ALL: [(ViewKind, &'static str); 5] = [
+        (ViewKind::Flame, "Flame graph"),
+        (ViewKind::Top, "Top"),
+        (ViewKind::Sandwich, "Sandwich"),
+        (ViewKind::Diff, "Diff"),
+        (ViewKind::Goroutines, "Goroutines"),
+    ];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            ViewKind::Flame => "flame",
+            ViewKind::Top => "top",
+            ViewKind::Diff => "diff",
+            ViewKind::Goroutines => "goroutines",
+            ViewKind::Sandwich => "sandwich",
+        }
+    }
+
+    pub fn from_key(key: &str) -> Option<Self> {
+        Self::ALL.iter().map(|&(k, _)| k).find(|k| k.key() == key)
+    }
+}
+
+/// A worker's answer to one view's question: none yet, the report, or why not.
+pub type Answer<T> = RwSignal<Option<Result<T, String>>>;
+
+/// Everything the page's parts share. Signals are handles, so the struct is `Copy`.
+#[derive(Copy, Clone)]
+pub struct State {
+    pub client: StoredValue<Rc<Client>, LocalStorage>,
+    /// Parsed profiles in the order they were loaded, and those still parsing.
+    pub entries: RwSignal<Vec<Entry>>,
+    pub loading: RwSignal<Vec<Loading>>,
+    pub active: RwSignal<Option<u32>>,
+    pub next_id: StoredValue<u32>,
+    pub errors: RwSignal<Vec<String>>,
+    pub view_kind: RwSignal<ViewKind>,
+    pub sample_index: RwSignal<usize>,
+    pub focus: RwSignal<String>,
+    pub ignore: RwSignal<String>,
+    pub hide: RwSignal<String>,
+    pub search: RwSignal<String>,
+    /// The flame graph's zoom (shared with the diff's), as frame names from the root.
+    pub zoom: RwSignal<Vec<String>>,
+    pub icicle: RwSignal<bool>,
+    pub normalize: RwSignal<bool>,
+    pub base_id: RwSignal<Option<u32>>,
+    pub compare_id: RwSignal<Option<u32>>,
+    pub goroutine_filter: RwSignal<String>,
+    pub selected_row: RwSignal<usize>,
+    pub sandwich_fn: RwSignal<Option<String>>,
+    pub callers_zoom: RwSignal<Vec<String>>,
+    pub callees_zoom: RwSignal<Vec<String>>,
+    /// The sample type the address asks for, applied when a profile arrives.
+    pub wanted_sample: StoredValue<String>,
+    /// The address's zoom applies to the profiles it names, until the user zooms.
+    pub wanted_zoom: StoredValue<Vec<String>>,
+    /// URLs the loaded profiles were fetched from (kept in the address).
+    pub sources: RwSignal<Vec<String>>,
+    /// The tenant a share link names.
+    pub tenant: StoredValue<Option<String>>,
+    /// "Compare with baseline": (the baseline's profile id, the profile compared with it).
+    pub pending_compare: StoredValue<Option<(u32, u32)>>,
+    pub current: Memo<Option<Entry>>,
+    pub filters: Memo<Filters>,
+}
+
+impl State {
+    /// The state the address asks for, with a started analysis worker.
+    pub fn new(initial: &HashState, tenant: Option<String>) -> Self {
+        let entries = RwSignal::new(Vec::<Entry>::new());
+        let active = RwSignal::new(None::<u32>);
+        let (focus, ignore, hide) = (
+            RwSignal::new(initial.focus.clone()),
+            RwSignal::new(initial.ignore.clone()),
+            RwSignal::new(initial.hide.clone()),
+        );
+        let client = Client::new();
+        let state = State {
+            client: StoredValue::new_local(client.clone()),
+            entries,
+            loading: RwSignal::new(Vec::new()),
+            active,
+            next_id: StoredValue::new(0),
+            errors: RwSignal::new(Vec::new()),
+            view_kind: RwSignal::new(ViewKind::from_key(&initial.view).unwrap_or(ViewKind::Flame)),
+            sample_index: RwSignal::new(0),
+            focus,
+            ignore,
+            hide,
+            search: RwSignal::new(initial.search.clone()),
+            zoom: RwSignal::new(Vec::new()),
+            icicle: RwSignal::new(false),
+            normalize: RwSignal::new(false),
+            base_id: RwSignal::new(None),
+            compare_id: RwSignal::new(None),
+            goroutine_filter: RwSignal::new(String::new()),
+            selected_row: RwSignal::new(0),
+            sandwich_fn: RwSignal::new(None),
+            callers_zoom: RwSignal::new(Vec::new()),
+            callees_zoom: RwSignal::new(Vec::new()),
+            wanted_sample: StoredValue::new(initial.sample.clone()),
+            wanted_zoom: StoredValue::new(initial.zoom.clone()),
+            sources: RwSignal::new(Vec::new()),
+            tenant: StoredValue::new(tenant),
+            pending_compare: StoredValue::new(None),
+            current: Memo::new(move |_| {
+                let id = active.get()?;
+                entries.with(|e| e.iter().find(|x| x.id == id).cloned())
+            }),
+            filters: Memo::new(move |_| Filters {
+                focus: Some(focus.get()),
+                ignore: Some(ignore.get()),
+                hide: Some(hide.get()),
+                show: None,
+            }),
+        };
+        client.start(move |event| state.on_worker_event(event));
+        state
+    }
+
+    /// Bumped when the worker restarts: what depends on it asks again.
+    pub fn generation(&self) -> RwSignal<u32> {
+        self.client.with_value(|c| c.generation)
+    }
+
+    pub fn report(&self, error: String) {
+        self.errors.update(|l| l.push(error));
+    }
+
+    /// Back to the whole graph, without asking again when it already shows it.
+    pub fn reset(zoom: RwSignal<Vec<String>>) {
+        if zoom.with_untracked(|z| !z.is_empty()) {
+            zoom.set(Vec::new());
+        }
+    }
+
+    /// Asks the worker and stores the answer in `target`, unless a newer question was
+    /// asked meanwhile (`token` counts questions per target) or the view that asked is
+    /// gone (its signals disposed).
+    pub fn ask<T: Send + Sync + 'static>(
+        &self,
+        token: StoredValue<u64>,
+        target: Answer<T>,
+        request: Request,
+        decode: impl FnOnce(Response, Option<Vec<u8>>) -> Option<Result<T, String>> + 'static,
+    ) {
+        let mine = token.get_value() + 1;
+        token.set_value(mine);
+        self.client.with_value(|c| {
+            c.request(request, move |response, bytes| {
+                if token.try_get_value() == Some(mine) {
+                    target.try_set(decode(response, bytes));
+                }
+            })
+        });
+    }
+
+    /// Hands a profile's bytes to the worker; returns its id. Files opened here (not
+    /// fetched) are kept in the browser so a reload brings them back.
+    pub fn add(&self, name: String, bytes: Result<Vec<u8>, String>, keep_locally: bool) -> Option<u32> {
+        let bytes = match bytes {
+            Ok(b) => b,
+            Err(e) => {
+                self.report(e);
+                return None;
+            }
+        };
+        // Two files of the same name (base/cpu.pb.gz, compare/cpu.pb.gz) get distinct tabs.
+        let taken = self.entries.with_untracked(|e| {
+            e.iter().filter(|x| x.name == name || x.name.starts_with(&format!("{name} #"))).count()
+        }) + self.loading.with_untracked(|l| l.iter().filter(|x| x.name == name).count());
+        let name = if taken == 0 { name } else { format!("{name} #{}", taken + 1) };
+        let id = self.next_id.get_value();
+        self.next_id.set_value(id + 1);
+        let size = bytes.len() as f64 / 1_048_576.0;
+        self.loading.update(|l| {
+            l.push(Loading { id, name: name.clone(), stage: format!("sending {size:.1} MB"), fraction: 0.02 })
+        });
+        if keep_locally {
+            super::local_store::keep(name.clone(), bytes.clone());
+        }
+        self.client.with_value(|c| c.parse(id, &name, bytes));
+        Some(id)
+    }
+
+    /// Closes a profile: its tab, the worker's copy and the browser's.
+    pub fn remove(&self, id: u32) {
+        let name = self.entries.with_untracked(|l| l.iter().find(|x| x.id == id).map(|x| x.name.clone()));
+        self.entries.update(|list| list.retain(|x| x.id != id));
+        self.client.with_value(|c| c.remove(id));
+        if let Some(name) = name {
+            super::local_store::forget(name);
+        }
+        if self.active.get_untracked() == Some(id) {
+            self.active.set(self.entries.with_untracked(|l| l.last().map(|x| x.id)));
+        }
+    }
+
+    fn on_worker_event(self, event: Response) {
+        match event {
+            Response::Progress { id, stage, fraction } => self.loading.update(|l| {
+                if let Some(x) = l.iter_mut().find(|x| x.id == id) {
+                    x.stage = stage;
+                    x.fraction = fraction;
+                }
+            }),
+            Response::Parsed { id, summary } => self.parsed(id, summary),
+            Response::Failed { id, message } => {
+                // A file that does not parse is not worth restoring.
+                let failed = self.loading.with_untracked(|l| l.iter().find(|x| x.id == id).map(|x| x.name.clone()));
+                if let Some(failed) = failed {
+                    super::local_store::forget(failed);
+                }
+                self.loading.update(|l| l.retain(|x| x.id != id));
+                self.report(message);
+            }
+            _ => {}
+        }
+    }
+
+    fn parsed(self, id: u32, summary: Summary) {
+        // A profile re-sent to a restarted worker is already an entry.
+        let Some(done) = self.loading.with_untracked(|l| l.iter().find(|x| x.id == id).cloned()) else { return };
+        self.loading.update(|l| l.retain(|x| x.id != id));
+        let wanted = self.wanted_sample.get_value();
+        self.sample_index.set(summary.sample_types.iter().position(|t| *t == wanted).unwrap_or(summary.default_sample));
+        let goroutine = summary.goroutine;
+        self.entries.update(|e| e.push(Entry { id, name: done.name, summary }));
+        // Two profiles loaded: the earlier is the base, the newer is compared.
+        let ids: Vec<u32> = self.entries.with_untracked(|e| e.iter().map(|e| e.id).collect());
+        if ids.len() >= 2 {
+            self.base_id.set(Some(ids[ids.len() - 2]));
+            self.compare_id.set(Some(id));
+        }
+        self.active.set(Some(id));
+        if let Some((baseline, compared)) = self.pending_compare.get_value().filter(|&(b, _)| b == id) {
+            self.pending_compare.set_value(None);
+            self.base_id.set(Some(baseline));
+            self.compare_id.set(Some(compared));
+            self.active.set(Some(compared));
+            self.view_kind.set(ViewKind::Diff);
+        }
+        self.zoom.set(self.wanted_zoom.get_value());
+        if goroutine && wanted.is_empty() {
+            self.view_kind.set(ViewKind::Goroutines);
+        }
+    }
+}

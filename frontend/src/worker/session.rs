@@ -1,0 +1,223 @@
+//! What the analysis worker holds: the loaded profiles, the call trees cached for
+//! zooming, and the windows cut from them. Everything is core's analysis; this module
+//! only adapts it to the worker's requests.
+
+use std::sync::Arc;
+
+use stacklens_core::analysis::diff::{diff, DiffOptions, DiffReport};
+use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineComparison, GoroutineOptions, GoroutineReport};
+use stacklens_core::analysis::top::{top, TopOptions, TopReport};
+use stacklens_core::analysis::tree::{CallTree, Side, TreeOptions};
+use stacklens_core::analysis::Filters;
+use stacklens_core::Profile;
+
+/// A profile the user loaded, under the name they gave it.
+pub struct Loaded {
+    pub name: String,
+    pub profile: Profile,
+}
+
+/// A call tree shared by the views; equal when it is the same tree.
+#[derive(Clone)]
+pub struct SharedTree(pub Arc<CallTree>);
+
+impl PartialEq for SharedTree {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// Frames a window leaves out are narrower than 1/(2·WINDOW_PX) of the zoomed frame, so
+/// invisible (under 0.5 px) on any canvas up to WINDOW_PX CSS pixels wide.
+pub const WINDOW_PX: i64 = 8192;
+/// Rows deeper than this are neither sent nor drawn (a 10,000-deep stack stays usable).
+pub const MAX_ROWS: u32 = 400;
+
+/// The search box's rule: a case-insensitive substring of the frame's name.
+pub fn search_matcher(needle: &str) -> impl Fn(&str) -> bool {
+    let needle = needle.to_lowercase();
+    move |name| name.to_lowercase().contains(&needle)
+}
+
+/// The window of `tree` zoomed at the node `zoom_path` names (from the root), its
+/// zoomed node, and what `search` matches in the whole tree.
+pub fn flame_window(tree: &CallTree, zoom_path: &[String], search: &str) -> (CallTree, u32, Option<(String, i64)>) {
+    let zoom = tree.node_at_path(zoom_path);
+    let min_total = tree.nodes[zoom as usize].total / (2 * WINDOW_PX);
+    let (window, at) = tree.window(zoom, min_total, MAX_ROWS - 1);
+    let matched = (!search.is_empty()).then(|| (search.to_owned(), tree.search(search_matcher(search)).1));
+    (window, at, matched)
+}
+
+/// Whole call trees kept by the worker, newest last, so zooming and searching only cut
+/// new windows; a few at most, as a large profile's tree takes hundreds of MB.
+pub struct TreeCache<K> {
+    entries: Vec<(K, Arc<CallTree>)>,
+}
+
+impl<K: PartialEq> Default for TreeCache<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: PartialEq> TreeCache<K> {
+    const CAPACITY: usize = 3;
+
+    pub const fn new() -> Self {
+        TreeCache { entries: Vec::new() }
+    }
+
+    pub fn get_or_build(
+        &mut self,
+        key: K,
+        build: impl FnOnce() -> Result<SharedTree, String>,
+    ) -> Result<Arc<CallTree>, String> {
+        if let Some(i) = self.entries.iter().position(|(k, _)| *k == key) {
+            let entry = self.entries.remove(i);
+            let tree = entry.1.clone();
+            self.entries.push(entry);
+            return Ok(tree);
+        }
+        // Evict first, so two large trees are never held while a third is built.
+        if self.entries.len() >= Self::CAPACITY {
+            self.entries.remove(0);
+        }
+        let tree = build()?.0;
+        self.entries.push((key, tree.clone()));
+        Ok(tree)
+    }
+
+    pub fn retain(&mut self, keep: impl Fn(&K) -> bool) {
+        self.entries.retain(|(k, _)| keep(k));
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl Loaded {
+    /// Parses bytes; the error names the file and says what is wrong with it.
+    pub fn parse(name: &str, bytes: &[u8]) -> Result<Self, String> {
+        Self::parse_reporting(name, bytes, &mut |_, _| {})
+    }
+
+    /// [`Loaded::parse`], reporting progress.
+    pub fn parse_reporting(
+        name: &str,
+        bytes: &[u8],
+        progress: stacklens_core::import::Progress<'_>,
+    ) -> Result<Self, String> {
+        stacklens_core::parse_with_progress(bytes, &stacklens_core::ParseOptions::default(), progress)
+            .map(|profile| Loaded { name: name.to_owned(), profile })
+            .map_err(|e| format!("{name}: {e}"))
+    }
+
+    /// Sample type names, and the index pprof would show by default.
+    pub fn sample_types(&self) -> (Vec<String>, usize) {
+        let p = &self.profile;
+        ((0..p.sample_types.len()).map(|i| p.sample_type_name(i).to_owned()).collect(), p.default_sample_index())
+    }
+
+    pub fn top(&self, sample_index: usize, filters: &Filters) -> Result<TopReport, String> {
+        let options =
+            TopOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TopOptions::default() };
+        top(&self.profile, &options).map_err(|e| e.to_string())
+    }
+
+    pub fn tree(&self, sample_index: usize, filters: &Filters) -> Result<SharedTree, String> {
+        let options =
+            TreeOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TreeOptions::default() };
+        CallTree::build(&self.profile, &options).map(|t| SharedTree(Arc::new(t))).map_err(|e| e.to_string())
+    }
+
+    /// Callers or callees of one function (the sandwich view).
+    pub fn sandwich(
+        &self,
+        sample_index: usize,
+        filters: &Filters,
+        function: &str,
+        side: Side,
+    ) -> Result<SharedTree, String> {
+        let options =
+            TreeOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TreeOptions::default() };
+        CallTree::sandwich(&self.profile, &options, function, side)
+            .map(|t| SharedTree(Arc::new(t)))
+            .map_err(|e| e.to_string())
+    }
+
+    pub fn goroutines(&self, filter: &str) -> Result<GoroutineReport, String> {
+        let options = GoroutineOptions { filter: Some(filter.to_owned()), max_stacks: Some(200) };
+        analyze(&self.profile, &options).map_err(|e| e.to_string())
+    }
+}
+
+/// A tiny gzipped cpu profile (main → work → hot: 3 samples, main → idle: 1): the
+/// worker analyses it once at start so a user's first file does not wait for
+/// WebAssembly's lazy compilation of the parse and tree code; tests use it too.
+pub fn tiny_cpu_profile() -> Vec<u8> {
+    use stacklens_core::model::{Line, Sample, SourceFormat};
+    use std::io::Write;
+    let mut p = Profile::new(SourceFormat::Built);
+    p.sample_types = vec![p.value_type("samples", "count"), p.value_type("cpu", "nanoseconds")];
+    let mut frame = |name: &str| {
+        let f = p.add_function(name, name, "main.go", 1);
+        p.add_location(0x1000 + u64::from(f.0), vec![Line { function: f, line: 10, column: 0 }])
+    };
+    let (main, work, hot, idle) = (frame("main"), frame("work"), frame("hot"), frame("idle"));
+    p.samples.push(Sample { locations: vec![hot, work, main], values: vec![3, 30], labels: vec![] });
+    p.samples.push(Sample { locations: vec![idle, main], values: vec![1, 10], labels: vec![] });
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&stacklens_core::export::pprof::encode(&p)).expect("writing to memory");
+    gz.finish().expect("writing to memory")
+}
+
+/// Parses and analyses [`tiny_cpu_profile`] the way a loaded profile is.
+pub fn warm_up() {
+    if let Ok(loaded) = Loaded::parse("warm-up", &tiny_cpu_profile()) {
+        let filters = Filters::default();
+        let _ = loaded.top(1, &filters);
+        if let Ok(tree) = loaded.tree(1, &filters) {
+            let _ = flame_window(&tree.0, &[], "hot");
+        }
+    }
+}
+
+/// The diff of `compare` against `base` for the compared profile's sample type.
+pub fn diff_profiles(
+    base: &Loaded,
+    compare: &Loaded,
+    sample_index: usize,
+    filters: &Filters,
+    normalize: bool,
+) -> Result<DiffReport, String> {
+    let options = DiffOptions {
+        sample_index: sample_index.to_string(),
+        filters: filters.clone(),
+        normalize,
+        ..DiffOptions::default()
+    };
+    diff(&base.profile, &compare.profile, &options).map_err(|e| e.to_string())
+}
+
+pub fn diff_tree(
+    base: &Loaded,
+    compare: &Loaded,
+    sample_index: usize,
+    filters: &Filters,
+) -> Result<SharedTree, String> {
+    let options =
+        TreeOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TreeOptions::default() };
+    CallTree::build_diff(&base.profile, &compare.profile, &options)
+        .map(|t| SharedTree(Arc::new(t)))
+        .map_err(|e| e.to_string())
+}
+
+pub fn goroutine_growth(base: &Loaded, later: &Loaded) -> Result<GoroutineComparison, String> {
+    compare(&base.profile, &later.profile).map_err(|e| e.to_string())
+}
