@@ -13,6 +13,14 @@ WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |
 : "${WASM_BINDGEN_VERSION:?wasm-bindgen not found in Cargo.lock}"
 
 log() { printf '[ensure-tools] %s\n' "$*"; }
+# Runs a step, saying what it does and how long it took.
+step() {
+  local what=$1 started=$SECONDS
+  shift
+  log "$what"
+  "$@"
+  log "  done in $((SECONDS - started)) s"
+}
 
 apt_updated=0
 apt_install() {
@@ -24,28 +32,36 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+# all (default): everything the tests need; web: the page and its browser tests; serve: the page only.
 want="${1:-all}"
+case "$want" in all | web | serve) ;; *) echo "usage: ensure-tools.sh [all|web|serve]" >&2; exit 2 ;; esac
 
-for component in rustfmt clippy; do
-  rustup component list --installed | grep -q "^$component" || rustup component add "$component"
-done
+if [ "$want" != serve ]; then
+  for component in rustfmt clippy; do
+    rustup component list --installed | grep -q "^$component" || rustup component add "$component"
+  done
+fi
 rustup target list --installed | grep -qx wasm32-unknown-unknown || {
   log "rustup target add wasm32-unknown-unknown"; rustup target add wasm32-unknown-unknown; }
 
-if [ "$want" = all ] || [ "$want" = web ]; then
-  if [ "$(trunk --version 2>/dev/null)" != "trunk $TRUNK_VERSION" ]; then
-    log "cargo install trunk $TRUNK_VERSION (about 8 minutes)"
-    cargo install --locked trunk --version "$TRUNK_VERSION"
-  fi
-  if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
-    log "cargo install wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 3 minutes)"
-    # No --locked: its lock pins a webpki-roots the registry lacks (TOOLCHAIN.md).
+# serve: what building and serving the page needs; web: that and the browser tests' tools.
+if [ "$(trunk --version 2>/dev/null)" != "trunk $TRUNK_VERSION" ]; then
+  step "cargo install trunk $TRUNK_VERSION (about 8 minutes)" cargo install --locked trunk --version "$TRUNK_VERSION"
+fi
+if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
+  # No --locked: its lock pins a webpki-roots the registry lacks (TOOLCHAIN.md).
+  step "cargo install wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 3 minutes)" \
     cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+fi
+if [ "$want" = serve ]; then
+  if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/swagger-ui-dist ]; then
+    step "npm ci --omit=dev (binaryen, swagger-ui-dist)" npm ci --omit=dev --no-audit --no-fund --loglevel=error
   fi
+else
   if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/swagger-ui-dist ] \
     || [ ! -d node_modules/speedscope ]; then
-    log "npm ci (playwright-core, binaryen, swagger-ui-dist, speedscope)"
-    npm ci --no-audit --no-fund --loglevel=error
+    step "npm ci (binaryen, swagger-ui-dist; playwright-core, speedscope for the tests)" \
+      npm ci --no-audit --no-fund --loglevel=error
   fi
   apt_install chromium chromium-driver
 fi

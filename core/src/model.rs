@@ -186,6 +186,48 @@ pub enum SourceFormat {
     Built,
 }
 
+impl SourceFormat {
+    /// The format's name as people call it.
+    pub fn label(self) -> &'static str {
+        match self {
+            SourceFormat::Pprof => "pprof",
+            SourceFormat::GoHeapText => "Go heap profile (debug=1 text)",
+            SourceFormat::GoContentionText => "Go contention profile (debug=1 text)",
+            SourceFormat::GoCountText => "Go count profile (debug=1 text)",
+            SourceFormat::GoGoroutineDump => "Go goroutine dump (debug=2)",
+            SourceFormat::LegacyCpu => "gperftools CPU profile",
+            SourceFormat::LegacyHeap => "gperftools heap profile",
+            SourceFormat::Contentionz => "contentionz text",
+            SourceFormat::Threadz => "threadz text",
+            SourceFormat::JavaText => "Java legacy text profile",
+            SourceFormat::FirefoxProfiler => "Firefox Profiler / samply JSON",
+            SourceFormat::Folded => "folded stacks",
+            SourceFormat::PerfScript => "Linux perf script",
+            SourceFormat::V8CpuProfile => "V8 .cpuprofile",
+            SourceFormat::V8HeapProfile => "V8 .heapprofile",
+            SourceFormat::ChromeTrace => "Chrome trace",
+            SourceFormat::Speedscope => "speedscope JSON",
+            SourceFormat::Callgrind => "callgrind",
+            SourceFormat::Pstats => "Python cProfile .pstats",
+            SourceFormat::Stackprof => "Ruby stackprof",
+            SourceFormat::Ghc => "GHC -pj profile",
+            SourceFormat::Pmcstat => "FreeBSD pmcstat callgraph",
+            SourceFormat::Instruments => "Xcode Instruments deep copy",
+            SourceFormat::Safari => "Safari timeline recording",
+            SourceFormat::V8Log => "V8 --prof tick log",
+            SourceFormat::Jfr => "Java Flight Recorder",
+            SourceFormat::Dtrace => "DTrace aggregated stacks",
+            SourceFormat::Vtune => "Intel VTune CSV",
+            SourceFormat::VisualStudio => "Visual Studio profiler CSV",
+            SourceFormat::MacosSample => "macOS sample text",
+            SourceFormat::Dhat => "valgrind DHAT",
+            SourceFormat::Simpleperf => "Android simpleperf",
+            SourceFormat::ArtTrace => "Android ART method trace",
+            SourceFormat::Built => "built in stacklens",
+        }
+    }
+}
+
 /// `goroutine 17 [chan receive, 12 minutes, locked to thread]:` and what follows it,
 /// from a Go `debug=2` dump.
 #[derive(Clone, Debug, PartialEq, Eq)]

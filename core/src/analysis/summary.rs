@@ -66,3 +66,67 @@ pub fn top_functions(profile: &Profile, sample_index: &str, n: usize) -> Result<
         })
         .collect())
 }
+
+/// One sample type of a profile, with its whole total.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SampleTypeMeta {
+    pub name: String,
+    pub unit: String,
+    pub total: i64,
+    /// The type pprof shows first.
+    pub default: bool,
+}
+
+/// What a profile is, for the page's header: where it came from, what it measures and
+/// how much of it there is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileMeta {
+    /// The format it was read from ("pprof", "Linux perf script", …).
+    pub format: String,
+    /// What made it, when the profile says: its comments, else its main binary.
+    pub producer: Option<String>,
+    pub sample_types: Vec<SampleTypeMeta>,
+    /// When it was taken (nanoseconds since the Unix epoch) and for how long; 0 when unknown.
+    pub time_nanos: i64,
+    pub duration_nanos: i64,
+    /// The sampling period, with its type and unit (`cpu nanoseconds`), when known.
+    pub period: Option<(i64, String)>,
+    pub sample_count: i64,
+    /// Sample records, which may aggregate many samples each.
+    pub record_count: usize,
+    pub function_count: usize,
+    pub location_count: usize,
+}
+
+/// The profile's [`ProfileMeta`].
+pub fn meta(profile: &Profile) -> ProfileMeta {
+    let default = profile.default_sample_index();
+    let sample_types = (0..profile.sample_types.len())
+        .map(|i| SampleTypeMeta {
+            name: profile.sample_type_name(i).to_owned(),
+            unit: profile.sample_type_unit(i).to_owned(),
+            total: profile.total(i),
+            default: i == default,
+        })
+        .collect();
+    let comments: Vec<&str> = profile.comments.iter().map(|&c| profile.strings.get(c)).collect();
+    let main_binary = profile.mappings.first().map(|m| profile.strings.get(m.filename)).filter(|f| !f.is_empty());
+    let producer = if comments.is_empty() { main_binary.map(str::to_owned) } else { Some(comments.join("; ")) };
+    let period = profile.period_type.filter(|_| profile.period > 0).map(|t| {
+        (profile.period, format!("{} {}", profile.strings.get(t.kind), profile.strings.get(t.unit)).trim().to_owned())
+    });
+    ProfileMeta {
+        format: profile.source.label().to_owned(),
+        producer,
+        sample_types,
+        time_nanos: profile.time_nanos,
+        duration_nanos: profile.duration_nanos,
+        period,
+        sample_count: sample_count(profile),
+        record_count: profile.samples.len(),
+        function_count: profile.functions.len(),
+        location_count: profile.locations.len(),
+    }
+}

@@ -1,4 +1,4 @@
-//! Keyboard shortcuts for the whole page.
+//! Keyboard shortcuts for the whole page, and the list `?` opens.
 
 use leptos::ev;
 use leptos::prelude::*;
@@ -32,6 +32,38 @@ fn move_in_top(state: State, e: &KeyboardEvent) {
     }
 }
 
+/// Every shortcut, as the list shows it.
+const SHORTCUTS: [(&str, &str); 10] = [
+    ("?", "show or hide this list"),
+    ("/", "search frames"),
+    ("1 – 5", "switch view: flame graph, top, sandwich, diff, goroutines"),
+    ("-", "zoom the flame graph out one level"),
+    ("0", "zoom the flame graph out to the whole profile"),
+    ("Esc", "back: close this list, or zoom out to the whole profile"),
+    ("↑ ↓", "move through the top table"),
+    ("Enter", "focus the flame graph on the selected function"),
+    ("click", "zoom into a frame; click the breadcrumb to go back"),
+    ("⇅", "in the top table: the function's callers and callees (sandwich)"),
+];
+
+#[component]
+pub fn ShortcutsHelp() -> impl IntoView {
+    let state = expect_context::<State>();
+    let rows = SHORTCUTS
+        .iter()
+        .map(|(keys, what)| view! { <tr><td><kbd>{*keys}</kbd></td><td>{*what}</td></tr> })
+        .collect_view();
+    view! {
+        <Show when=move || state.shortcuts_open.get()>
+            <div class="shortcuts" role="dialog" aria-label="keyboard shortcuts" data-testid="shortcuts">
+                <h3>"Keyboard shortcuts"</h3>
+                <table>{rows.clone()}</table>
+                <button data-testid="shortcuts-close" on:click=move |_| state.shortcuts_open.set(false)>"Close"</button>
+            </div>
+        </Show>
+    }
+}
+
 pub fn install(state: State) {
     let _ = window_event_listener(ev::keydown, move |e: KeyboardEvent| {
         let typing = e
@@ -45,7 +77,18 @@ pub fn install(state: State) {
                     let _ = search.focus();
                 }
             }
-            "Escape" => State::reset(state.zoom),
+            "?" if !typing => state.shortcuts_open.update(|open| *open = !*open),
+            "Escape" if state.shortcuts_open.get_untracked() => state.shortcuts_open.set(false),
+            "Escape" | "0" if !typing || e.key() == "Escape" => State::reset(state.zoom),
+            "-" if !typing => state.zoom.update(|z| {
+                z.pop();
+            }),
+            digit @ ("1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9") if !typing => {
+                let at = digit.parse::<usize>().unwrap_or(1) - 1;
+                if let Some(&(view, _)) = ViewKind::ALL.get(at) {
+                    state.view_kind.set(view);
+                }
+            }
             "ArrowDown" | "ArrowUp" | "Enter" if !typing && state.view_kind.get_untracked() == ViewKind::Top => {
                 move_in_top(state, &e)
             }

@@ -5,6 +5,7 @@
 mod download;
 mod keys;
 mod local_store;
+mod meta;
 pub(crate) mod share;
 mod share_panel;
 mod sources;
@@ -20,12 +21,13 @@ use crate::views::goroutines::GoroutinesView;
 use crate::views::history::HistoryView;
 use crate::views::sandwich::SandwichView;
 use crate::views::table::TopView;
+use crate::worker::session::example_profile;
 use sources::{FileInput, PastePanel};
 use state::{State, ViewKind};
 use toolbar::{Errors, Progress, Tabs, Toolbar};
 
 /// What the page shows before a profile is loaded.
-fn landing(initial: &url_state::HashState) -> AnyView {
+fn landing(state: State, initial: &url_state::HashState) -> AnyView {
     let reopen = (!initial.profiles.is_empty() && initial.urls.is_empty()).then(|| {
         view! {
             <p data-testid="reopen-hint">
@@ -37,6 +39,18 @@ fn landing(initial: &url_state::HashState) -> AnyView {
         <div class="empty">
             <p>"Drop profiles anywhere on this page, choose files, or paste a goroutine dump."</p>
             {reopen}
+            <p>
+                <button
+                    class="try-example"
+                    data-testid="try-example"
+                    on:click=move |_| {
+                        state.add("example: web service cpu".to_owned(), Ok(example_profile()), false);
+                    }
+                >
+                    "Try an example"
+                </button>
+                " — a CPU profile of a small Go web service, built into this page."
+            </p>
             <p class="hint">
                 "pprof (cpu, heap, allocs, block, mutex, goroutine), Go debug=1 texts and goroutine dumps, gperftools/Java legacy profiles, Firefox Profiler and samply JSON, old Firefox DevTools recordings, Linux perf script, folded stacks (FlameGraph, inferno, py-spy), Chrome and Node .cpuprofile, .heapprofile and performance traces, speedscope JSON, valgrind callgrind, Python cProfile .pstats, Java Flight Recorder .jfr (JDK, async-profiler), Ruby stackprof, GHC -pj profiles, FreeBSD pmcstat callgraphs, Xcode Instruments deep copies, Safari timeline recordings, V8 --prof tick logs. Everything is analysed in this page; nothing is uploaded."
             </p>
@@ -78,7 +92,7 @@ pub fn App() -> impl IntoView {
     let loaded = Memo::new(move |_| state.current.with(Option::is_some));
     let main_view = move || {
         if !loaded.get() {
-            return landing(&initial);
+            return landing(state, &initial);
         }
         match state.view_kind.get() {
             ViewKind::Flame => view! { <FlameView /> }.into_any(),
@@ -91,6 +105,9 @@ pub fn App() -> impl IntoView {
     view! {
         <header>
             <h1>"stacklens"</h1>
+            <button class="help" aria-label="keyboard shortcuts" title="keyboard shortcuts (?)" data-testid="shortcuts-open" on:click=move |_| state.shortcuts_open.update(|o| *o = !*o)>
+                "?"
+            </button>
             <FileInput />
             <Tabs />
             <details class="history-menu" data-testid="history-menu">
@@ -98,10 +115,12 @@ pub fn App() -> impl IntoView {
                 <HistoryView tenant=state.tenant.get_value() />
             </details>
         </header>
+        <keys::ShortcutsHelp />
         <Progress />
         <PastePanel />
         <Errors />
         <Show when=move || loaded.get()>
+            <meta::ProfileMetaBar />
             <Toolbar />
         </Show>
         <main>{main_view}</main>

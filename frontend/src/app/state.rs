@@ -87,6 +87,8 @@ pub struct State {
     pub compare_id: RwSignal<Option<u32>>,
     pub goroutine_filter: RwSignal<String>,
     pub selected_row: RwSignal<usize>,
+    /// The keyboard shortcuts list (`?`).
+    pub shortcuts_open: RwSignal<bool>,
     pub sandwich_fn: RwSignal<Option<String>>,
     pub callers_zoom: RwSignal<Vec<String>>,
     pub callees_zoom: RwSignal<Vec<String>>,
@@ -135,6 +137,7 @@ impl State {
             compare_id: RwSignal::new(None),
             goroutine_filter: RwSignal::new(String::new()),
             selected_row: RwSignal::new(0),
+            shortcuts_open: RwSignal::new(false),
             sandwich_fn: RwSignal::new(None),
             callers_zoom: RwSignal::new(Vec::new()),
             callees_zoom: RwSignal::new(Vec::new()),
@@ -151,7 +154,7 @@ impl State {
                 focus: Some(focus.get()),
                 ignore: Some(ignore.get()),
                 hide: Some(hide.get()),
-                show: None,
+                ..Filters::default()
             }),
         };
         client.start(move |event| state.on_worker_event(event));

@@ -10,6 +10,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
+use stacklens_core::analysis::summary::meta;
 use stacklens_core::export::{export, ExportOptions};
 use stacklens_core::{ProfileKind, Stage};
 
@@ -83,7 +84,9 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
                     let (sample_types, default_sample) = loaded.sample_types();
                     let kind = ProfileKind::of(&loaded.profile);
                     let goroutine = kind == ProfileKind::Goroutine;
-                    let summary = Summary { kind: kind.as_str().to_owned(), sample_types, default_sample, goroutine };
+                    let meta = meta(&loaded.profile);
+                    let summary =
+                        Summary { kind: kind.as_str().to_owned(), sample_types, default_sample, goroutine, meta };
                     PROFILES.with(|p| p.borrow_mut().insert(id, loaded));
                     post(seq, &Response::Parsed { id, summary }, None);
                 }

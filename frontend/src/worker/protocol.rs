@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use stacklens_core::analysis::diff::DiffReport;
 use stacklens_core::analysis::goroutines::{GoroutineComparison, GoroutineReport};
+use stacklens_core::analysis::summary::ProfileMeta;
 use stacklens_core::analysis::top::TopReport;
 use stacklens_core::analysis::tree::Side;
 use stacklens_core::analysis::Filters;
@@ -96,6 +97,7 @@ pub struct Summary {
     pub sample_types: Vec<String>,
     pub default_sample: usize,
     pub goroutine: bool,
+    pub meta: ProfileMeta,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -177,6 +177,82 @@ pub fn tiny_cpu_profile() -> Vec<u8> {
     gz.finish().expect("writing to memory")
 }
 
+/// The landing page's "Try an example": 30 s of CPU of a small Go web service, made
+/// here (no network, no file): three endpoints for two tenants (`endpoint` and
+/// `tenant` labels), JSON, gzip, SQL and the garbage collector.
+pub fn example_profile() -> Vec<u8> {
+    use stacklens_core::model::{Label, LabelValue, Line, Sample, SourceFormat};
+    use std::io::Write;
+    const SERVE: [&str; 4] = [
+        "net/http.(*conn).serve",
+        "net/http.serverHandler.ServeHTTP",
+        "net/http.(*ServeMux).ServeHTTP",
+        "net/http.HandlerFunc.ServeHTTP",
+    ];
+    // Leaf-last paths under an endpoint's handler, with their weight per request.
+    let paths: [(&str, &[&str], u64); 9] = [
+        ("/checkout", &["main.checkout", "main.priceCart", "main.applyDiscounts"], 9),
+        (
+            "/checkout",
+            &[
+                "main.checkout",
+                "encoding/json.Marshal",
+                "encoding/json.(*encodeState).reflectValue",
+                "reflect.Value.Field",
+            ],
+            7,
+        ),
+        ("/checkout", &["main.checkout", "database/sql.(*DB).QueryContext", "syscall.Syscall"], 5),
+        ("/checkout", &["main.checkout", "crypto/sha256.(*digest).Write", "crypto/sha256.block"], 4),
+        ("/search", &["main.search", "main.rank", "sort.Slice", "main.rank.func1"], 8),
+        ("/search", &["main.search", "compress/gzip.(*Writer).Write", "compress/flate.(*compressor).deflate"], 6),
+        ("/search", &["main.search", "regexp.(*Regexp).FindAllString", "regexp.(*machine).match"], 5),
+        ("/search", &["main.search", "runtime.mallocgc"], 3),
+        ("/health", &["main.health", "fmt.Fprintf"], 1),
+    ];
+    let mut p = Profile::new(SourceFormat::Built);
+    p.sample_types = vec![p.value_type("samples", "count"), p.value_type("cpu", "nanoseconds")];
+    p.period_type = Some(p.value_type("cpu", "nanoseconds"));
+    p.period = 10_000_000;
+    p.duration_nanos = 30_000_000_000;
+    p.comments = vec![p.strings.intern("stacklens example: a Go web service under load")];
+    let mut frames = std::collections::HashMap::new();
+    let mut frame = |p: &mut Profile, name: &str| {
+        let next = frames.len() as u64;
+        *frames.entry(name.to_owned()).or_insert_with(|| {
+            let file = format!("/src/{}.go", stacklens_core::analysis::summary::package_of(name).replace('/', "_"));
+            let f = p.add_function(name, name, &file, 10 + next as i64 * 7);
+            p.add_location(0x40_0000 + next * 0x40, vec![Line { function: f, line: 12 + next as i64 * 7, column: 0 }])
+        })
+    };
+    let (endpoint, tenant) = (p.strings.intern("endpoint"), p.strings.intern("tenant"));
+    // A fixed pseudo-random walk, so every visitor sees the same example.
+    let mut seed = 0x2545_f491_u64;
+    let mut next = move || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        seed >> 33
+    };
+    for (i, (path, stack, weight)) in paths.iter().enumerate() {
+        for (t, name) in ["acme", "globex"].iter().enumerate() {
+            let count = (weight * (14 + 6 * t as u64) + next() % 9) as i64;
+            let mut locations: Vec<_> = stack.iter().rev().map(|n| frame(&mut p, n)).collect();
+            locations.extend(SERVE.iter().rev().map(|n| frame(&mut p, n)));
+            let labels = vec![
+                Label { key: endpoint, value: LabelValue::Str(p.strings.intern(path)) },
+                Label { key: tenant, value: LabelValue::Str(p.strings.intern(name)) },
+            ];
+            p.samples.push(Sample { locations, values: vec![count, count * 10_000_000], labels });
+            if i == 0 && t == 0 {
+                let gc = ["runtime.scanobject", "runtime.gcDrain", "runtime.gcBgMarkWorker"].map(|n| frame(&mut p, n));
+                p.samples.push(Sample { locations: gc.to_vec(), values: vec![31, 310_000_000], labels: vec![] });
+            }
+        }
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&stacklens_core::export::pprof::encode(&p)).expect("writing to memory");
+    gz.finish().expect("writing to memory")
+}
+
 /// Parses and analyses [`tiny_cpu_profile`] the way a loaded profile is.
 pub fn warm_up() {
     if let Ok(loaded) = Loaded::parse("warm-up", &tiny_cpu_profile()) {
