@@ -7,10 +7,12 @@ use clap::{Parser, Subcommand, ValueEnum};
 use stacklens_core::analysis::diff::{diff, diff_top, DiffOptions};
 use stacklens_core::analysis::frames::use_raw_names;
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineOptions};
+use stacklens_core::analysis::labels::label_summary;
 use stacklens_core::analysis::merge::Merger;
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::{Filters, Granularity};
 use stacklens_core::export::{export, ExportFormat, ExportOptions};
+use stacklens_core::report::tags::tags;
 use stacklens_core::Profile;
 
 use crate::text;
@@ -46,6 +48,25 @@ struct FilterArgs {
     /// Keep only frames matching this regex in stacks.
     #[arg(long)]
     show: Option<String>,
+    /// Keep only samples with a matching label: KEY=REGEX[,REGEX…], a bare regex that
+    /// matches KEY:VALUE, or a numeric range such as bytes=1kb:4kb, 64kb: or :1mb.
+    #[arg(long)]
+    tagfocus: Option<String>,
+    /// Drop samples with a matching label (written as for --tagfocus).
+    #[arg(long)]
+    tagignore: Option<String>,
+    /// Show only the label keys matching this regex in tag reports.
+    #[arg(long)]
+    tagshow: Option<String>,
+    /// Leave the label keys matching this regex out of tag reports.
+    #[arg(long)]
+    taghide: Option<String>,
+    /// Add frames for these label keys' values at the root of each stack (comma-separated; the first is outermost).
+    #[arg(long, value_delimiter = ',')]
+    tagroot: Vec<String>,
+    /// Add frames for these label keys' values at the leaf of each stack (comma-separated; the last is innermost).
+    #[arg(long, value_delimiter = ',')]
+    tagleaf: Vec<String>,
 }
 
 impl FilterArgs {
@@ -55,6 +76,12 @@ impl FilterArgs {
             ignore: self.ignore.clone(),
             hide: self.hide.clone(),
             show: self.show.clone(),
+            tag_focus: self.tagfocus.clone(),
+            tag_ignore: self.tagignore.clone(),
+            tag_show: self.tagshow.clone(),
+            tag_hide: self.taghide.clone(),
+            tag_root: self.tagroot.clone(),
+            tag_leaf: self.tagleaf.clone(),
         }
     }
 }
@@ -132,6 +159,17 @@ enum Command {
         /// Name functions by their raw symbols (mangled, as the binary has them).
         #[arg(long)]
         raw_names: bool,
+    },
+    /// Label keys with each value's total and share, like `go tool pprof -tags`.
+    Tags {
+        file: PathBuf,
+        /// Sample type by name (alloc_space, delay, …) or index; default as pprof.
+        #[arg(long)]
+        sample_index: Option<String>,
+        #[command(flatten)]
+        filters: FilterArgs,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
     },
     /// Goroutine counts by state, grouped stacks, blocked goroutines and growth.
     Goroutines {
@@ -299,6 +337,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 std::fs::write(&output, &bytes)
             };
             written.map_err(|source| CliError::Write { path: output.clone(), source })?;
+        }
+        Command::Tags { file, sample_index, filters, format } => {
+            let summary = label_summary(&load(&file)?, &sample_index.unwrap_or_default(), &filters.filters())?;
+            match format {
+                Format::Json => print_json(&summary),
+                Format::Text => print!("{}", for_terminal(&tags(&summary))),
+            }
         }
         Command::Goroutines { file, compare: later, filter, max_stacks, format } => {
             let profile = load(&file)?;

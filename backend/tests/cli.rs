@@ -261,6 +261,28 @@ fn granularity_and_filters_equal_go_tool_pprof() {
 }
 
 #[test]
+fn tag_options_and_tags_equal_go_tool_pprof() {
+    let Some(f) = fixtures() else { return };
+    let Some(go) = common::go() else { return };
+    let cpu = f.join("go/base/cpu.pb.gz");
+    let ours = top_like_pprof(&cpu, 15, &["--tagfocus", "endpoint=orders", "--tagroot", "endpoint,tenant", "--cum"]);
+    let flags = ["-nodecount=15", "-tagfocus=endpoint=orders", "-tagroot=endpoint,tenant", "-cum"];
+    let theirs = common::pprof_top(go, &f, &cpu, &flags);
+    assert!(theirs.contains(" /api/orders\n") && theirs.contains(" acme\n"), "{theirs}");
+    assert_eq!(from_showing(&ours), from_showing(&theirs));
+    // `tags` prints what `go tool pprof -tags` prints, with the same options.
+    let heap = f.join("go/compare/heap.pb.gz");
+    let ours = text(&["tags", heap.to_str().unwrap(), "--sample-index", "alloc_space", "--tagignore", "bytes=16kb"]);
+    let theirs = common::pprof(go, &f, &[&heap], &["-tags", "-sample_index=alloc_space", "-tagignore=bytes=16kb"]);
+    assert!(theirs.starts_with(" bytes: Total "), "{theirs}");
+    assert_eq!(ours, theirs);
+    // A malformed tag filter is an analysis error: exit 5, naming the option.
+    let bad = stacklens(&["tags", cpu.to_str().unwrap(), "--tagfocus", "endpoint=("]);
+    assert_eq!(bad.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("tagfocus"), "{}", String::from_utf8_lossy(&bad.stderr));
+}
+
+#[test]
 fn diff_text_names_totals_regressions_and_stacks() {
     let Some(f) = fixtures() else { return };
     let (base, new) = (f.join("go/base/cpu.pb.gz"), f.join("go/compare/cpu.pb.gz"));

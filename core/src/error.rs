@@ -44,6 +44,9 @@ pub enum Error {
     #[error("invalid {option} regular expression: {reason}")]
     InvalidRegex { option: &'static str, reason: String },
 
+    #[error("invalid {option} value '{filter}': {reason}")]
+    InvalidTagFilter { option: &'static str, filter: String, reason: String },
+
     #[error("the profiles do not match: {0}")]
     Incompatible(String),
 
@@ -67,6 +70,7 @@ impl Error {
             Error::Binary { .. } => "MalformedBinary",
             Error::UnknownSampleType { .. } => "UnknownSampleType",
             Error::InvalidRegex { .. } => "InvalidRegex",
+            Error::InvalidTagFilter { .. } => "InvalidTagFilter",
             Error::Incompatible(_) => "IncompatibleProfiles",
             Error::NotGoroutine(_) => "NotAGoroutineProfile",
         }

@@ -10,6 +10,7 @@ pub mod import;
 mod kind;
 pub mod layout;
 pub mod model;
+pub mod report;
 pub mod units;
 
 pub use error::{Error, Result};

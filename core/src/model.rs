@@ -85,7 +85,7 @@ pub struct ValueType {
     pub unit: StrId,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LabelValue {
     Str(StrId),
     Num { value: i64, unit: StrId },

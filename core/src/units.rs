@@ -21,7 +21,7 @@ const TIME: &[Unit] = &[
     Unit { name: "us", aliases: &["μs", "microsecond"], factor: 1e3 },
     Unit { name: "ms", aliases: &["millisecond"], factor: 1e6 },
     Unit { name: "s", aliases: &["sec", "second"], factor: 1e9 },
-    Unit { name: "hrs", aliases: &["hour"], factor: 3600e9 },
+    Unit { name: "hrs", aliases: &["hour", "hr"], factor: 3600e9 },
 ];
 
 const GCU: &[Unit] = &[
@@ -73,14 +73,22 @@ pub fn format_value(value: i64, unit: &str) -> String {
     label(v, u)
 }
 
-/// Scales to a named output unit (`ms`, `MB`, …); counts and unknown units pass through.
+/// pprof's `measurement.Scale(value, from, to)`: `to` a unit of `from`'s kind (`ms`,
+/// `MB`, …; a unit of another kind gives the kind's default, seconds or bytes),
+/// `minimum`/`auto` for the largest unit that keeps it at least 1; counts and unknown
+/// units pass through, labelled `to` unless it names a count.
 pub fn scale_to(value: i64, from: &str, to: &str) -> (f64, String) {
-    for (units, _) in UNIT_TYPES {
-        let (Some(f), Some(t)) = (find(units, from), find(units, to)) else { continue };
-        return (value as f64 * units[f].factor / units[t].factor, units[t].name.to_owned());
+    if matches!(to, "minimum" | "auto") {
+        let (v, u) = scale(value, from);
+        return (v, u.to_owned());
+    }
+    for (units, default) in UNIT_TYPES {
+        let Some(f) = find(units, from) else { continue };
+        let to = find(units, to).map_or(&units[*default], |t| &units[t]);
+        return (value as f64 * units[f].factor / to.factor, to.name.to_owned());
     }
     match to {
-        "count" | "sample" | "unit" | "minimum" | "auto" | "" => (value as f64, String::new()),
+        "count" | "sample" | "unit" => (value as f64, String::new()),
         _ => (value as f64, to.to_owned()),
     }
 }
@@ -188,6 +196,19 @@ mod tests {
         assert_eq!(format_value_in(60_000_000, "nanoseconds", "s"), "0.06s");
         assert_eq!(format_value_in(52001, "count", "count"), "52001");
         assert_eq!(format_value(7_801_170_000_000, "nanoseconds"), "2.17hrs");
+    }
+
+    #[test]
+    fn scales_like_pprof_measurement() {
+        assert_eq!(scale_to(32, "kb", "kb"), (32.0, "kB".to_owned()));
+        assert_eq!(scale_to(16384, "bytes", "kB"), (16.0, "kB".to_owned()));
+        assert_eq!(scale_to(3, "hr", "minimum"), (3.0, "hrs".to_owned()));
+        // Another kind's unit gives the kind's default; an unknown unit passes through.
+        assert_eq!(scale_to(4_000_000, "ms", "kB"), (4000.0, "s".to_owned()));
+        assert_eq!(scale_to(64, "bytes", ""), (64.0, "B".to_owned()));
+        assert_eq!(scale_to(64, "", ""), (64.0, String::new()));
+        assert_eq!(scale_to(7, "requests", "count"), (7.0, String::new()));
+        assert_eq!(scale_to(7, "requests", "widgets"), (7.0, "widgets".to_owned()));
     }
 
     #[test]

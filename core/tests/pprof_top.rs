@@ -6,26 +6,11 @@
 
 mod common;
 use common::read_pprof_top;
+use common::top_check::{check_against, check_against_pprof_run_now, pprof_options, rows, Case};
 
 use std::path::{Path, PathBuf};
 
-use stacklens_core::analysis::diff::diff_top;
-use stacklens_core::analysis::top::{top, Inlining, TopOptions};
 use stacklens_core::analysis::Granularity;
-use stacklens_core::units::{format_value_in, report_unit};
-
-/// One comparison: a profile (and a base for `-diff_base`), our options, and where pprof's
-/// output comes from (a stored file, or the pprof flags run at test time).
-struct Case {
-    expected: PathBuf,
-    profile: PathBuf,
-    base: Option<PathBuf>,
-    options: TopOptions,
-}
-
-fn pprof_options(node_count: usize) -> TopOptions {
-    TopOptions { node_count: Some(node_count), node_fraction: 0.005, ..TopOptions::default() }
-}
 
 fn case_for(expected: &Path) -> Option<Case> {
     let dir = expected.parent()?;
@@ -88,100 +73,8 @@ fn ground_truth_files(root: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Rows as (name, flat, cum, inline) plus the total, from our engine.
-struct Actual {
-    sample_type: String,
-    unit: String,
-    total: i64,
-    dropped: usize,
-    cutoff: i64,
-    shown_of: usize,
-    rows: Vec<(String, i64, i64, Option<Inlining>)>,
-}
-
-fn run_case(case: &Case) -> Actual {
-    let compare = stacklens_core::parse(&common::read(&case.profile))
-        .unwrap_or_else(|e| panic!("{}: {e}", case.profile.display()));
-    let r = match &case.base {
-        None => top(&compare, &case.options).unwrap(),
-        Some(base_path) => {
-            let base = stacklens_core::parse(&common::read(base_path)).unwrap();
-            diff_top(&base, &compare, &case.options).unwrap()
-        }
-    };
-    Actual {
-        sample_type: r.sample_type,
-        unit: r.unit,
-        total: r.total,
-        dropped: r.dropped_nodes,
-        cutoff: r.node_cutoff,
-        shown_of: r.node_total - r.dropped_nodes,
-        rows: r.functions.into_iter().map(|f| (f.name, f.flat, f.cum, f.inline)).collect(),
-    }
-}
-
 fn check(case: &Case) -> Result<(), String> {
     check_against(case, &std::fs::read_to_string(&case.expected).unwrap())
-}
-
-fn check_against(case: &Case, pprof_output: &str) -> Result<(), String> {
-    let expected = read_pprof_top(pprof_output);
-    let actual = run_case(case);
-    let unit = report_unit(actual.rows.iter().map(|r| (r.1, r.2)), actual.total, &actual.unit);
-    let fmt = |v: i64| format_value_in(v, &actual.unit, &unit);
-    let mut problems = Vec::new();
-    if expected.sample_type != actual.sample_type {
-        problems.push(format!("type {} != {}", actual.sample_type, expected.sample_type));
-    }
-    if fmt(actual.total) != expected.total {
-        problems.push(format!("total {} != {}", fmt(actual.total), expected.total));
-    }
-    // pprof prints "Dropped N nodes" only when N > 0, and "Showing top K nodes out of N"
-    // only when the node count cut rows: without it, every remaining node is a row.
-    let dropped = expected.dropped.unwrap_or(0);
-    if dropped != actual.dropped {
-        problems.push(format!("dropped {} != {dropped}", actual.dropped));
-    }
-    if let Some(cutoff) = &expected.cutoff {
-        if &fmt(actual.cutoff) != cutoff {
-            problems.push(format!("dropped cutoff {} != {cutoff}", fmt(actual.cutoff)));
-        }
-    }
-    let shown_of = expected.shown_of.unwrap_or(expected.rows.len());
-    if shown_of != actual.shown_of {
-        problems.push(format!("nodes {} != {shown_of}", actual.shown_of));
-    }
-    if expected.rows.len() != actual.rows.len() {
-        problems.push(format!("{} rows != {}", actual.rows.len(), expected.rows.len()));
-    }
-    for (i, (e, a)) in expected.rows.iter().zip(&actual.rows).enumerate() {
-        // pprof names no frames of legacy texts (it ignores their `#` lines; we read them):
-        // there, with -addresses, only the address can be compared.
-        let name_ok = match e.name.strip_suffix(" <unknown>") {
-            Some(address) if case.options.granularity == Granularity::Addresses => {
-                address.len() == 16 && a.0.get(..17) == Some(&format!("{address} "))
-            }
-            _ => a.0 == e.name,
-        };
-        if !name_ok || fmt(a.1) != e.flat || fmt(a.2) != e.cum || a.3 != e.inline {
-            problems.push(format!(
-                "row {i}: ours {} {} {} {:?}; pprof {} {} {} {:?}",
-                fmt(a.1),
-                fmt(a.2),
-                a.0,
-                a.3,
-                e.flat,
-                e.cum,
-                e.name,
-                e.inline
-            ));
-        }
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{}:\n  {}\npprof said:\n{pprof_output}", case.expected.display(), problems.join("\n  ")))
-    }
 }
 
 #[test]
@@ -203,35 +96,6 @@ fn top_equals_go_tool_pprof_on_every_ground_truth() {
     }
     let failures: Vec<String> = cases.iter().filter_map(|c| check(c).err()).collect();
     assert!(failures.is_empty(), "{} of {} differ from pprof:\n{}", failures.len(), cases.len(), failures.join("\n"));
-}
-
-/// The rows of a `go tool pprof -top` text as "flat cum name", for comparing two outputs.
-fn rows(text: &str) -> Vec<String> {
-    read_pprof_top(text).rows.iter().map(|r| format!("{} {} {}", r.flat, r.cum, r.name)).collect()
-}
-
-/// Our options for pprof's flags (the subset the cases use), so both get the same ones.
-fn options_for(root: &Path, flags: &[&str]) -> (TopOptions, Option<PathBuf>) {
-    let mut options = pprof_options(80);
-    let mut base = None;
-    for flag in flags {
-        let flag = flag.trim_start_matches('-');
-        let (name, value) = flag.split_once('=').unwrap_or((flag, ""));
-        let regex = Some(value.to_owned());
-        match name {
-            "nodecount" => options.node_count = Some(value.parse().unwrap()),
-            "sample_index" => options.sample_index = value.to_owned(),
-            "diff_base" => base = Some(root.join(value)),
-            "cum" => options.cum = true,
-            "filefunctions" | "lines" | "addresses" | "functions" => options.granularity = name.parse().unwrap(),
-            "focus" => options.filters.focus = regex,
-            "ignore" => options.filters.ignore = regex,
-            "hide" => options.filters.hide = regex,
-            "show" => options.filters.show = regex,
-            other => panic!("no option for pprof's -{other}"),
-        }
-    }
-    (options, base)
 }
 
 #[test]
@@ -272,27 +136,7 @@ fn filters_granularities_and_diffs_equal_go_tool_pprof_run_now() {
         ("thirdparty/pprof/cppbench.cpu", &["-show=cppbench", "-lines"]),
         ("thirdparty/pprof/large.cpu", &["-focus=time", "-hide=runtime"]),
     ];
-    let mut failures = Vec::new();
-    for (file, extra) in cases {
-        let flags: Vec<&str> = ["-nodecount=80"].iter().chain(extra.iter()).copied().collect();
-        let plain: Vec<&str> = flags
-            .iter()
-            .filter(|f| ["-nodecount", "-sample_index", "-diff_base"].iter().any(|k| f.starts_with(k)))
-            .copied()
-            .collect();
-        let profile = root.join(file);
-        let reference = common::pprof_top(go, &root, &profile, &flags);
-        assert_ne!(
-            rows(&reference),
-            rows(&common::pprof_top(go, &root, &profile, &plain)),
-            "{file} {extra:?} changes nothing"
-        );
-        let (options, base) = options_for(&root, &flags);
-        let case = Case { expected: PathBuf::from(format!("{file} {}", flags.join(" "))), profile, base, options };
-        if let Err(e) = check_against(&case, &reference) {
-            failures.push(e);
-        }
-    }
+    let failures = check_against_pprof_run_now(&root, go, cases);
     assert!(failures.is_empty(), "{} of {} differ from pprof:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 

@@ -135,6 +135,7 @@ impl Options {
                     ignore: regex(r.ignore),
                     hide: regex(r.hide),
                     show: regex(r.show),
+                    ..Filters::default()
                 },
                 cum: r.cum,
                 node_count: r.node_count.map(usize::from),

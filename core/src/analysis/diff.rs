@@ -114,9 +114,9 @@ pub(crate) fn matching_sample_index(base: &Profile, compare: &Profile, index: us
 
 /// Scales base values so the base total equals the compare total.
 /// Per-name values in both profiles: (base flat, base cum, compare flat, compare cum).
-struct Deltas {
-    base: NodeValues,
-    compare: NodeValues,
+struct Deltas<'a> {
+    base: NodeValues<'a>,
+    compare: NodeValues<'a>,
     base_index: usize,
     compare_index: usize,
     by_name: HashMap<String, (i64, i64, i64, i64)>,
@@ -124,14 +124,14 @@ struct Deltas {
     ratio: f64,
 }
 
-fn deltas(
-    base: &Profile,
-    compare: &Profile,
+fn deltas<'a>(
+    base: &'a Profile,
+    compare: &'a Profile,
     sample_index: &str,
     granularity: Granularity,
     filters: &Filters,
     normalize: bool,
-) -> Result<Deltas> {
+) -> Result<Deltas<'a>> {
     let compare_index = compare.sample_index(sample_index)?;
     let base_index = matching_sample_index(base, compare, compare_index)?;
     let b = NodeValues::compute(base, base_index, granularity, filters)?;
@@ -177,7 +177,7 @@ pub fn diff_top(base: &Profile, compare: &Profile, options: &TopOptions) -> Resu
         .collect();
     let selection = select_rows(&mut rows, options, |r| (r.flat, r.cum), |a, b| a.name.cmp(&b.name));
     let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
-    let marks = inline_marks(&[(base, &d.base, d.base_index), (compare, &d.compare, d.compare_index)], &names);
+    let marks = inline_marks(&[(&d.base, d.base_index), (&d.compare, d.compare_index)], &names);
     for (row, inline) in rows.iter_mut().zip(marks) {
         row.inline = inline;
     }
@@ -245,7 +245,7 @@ pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<
     let stacks = if options.max_stacks == 0 {
         HashMap::default()
     } else {
-        stack_values(base, base_index, &b.table, compare, compare_index, &c.table, ratio)
+        stack_values(base_index, &b.table, compare_index, &c.table, ratio)
     };
     let mut new_stacks = Vec::new();
     let mut removed_stacks = Vec::new();
@@ -293,25 +293,21 @@ pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<
 
 /// Sums values per distinct stack (root-first node names) in both profiles.
 fn stack_values(
-    base: &Profile,
     base_index: usize,
     base_table: &FrameTable,
-    compare: &Profile,
     compare_index: usize,
     compare_table: &FrameTable,
     ratio: f64,
 ) -> HashMap<Vec<String>, (i64, i64)> {
     let mut out: HashMap<Vec<String>, (i64, i64)> = HashMap::default();
     let mut frames: Vec<u32> = Vec::new();
-    for (profile, index, table, is_base) in
-        [(base, base_index, base_table, true), (compare, compare_index, compare_table, false)]
-    {
+    for (index, table, is_base) in [(base_index, base_table, true), (compare_index, compare_table, false)] {
         // Aggregate by node ids first (cheap), then translate each distinct stack once.
         let mut by_ids: HashMap<Vec<u32>, i64> = HashMap::default();
-        for sample in &profile.samples {
+        for sample in table.kept_samples() {
             let raw = sample.values.get(index).copied().unwrap_or(0);
             let value = if is_base { raw } else { scale(raw, ratio) };
-            if value == 0 || !table.keeps(sample) {
+            if value == 0 {
                 continue;
             }
             frames.clear();

@@ -1,13 +1,17 @@
 //! The bridge from profile locations to report nodes. A location expands to one node per
 //! inline line (innermost first), keyed at the chosen granularity, with pprof's
-//! focus/ignore/hide/show filters applied. Top, tree and diff all walk samples through it.
+//! focus/ignore/hide/show and tag filters applied. Top, tree and diff all walk samples
+//! through it.
+
+use std::borrow::Cow;
 
 use rustc_hash::FxHashMap as HashMap;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Location, Profile, Sample};
+use super::labels::{with_label_frames, CompiledTagFilters, TagVerdicts};
+use crate::model::{Line, Location, Profile, Sample};
 use crate::{Error, Result};
 
 /// What one report node stands for, as pprof's `-granularity`.
@@ -37,8 +41,9 @@ impl std::str::FromStr for Granularity {
     }
 }
 
-/// Regex filters, as pprof's `-focus`, `-ignore`, `-hide` and `-show`. They match a
-/// frame's function name or file, or its binary's name.
+/// pprof's filters. `focus`, `ignore`, `hide` and `show` are regexes matching a frame's
+/// function name or file, or its binary's name; the `tag_*` options work on sample
+/// labels (see [`super::labels`]). The default filters nothing.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Filters {
@@ -50,6 +55,23 @@ pub struct Filters {
     pub hide: Option<String>,
     /// Keep only matching frames in stacks.
     pub show: Option<String>,
+    /// Keep only samples with a matching label (`-tagfocus`): `key=regex[,regex…]` (any
+    /// regex matches one of the key's string values), a bare `regex[,regex…]` (each
+    /// matches some `key:value`), or a numeric range with units, `[key=]32kb`, `:64kb`,
+    /// `4mb:`, `12kb:64mb` (`key=` narrows it to one key).
+    pub tag_focus: Option<String>,
+    /// Drop samples with a matching label (`-tagignore`), written as `tag_focus`.
+    pub tag_ignore: Option<String>,
+    /// Label keys that tag reports show (`-tagshow`): those matching this regex.
+    pub tag_show: Option<String>,
+    /// Label keys that tag reports leave out (`-taghide`).
+    pub tag_hide: Option<String>,
+    /// Label keys whose values become frames at the root of every stack (`-tagroot`),
+    /// the first key outermost.
+    pub tag_root: Vec<String>,
+    /// Label keys whose values become frames at the leaf of every stack (`-tagleaf`),
+    /// the last key innermost.
+    pub tag_leaf: Vec<String>,
 }
 
 pub(crate) struct CompiledFilters {
@@ -57,6 +79,7 @@ pub(crate) struct CompiledFilters {
     ignore: Option<Regex>,
     hide: Option<Regex>,
     show: Option<Regex>,
+    pub(crate) tags: CompiledTagFilters,
 }
 
 impl CompiledFilters {
@@ -108,7 +131,7 @@ impl CompiledFilters {
     }
 }
 
-fn compile(option: &'static str, re: &Option<String>) -> Result<Option<Regex>> {
+pub(crate) fn compile_regex(option: &'static str, re: &Option<String>) -> Result<Option<Regex>> {
     match re.as_deref().map(str::trim) {
         None | Some("") => Ok(None),
         Some(re) => Regex::new(re).map(Some).map_err(|e| Error::InvalidRegex { option, reason: e.to_string() }),
@@ -118,16 +141,19 @@ fn compile(option: &'static str, re: &Option<String>) -> Result<Option<Regex>> {
 impl Filters {
     pub(crate) fn compile(&self) -> Result<CompiledFilters> {
         Ok(CompiledFilters {
-            focus: compile("focus", &self.focus)?,
-            ignore: compile("ignore", &self.ignore)?,
-            hide: compile("hide", &self.hide)?,
-            show: compile("show", &self.show)?,
+            focus: compile_regex("focus", &self.focus)?,
+            ignore: compile_regex("ignore", &self.ignore)?,
+            hide: compile_regex("hide", &self.hide)?,
+            show: compile_regex("show", &self.show)?,
+            tags: CompiledTagFilters::new(self)?,
         })
     }
 }
 
-/// Per-location node lists and filter verdicts for one profile.
-pub struct FrameTable {
+/// Per-location node lists and filter verdicts for one profile, as the filters see it
+/// (with their label frames: walk [`FrameTable::profile`]'s samples, not the original's).
+pub struct FrameTable<'a> {
+    profile: Cow<'a, Profile>,
     names: Vec<String>,
     /// The source file of each node's function ("" when unknown).
     files: Vec<String>,
@@ -140,13 +166,20 @@ pub struct FrameTable {
     ignore_hit: Vec<bool>,
     has_focus: bool,
     has_ignore: bool,
+    tags: TagVerdicts,
+    /// Whether hide/show left some location without frames: pprof then drops the
+    /// samples left without any.
+    hides_locations: bool,
 }
 
-impl FrameTable {
-    pub fn new(profile: &Profile, granularity: Granularity, filters: &Filters) -> Result<Self> {
+impl<'a> FrameTable<'a> {
+    pub fn new(original: &'a Profile, granularity: Granularity, filters: &Filters) -> Result<Self> {
         let f = filters.compile()?;
+        let labelled = with_label_frames(original, filters);
+        let profile = &*labelled;
         let mut index: HashMap<String, u32> = HashMap::default();
         let mut table = FrameTable {
+            profile: Cow::Borrowed(original),
             names: Vec::new(),
             files: Vec::new(),
             locations: Vec::with_capacity(profile.locations.len()),
@@ -156,6 +189,8 @@ impl FrameTable {
             ignore_hit: Vec::with_capacity(profile.locations.len()),
             has_focus: f.has_focus(),
             has_ignore: f.has_ignore(),
+            tags: f.tags.verdicts(profile),
+            hides_locations: false,
         };
         let mut key = String::new();
         for location in &profile.locations {
@@ -165,13 +200,7 @@ impl FrameTable {
             let start = table.nodes.len() as u32;
             let n_lines = location.lines.len();
             if n_lines == 0 && f.keeps_unsymbolized(profile, location) {
-                key.clear();
-                let name = profile.unsymbolized_name(location);
-                // Other granularities merge unsymbolized frames per binary, as pprof does.
-                if granularity == Granularity::Addresses && location.address != 0 {
-                    key.push_str(&format!("{:016x} ", location.address));
-                }
-                key.push_str(&name);
+                write_node_name(&mut key, profile, location, None, granularity);
                 let node = table.intern(&mut index, &key, "");
                 table.nodes.push(node);
                 table.inlined.push(false);
@@ -180,34 +209,8 @@ impl FrameTable {
                 if !visible {
                     continue;
                 }
-                let function = profile.function(line.function);
-                let name = profile.str(function.name);
-                let file = profile.str(function.filename);
-                key.clear();
-                match granularity {
-                    Granularity::Functions => key.push_str(name),
-                    Granularity::Filefunctions => {
-                        key.push_str(name);
-                        if !file.is_empty() {
-                            key.push(' ');
-                            key.push_str(file);
-                        }
-                    }
-                    Granularity::Lines | Granularity::Addresses => {
-                        // pprof names an address only when it is not 0.
-                        if granularity == Granularity::Addresses && location.address != 0 {
-                            key.push_str(&format!("{:016x} ", location.address));
-                        }
-                        key.push_str(name);
-                        if line.line != 0 {
-                            key.push_str(&format!(" {file}:{}", line.line));
-                        } else if !file.is_empty() {
-                            key.push(' ');
-                            key.push_str(file);
-                        }
-                    }
-                }
-                let node = table.intern(&mut index, &key, file);
+                write_node_name(&mut key, profile, location, Some(line), granularity);
+                let node = table.intern(&mut index, &key, profile.str(profile.function(line.function).filename));
                 table.nodes.push(node);
                 table.inlined.push(true);
             }
@@ -216,9 +219,16 @@ impl FrameTable {
             if n_lines > 0 && table.nodes.len() > start as usize {
                 *table.inlined.last_mut().expect("a line was kept") = false;
             }
+            table.hides_locations |= table.nodes.len() == start as usize;
             table.locations.push((start, table.nodes.len() as u32 - start));
         }
+        table.profile = labelled;
         Ok(table)
+    }
+
+    /// The profile the table was built for, with the filters' label frames.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
     }
 
     pub fn node_count(&self) -> usize {
@@ -251,12 +261,22 @@ impl FrameTable {
         self.nodes[range.clone()].iter().copied().zip(self.inlined[range].iter().copied())
     }
 
-    /// pprof's focus/ignore verdict for a sample.
+    /// pprof's verdict on a sample of [`FrameTable::profile`]: focus/ignore, then
+    /// tagfocus/tagignore, and whether hide/show left it any frame.
     pub fn keeps(&self, sample: &Sample) -> bool {
         if self.has_ignore && sample.locations.iter().any(|l| self.ignore_hit[l.0 as usize]) {
             return false;
         }
-        !self.has_focus || sample.locations.iter().any(|l| self.focus_hit[l.0 as usize])
+        if self.has_focus && !sample.locations.iter().any(|l| self.focus_hit[l.0 as usize]) {
+            return false;
+        }
+        self.tags.keeps(sample)
+            && (!self.hides_locations || sample.locations.iter().any(|l| self.locations[l.0 as usize].1 > 0))
+    }
+
+    /// The samples of [`FrameTable::profile`] that [`FrameTable::keeps`].
+    pub fn kept_samples(&self) -> impl Iterator<Item = &Sample> {
+        self.profile.samples.iter().filter(|s| self.keeps(s))
     }
 
     /// Calls `visit(node, inlined)` for a sample's frames from the root to the leaf.
@@ -277,6 +297,42 @@ pub fn use_raw_names(profile: &mut Profile) {
         if !profile.strings.get(f.system_name).is_empty() {
             f.name = f.system_name;
         }
+    }
+}
+
+/// A node's name as pprof's `NodeInfo.NameComponents` writes it after aggregating at
+/// `granularity`: the address (for `Addresses`, when not 0), the function's name, then
+/// `file:line`, the file, or, with neither a name nor a file, the binary (`[name]`) or
+/// `<unknown>`. `line` is `None` for a location without lines.
+fn write_node_name(
+    key: &mut String,
+    profile: &Profile,
+    location: &Location,
+    line: Option<&Line>,
+    granularity: Granularity,
+) {
+    let (name, file, line_number) = line.map_or(("", "", 0), |line| {
+        let function = profile.function(line.function);
+        (profile.str(function.name), profile.str(function.filename), line.line)
+    });
+    let (file, line_number) = match granularity {
+        Granularity::Functions => ("", 0),
+        Granularity::Filefunctions => (file, 0),
+        Granularity::Lines | Granularity::Addresses => (file, line_number),
+    };
+    key.clear();
+    if granularity == Granularity::Addresses && location.address != 0 {
+        key.push_str(&format!("{:016x} ", location.address));
+    }
+    key.push_str(name);
+    let space = if name.is_empty() { "" } else { " " };
+    if line_number != 0 {
+        key.push_str(&format!("{space}{file}:{line_number}"));
+    } else if !file.is_empty() {
+        key.push_str(space);
+        key.push_str(file);
+    } else if name.is_empty() {
+        key.push_str(&profile.unsymbolized_name(location));
     }
 }
 

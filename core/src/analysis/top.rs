@@ -70,8 +70,8 @@ pub(crate) fn scale(value: i64, ratio: f64) -> i64 {
 }
 
 /// Per-node sums for one sample type; shared by top and diff.
-pub(crate) struct NodeValues {
-    pub table: FrameTable,
+pub(crate) struct NodeValues<'a> {
+    pub table: FrameTable<'a>,
     pub flat: Vec<i64>,
     pub cum: Vec<i64>,
     /// Sum of |value| over the samples the filters keep.
@@ -80,9 +80,9 @@ pub(crate) struct NodeValues {
     pub unfiltered_total: i64,
 }
 
-impl NodeValues {
+impl<'a> NodeValues<'a> {
     pub fn compute(
-        profile: &Profile,
+        profile: &'a Profile,
         sample_index: usize,
         granularity: Granularity,
         filters: &Filters,
@@ -93,7 +93,7 @@ impl NodeValues {
     /// [`compute`](Self::compute) with each sample's value first scaled by `ratio` and
     /// rounded, as pprof's `Profile.ScaleN` does; the totals stay those of the raw values.
     pub fn compute_scaled(
-        profile: &Profile,
+        profile: &'a Profile,
         sample_index: usize,
         granularity: Granularity,
         filters: &Filters,
@@ -103,7 +103,7 @@ impl NodeValues {
         let n = table.node_count();
         let mut v = NodeValues { flat: vec![0; n], cum: vec![0; n], total: 0, unfiltered_total: 0, table };
         let mut seen = Stamps::new(n);
-        for sample in &profile.samples {
+        for sample in &v.table.profile().samples {
             let raw = sample.values.get(sample_index).copied().unwrap_or(0);
             v.unfiltered_total = v.unfiltered_total.saturating_add(raw.saturating_abs());
             let value = scale(raw, ratio);
@@ -129,9 +129,9 @@ impl NodeValues {
     }
 
     /// pprof's `(inline)` markers for the shown nodes (see [`inline_marks`]).
-    fn inlining(&self, profile: &Profile, sample_index: usize, shown: &[u32]) -> Vec<Option<Inlining>> {
+    fn inlining(&self, sample_index: usize, shown: &[u32]) -> Vec<Option<Inlining>> {
         let names: Vec<&str> = shown.iter().map(|&n| self.table.name(n)).collect();
-        inline_marks(&[(profile, self, sample_index)], &names)
+        inline_marks(&[(self, sample_index)], &names)
     }
 }
 
@@ -140,16 +140,16 @@ impl NodeValues {
 /// when every call along it is; a node is inline when all its incoming edges are. The
 /// edges come from the samples of every source: for `-diff_base` pprof merges the base's
 /// samples (negated) into the compared profile, so both profiles' calls count.
-pub(crate) fn inline_marks(sources: &[(&Profile, &NodeValues, usize)], shown: &[&str]) -> Vec<Option<Inlining>> {
+pub(crate) fn inline_marks(sources: &[(&NodeValues, usize)], shown: &[&str]) -> Vec<Option<Inlining>> {
     let row_of: HashMap<&str, u32> = shown.iter().enumerate().map(|(i, &name)| (name, i as u32)).collect();
     let mut edges: HashMap<(u32, u32), bool> = HashMap::default();
     let mut seen_in_sample: HashSet<(u32, u32)> = HashSet::default();
-    for &(profile, values, sample_index) in sources {
+    for &(values, sample_index) in sources {
         let table = &values.table;
         let position: Vec<u32> =
             (0..table.node_count() as u32).map(|n| row_of.get(table.name(n)).copied().unwrap_or(u32::MAX)).collect();
-        for sample in &profile.samples {
-            if sample.values.get(sample_index).copied().unwrap_or(0) == 0 || !table.keeps(sample) {
+        for sample in table.kept_samples() {
+            if sample.values.get(sample_index).copied().unwrap_or(0) == 0 {
                 continue;
             }
             seen_in_sample.clear();
@@ -252,7 +252,7 @@ pub fn top(profile: &Profile, options: &TopOptions) -> Result<TopReport> {
         |&n| (values.flat[n as usize], values.cum[n as usize]),
         |&a, &b| values.table.name(a).cmp(values.table.name(b)),
     );
-    let inlining = values.inlining(profile, index, &nodes);
+    let inlining = values.inlining(index, &nodes);
     let functions = nodes
         .iter()
         .zip(inlining)

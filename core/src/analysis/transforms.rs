@@ -1,20 +1,24 @@
 //! Transforms that return a new profile (what a converted file or a merged range
 //! carries), as opposed to reports about one.
 
+use super::labels::with_label_frames;
 use super::Filters;
 use crate::{Profile, Result};
 
-/// The profile with pprof's focus/ignore/hide/show applied to its samples and
-/// locations (pprof's `FilterSamplesByName`, as `-output` writes it): samples that the
-/// filters drop are removed, hidden lines are removed from their locations, and a
-/// location left without lines is removed from the stacks; a sample left without a
-/// stack goes too.
+/// The profile with pprof's filters applied to its samples and locations, as `-output`
+/// writes it: the label frames of `tag_root`/`tag_leaf` added; samples that
+/// focus/ignore or tagfocus/tagignore drop removed; hidden lines removed from their
+/// locations, and a location left without lines removed from the stacks (a sample left
+/// without a stack goes too); labels whose keys `tag_show`/`tag_hide` leave out removed.
 pub fn filter(profile: &Profile, filters: &Filters) -> Result<Profile> {
     let compiled = filters.compile()?;
-    let mut out = profile.clone();
     if *filters == Filters::default() {
-        return Ok(out);
+        return Ok(profile.clone());
     }
+    let labelled = with_label_frames(profile, filters);
+    let profile = &*labelled;
+    let tags = compiled.tags.verdicts(profile);
+    let mut out = profile.clone();
     let verdicts: Vec<Option<bool>> =
         profile.locations.iter().map(|location| compiled.location_verdict(profile, location)).collect();
     let mut hidden = vec![false; profile.locations.len()];
@@ -35,7 +39,11 @@ pub fn filter(profile: &Profile, filters: &Filters) -> Result<Profile> {
         if compiled.has_focus() && !sample.locations.iter().any(|l| verdict(l) == Some(true)) {
             return false;
         }
+        if !tags.keeps(sample) {
+            return false;
+        }
         sample.locations.retain(|l| !hidden[l.0 as usize]);
+        sample.labels.retain(|l| compiled.tags.keys.shows(profile.str(l.key)));
         !sample.locations.is_empty()
     });
     Ok(out)

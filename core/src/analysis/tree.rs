@@ -92,9 +92,9 @@ impl Stacks {
             }
             ids.push(id);
         }
-        for sample in &profile.samples {
+        for sample in table.kept_samples() {
             let value = sample.values.get(index).copied().unwrap_or(0);
-            if value == 0 || !table.keeps(sample) {
+            if value == 0 {
                 continue;
             }
             let start = self.frames.len() as u32;

@@ -12,7 +12,7 @@ pub fn write(profile: &Profile, index: usize, options: &ExportOptions) -> Result
     let table = FrameTable::new(profile, options.granularity, &options.filters)?;
     let names: Vec<String> = (0..table.node_count() as u32).map(|n| frame_name(table.name(n))).collect();
     let mut lines = Vec::new();
-    for (stack, value) in stacks(profile, &table, index) {
+    for (stack, value) in stacks(&table, index) {
         let frames: Vec<&str> = stack.iter().map(|&n| names[n as usize].as_str()).collect();
         lines.push(format!("{} {value}\n", frames.join(";")));
     }
@@ -22,12 +22,12 @@ pub fn write(profile: &Profile, index: usize, options: &ExportOptions) -> Result
 
 /// Each distinct stack (nodes root first) kept by the filters, with its summed value
 /// for sample type `index`; zero sums are left out.
-pub(super) fn stacks(profile: &Profile, table: &FrameTable, index: usize) -> Vec<(Vec<u32>, i64)> {
+pub(super) fn stacks(table: &FrameTable, index: usize) -> Vec<(Vec<u32>, i64)> {
     let mut sums: HashMap<Vec<u32>, i64> = HashMap::default();
     let mut stack = Vec::new();
-    for sample in &profile.samples {
+    for sample in table.kept_samples() {
         let value = sample.values.get(index).copied().unwrap_or(0);
-        if value == 0 || !table.keeps(sample) {
+        if value == 0 {
             continue;
         }
         stack.clear();

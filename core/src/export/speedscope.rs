@@ -18,7 +18,7 @@ pub fn write(profile: &Profile, index: usize, options: &ExportOptions) -> Result
             file => json!({ "name": table.name(n), "file": file }),
         })
         .collect();
-    let mut stacks = stacks(profile, &table, index);
+    let mut stacks = stacks(&table, index);
     stacks.sort_unstable();
     let total: i64 = stacks.iter().map(|(_, v)| *v).fold(0, i64::saturating_add);
     let (samples, weights): (Vec<_>, Vec<_>) = stacks.into_iter().unzip();

@@ -4,6 +4,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+pub mod top_check;
+
 /// The fixtures folder, or `None` when it is absent and skipping is allowed (see
 /// [`missing_prerequisite`]); otherwise a missing folder fails the test.
 pub fn fixtures() -> Option<PathBuf> {
@@ -68,10 +70,17 @@ pub fn pprof_top_merged(
     files: &[&std::path::Path],
     flags: &[&str],
 ) -> String {
+    pprof(go, dir, files, &[&["-top"], flags].concat())
+}
+
+/// `go tool pprof -symbolize=none FLAGS FILES` run in `dir`: its standard output, which
+/// must be a success.
+#[allow(dead_code)] // only the tests that compare with pprof at test time
+pub fn pprof(go: &std::path::Path, dir: &std::path::Path, files: &[&std::path::Path], flags: &[&str]) -> String {
     let tmp = std::env::temp_dir().join(format!("stacklens-pprof-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     let out = std::process::Command::new(go)
-        .args(["tool", "pprof", "-symbolize=none", "-top"])
+        .args(["tool", "pprof", "-symbolize=none"])
         .args(flags)
         .args(files)
         .current_dir(dir)

@@ -1,0 +1,3 @@
+//! Reports as `go tool pprof` prints them, byte for byte.
+
+pub mod tags;
