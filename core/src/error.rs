@@ -49,6 +49,9 @@ pub enum Error {
 
     #[error("this profile has no goroutine information: {0}")]
     NotGoroutine(String),
+
+    #[error("this profile has no sample times: {0}")]
+    NoSampleTimes(String),
 }
 
 impl Error {
@@ -69,6 +72,7 @@ impl Error {
             Error::InvalidRegex { .. } => "InvalidRegex",
             Error::Incompatible(_) => "IncompatibleProfiles",
             Error::NotGoroutine(_) => "NotAGoroutineProfile",
+            Error::NoSampleTimes(_) => "NoSampleTimes",
         }
     }
 }
