@@ -5,6 +5,7 @@ pub mod frames;
 pub mod goroutines;
 pub mod merge;
 pub mod summary;
+pub mod timeline;
 pub mod top;
 pub mod transforms;
 pub mod tree;
