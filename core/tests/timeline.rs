@@ -7,13 +7,273 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{fixtures, read};
+use common::{fixtures, inflated, json_fixture, read, PERF_SCRIPT_FIXTURES};
+use serde_json::Value;
 use stacklens_core::analysis::frames::Filters;
 use stacklens_core::analysis::merge::merge;
 use stacklens_core::analysis::timeline::{self, ChartViewport, StackChart, TimelineOptions};
 use stacklens_core::analysis::transforms;
 use stacklens_core::model::{Label, LabelValue, Line, LocationId, Profile, Sample, SampleTime, SourceFormat};
 use stacklens_core::{parse, Error};
+
+const MS: f64 = 1e6;
+
+/// Checks a profile's sample starts against the times the file states (any order), then
+/// that `restrict` to either half of the range keeps exactly the samples that start in it.
+fn check_times(p: &Profile, mut expected: Vec<i64>) {
+    assert_eq!(p.sample_times.len(), p.samples.len());
+    let mut starts: Vec<i64> = p.sample_times.iter().map(|t| t.start).collect();
+    starts.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(starts, expected);
+    assert!(p.sample_times.iter().all(|t| t.duration >= 0));
+
+    let (start, end) = timeline::time_range(p).unwrap();
+    assert_eq!(start, expected[0]);
+    let mid = start + (end - start) / 2;
+    let mut kept = 0;
+    for (from, to) in [(start, mid), (mid, end + 1)] {
+        let r = timeline::restrict(p, from, to).unwrap();
+        let inside: Vec<(&Sample, &SampleTime)> =
+            p.samples.iter().zip(&p.sample_times).filter(|(_, t)| (from..to).contains(&t.start)).collect();
+        assert_eq!(r.samples.len(), expected.iter().filter(|t| (from..to).contains(t)).count());
+        assert_eq!(r.samples.iter().zip(&r.sample_times).collect::<Vec<_>>(), inside);
+        assert_eq!(r.sample_times.len(), r.samples.len());
+        kept += r.samples.len();
+    }
+    assert_eq!(kept, p.samples.len(), "the halves share out every sample");
+}
+
+fn numbers(v: &Value) -> Vec<f64> {
+    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+}
+
+#[test]
+fn samply_sample_times_are_the_threads_times() {
+    let Some((bytes, json)) = json_fixture("thirdparty/samply/ls-profile.json") else { return };
+    let p = parse(&bytes).unwrap();
+    let mut expected = Vec::new();
+    for thread in json["threads"].as_array().unwrap() {
+        let samples = &thread["samples"];
+        let times = numbers(&samples["time"]);
+        for (stack, t) in samples["stack"].as_array().unwrap().iter().zip(&times) {
+            if !stack.is_null() {
+                expected.push((t * MS).round() as i64);
+            }
+        }
+    }
+    // 5,130 samples of which 11 have no stack, from 0 to 3273.220366 ms.
+    assert_eq!((expected.len(), expected[0], *expected.last().unwrap()), (5119, 0, 3_273_220_366));
+    check_times(&p, expected);
+    // Each sample lasts until the next; the last one interval (0.25 ms).
+    assert_eq!(p.sample_times[0], SampleTime { start: 0, duration: 248_791 });
+    assert_eq!(*p.sample_times.last().unwrap(), SampleTime { start: 3_273_220_366, duration: 250_000 });
+    assert_eq!(timeline::time_range(&p), Some((0, 3_273_470_366)));
+}
+
+#[test]
+fn firefox_time_deltas_add_up_and_stackless_samples_end_the_one_before() {
+    let profile = br#"{"meta": {"interval": 0.5}, "libs": [], "threads": [{"name": "t",
+        "stringArray": ["f"], "funcTable": {"name": [0]}, "frameTable": {"func": [0]},
+        "stackTable": {"frame": [0], "prefix": [null]},
+        "samples": {"stack": [0, 0, null, 0], "timeDeltas": [1, 2, 1, 1.5]}}]}"#;
+    let p = parse(profile).unwrap();
+    let spans = |list: &[(f64, f64)]| -> Vec<SampleTime> {
+        list.iter().map(|&(s, d)| SampleTime { start: (s * MS) as i64, duration: (d * MS) as i64 }).collect()
+    };
+    assert_eq!(p.sample_times, spans(&[(1.0, 2.0), (3.0, 1.0), (5.5, 0.5)]));
+}
+
+#[test]
+fn gecko_child_processes_move_onto_the_parents_clock_as_firefox_processes_them() {
+    let Some(dir) = fixtures() else { return };
+    let gecko = parse(&read(&dir.join("thirdparty/firefox-profiler/gecko-2.json"))).unwrap();
+    // The Firefox Profiler's own processed form of the same profile.
+    let processed = parse(&read(&dir.join("thirdparty/firefox-profiler/processed-3.json"))).unwrap();
+    let sorted = |p: &Profile| {
+        let mut t: Vec<(i64, i64)> = p.sample_times.iter().map(|t| (t.start, t.duration)).collect();
+        t.sort_unstable();
+        t
+    };
+    assert_eq!(sorted(&gecko), sorted(&processed));
+    // Two threads at 0..6 ms, the child process's at 1000..1006 ms.
+    let ms = |t: i64| t * 1_000_000;
+    let mut expected: Vec<i64> = (0..7).flat_map(|t| [ms(t), ms(t), ms(1000 + t)]).collect();
+    expected.sort_unstable();
+    check_times(&gecko, expected);
+    assert_eq!(timeline::time_range(&gecko), Some((0, ms(1007))));
+
+    // A DevTools recording: its Gecko profile's times.
+    let (bytes, json) = json_fixture("thirdparty/speedscope/firefox63-simple-firefox.json").unwrap();
+    let p = parse(&bytes).unwrap();
+    let samples = &json["profile"]["threads"][0]["samples"];
+    let at = samples["schema"]["time"].as_u64().unwrap() as usize;
+    let expected: Vec<i64> =
+        samples["data"].as_array().unwrap().iter().map(|r| (r[at].as_f64().unwrap() * MS).round() as i64).collect();
+    assert_eq!((expected.len(), expected[0]), (39, 643_114));
+    check_times(&p, expected);
+}
+
+#[test]
+fn cpuprofile_times_are_its_time_deltas() {
+    let Some((bytes, json)) = json_fixture("thirdparty/firefox-profiler/hello.cjs-20231120T211435.cpuprofile") else {
+        return;
+    };
+    let p = parse(&bytes).unwrap();
+    let mut t = 0;
+    let expected: Vec<i64> = json["timeDeltas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            t += d.as_i64().unwrap();
+            t * 1000
+        })
+        .collect();
+    assert_eq!(expected.len(), json["samples"].as_array().unwrap().len());
+    check_times(&p, expected);
+    // The last sample runs until endTime, as its wall time says.
+    let span = json["endTime"].as_i64().unwrap() - json["startTime"].as_i64().unwrap();
+    assert_eq!(timeline::time_range(&p).unwrap().1, span * 1000);
+    let wall: i64 = p.samples.iter().map(|s| s.values[1] * 1000).sum();
+    assert_eq!(p.sample_times.iter().map(|t| t.duration).sum::<i64>(), wall);
+
+    // Old profiles: absolute `timestamps`, counted from the first.
+    let (bytes, json) = json_fixture("thirdparty/speedscope/node10.11-example.cpuprofile").unwrap();
+    let p = parse(&bytes).unwrap();
+    let stamps = json["timestamps"].as_array().unwrap();
+    let stamps = &stamps[stamps.len() - json["samples"].as_array().unwrap().len()..];
+    let first = stamps.iter().map(|s| s.as_i64().unwrap()).min().unwrap();
+    check_times(&p, stamps.iter().map(|s| (s.as_i64().unwrap() - first) * 1000).collect());
+}
+
+#[test]
+fn chrome_trace_cpu_profile_times_are_its_chunks_deltas() {
+    let Some((bytes, json)) = json_fixture("thirdparty/speedscope/chrome116-Trace-20230603T221323.json") else {
+        return;
+    };
+    let p = parse(&bytes).unwrap();
+    // One profile: its start, then its chunks' deltas in time order.
+    let events = common::cpu_profile_events(&json);
+    assert_eq!(events[0]["name"], "Profile");
+    let mut t = 0;
+    let mut expected = Vec::new();
+    for chunk in &events[1..] {
+        for d in chunk["args"]["data"]["timeDeltas"].as_array().into_iter().flatten() {
+            t += d.as_i64().unwrap();
+            expected.push(t * 1000);
+        }
+    }
+    assert_eq!(expected.len(), 1600);
+    check_times(&p, expected);
+}
+
+#[test]
+fn chrome_trace_duration_events_are_stretches_of_one_stack() {
+    let Some(dir) = fixtures() else { return };
+    let bytes = inflated(&read(&dir.join("thirdparty/firefox-profiler/chrome-tracing.json.gz")));
+    let p = parse(&bytes).unwrap();
+    let json: Value = serde_json::from_slice(&bytes).unwrap();
+    let spans: Vec<(i64, i64)> = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["dur"].as_i64().unwrap() > 0)
+        .map(|e| (e["ts"].as_i64().unwrap(), e["ts"].as_i64().unwrap() + e["dur"].as_i64().unwrap()))
+        .collect();
+    let first = spans.iter().map(|s| s.0).min().unwrap();
+    let last = spans.iter().map(|s| s.1).max().unwrap();
+    assert_eq!(timeline::time_range(&p), Some((0, (last - first) * 1000)));
+    // A stretch's length is its self time, and a thread's stretches follow one another.
+    let mut by_thread: BTreeMap<String, Vec<SampleTime>> = BTreeMap::new();
+    for (s, t) in p.samples.iter().zip(&p.sample_times) {
+        assert_eq!(s.values[0], t.duration);
+        by_thread.entry(format!("{:?}", s.labels)).or_default().push(*t);
+    }
+    for times in by_thread.values() {
+        assert!(times.windows(2).all(|w| w[0].end() <= w[1].start), "in time order, apart");
+    }
+    let starts = p.sample_times.iter().map(|t| t.start).collect();
+    check_times(&p, starts);
+}
+
+/// Each record's time (ns) as its header line prints it (`1224.147545:`).
+fn perf_record_times(text: &str) -> Vec<i64> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('#') || line.starts_with(char::is_whitespace) || line.is_empty() {
+            continue;
+        }
+        let time = line.split_whitespace().find_map(|t| {
+            let (secs, frac) = t.strip_suffix(':')?.split_once('.')?;
+            Some(secs.parse::<i64>().ok()? * 1_000_000_000 + format!("{frac:0<9}").parse::<i64>().ok()?)
+        });
+        out.push(time.unwrap_or_else(|| panic!("no time in {line}")));
+    }
+    out
+}
+
+#[test]
+fn perf_script_records_keep_their_times() {
+    let Some(dir) = fixtures() else { return };
+    for name in PERF_SCRIPT_FIXTURES {
+        let bytes = read(&dir.join(name));
+        let p = parse(&bytes).unwrap();
+        let times = perf_record_times(&String::from_utf8(inflated(&bytes)).unwrap());
+        let first = *times.iter().min().unwrap();
+        check_times(&p, times.iter().map(|t| t - first).collect());
+    }
+    // FlameGraph's example: 1315 records from 7628263.042515 s to 7628273.032857 s.
+    let p = parse(&read(&dir.join(PERF_SCRIPT_FIXTURES[0]))).unwrap();
+    let (start, end) = timeline::time_range(&p).unwrap();
+    let last = p.sample_times.iter().map(|t| t.start).max().unwrap();
+    assert_eq!((p.samples.len(), start, last), (1315, 0, 9_990_342_000));
+    assert!(end > last);
+}
+
+#[test]
+fn speedscope_sampled_time_is_its_weights_one_after_another() {
+    let Some((bytes, json)) = json_fixture("tools/pyspy-workload-A.speedscope.json") else { return };
+    let p = parse(&bytes).unwrap();
+    let weights = numbers(&json["profiles"][0]["weights"]);
+    let mut clock = 0.0;
+    let expected: Vec<i64> = weights
+        .iter()
+        .map(|w| {
+            let start = (clock * 1e9_f64).round() as i64;
+            clock += w;
+            start
+        })
+        .collect();
+    assert_eq!(expected.len(), 954);
+    check_times(&p, expected);
+    // py-spy's endValue: 4.77 s.
+    assert_eq!(timeline::time_range(&p), Some((0, 4_770_000_000)));
+}
+
+#[test]
+fn speedscope_evented_samples_last_from_one_event_to_the_next() {
+    let file = br#"{"$schema": "https://www.speedscope.app/file-format-schema.json",
+        "shared": {"frames": [{"name": "a"}, {"name": "b"}]},
+        "profiles": [{"type": "evented", "name": "main", "unit": "milliseconds", "startValue": 10, "endValue": 20,
+            "events": [{"type": "O", "frame": 0, "at": 11}, {"type": "O", "frame": 1, "at": 12},
+                       {"type": "C", "frame": 1, "at": 14}, {"type": "C", "frame": 0, "at": 15},
+                       {"type": "O", "frame": 0, "at": 17}, {"type": "C", "frame": 0, "at": 18}]}]}"#;
+    let p = parse(file).unwrap();
+    let ms = |t: i64| t * 1_000_000;
+    let spans = |list: &[(i64, i64)]| list.iter().map(|&(s, d)| SampleTime { start: ms(s), duration: ms(d) }).collect();
+    // From startValue (10 ms): a 1..2, a;b 2..4, a 4..5, a 7..8.
+    let expected: Vec<SampleTime> = spans(&[(1, 1), (2, 2), (4, 1), (7, 1)]);
+    assert_eq!(p.sample_times, expected);
+    check_times(&p, expected.iter().map(|t| t.start).collect());
+
+    // A profile of bytes has no times, and so neither has the file.
+    let bytes = br#"{"shared": {"frames": [{"name": "a"}]}, "profiles": [
+        {"type": "evented", "name": "t", "unit": "milliseconds", "events": [
+            {"type": "O", "frame": 0, "at": 0}, {"type": "C", "frame": 0, "at": 1}]},
+        {"type": "sampled", "name": "m", "unit": "bytes", "samples": [[0]], "weights": [5]}]}"#;
+    assert!(parse(bytes).unwrap().sample_times.is_empty());
+}
 
 #[test]
 fn untimed_profiles_have_no_range_and_cannot_be_restricted() {
@@ -134,6 +394,18 @@ fn histogram_shares_each_value_over_the_time_it_covers() {
     assert!(timeline::histogram(&p, &TimelineOptions::default(), 0).is_err());
 }
 
+#[test]
+fn histogram_of_a_whole_fixture_adds_up_to_its_total() {
+    let Some(dir) = fixtures() else { return };
+    let p = parse(&read(&dir.join("thirdparty/samply/ls-profile.json"))).unwrap();
+    for (index, total) in [("samples", p.total(0)), ("cpu", p.total(1))] {
+        let options = TimelineOptions { sample_index: index.into(), ..TimelineOptions::default() };
+        let h = timeline::histogram(&p, &options, 300).unwrap();
+        let sum: f64 = h.values.iter().sum();
+        assert!((sum - total as f64).abs() <= 1e-6 * total as f64, "{index}: {sum} != {total}");
+    }
+}
+
 /// Checks that boxes of one row do not overlap and each shows at least `min_px`, so no
 /// row holds more than `width_px / min_px` of them.
 fn assert_drawable(chart: &StackChart, width_px: f64, min_px: f64) {
@@ -152,6 +424,24 @@ fn assert_drawable(chart: &StackChart, width_px: f64, min_px: f64) {
         let shown = (b.end.min(chart.end) as f64 - b.start.max(chart.start) as f64) / ns_per_px;
         assert!(shown >= min_px, "{b:?} shows {shown} px");
     }
+}
+
+#[test]
+fn stack_chart_of_the_largest_timed_fixture_stays_small() {
+    let Some(dir) = fixtures() else { return };
+    let p = parse(&read(&dir.join(PERF_SCRIPT_FIXTURES[0]))).unwrap();
+    let frames: usize = p.samples.iter().map(|s| s.locations.len()).sum();
+    let chart = timeline::stack_chart(&p, &TimelineOptions::default(), &viewport(1000.0, 0.5)).unwrap();
+    assert_drawable(&chart, 1000.0, 0.5);
+    // 1315 deep stacks in 15 threads: runs of one frame are joined, and what is left
+    // is at least half a pixel wide.
+    let rows: u32 = chart.lanes.iter().map(|l| l.depth).sum();
+    eprintln!("{frames} frames of {} samples: {} boxes in {rows} rows", p.samples.len(), chart.boxes.len());
+    assert!(chart.boxes.len() < frames / 2, "{} boxes", chart.boxes.len());
+    // Fewer, wider boxes when zoomed out further.
+    let coarse = timeline::stack_chart(&p, &TimelineOptions::default(), &viewport(100.0, 0.5)).unwrap();
+    assert_drawable(&coarse, 100.0, 0.5);
+    assert!(coarse.boxes.len() < chart.boxes.len() / 2, "{} boxes at 100 px", coarse.boxes.len());
 }
 
 #[test]
