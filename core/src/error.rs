@@ -52,6 +52,9 @@ pub enum Error {
 
     #[error("this profile has no goroutine information: {0}")]
     NotGoroutine(String),
+
+    #[error("this profile has no sample times: {0}")]
+    NoSampleTimes(String),
 }
 
 impl Error {
@@ -73,6 +76,7 @@ impl Error {
             Error::InvalidTagFilter { .. } => "InvalidTagFilter",
             Error::Incompatible(_) => "IncompatibleProfiles",
             Error::NotGoroutine(_) => "NotAGoroutineProfile",
+            Error::NoSampleTimes(_) => "NoSampleTimes",
         }
     }
 }

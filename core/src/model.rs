@@ -91,7 +91,7 @@ pub enum LabelValue {
     Num { value: i64, unit: StrId },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Label {
     pub key: StrId,
     pub value: LabelValue,
@@ -104,6 +104,21 @@ pub struct Sample {
     /// One value per entry of [`Profile::sample_types`].
     pub values: Vec<i64>,
     pub labels: Vec<Label>,
+}
+
+/// The stretch of time a sample stands for, in nanoseconds since the profile's time
+/// origin (see [`Profile::sample_times`]).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SampleTime {
+    pub start: i64,
+    pub duration: i64,
+}
+
+impl SampleTime {
+    pub fn end(&self) -> i64 {
+        self.start.saturating_add(self.duration)
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -255,6 +270,13 @@ pub struct Profile {
     pub strings: StringTable,
     pub sample_types: Vec<ValueType>,
     pub samples: Vec<Sample>,
+    /// When each sample was taken, for formats that record it: either empty, or one
+    /// entry per sample (entry `i` is sample `i`'s). Times count from an origin the
+    /// importer chooses (the recording's start where the format gives one, else its
+    /// first sample) and never go back within a thread. Whatever removes or reorders
+    /// samples keeps this in step ([`Profile::retain_samples`]); merging drops it
+    /// (summed samples have no one time).
+    pub sample_times: Vec<SampleTime>,
     pub mappings: Vec<Mapping>,
     pub locations: Vec<Location>,
     pub functions: Vec<Function>,
@@ -278,6 +300,7 @@ impl Profile {
             strings: StringTable::default(),
             sample_types: Vec::new(),
             samples: Vec::new(),
+            sample_times: Vec::new(),
             mappings: Vec::new(),
             locations: Vec::new(),
             functions: Vec::new(),
@@ -354,6 +377,31 @@ impl Profile {
             requested: spec.to_owned(),
             available: self.sample_types.iter().map(|t| self.str(t.kind).to_owned()).collect(),
         })
+    }
+
+    /// Whether the samples have times (see [`Profile::sample_times`]).
+    pub fn has_sample_times(&self) -> bool {
+        !self.samples.is_empty() && self.sample_times.len() == self.samples.len()
+    }
+
+    /// Keeps the samples for which `keep` says so (it may also edit them), and their
+    /// times. Times that were out of step with the samples are dropped.
+    pub fn retain_samples(&mut self, mut keep: impl FnMut(&mut Sample) -> bool) {
+        let mut times = std::mem::take(&mut self.sample_times).into_iter();
+        let in_step = times.len() == self.samples.len();
+        let mut kept_times = Vec::with_capacity(times.len());
+        // `retain_mut` visits every sample once, in order.
+        self.samples.retain_mut(|sample| {
+            let time = times.next();
+            let kept = keep(sample);
+            if kept {
+                kept_times.extend(time);
+            }
+            kept
+        });
+        if in_step {
+            self.sample_times = kept_times;
+        }
     }
 
     /// Sum of `|value|` over samples for one sample type, pprof's "total".

@@ -4,9 +4,8 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Read;
 
-use common::{fixtures, read};
+use common::{fixtures, inflated, read, PERF_SCRIPT_FIXTURES};
 use proptest::prelude::*;
 use stacklens_core::analysis::frames::use_raw_names;
 use stacklens_core::analysis::top::{top, Inlining, TopOptions};
@@ -14,24 +13,8 @@ use stacklens_core::import::{detect, perf_script, Format};
 use stacklens_core::model::{LabelValue, SourceFormat};
 use stacklens_core::{parse, Error, Profile};
 
-const FIXTURES: &[&str] = &[
-    "thirdparty/flamegraph/example-perf-stacks.txt.gz",
-    "thirdparty/flamegraph/perf-cycles-instructions-01.txt",
-    "thirdparty/flamegraph/perf-java-stacks-01.txt",
-    "thirdparty/inferno/perf-go-stacks.txt",
-    "thirdparty/speedscope/simple-with-header.linux-perf.txt",
-    "thirdparty/speedscope/rust-mangled.linux-perf.txt",
-    "thirdparty/firefox-profiler/graphviz.perf.gz",
-];
-
 fn text_of(bytes: &[u8]) -> String {
-    if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut out = String::new();
-        flate2::read::GzDecoder::new(bytes).read_to_string(&mut out).unwrap();
-        out
-    } else {
-        String::from_utf8(bytes.to_vec()).unwrap()
-    }
+    String::from_utf8(inflated(bytes)).unwrap()
 }
 
 /// One event's numbers as the file states them.
@@ -137,7 +120,7 @@ fn load(dir: &std::path::Path, name: &str) -> (Profile, Vec<(String, Event)>) {
 #[test]
 fn every_fixture_matches_its_text() {
     let Some(dir) = fixtures() else { return };
-    for name in FIXTURES {
+    for name in PERF_SCRIPT_FIXTURES {
         let bytes = read(&dir.join(name));
         assert_eq!(detect(text_of(&bytes).as_bytes()), Format::PerfScript, "{name}");
         let (p, events) = load(&dir, name);
@@ -351,10 +334,11 @@ fn inlined_frames_are_lines_of_one_location() {
     assert_eq!(mapping(0x11a4), None);
     let inl = p.mappings.iter().find(|m| p.str(m.filename) == "/tmp/perfinl/inl").unwrap();
     assert!(inl.has_inline_frames && inl.has_functions);
-    // Stacks: three locations per inl record, two for the ld.so one.
+    // Stacks: three locations per inl record, two for the ld.so one; timed records are
+    // one sample each.
     let mut depths: Vec<usize> = p.samples.iter().map(|s| s.locations.len()).collect();
     depths.sort();
-    assert_eq!(depths, [2, 3, 3]);
+    assert_eq!(depths, [2, 3, 3, 3]);
     assert_eq!(p.total(0), 4);
 
     // pprof's marks: `inner` is only ever inlined; `main` and the physical frames are calls.

@@ -5,7 +5,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Read;
 
 use common::{fixtures, read};
 use serde_json::Value;
@@ -105,15 +104,7 @@ fn expect_cpuprofile(json: &Value) -> Expected {
 }
 
 fn read_json(path: &std::path::Path) -> Value {
-    let bytes = read(path);
-    let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&bytes[..]).read_to_end(&mut out).unwrap();
-        out
-    } else {
-        bytes
-    };
-    serde_json::from_slice(&bytes).unwrap()
+    serde_json::from_slice(&common::inflated(&read(path))).unwrap()
 }
 
 fn timestamps(p: &Profile) -> Vec<(String, i64)> {
@@ -195,13 +186,7 @@ fn cpuprofile_spot_checks() {
 /// Independent reading of the trace: per (pid, profile id) nodes, samples and deltas,
 /// joined in `ts` order.
 fn expect_trace(json: &Value) -> (Expected, BTreeMap<String, i64>) {
-    let mut events: Vec<&Value> = json["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| matches!(e["name"].as_str(), Some("Profile" | "ProfileChunk")))
-        .collect();
-    events.sort_by(|a, b| a["ts"].as_f64().unwrap().total_cmp(&b["ts"].as_f64().unwrap()));
+    let events = common::cpu_profile_events(json);
     // Per profile: start time, node names, sample node ids, time deltas.
     type Gathered = (i64, BTreeMap<u64, String>, Vec<u64>, Vec<i64>);
     let mut profiles: BTreeMap<(i64, String), Gathered> = BTreeMap::new();

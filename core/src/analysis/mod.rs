@@ -6,6 +6,7 @@ pub mod goroutines;
 pub mod labels;
 pub mod merge;
 pub mod summary;
+pub mod timeline;
 pub mod top;
 pub mod transforms;
 pub mod tree;

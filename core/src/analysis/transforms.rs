@@ -31,7 +31,7 @@ pub fn filter(profile: &Profile, filters: &Filters) -> Result<Profile> {
         location.lines.retain(|_| visible.next().unwrap_or(false));
         hidden[i] = location.lines.is_empty();
     }
-    out.samples.retain_mut(|sample| {
+    out.retain_samples(|sample| {
         let verdict = |l: &crate::model::LocationId| verdicts[l.0 as usize];
         if compiled.has_ignore() && sample.locations.iter().any(|l| verdict(l) == Some(false)) {
             return false;

@@ -8,13 +8,16 @@
 //!   written from the sampler thread, so their own `tid` is not the profiled thread).
 //!   Older traces have one `CpuProfile` event holding a whole profile. Every profile
 //!   becomes samples as a `.cpuprofile` does (see [`super::v8`]: sample types, the time
-//!   rule, `timestamp` labels).
+//!   rule, `timestamp` labels, sample times), times counting from the earliest
+//!   profile's start.
 //! * **Duration events** (about:tracing, Perfetto's JSON export, `chrome://tracing`,
 //!   any tool writing the format): `B`/`E` pairs and `X` complete events (`ts` and `dur`
 //!   in microseconds, fractions allowed), nested into a stack per thread (`pid`, `tid`).
-//!   Each distinct stack becomes one sample whose value is its self time, in one sample
-//!   type `wall`/`nanoseconds`; a thread's total is the time covered by its events
-//!   (gaps between top-level events are not counted). Functions are event `name`s.
+//!   Each stretch of time in which a thread's stack stays the same becomes one sample
+//!   whose value is its length (self time), in one sample type `wall`/`nanoseconds`,
+//!   with its span (from the trace's first event) in [`Profile::sample_times`]; a
+//!   thread's total is the time covered by its events (gaps between top-level events
+//!   are not counted). Functions are event `name`s.
 //!
 //! Samples are labelled with their thread: a `thread` label (process and thread names
 //! from the `M` metadata events `process_name`/`thread_name`, with pid:tid) and `pid` and
@@ -47,7 +50,7 @@ use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use super::v8::{self, CpuData, Frames, Node};
-use crate::model::{Label, LabelValue, Line, LocationId, Sample, SourceFormat, StrId};
+use crate::model::{Label, LabelValue, Line, LocationId, Sample, SampleTime, SourceFormat, StrId};
 use crate::{Error, Profile, Result};
 
 fn invalid(what: impl Into<String>) -> Error {
@@ -272,6 +275,8 @@ pub fn parse(json: &Value) -> Result<Profile> {
     v8::cpu_sample_types(&mut p, true);
     let mut frames = Frames::default();
     let mut periods = Vec::new();
+    // Sample times count from the earliest profile's start (its deltas' base).
+    let origin = gathered.values().filter(|g| !g.samples.is_empty()).map(|g| g.start.unwrap_or(0)).min().unwrap_or(0);
     for key in &order {
         let g = gathered.remove(key).expect("gathered under its key");
         if g.nodes.is_empty() {
@@ -296,11 +301,11 @@ pub fn parse(json: &Value) -> Result<Profile> {
             .map(|(i, s)| s.as_u64().ok_or_else(|| invalid(format!("sample {i} is {s}, not a node id"))))
             .collect::<Result<Vec<u64>>>()?;
         let times = v8::times_from_deltas(g.start.unwrap_or(0), g.deltas.iter().copied())?;
-        periods.push(v8::median_interval(&times));
+        periods.push(super::median_interval([times.as_slice()]));
         let labels = names.labels(&mut p, &Id::Num(g.pid), &Id::Num(g.tid));
         let data =
             CpuData { nodes: g.nodes, samples, times: Some(times), start: g.start, end: g.end, hit_counts_only: false };
-        v8::add_cpu_samples(&mut p, &mut frames, &data, &labels)?;
+        v8::add_cpu_samples(&mut p, &mut frames, &data, &labels, origin)?;
     }
     p.period = periods.into_iter().max().unwrap_or(0);
     if durations > 0 {
@@ -415,9 +420,9 @@ fn parse_durations<'a>(events: &'a [Value], names: &Names<'_>) -> Result<Profile
             a.ns.cmp(&b.ns).then(rank(a).cmp(&rank(b))).then(a.seq.cmp(&b.seq))
         });
         let labels = names.labels(&mut p, &key.0, &key.1);
-        // Self time per stack (root first), in the order stacks first get time.
-        let mut stacks: FxHashMap<Vec<LocationId>, usize> = FxHashMap::default();
-        let mut weights: Vec<(Vec<LocationId>, i64)> = Vec::new();
+        // Stretches of time with one stack (leaf first), stretches of one stack in a row
+        // joined: the thread's timeline, whose lengths are self times.
+        let mut runs: Vec<(Vec<LocationId>, SampleTime)> = Vec::new();
         let mut open: Vec<Open<'a>> = Vec::new();
         let mut i = 0;
         let mut prev: Option<i64> = None;
@@ -425,12 +430,11 @@ fn parse_durations<'a>(events: &'a [Value], names: &Names<'_>) -> Result<Profile
             let now = edges[i].ns;
             (first, last) = (first.min(now), last.max(now));
             if let Some(prev) = prev.filter(|&t| t < now && !open.is_empty()) {
-                let stack: Vec<LocationId> = open.iter().map(|o| o.location).collect();
-                let slot = *stacks.entry(stack.clone()).or_insert_with(|| {
-                    weights.push((stack, 0));
-                    weights.len() - 1
-                });
-                weights[slot].1 += now - prev;
+                let stack: Vec<LocationId> = open.iter().rev().map(|o| o.location).collect();
+                match runs.last_mut() {
+                    Some((last, time)) if *last == stack && time.end() == prev => time.duration += now - prev,
+                    _ => runs.push((stack, SampleTime { start: prev, duration: now - prev })),
+                }
             }
             prev = Some(now);
             // Frames closed at `now` because something around them closed, and ends
@@ -479,13 +483,17 @@ fn parse_durations<'a>(events: &'a [Value], names: &Names<'_>) -> Result<Profile
             i = group_end;
         }
         left_open += open.len();
-        for (stack, weight) in weights {
-            let leaf_first = stack.into_iter().rev().collect();
-            p.samples.push(Sample { locations: leaf_first, values: vec![weight], labels: labels.clone() });
+        for (stack, time) in runs {
+            p.samples.push(Sample { locations: stack, values: vec![time.duration], labels: labels.clone() });
+            p.sample_times.push(time);
         }
     }
     if first <= last {
         p.duration_nanos = last - first;
+        // Sample times count from the trace's first event.
+        for time in &mut p.sample_times {
+            time.start -= first;
+        }
     }
     for (n, what) in [
         (unmatched_ends, "end events (E) closing no open event were skipped"),

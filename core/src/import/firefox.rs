@@ -5,6 +5,11 @@
 //! functions named as the profiler names them (addresses for unsymbolicated native
 //! code, with the library as the file).
 //!
+//! Samples keep their times (`samples.time` in milliseconds, or its `timeDeltas`; raw
+//! Gecko child processes moved onto the parent's clock by their `meta.startTime`), from
+//! `meta.startTime`: each sample lasts until its thread's next one, the last one interval,
+//! as Firefox Profiler's stack chart draws them.
+//!
 //! Firefox's old DevTools performance panel (Firefox ≤ 67) saved "Recorded Performance
 //! Data": a wrapper (`label`, `duration`, `markers`, `ticks`, …) whose `profile` is a raw
 //! Gecko profile. It is read as that profile; the panel's other tracks are not samples.
@@ -34,6 +39,9 @@ struct Thread {
     stacks: Vec<(Option<usize>, usize)>,
     /// Per sample: (stack, weight).
     samples: Vec<(Option<usize>, i64)>,
+    /// Per sample, when it was taken (nanoseconds since the profile's start), when every
+    /// sample says.
+    times: Option<Vec<i64>>,
 }
 
 fn invalid(what: impl Into<String>) -> Error {
@@ -51,6 +59,35 @@ fn index(v: Option<&Value>) -> Option<usize> {
 
 fn string_at(strings: &[Value], i: Option<usize>) -> String {
     i.and_then(|i| strings.get(i)).and_then(Value::as_str).unwrap_or("").to_owned()
+}
+
+/// Sample times in nanoseconds from milliseconds (plus `offset_ms`); `None` unless every
+/// sample has a time of sane size.
+fn times_from_ms(ms: impl Iterator<Item = Option<f64>>, offset_ms: f64) -> Option<Vec<i64>> {
+    ms.map(|t| {
+        let ns = (t? + offset_ms) * 1e6;
+        (ns.is_finite() && ns.abs() < 4e18).then(|| ns.round() as i64)
+    })
+    .collect()
+}
+
+/// A processed samples table's times: its `time` column, or the running sum of its
+/// `timeDeltas` (newer versions).
+fn processed_times(samples: &Value) -> Option<Vec<i64>> {
+    let n = column(samples, "stack").len();
+    let (time, deltas) = (column(samples, "time"), column(samples, "timeDeltas"));
+    if time.len() == n {
+        times_from_ms(time.iter().map(Value::as_f64), 0.0)
+    } else if deltas.len() == n {
+        // A missing delta leaves every later time unknown.
+        let sums = deltas.iter().scan(Some(0.0), |t, d| {
+            *t = t.zip(d.as_f64()).map(|(t, d)| t + d);
+            Some(*t)
+        });
+        times_from_ms(sums, 0.0)
+    } else {
+        None
+    }
 }
 
 fn processed_thread(t: &Value, libs: &[Value]) -> Result<Thread> {
@@ -101,7 +138,8 @@ fn processed_thread(t: &Value, libs: &[Value]) -> Result<Thread> {
         .map(|(i, s)| (index(Some(s)), weights.get(i).and_then(Value::as_i64).unwrap_or(1)))
         .collect();
     let name = thread_name(t);
-    Ok(Thread { name, frames: out_frames, stacks: out_stacks, samples: out_samples })
+    let times = processed_times(samples);
+    Ok(Thread { name, frames: out_frames, stacks: out_stacks, samples: out_samples, times })
 }
 
 fn thread_name(t: &Value) -> String {
@@ -123,7 +161,8 @@ fn gecko_rows<'a>(table: &'a Value, columns: &[&str]) -> Vec<Vec<Option<&'a Valu
         .collect()
 }
 
-fn gecko_thread(t: &Value) -> Thread {
+/// A raw Gecko thread; `offset_ms` moves its process's times onto the profile's clock.
+fn gecko_thread(t: &Value, offset_ms: f64) -> Thread {
     let strings = column(t, "stringTable");
     let frames = gecko_rows(&t["frameTable"], &["location", "line"])
         .into_iter()
@@ -137,18 +176,19 @@ fn gecko_thread(t: &Value) -> Thread {
         .into_iter()
         .map(|r| (index(r[0]), index(r[1]).unwrap_or(usize::MAX)))
         .collect();
-    let samples = gecko_rows(&t["samples"], &["stack", "weight"])
-        .into_iter()
-        .map(|r| (index(r[0]), r[1].and_then(Value::as_i64).unwrap_or(1)))
-        .collect();
-    Thread { name: thread_name(t), frames, stacks, samples }
+    let rows = gecko_rows(&t["samples"], &["stack", "weight", "time"]);
+    let samples = rows.iter().map(|r| (index(r[0]), r[1].and_then(Value::as_i64).unwrap_or(1))).collect();
+    let times = times_from_ms(rows.iter().map(|r| r[2].and_then(Value::as_f64)), offset_ms);
+    Thread { name: thread_name(t), frames, stacks, samples, times }
 }
 
-/// Threads of a raw Gecko profile and of its child processes.
-fn gecko_threads(profile: &Value, out: &mut Vec<Thread>) {
-    out.extend(column(profile, "threads").iter().filter(|t| t.is_object()).map(gecko_thread));
+/// Threads of a raw Gecko profile and of its child processes, whose times count from
+/// their own `meta.startTime`.
+fn gecko_threads(profile: &Value, start_ms: f64, out: &mut Vec<Thread>) {
+    let offset_ms = profile["meta"]["startTime"].as_f64().map_or(0.0, |own| own - start_ms);
+    out.extend(column(profile, "threads").iter().filter(|t| t.is_object()).map(|t| gecko_thread(t, offset_ms)));
     for child in column(profile, "processes") {
-        gecko_threads(child, out);
+        gecko_threads(child, start_ms, out);
     }
 }
 
@@ -162,7 +202,7 @@ pub fn parse(json: &Value) -> Result<Profile> {
     }
     let mut threads = Vec::new();
     if gecko {
-        gecko_threads(json, &mut threads);
+        gecko_threads(json, meta["startTime"].as_f64().unwrap_or(0.0), &mut threads);
     } else {
         let libs = column(json, "libs");
         for t in column(json, "threads") {
@@ -170,6 +210,8 @@ pub fn parse(json: &Value) -> Result<Profile> {
         }
     }
     let interval_ms = meta["interval"].as_f64().filter(|i| *i > 0.0).unwrap_or(1.0);
+    // A thread's last sample lasts one interval.
+    let interval_ns = (interval_ms * 1e6).round() as i64;
     let weight_type =
         column(json, "threads").iter().find_map(|t| t["samples"]["weightType"].as_str()).unwrap_or("samples");
 
@@ -200,7 +242,9 @@ pub fn parse(json: &Value) -> Result<Profile> {
     for thread in &threads {
         let thread_label = Label { key: thread_key, value: LabelValue::Str(p.strings.intern(&thread.name)) };
         let mut locations: Vec<Option<LocationId>> = vec![None; thread.frames.len()];
-        for &(stack, weight) in &thread.samples {
+        // Samples without a stack still end the one before them.
+        let spans = thread.times.as_ref().map(|times| super::spans_until_next(times, interval_ns));
+        for (k, &(stack, weight)) in thread.samples.iter().enumerate() {
             let Some(mut stack) = stack else { continue };
             let mut leaf_first = Vec::new();
             // Walk to the root; the bound stops a cycle in a corrupt table.
@@ -242,7 +286,12 @@ pub fn parse(json: &Value) -> Result<Profile> {
                 vec![weight.saturating_mul(per_weight)]
             };
             p.samples.push(Sample { locations: leaf_first, values, labels: vec![thread_label.clone()] });
+            p.sample_times.extend(spans.as_ref().and_then(|s| s.get(k)));
         }
+    }
+    // Times for some threads only are no timeline.
+    if p.sample_times.len() != p.samples.len() {
+        p.sample_times.clear();
     }
     Ok(p)
 }

@@ -46,6 +46,7 @@ pub mod v8_log;
 pub mod vsprof;
 pub mod vtune;
 
+use crate::model::SampleTime;
 use crate::{Error, Profile, Result};
 
 /// Limits that keep hostile input from exhausting memory.
@@ -286,4 +287,30 @@ pub fn detect(bytes: &[u8]) -> Format {
         return Format::Pprof;
     }
     Format::Unrecognized
+}
+
+/// The spans of one thread's samples taken at `starts` (in any order): each lasts until
+/// the next sample taken after it, as Firefox Profiler draws samples; the last one lasts
+/// `last`. Entry `i` is for `starts[i]`.
+pub(crate) fn spans_until_next(starts: &[i64], last: i64) -> Vec<SampleTime> {
+    let mut order: Vec<usize> = (0..starts.len()).collect();
+    order.sort_by_key(|&i| starts[i]);
+    let mut spans = vec![SampleTime::default(); starts.len()];
+    for (k, &i) in order.iter().enumerate() {
+        let duration = order.get(k + 1).map_or(last, |&next| starts[next].saturating_sub(starts[i]));
+        spans[i] = SampleTime { start: starts[i], duration };
+    }
+    spans
+}
+
+/// The median of the positive times between consecutive samples of each series (a
+/// thread's times, in the order taken): the sampling interval. 0 without any.
+pub(crate) fn median_interval<'a>(series: impl IntoIterator<Item = &'a [i64]>) -> i64 {
+    let mut gaps: Vec<i64> =
+        series.into_iter().flat_map(|times| times.windows(2).map(|w| w[1] - w[0])).filter(|&g| g > 0).collect();
+    if gaps.is_empty() {
+        return 0;
+    }
+    let mid = gaps.len() / 2;
+    *gaps.select_nth_unstable(mid).1
 }

@@ -29,8 +29,11 @@
 //!   address whose frames but the last are inlined becomes ONE location whose lines
 //!   are those frames, innermost first (pprof's representation of inlining); its mapping
 //!   is the DSO of the frame that names one.
-//! * Each record is labelled with `comm`, `pid` and `tid` (when printed); records with
-//!   the same stack, event and labels are summed into one sample.
+//! * Each record is labelled with `comm`, `pid` and `tid` (when printed). When every
+//!   record has a time, each is one sample with its span in [`Profile::sample_times`]
+//!   (from the first record): it lasts until the next record of its thread and event,
+//!   as Firefox Profiler draws samples, the last one the median time between them.
+//!   Otherwise records with the same stack, event and labels are summed into one sample.
 //! * Header lines `captured on`, `hostname`, `perf version` and `cmdline` become
 //!   profile comments; the span of the records' timestamps is the duration.
 
@@ -39,7 +42,7 @@ use rustc_hash::FxHashMap as HashMap;
 use super::demangle::add_native_function;
 use super::text::{self, text_error};
 use crate::model::{
-    FunctionId, Label, LabelValue, Line, LocationId, Mapping, MappingId, Profile, Sample, SourceFormat,
+    FunctionId, Label, LabelValue, Line, LocationId, Mapping, MappingId, Profile, Sample, SampleTime, SourceFormat,
 };
 use crate::model::{StrId, ValueType};
 use crate::Result;
@@ -265,6 +268,7 @@ type FrameKey = (u64, Option<StrId>, StrId, i64);
 struct Record {
     event: usize,
     period: Option<i64>,
+    time_nanos: Option<i64>,
     thread: Thread,
     /// Frames leaf first, each with its `(inlined)` mark; locations are made when the
     /// record ends.
@@ -349,6 +353,35 @@ impl Builder {
         }
         l
     }
+}
+
+/// Each record's span from `origin`, when every record has a time: a record lasts until
+/// the next record of its thread and event, the last one the profile's median time
+/// between them.
+fn record_spans(records: &[Record], origin: i64) -> Option<Vec<SampleTime>> {
+    let mut threads: HashMap<(Thread, usize), Vec<usize>> = HashMap::default();
+    for (i, record) in records.iter().enumerate() {
+        record.time_nanos?;
+        threads.entry((record.thread, record.event)).or_default().push(i);
+    }
+    let start = |i: usize| records[i].time_nanos.map_or(0, |t| t - origin);
+    // Each thread's records and their starts, in time order.
+    let threads: Vec<(Vec<usize>, Vec<i64>)> = threads
+        .into_values()
+        .map(|mut members| {
+            members.sort_by_key(|&i| start(i));
+            let starts = members.iter().map(|&i| start(i)).collect();
+            (members, starts)
+        })
+        .collect();
+    let last = super::median_interval(threads.iter().map(|(_, starts)| starts.as_slice()));
+    let mut spans = vec![SampleTime::default(); records.len()];
+    for (members, starts) in &threads {
+        for (&i, span) in members.iter().zip(super::spans_until_next(starts, last)) {
+            spans[i] = span;
+        }
+    }
+    Some(spans)
 }
 
 /// The unit of an event's periods: software clocks count nanoseconds.
@@ -438,7 +471,14 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
             let symbol = f.symbol.map(|s| p.strings.intern(s));
             (f.address, symbol, p.strings.intern(f.dso), 0)
         });
-        current = Some(Record { event, period: e.period, thread, frames: Vec::new(), inline_frame });
+        current = Some(Record {
+            event,
+            period: e.period,
+            time_nanos: e.time_nanos,
+            thread,
+            frames: Vec::new(),
+            inline_frame,
+        });
     }
     records.extend(current.take());
     if records.is_empty() {
@@ -466,16 +506,19 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
     }
 
     let n_types = p.sample_types.len();
+    let spans = first_time.and_then(|origin| record_spans(&records, origin));
     let mut index: HashMap<(Vec<LocationId>, usize, Thread), usize> = HashMap::default();
-    for mut record in records {
+    for (i, mut record) in records.into_iter().enumerate() {
         if record.frames.is_empty() {
             record.frames.extend(record.inline_frame.map(|f| (f, false)));
         }
         let locations = b.locations(&mut p, &record.frames);
         let (count_column, weight_column) = columns[record.event];
         let key = (locations, record.event, record.thread);
-        let at = match index.get(&key) {
-            Some(&i) => i,
+        // Timed records stay one sample each: the timeline needs them apart.
+        let summed = if spans.is_some() { None } else { index.get(&key).copied() };
+        let at = match summed {
+            Some(at) => at,
             None => {
                 let (comm, pid, tid) = record.thread;
                 let mut labels = Vec::with_capacity(3);
@@ -489,7 +532,12 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
                     labels.push(Label { key: tid_key, value: LabelValue::Num { value: tid, unit: no_unit } });
                 }
                 p.samples.push(Sample { locations: key.0.clone(), values: vec![0; n_types], labels });
-                index.insert(key, p.samples.len() - 1);
+                match &spans {
+                    Some(spans) => p.sample_times.push(spans[i]),
+                    None => {
+                        index.insert(key, p.samples.len() - 1);
+                    }
+                }
                 p.samples.len() - 1
             }
         };

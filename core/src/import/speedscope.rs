@@ -10,10 +10,15 @@
 //! profile also counts its stacks as `samples/count` (1 each), so a py-spy profile has
 //! samples and time like a pprof CPU profile. Fractional weights are rounded to the
 //! nearest unit of the sample type (nanosecond, byte, sample).
+//!
+//! When every profile measures time, samples keep their spans (from the earliest
+//! `startValue`) in [`Profile::sample_times`], as speedscope's time order view draws
+//! them: an evented sample from one event to the next, a sampled one for its weight
+//! after the one before it (from `startValue`).
 
 use serde_json::Value;
 
-use crate::model::{Label, LabelValue, Line, LocationId, Sample, SourceFormat};
+use crate::model::{Label, LabelValue, Line, LocationId, Sample, SampleTime, SourceFormat};
 use crate::{Error, Profile, Result};
 
 fn invalid(what: impl Into<String>) -> Error {
@@ -124,8 +129,16 @@ pub fn parse(json: &Value) -> Result<Profile> {
     };
 
     let thread_key = p.strings.intern("thread");
+    // Sample times count from the earliest `startValue` of the profiles measuring time
+    // (or their earliest sample).
+    let mut origin = i64::MAX;
     for (pi, (prof, &(measure, factor, sampled))) in profiles.iter().zip(&measures).enumerate() {
         let name = prof["name"].as_str().map_or_else(|| format!("profile {pi}"), str::to_owned);
+        let timed = measure == Measure::Time;
+        let start_value = prof.get("startValue").and_then(|v| scaled(v, factor, String::new).ok());
+        if let Some(start) = start_value.filter(|_| timed) {
+            origin = origin.min(start);
+        }
         let labels = vec![Label { key: thread_key, value: LabelValue::Str(p.strings.intern(&name)) }];
         let value_col = column(measure).expect("a column for every measure present");
         let values = |weight: i64| {
@@ -148,6 +161,8 @@ pub fn parse(json: &Value) -> Result<Profile> {
                     weights.len()
                 )));
             }
+            // As speedscope's time order view: each sample as long as its weight, in order.
+            let mut clock = start_value.unwrap_or(0);
             for (si, (stack, weight)) in samples.iter().zip(weights).enumerate() {
                 let what = || format!("profile '{name}' sample {si}");
                 let weight = scaled(weight, factor, || format!("the weight of {}", what()))?;
@@ -160,6 +175,10 @@ pub fn parse(json: &Value) -> Result<Profile> {
                     leaf_first.push(location(&mut p, f, &what)?);
                 }
                 p.samples.push(Sample { locations: leaf_first, values: values(weight), labels: labels.clone() });
+                if timed {
+                    p.sample_times.push(SampleTime { start: clock, duration: weight });
+                    clock = clock.saturating_add(weight);
+                }
             }
         } else {
             let events =
@@ -181,6 +200,9 @@ pub fn parse(json: &Value) -> Result<Profile> {
                             values: values(at - last),
                             labels: labels.clone(),
                         });
+                        if timed {
+                            p.sample_times.push(SampleTime { start: last, duration: at - last });
+                        }
                     }
                 }
                 last_at = Some(at);
@@ -204,6 +226,15 @@ pub fn parse(json: &Value) -> Result<Profile> {
             }
             // Frames still open at the end get no time after the last event.
         }
+    }
+    // Only a file whose every profile measures time has a timeline.
+    if p.sample_times.len() == p.samples.len() {
+        let origin = p.sample_times.iter().map(|t| t.start).fold(origin, i64::min);
+        for time in &mut p.sample_times {
+            time.start = time.start.saturating_sub(origin);
+        }
+    } else {
+        p.sample_times.clear();
     }
     Ok(p)
 }

@@ -14,14 +14,15 @@
 //! after it, else it gets 0. V8 sometimes records a negative delta (samples out of
 //! order): samples are then put in time order first, so no duration is negative.
 //! Every sample keeps its time as a numeric `timestamp` label in nanoseconds (on the
-//! profiler's clock, which is not the wall clock).
+//! profiler's clock, which is not the wall clock), and its span (from `startTime`, its
+//! wall time long) in [`Profile::sample_times`].
 //!
 //! V8 numbers lines and columns from 0; functions and lines here are 1-based.
 
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
-use crate::model::{Label, LabelValue, Line, LocationId, Sample, SourceFormat};
+use crate::model::{Label, LabelValue, Line, LocationId, Sample, SampleTime, SourceFormat};
 use crate::{Error, Profile, Result};
 
 fn invalid(what: impl Into<String>) -> Error {
@@ -242,12 +243,14 @@ pub(crate) fn cpu_sample_types(p: &mut Profile, timed: bool) {
 }
 
 /// Appends the samples of `data` to `p` (whose sample types [`cpu_sample_types`] set),
-/// each with `labels` and, when timed, its `timestamp`.
+/// each with `labels` and, when timed, its `timestamp` and its span from `origin` (µs)
+/// in [`Profile::sample_times`].
 pub(crate) fn add_cpu_samples(
     p: &mut Profile,
     frames: &mut Frames,
     data: &CpuData<'_>,
     labels: &[Label],
+    origin: i64,
 ) -> Result<()> {
     let timed = p.sample_types.len() == 2;
     let n = data.nodes.len();
@@ -332,7 +335,10 @@ pub(crate) fn add_cpu_samples(
                         key: timestamp_key,
                         value: LabelValue::Num { value: t.saturating_mul(1000), unit: nanoseconds },
                     });
-                    next.saturating_sub(t).max(0)
+                    let wall = next.saturating_sub(t).max(0);
+                    let start = t.saturating_sub(origin).saturating_mul(1000);
+                    p.sample_times.push(SampleTime { start, duration: wall.saturating_mul(1000) });
+                    wall
                 }
                 None => 0,
             };
@@ -343,28 +349,20 @@ pub(crate) fn add_cpu_samples(
     Ok(())
 }
 
-/// The median time between samples, V8's sampling interval.
-pub(crate) fn median_interval(times: &[i64]) -> i64 {
-    let mut gaps: Vec<i64> = times.windows(2).map(|w| w[1] - w[0]).filter(|&g| g > 0).collect();
-    if gaps.is_empty() {
-        return 0;
-    }
-    let mid = gaps.len() / 2;
-    *gaps.select_nth_unstable(mid).1
-}
-
 /// Imports a `.cpuprofile`.
 pub fn parse_cpuprofile(json: &Value) -> Result<Profile> {
     let data = read_cpuprofile(json)?;
     let mut p = Profile::new(SourceFormat::V8CpuProfile);
     cpu_sample_types(&mut p, data.times.is_some());
     if let Some(times) = &data.times {
-        p.period = median_interval(times);
+        p.period = super::median_interval([times.as_slice()]);
         let first = data.start.or(times.first().copied()).unwrap_or(0);
         let last = data.end.or(times.iter().max().copied()).unwrap_or(first);
         p.duration_nanos = last.saturating_sub(first).max(0).saturating_mul(1000);
     }
-    add_cpu_samples(&mut p, &mut Frames::default(), &data, &[])?;
+    // Sample times count from the profile's start, else from its earliest sample.
+    let origin = data.start.or(data.times.as_ref().and_then(|t| t.iter().min().copied())).unwrap_or(0);
+    add_cpu_samples(&mut p, &mut Frames::default(), &data, &[], origin)?;
     Ok(p)
 }
 

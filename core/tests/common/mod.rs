@@ -226,3 +226,40 @@ pub fn assert_text_errors(format: &str, cases: &[(String, usize, &str)]) {
         }
     }
 }
+
+/// The `perf script` fixtures.
+#[allow(dead_code)] // only the tests that read perf script
+pub const PERF_SCRIPT_FIXTURES: &[&str] = &[
+    "thirdparty/flamegraph/example-perf-stacks.txt.gz",
+    "thirdparty/flamegraph/perf-cycles-instructions-01.txt",
+    "thirdparty/flamegraph/perf-java-stacks-01.txt",
+    "thirdparty/inferno/perf-go-stacks.txt",
+    "thirdparty/speedscope/simple-with-header.linux-perf.txt",
+    "thirdparty/speedscope/rust-mangled.linux-perf.txt",
+    "thirdparty/firefox-profiler/graphviz.perf.gz",
+];
+
+/// The bytes, gunzipped when they are gzip.
+#[allow(dead_code)] // only the tests that read fixtures themselves
+pub fn inflated(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return bytes.to_vec();
+    }
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes).read_to_end(&mut out).unwrap();
+    out
+}
+
+/// A Chrome trace's `Profile` and `ProfileChunk` events, in `ts` order.
+#[allow(dead_code)] // only the tests of Chrome traces
+pub fn cpu_profile_events(json: &serde_json::Value) -> Vec<&serde_json::Value> {
+    let mut events: Vec<&serde_json::Value> = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e["name"].as_str(), Some("Profile" | "ProfileChunk")))
+        .collect();
+    events.sort_by(|a, b| a["ts"].as_f64().unwrap().total_cmp(&b["ts"].as_f64().unwrap()));
+    events
+}
