@@ -130,7 +130,7 @@ pub struct Histogram {
 /// The samples a view draws: kept by the filters, with a value, overlapping the window.
 struct Selection<'a> {
     profile: &'a Profile,
-    table: FrameTable,
+    table: FrameTable<'a>,
     index: usize,
     start: i64,
     end: i64,
@@ -152,12 +152,14 @@ impl<'a> Selection<'a> {
         sample.values.get(self.index).copied().unwrap_or(0)
     }
 
-    /// Samples with a value that the filters keep, with their times.
-    fn kept(&self) -> impl Iterator<Item = (usize, &'a Sample, SampleTime)> + '_ {
-        let p = self.profile;
-        p.samples
+    /// Samples with a value that the filters keep (as the filters see them, with their
+    /// label frames), with their times.
+    fn kept(&self) -> impl Iterator<Item = (usize, &Sample, SampleTime)> + '_ {
+        self.table
+            .profile()
+            .samples
             .iter()
-            .zip(&p.sample_times)
+            .zip(&self.profile.sample_times)
             .enumerate()
             .filter(|(_, (s, _))| self.value(s) != 0 && self.table.keeps(s))
             .map(|(i, (s, &t))| (i, s, t))
