@@ -19,6 +19,7 @@ use crate::views::diff::DiffView;
 use crate::views::flame::FlameView;
 use crate::views::goroutines::GoroutinesView;
 use crate::views::history::HistoryView;
+use crate::views::labels::LabelsView;
 use crate::views::sandwich::SandwichView;
 use crate::views::table::TopView;
 use crate::worker::session::example_profile;
@@ -100,6 +101,7 @@ pub fn App() -> impl IntoView {
             ViewKind::Sandwich => view! { <SandwichView /> }.into_any(),
             ViewKind::Diff => view! { <DiffView /> }.into_any(),
             ViewKind::Goroutines => view! { <GoroutinesView /> }.into_any(),
+            ViewKind::Labels => view! { <LabelsView /> }.into_any(),
         }
     };
     view! {

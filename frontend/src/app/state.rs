@@ -34,15 +34,17 @@ pub enum ViewKind {
     Diff,
     Goroutines,
     Sandwich,
+    Labels,
 }
 
 impl ViewKind {
-    pub const ALL: [(ViewKind, &'static str); 5] = [
+    pub const ALL: [(ViewKind, &'static str); 6] = [
         (ViewKind::Flame, "Flame graph"),
         (ViewKind::Top, "Top"),
         (ViewKind::Sandwich, "Sandwich"),
         (ViewKind::Diff, "Diff"),
         (ViewKind::Goroutines, "Goroutines"),
+        (ViewKind::Labels, "Labels"),
     ];
 
     pub fn key(self) -> &'static str {
@@ -52,6 +54,7 @@ impl ViewKind {
             ViewKind::Diff => "diff",
             ViewKind::Goroutines => "goroutines",
             ViewKind::Sandwich => "sandwich",
+            ViewKind::Labels => "labels",
         }
     }
 
@@ -78,6 +81,10 @@ pub struct State {
     pub focus: RwSignal<String>,
     pub ignore: RwSignal<String>,
     pub hide: RwSignal<String>,
+    /// pprof's `-tagfocus` and `-tagignore`, and the label keys at the root of stacks (`-tagroot`).
+    pub tag_focus: RwSignal<String>,
+    pub tag_ignore: RwSignal<String>,
+    pub tag_root: RwSignal<Vec<String>>,
     pub search: RwSignal<String>,
     /// The flame graph's zoom (shared with the diff's), as frame names from the root.
     pub zoom: RwSignal<Vec<String>>,
@@ -116,6 +123,8 @@ impl State {
             RwSignal::new(initial.ignore.clone()),
             RwSignal::new(initial.hide.clone()),
         );
+        let (tag_focus, tag_ignore, tag_root) =
+            (RwSignal::new(String::new()), RwSignal::new(String::new()), RwSignal::new(Vec::new()));
         let client = Client::new();
         let state = State {
             client: StoredValue::new_local(client.clone()),
@@ -129,6 +138,9 @@ impl State {
             focus,
             ignore,
             hide,
+            tag_focus,
+            tag_ignore,
+            tag_root,
             search: RwSignal::new(initial.search.clone()),
             zoom: RwSignal::new(Vec::new()),
             icicle: RwSignal::new(false),
@@ -154,6 +166,9 @@ impl State {
                 focus: Some(focus.get()),
                 ignore: Some(ignore.get()),
                 hide: Some(hide.get()),
+                tag_focus: Some(tag_focus.get()),
+                tag_ignore: Some(tag_ignore.get()),
+                tag_root: tag_root.get(),
                 ..Filters::default()
             }),
         };

@@ -153,6 +153,8 @@ pub fn Toolbar() -> impl IntoView {
         ("focus regex", "focus", state.focus),
         ("ignore regex", "ignore", state.ignore),
         ("hide regex", "hide", state.hide),
+        ("tagfocus (key=regex)", "tagfocus", state.tag_focus),
+        ("tagignore (key=regex)", "tagignore", state.tag_ignore),
     ]
     .into_iter()
     .map(|(placeholder, testid, value)| {
@@ -194,6 +196,23 @@ pub fn Toolbar() -> impl IntoView {
             <SharePanel />
             <DownloadMenu client=state.client current=download_current on_error=Callback::new(move |e| state.report(e)) />
         </div>
-        <div class="filters">{filters}</div>
+        <div class="filters">
+            {filters}
+            {move || {
+                state
+                    .tag_root
+                    .get()
+                    .into_iter()
+                    .map(|key| {
+                        view! {
+                            <span class="chip" data-testid="tagroot-chip">
+                                "grouped by " {key.clone()}
+                                <button aria-label=format!("stop grouping by {key}") on:click=move |_| state.tag_root.set(Vec::new())>"×"</button>
+                            </span>
+                        }
+                    })
+                    .collect_view()
+            }}
+        </div>
     }
 }

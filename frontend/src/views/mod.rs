@@ -5,6 +5,7 @@ pub mod diff;
 pub mod flame;
 pub mod goroutines;
 pub mod history;
+pub mod labels;
 pub mod sandwich;
 pub mod table;
 

@@ -10,6 +10,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
+use stacklens_core::analysis::labels::label_summary;
 use stacklens_core::analysis::summary::meta;
 use stacklens_core::export::{export, ExportOptions};
 use stacklens_core::{ProfileKind, Stage};
@@ -128,6 +129,11 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
                 Ok((report, growth))
             });
             post(seq, &Response::Goroutines(report), None);
+        }
+        Request::Labels { id, sample, filters } => {
+            let summary =
+                with(id, |l| label_summary(&l.profile, &sample.to_string(), &filters).map_err(|e| e.to_string()));
+            post(seq, &Response::Labels(summary), None);
         }
         Request::Export { id, sample, filters, format } => {
             let options = ExportOptions { sample_index: sample.to_string(), filters, ..ExportOptions::default() };

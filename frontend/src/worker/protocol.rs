@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use stacklens_core::analysis::diff::DiffReport;
 use stacklens_core::analysis::goroutines::{GoroutineComparison, GoroutineReport};
+use stacklens_core::analysis::labels::LabelSummary;
 use stacklens_core::analysis::summary::ProfileMeta;
 use stacklens_core::analysis::top::TopReport;
 use stacklens_core::analysis::tree::Side;
@@ -55,6 +56,12 @@ pub enum Request {
         id: u32,
         filter: String,
         earlier: Option<u32>,
+    },
+    /// Label keys and values with their shares of the sample type.
+    Labels {
+        id: u32,
+        sample: usize,
+        filters: Filters,
     },
     /// The profile written as `format` (with `filters` applied; empty ones for none).
     Export {
@@ -121,6 +128,7 @@ pub enum Response {
     Top(Result<TopReport, String>),
     Diff(Result<DiffReport, String>),
     Goroutines(Result<(GoroutineReport, Option<GoroutineComparison>), String>),
+    Labels(Result<LabelSummary, String>),
     /// For `Export`, the file's bytes follow the message.
     Export(Result<(), String>),
 }
