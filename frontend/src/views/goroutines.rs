@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use stacklens_core::analysis::goroutines::{GoroutineComparison, GoroutineGroup, GoroutineReport};
 
-use crate::app::state::{Answer, State};
+use crate::app::state::State;
 use crate::worker::protocol::{Request, Response};
 
 fn group_view(g: &GoroutineGroup, extra: Option<String>) -> impl IntoView {
@@ -70,19 +70,18 @@ pub fn GoroutineView(report: GoroutineReport, growth: Option<GoroutineComparison
 #[component]
 pub fn GoroutinesView() -> impl IntoView {
     let state = expect_context::<State>();
-    let answer: Answer<(GoroutineReport, Option<GoroutineComparison>)> = RwSignal::new(None);
-    let token = StoredValue::new(0);
-    Effect::new(move |_| {
-        state.generation().get();
-        let Some(e) = state.current.get() else { return };
-        let filter = state.goroutine_filter.get();
-        let earlier = state.entries.with(|l| l.iter().rev().find(|x| x.id < e.id && x.summary.goroutine).map(|x| x.id));
-        answer.set(None);
-        state.ask(token, answer, Request::Goroutines { id: e.id, filter, earlier }, |r, _| match r {
+    let answer = super::report_on_active(
+        state,
+        move |e| {
+            let earlier =
+                state.entries.with(|l| l.iter().rev().find(|x| x.id < e.id && x.summary.goroutine).map(|x| x.id));
+            Request::Goroutines { id: e.id, filter: state.goroutine_filter.get(), earlier }
+        },
+        |r| match r {
             Response::Goroutines(g) => Some(g),
             _ => None,
-        });
-    });
+        },
+    );
     view! {
         <input
             type="search"

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use stacklens_core::analysis::labels::{LabelKeySummary, LabelSummary};
 use stacklens_core::units::{format_value, percentage};
 
-use crate::app::state::{Answer, State, ViewKind};
+use crate::app::state::{State, ViewKind};
 use crate::worker::protocol::{Request, Response};
 
 /// A tag filter matching exactly `value` of `key`.
@@ -79,18 +79,14 @@ fn summary_view(state: State, summary: LabelSummary) -> AnyView {
 #[component]
 pub fn LabelsView() -> impl IntoView {
     let state = expect_context::<State>();
-    let answer: Answer<LabelSummary> = RwSignal::new(None);
-    let token = StoredValue::new(0);
-    Effect::new(move |_| {
-        state.generation().get();
-        let Some(e) = state.current.get() else { return };
-        let request = Request::Labels { id: e.id, sample: state.sample_index.get(), filters: state.filters.get() };
-        answer.set(None);
-        state.ask(token, answer, request, |r, _| match r {
+    let answer = super::report_on_active(
+        state,
+        move |e| Request::Labels { id: e.id, sample: state.sample_index.get(), filters: state.filters.get() },
+        |r| match r {
             Response::Labels(l) => Some(l),
             _ => None,
-        });
-    });
+        },
+    );
     view! {
         <div class="label-panel" data-testid="label-panel">
             {move || super::answered(answer, move |summary| summary_view(state, summary))}

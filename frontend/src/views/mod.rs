@@ -11,7 +11,8 @@ pub mod table;
 
 use leptos::prelude::*;
 
-use crate::app::state::Answer;
+use crate::app::state::{Answer, Entry, State};
+use crate::worker::protocol::{Request, Response};
 
 fn error_view(err: String) -> AnyView {
     view! { <p class="error" data-testid="error">{err}</p> }.into_any()
@@ -40,4 +41,24 @@ fn when_ready<T: Send + Sync + 'static>(answer: Answer<T>, ready: impl Fn() -> A
         Some(Err(err)) => error_view(err),
         None => busy_view(),
     }
+}
+
+/// The worker's report on the active profile: asked again whenever what `request`
+/// reads changes, and after the worker restarts. `decode` picks the report out of the
+/// answer.
+fn report_on_active<T: Send + Sync + 'static>(
+    state: State,
+    request: impl Fn(&Entry) -> Request + 'static,
+    decode: fn(Response) -> Option<Result<T, String>>,
+) -> Answer<T> {
+    let answer: Answer<T> = RwSignal::new(None);
+    let token = StoredValue::new(0);
+    Effect::new(move |_| {
+        state.generation().get();
+        let Some(e) = state.current.get() else { return };
+        let request = request(&e);
+        answer.set(None);
+        state.ask(token, answer, request, move |r, _| decode(r));
+    });
+    answer
 }

@@ -5,7 +5,7 @@ use stacklens_core::analysis::diff::{DiffReport, FunctionDelta};
 use stacklens_core::analysis::top::TopReport;
 use stacklens_core::units::{format_value_in, percentage, report_unit};
 
-use crate::app::state::{Answer, State, ViewKind};
+use crate::app::state::{State, ViewKind};
 use crate::worker::protocol::{Request, Response};
 
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -181,18 +181,14 @@ pub fn DiffTable(report: DiffReport) -> impl IntoView {
 #[component]
 pub fn TopView() -> impl IntoView {
     let state = expect_context::<State>();
-    let report: Answer<TopReport> = RwSignal::new(None);
-    let token = StoredValue::new(0);
-    Effect::new(move |_| {
-        state.generation().get();
-        let Some(e) = state.current.get() else { return };
-        let request = Request::Top { id: e.id, sample: state.sample_index.get(), filters: state.filters.get() };
-        report.set(None);
-        state.ask(token, report, request, |r, _| match r {
+    let report = super::report_on_active(
+        state,
+        move |e| Request::Top { id: e.id, sample: state.sample_index.get(), filters: state.filters.get() },
+        |r| match r {
             Response::Top(t) => Some(t),
             _ => None,
-        });
-    });
+        },
+    );
     let on_select = Callback::new(move |name: String| {
         state.focus.set(format!("^{}$", regex::escape(&name)));
         State::reset(state.zoom);
