@@ -55,6 +55,13 @@ pub enum Error {
 
     #[error("this profile has no sample times: {0}")]
     NoSampleTimes(String),
+
+    /// pprof's words when `-list` finds no function.
+    #[error("no matches found for regexp: {regex}")]
+    NoMatchingFunction { regex: String },
+
+    #[error("invalid transform '{text}': {reason}")]
+    InvalidTransform { text: String, reason: String },
 }
 
 impl Error {
@@ -77,6 +84,8 @@ impl Error {
             Error::Incompatible(_) => "IncompatibleProfiles",
             Error::NotGoroutine(_) => "NotAGoroutineProfile",
             Error::NoSampleTimes(_) => "NoSampleTimes",
+            Error::NoMatchingFunction { .. } => "NoMatchingFunction",
+            Error::InvalidTransform { .. } => "InvalidTransform",
         }
     }
 }

@@ -5,6 +5,7 @@ pub mod frames;
 pub mod goroutines;
 pub mod labels;
 pub mod merge;
+pub mod source;
 pub mod summary;
 pub mod timeline;
 pub mod top;
