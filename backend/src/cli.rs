@@ -9,9 +9,11 @@ use stacklens_core::analysis::frames::use_raw_names;
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineOptions};
 use stacklens_core::analysis::labels::label_summary;
 use stacklens_core::analysis::merge::Merger;
+use stacklens_core::analysis::source::{source, trim_source_path, SourceOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::{Filters, Granularity};
 use stacklens_core::export::{export, ExportFormat, ExportOptions};
+use stacklens_core::report::list::list;
 use stacklens_core::report::tags::tags;
 use stacklens_core::Profile;
 
@@ -115,6 +117,24 @@ enum Command {
         /// Name functions by their raw symbols (mangled, as the binary has them).
         #[arg(long)]
         raw_names: bool,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Source lines of the functions REGEX matches with their values, like `go tool pprof -list`.
+    List {
+        regex: String,
+        file: PathBuf,
+        /// Folders (`:`-separated) to look for source files in, as pprof's -source_path;
+        /// the current folder by default. A file is also looked for under shorter ends of its name.
+        #[arg(long)]
+        source_dir: Option<String>,
+        /// Prefixes (`:`-separated) to remove from the profile's file names, as pprof's -trim_path.
+        #[arg(long, default_value = "")]
+        trim_path: String,
+        #[arg(long)]
+        sample_index: Option<String>,
+        #[command(flatten)]
+        filters: FilterArgs,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -239,6 +259,44 @@ fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
         .into()
 }
 
+/// A source file as pprof's `openSourceFile` finds it: its name trimmed (by `trim`, or by
+/// the base names of the `search` folders), read as is when still absolute, else looked
+/// for in each search folder and its parents. Where pprof gives up, the shorter ends of the
+/// name are tried in each search folder (sources checked out elsewhere than they were
+/// built). The error is pprof's message.
+fn read_source(name: &str, search: &str, trim: &str) -> Result<String, String> {
+    let read = |path: &Path| std::fs::read(path).map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+    let trimmed = trim_source_path(name, trim, search);
+    let path = Path::new(trimmed);
+    let folders = || search.split(':').map(Path::new);
+    let error = if path.is_absolute() {
+        match read(path) {
+            Ok(text) => return Ok(text),
+            Err(e) => format!("open {trimmed}: {}", go_error_text(&e)),
+        }
+    } else {
+        if let Some(text) = folders().flat_map(Path::ancestors).find_map(|dir| read(&dir.join(path)).ok()) {
+            return Ok(text);
+        }
+        format!("could not find file {trimmed} on path {search}")
+    };
+    let shorter_ends = trimmed.match_indices('/').map(|(at, _)| &trimmed[at + 1..]).filter(|end| !end.is_empty());
+    let shorter_ends: Vec<&str> = shorter_ends.collect();
+    folders()
+        .flat_map(|dir| shorter_ends.iter().map(move |end| dir.join(end)))
+        .find_map(|candidate| read(&candidate).ok())
+        .ok_or(error)
+}
+
+/// An I/O error as Go words it (`no such file or directory`): the OS's message, without
+/// Rust's `(os error N)` and with a lower-case first letter.
+fn go_error_text(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text);
+    let mut chars = text.chars();
+    chars.next().map(|first| first.to_lowercase().chain(chars).collect()).unwrap_or_default()
+}
+
 fn print_json(value: &impl serde::Serialize) {
     println!("{}", serde_json::to_string_pretty(value).expect("reports serialize"));
 }
@@ -281,6 +339,31 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             match format {
                 Format::Json => print_json(&report),
                 Format::Text => print!("{}", for_terminal(&text::top(&report))),
+            }
+        }
+        Command::List { regex, file, source_dir, trim_path, sample_index, filters, format } => {
+            let options = SourceOptions {
+                functions: regex,
+                sample_index: sample_index.unwrap_or_default(),
+                filters: filters.filters(),
+                trim_path: trim_path.clone(),
+                source_path: source_dir.clone().unwrap_or_default(),
+            };
+            let report = source(&load(&file)?, &options)?;
+            match format {
+                Format::Json => print_json(&report),
+                Format::Text => {
+                    // pprof looks in the current folder when given none.
+                    let search = match source_dir.filter(|dir| !dir.is_empty()) {
+                        Some(dir) => dir,
+                        None => std::env::current_dir()
+                            .map_err(|source| CliError::Read { path: ".".into(), source })?
+                            .to_string_lossy()
+                            .into_owned(),
+                    };
+                    let text = list(&report, |name| read_source(name, &search, &trim_path));
+                    print!("{}", for_terminal(&text));
+                }
             }
         }
         Command::Diff { base, new, sample_index, filters, normalize, noise_threshold, fail_on_regression, format } => {

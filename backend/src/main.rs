@@ -1,4 +1,4 @@
-//! The `stacklens` binary: `serve` runs the web server; `top`, `diff` and `goroutines`
+//! The `stacklens` binary: `serve` runs the web server; `top`, `diff`, `list` and `goroutines`
 //! analyse profiles on the command line (for CI jobs). All analysis is stacklens-core.
 
 mod api;

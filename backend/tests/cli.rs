@@ -69,6 +69,54 @@ fn top_text_reads_like_pprof() {
     assert_eq!(tail(&ours), tail(&theirs));
 }
 
+/// `go tool pprof -symbolize=none -list REGEX FLAGS… FILE` (`args`), run in `dir`.
+fn pprof_list(go: &Path, dir: &Path, args: &[&str]) -> String {
+    common::pprof(go, dir, &[], &[&["-list"], args].concat())
+}
+
+#[test]
+fn list_text_equals_go_tool_pprof() {
+    let Some(f) = fixtures() else { return };
+    let Some(go) = common::go() else { return };
+    let gen = f.join("gen");
+    let gen = gen.to_str().unwrap();
+    for profile in ["go/base/cpu.pb.gz", "go/base/heap.pb.gz", "go/compare/mutex.pb.gz"] {
+        let file = f.join(profile);
+        let file = file.to_str().unwrap();
+        // Sources found through --source-dir (pprof's -source_path), and Go's own by their absolute names.
+        let reference = pprof_list(go, &f, &[r"main\.|sync\.", "-source_path", gen, file]);
+        assert!(reference.contains("ROUTINE ======================== main."), "{reference}");
+        assert_eq!(text(&["list", r"main\.|sync\.", file, "--source-dir", gen]), reference, "{profile}");
+    }
+    // Without --source-dir: the current folder, whose name pprof finds in the profile's paths.
+    let cpu = f.join("go/base/cpu.pb.gz");
+    let cpu = cpu.to_str().unwrap();
+    let reference = pprof_list(go, &f, &[r"main\.compress", "-sample_index=samples", cpu]);
+    let out = Command::new(env!("CARGO_BIN_EXE_stacklens"))
+        .args(["list", r"main\.compress", cpu, "--sample-index", "samples"])
+        .current_dir(&f)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), reference);
+
+    // Sources copied elsewhere: pprof needs -trim_path; a shorter end of the name finds them.
+    let elsewhere = common::temp_dir("list-sources");
+    std::fs::copy(f.join("gen/workload.go"), elsewhere.join("workload.go")).unwrap();
+    let elsewhere = elsewhere.to_str().unwrap();
+    let missing = text(&["list", r"main\.\(\*ledger\)", cpu]);
+    assert!(missing.contains(" Error: open /src/stacklens/shared/fixtures/gen/workload.go: no such file"), "{missing}");
+    let trim = "/src/stacklens/shared/fixtures/gen";
+    let reference = pprof_list(go, &f, &[r"main\.\(\*ledger\)", "-trim_path", trim, "-source_path", elsewhere, cpu]);
+    let found = text(&["list", r"main\.\(\*ledger\)", cpu, "--source-dir", elsewhere]);
+    assert_eq!(found.replace(&format!("{trim}/"), ""), reference);
+
+    let none = stacklens(&["list", "nothing_matches", cpu]);
+    assert_eq!(none.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no matches found for regexp: nothing_matches"));
+    let json = json(&stacklens(&["list", r"^main\.compressBlock$", cpu, "--format", "json"]));
+    assert_eq!(json["functions"][0]["files"][0]["lines"].as_array().unwrap().len(), 3, "{json}");
+}
+
 #[test]
 fn diff_json_and_regression_gate() {
     let Some(f) = fixtures() else { return };
