@@ -21,9 +21,15 @@ pub struct FunctionShare {
     pub sample_count: i64,
 }
 
-/// The package of a Go-style function name: `compress/flate.(*compressor).deflate`
-/// → `compress/flate`, `main.main` → `main`; names without one give "".
+/// The package of a function name: Go's `compress/flate.(*compressor).deflate` →
+/// `compress/flate`, `main.main` → `main`; C++'s and Rust's first `::` segment,
+/// `std::vector<int>::push_back` → `std`, `core::ptr::drop_in_place<T>` → `core`;
+/// names without one give "".
 pub fn package_of(name: &str) -> &str {
+    if let Some(colons) = name.find("::") {
+        // A namespace or crate, unless the `::` is inside a template or argument list.
+        return if name[..colons].contains(['<', '(', ' ']) { "" } else { &name[..colons] };
+    }
     let start = name.rfind('/').map_or(0, |slash| slash + 1);
     match name[start..].find('.') {
         Some(dot) => &name[..start + dot],
