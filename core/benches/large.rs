@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use stacklens_core::analysis::goroutines::{analyze, GoroutineOptions};
+use stacklens_core::analysis::source::{source, SourceOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::transforms::{apply, Transform};
 use stacklens_core::analysis::tree::{CallTree, TreeOptions};
 use stacklens_core::layout::{layout, Viewport};
 
@@ -68,6 +70,21 @@ fn benches(c: &mut Criterion) {
         g.bench_function("cpu.large: window at the root + encode", |b| {
             b.iter(|| tree.window(0, min_total, 399).0.to_bytes())
         });
+        // The page's transforms, before a call tree is built of the result.
+        let transforms = [
+            Transform::MergeFunction { name: "runtime.asyncPreempt".into() },
+            Transform::CollapseRecursion { name: "runtime.mallocgc".into() },
+            Transform::CollapsePackage { prefix: "runtime".into() },
+            Transform::Invert,
+        ];
+        g.bench_function("cpu.large: transforms (merge, recursion, package, invert)", |b| {
+            b.iter(|| apply(&p, &transforms).unwrap())
+        });
+        // The page's source view of one function, and `-list` of a whole package.
+        let function = SourceOptions::function("runtime.mallocgc");
+        g.bench_function("cpu.large: source lines of one function", |b| b.iter(|| source(&p, &function).unwrap()));
+        let package = SourceOptions { functions: r"^runtime\.".into(), ..SourceOptions::default() };
+        g.bench_function("cpu.large: source lines of runtime.*", |b| b.iter(|| source(&p, &package).unwrap()));
     }
     if let Some(dump) = large("goroutine.large.debug2.txt") {
         g.bench_function("goroutine.large.debug2: parse", |b| b.iter(|| stacklens_core::parse(&dump).unwrap()));

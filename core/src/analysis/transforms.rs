@@ -86,128 +86,164 @@ pub fn apply(profile: &Profile, transforms: &[Transform]) -> Result<Profile> {
     if transforms.is_empty() {
         return Ok(out);
     }
-    let samples = std::mem::take(&mut out.samples);
-    let mut stacks = Restacker::new(&out);
+    let mut restacker = Restacker::new(&mut out, transforms);
+    let steps: Vec<Step> = transforms.iter().filter_map(|transform| restacker.step(transform)).collect();
     let mut frames = Vec::new();
-    for mut sample in samples {
-        stacks.expand(&out, &sample, &mut frames);
-        if transforms.iter().all(|transform| stacks.transform(&mut out, transform, &mut frames)) {
-            sample.locations = stacks.locations(&mut out, &frames);
-            out.samples.push(sample);
-        }
-    }
+    out.samples = std::mem::take(&mut out.samples)
+        .into_iter()
+        .filter_map(|mut sample| {
+            restacker.expand(&out, &sample, &mut frames);
+            if !steps.iter().all(|step| step.apply(&mut frames)) {
+                return None;
+            }
+            restacker.write_stack(&mut out, &frames, &mut sample.locations);
+            Some(sample)
+        })
+        .collect();
     Ok(out)
 }
 
 /// One frame of a stack: a line of a location (its innermost line is 0), or a location
-/// without lines.
+/// without lines, and its name's key (see [`Restacker::names`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 struct Frame {
     location: LocationId,
     line: u32,
+    key: u32,
+}
+
+/// A transform resolved against a profile: which name keys it matches.
+enum Step {
+    Merge(Vec<bool>),
+    CollapseRecursion(Vec<bool>),
+    CollapsePackage(Vec<bool>, Frame),
+    Drop(Vec<bool>),
+    /// The keys each function of the path may have (a name can have several functions).
+    Focus(Vec<Vec<bool>>),
+    Invert,
+}
+
+impl Step {
+    /// Applies the step to a sample's frames (root first); false when the sample goes.
+    fn apply(&self, frames: &mut Vec<Frame>) -> bool {
+        let hit = |keys: &[bool], frame: &Frame| keys[frame.key as usize];
+        match self {
+            Step::Merge(keys) => frames.retain(|f| !hit(keys, f)),
+            Step::CollapseRecursion(keys) => frames.dedup_by(|f, previous| hit(keys, f) && hit(keys, previous)),
+            Step::CollapsePackage(keys, package) => {
+                let mut previous_in_package = false;
+                frames.retain_mut(|f| {
+                    let in_package = hit(keys, f);
+                    let keep = !(in_package && previous_in_package);
+                    previous_in_package = in_package;
+                    if in_package {
+                        *f = *package;
+                    }
+                    keep
+                });
+            }
+            Step::Drop(keys) => return !frames.iter().any(|f| hit(keys, f)),
+            Step::Focus(path) => {
+                let under = frames.len() >= path.len() && frames.iter().zip(path).all(|(f, keys)| hit(keys, f));
+                if !under {
+                    return false;
+                }
+                frames.drain(..path.len() - 1);
+            }
+            Step::Invert => frames.reverse(),
+        }
+        true
+    }
 }
 
 /// Rewrites stacks frame by frame. Frames left as whole locations keep those locations
 /// (and so their inlining); a line taken out of its location gets a location of its own.
 struct Restacker {
-    /// Names of the locations without lines, as the reports name them.
-    unsymbolized: HashMap<LocationId, String>,
-    /// The one-line location made for a line of a location with several.
-    single_lines: HashMap<Frame, LocationId>,
+    /// Names by key: keys below the number of functions are function ids (so a frame's
+    /// key is its line's function), the others the names of locations without lines, as
+    /// the reports name them.
+    names: Vec<String>,
+    /// Per location: the key of a location without lines.
+    unsymbolized_keys: Vec<u32>,
     /// The frame standing for each collapsed package.
     packages: HashMap<String, Frame>,
+    /// The one-line location made for a line of a location with several.
+    single_lines: HashMap<(LocationId, u32), LocationId>,
     next_location_id: u64,
-    next_function_id: u64,
 }
 
 impl Restacker {
-    fn new(profile: &Profile) -> Self {
-        let unsymbolized = (profile.locations.iter().enumerate())
-            .filter(|(_, location)| location.lines.is_empty())
-            .map(|(i, location)| (LocationId(i as u32), profile.unsymbolized_name(location)))
-            .collect();
+    /// Adds to `profile` a function and a location for each package `transforms`
+    /// collapse (that the profile has), then names every frame key.
+    fn new(profile: &mut Profile, transforms: &[Transform]) -> Self {
         let next_id = |ids: &mut dyn Iterator<Item = u64>| ids.max().map_or(1, |id| id.saturating_add(1));
-        Self {
-            unsymbolized,
-            single_lines: HashMap::default(),
+        let mut next_function_id = next_id(&mut profile.functions.iter().map(|f| f.id));
+        let mut restacker = Restacker {
+            names: Vec::new(),
+            unsymbolized_keys: vec![u32::MAX; profile.locations.len()],
             packages: HashMap::default(),
+            single_lines: HashMap::default(),
             next_location_id: next_id(&mut profile.locations.iter().map(|l| l.id)),
-            next_function_id: next_id(&mut profile.functions.iter().map(|f| f.id)),
+        };
+        for transform in transforms {
+            let Transform::CollapsePackage { prefix } = transform else { continue };
+            let present = profile.functions.iter().any(|f| package_of(profile.str(f.name)) == prefix);
+            if !present || restacker.packages.contains_key(prefix) {
+                continue;
+            }
+            let name = profile.strings.intern(prefix);
+            let function = FunctionId(profile.functions.len() as u32);
+            let id = take_id(&mut next_function_id);
+            profile.functions.push(Function { id, name, system_name: name, filename: StrId(0), start_line: 0 });
+            let line = Line { function, line: 0, column: 0 };
+            let location = restacker.push_location(profile, Location { lines: vec![line], ..Location::default() });
+            restacker.packages.insert(prefix.clone(), Frame { location, line: 0, key: function.0 });
         }
+        restacker.names = profile.functions.iter().map(|f| profile.str(f.name).to_owned()).collect();
+        let mut unsymbolized: HashMap<String, u32> = HashMap::default();
+        for (i, location) in profile.locations.iter().enumerate().filter(|(_, l)| l.lines.is_empty()) {
+            let name = profile.unsymbolized_name(location);
+            let next = restacker.names.len() as u32;
+            restacker.unsymbolized_keys[i] = *unsymbolized.entry(name).or_insert_with_key(|name| {
+                restacker.names.push(name.clone());
+                next
+            });
+        }
+        restacker
     }
 
-    fn name<'a>(&'a self, profile: &'a Profile, frame: Frame) -> &'a str {
-        match profile.location(frame.location).lines.get(frame.line as usize) {
-            Some(line) => profile.line_function_name(line),
-            None => self.unsymbolized.get(&frame.location).map_or("", String::as_str),
-        }
+    /// Which keys have a name `matches` accepts.
+    fn keys(&self, matches: impl Fn(&str) -> bool) -> Vec<bool> {
+        self.names.iter().map(|name| matches(name)).collect()
     }
 
-    fn in_package(&self, profile: &Profile, frame: Frame, prefix: &str) -> bool {
-        package_of(self.name(profile, frame)) == prefix
+    /// The transform as a step, or `None` when it changes nothing: a package the profile
+    /// does not have.
+    fn step(&self, transform: &Transform) -> Option<Step> {
+        let named = |wanted: &str| self.keys(|name| name == wanted);
+        Some(match transform {
+            Transform::MergeFunction { name } => Step::Merge(named(name)),
+            Transform::CollapseRecursion { name } => Step::CollapseRecursion(named(name)),
+            Transform::CollapsePackage { prefix } => {
+                Step::CollapsePackage(self.keys(|name| package_of(name) == prefix), *self.packages.get(prefix)?)
+            }
+            Transform::DropFunction { name } => Step::Drop(named(name)),
+            Transform::FocusSubtree { path } => Step::Focus(path.iter().map(|name| named(name)).collect()),
+            Transform::Invert => Step::Invert,
+        })
     }
 
     /// A sample's frames, root first (a location's outermost line before its inlined ones).
     fn expand(&self, profile: &Profile, sample: &Sample, frames: &mut Vec<Frame>) {
         frames.clear();
         for &location in sample.locations.iter().rev() {
-            let lines = profile.location(location).lines.len().max(1) as u32;
-            frames.extend((0..lines).rev().map(|line| Frame { location, line }));
-        }
-    }
-
-    /// Applies one transform to a sample's frames; false when the sample is dropped.
-    fn transform(&mut self, profile: &mut Profile, transform: &Transform, frames: &mut Vec<Frame>) -> bool {
-        match transform {
-            Transform::MergeFunction { name } => frames.retain(|&f| self.name(profile, f) != name),
-            Transform::CollapseRecursion { name } => {
-                frames.dedup_by(|&mut f, &mut previous| {
-                    self.name(profile, f) == name && self.name(profile, previous) == name
-                });
+            let lines = &profile.location(location).lines;
+            if lines.is_empty() {
+                frames.push(Frame { location, line: 0, key: self.unsymbolized_keys[location.0 as usize] });
             }
-            Transform::CollapsePackage { prefix } => {
-                if frames.iter().any(|&f| self.in_package(profile, f, prefix)) {
-                    let package = self.package_frame(profile, prefix);
-                    let mut previous_in_package = false;
-                    frames.retain_mut(|f| {
-                        let in_package = self.in_package(profile, *f, prefix);
-                        let keep = !(in_package && previous_in_package);
-                        previous_in_package = in_package;
-                        if in_package {
-                            *f = package;
-                        }
-                        keep
-                    });
-                }
-            }
-            Transform::DropFunction { name } => return !frames.iter().any(|&f| self.name(profile, f) == name),
-            Transform::FocusSubtree { path } => {
-                let under = frames.len() >= path.len()
-                    && frames.iter().zip(path).all(|(&f, name)| self.name(profile, f) == name);
-                if !under {
-                    return false;
-                }
-                frames.drain(..path.len() - 1);
-            }
-            Transform::Invert => frames.reverse(),
+            let frame = |(line, l): (usize, &Line)| Frame { location, line: line as u32, key: l.function.0 };
+            frames.extend(lines.iter().enumerate().rev().map(frame));
         }
-        true
-    }
-
-    /// The frame a collapsed package is shown as: a function named after it.
-    fn package_frame(&mut self, profile: &mut Profile, prefix: &str) -> Frame {
-        if let Some(&frame) = self.packages.get(prefix) {
-            return frame;
-        }
-        let name = profile.strings.intern(prefix);
-        let function = FunctionId(profile.functions.len() as u32);
-        let id = take_id(&mut self.next_function_id);
-        profile.functions.push(Function { id, name, system_name: name, filename: StrId(0), start_line: 0 });
-        let line = Line { function, line: 0, column: 0 };
-        let location = self.push_location(profile, Location { lines: vec![line], ..Location::default() });
-        let frame = Frame { location, line: 0 };
-        self.packages.insert(prefix.to_owned(), frame);
-        frame
     }
 
     fn push_location(&mut self, profile: &mut Profile, location: Location) -> LocationId {
@@ -216,9 +252,9 @@ impl Restacker {
         LocationId(profile.locations.len() as u32 - 1)
     }
 
-    /// The stack of `frames` (root first) as locations, leaf first.
-    fn locations(&mut self, profile: &mut Profile, frames: &[Frame]) -> Vec<LocationId> {
-        let mut stack = Vec::with_capacity(frames.len());
+    /// Writes the stack of `frames` (root first) as locations, leaf first, into `stack`.
+    fn write_stack(&mut self, profile: &mut Profile, frames: &[Frame], stack: &mut Vec<LocationId>) {
+        stack.clear();
         let mut rest = frames;
         while let Some(&leaf) = rest.last() {
             let lines = profile.location(leaf.location).lines.len();
@@ -227,23 +263,22 @@ impl Restacker {
                 || (leaf.line == 0
                     && rest.len() >= lines
                     && (rest.iter().rev().take(lines).enumerate())
-                        .all(|(i, f)| *f == Frame { location: leaf.location, line: i as u32 }));
+                        .all(|(i, f)| f.location == leaf.location && f.line == i as u32));
             let taken = if whole { lines.max(1) } else { 1 };
             stack.push(if whole { leaf.location } else { self.single_line(profile, leaf) });
             rest = &rest[..rest.len() - taken];
         }
-        stack
     }
 
     fn single_line(&mut self, profile: &mut Profile, frame: Frame) -> LocationId {
-        if let Some(&location) = self.single_lines.get(&frame) {
+        if let Some(&location) = self.single_lines.get(&(frame.location, frame.line)) {
             return location;
         }
         let original = profile.location(frame.location);
         let line = original.lines[frame.line as usize];
         let location = Location { lines: vec![line], ..original.clone() };
         let location = self.push_location(profile, location);
-        self.single_lines.insert(frame, location);
+        self.single_lines.insert((frame.location, frame.line), location);
         location
     }
 }
