@@ -105,7 +105,7 @@ pub fn apply(profile: &Profile, transforms: &[Transform]) -> Result<Profile> {
 
 /// One frame of a stack: a line of a location (its innermost line is 0), or a location
 /// without lines, and its name's key (see [`Restacker::names`]).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug)]
 struct Frame {
     location: LocationId,
     line: u32,
