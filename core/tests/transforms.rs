@@ -11,7 +11,7 @@ use stacklens_core::analysis::transforms::{apply, format_transforms, parse_trans
 use stacklens_core::analysis::tree::{CallTree, TreeOptions, ROOT};
 use stacklens_core::analysis::Filters;
 use stacklens_core::export::pprof::write;
-use stacklens_core::model::{FunctionId, Label, LabelValue, Line, Profile, Sample, SourceFormat};
+use stacklens_core::model::{FunctionId, Label, LabelValue, Line, Profile, Sample, SampleTime, SourceFormat};
 use stacklens_core::Error;
 
 /// A profile with one sample per stack (names root first, `+` joining the lines of one
@@ -110,6 +110,13 @@ fn drop_function_and_focus_subtree_keep_some_samples() {
     assert_eq!(dropped, owned(&[("a;x", 2), ("a;b", 4)]));
     let focused = after(&input, Transform::FocusSubtree { path: vec!["a".into(), "b".into()] });
     assert_eq!(focused, owned(&[("b;c", 1), ("b", 4)]));
+
+    // Sample times stay with their samples.
+    let mut timed = profile(&input);
+    timed.sample_times = (0..4).map(|i| SampleTime { start: i * 100, duration: 10 }).collect();
+    let dropped = apply(&timed, &[Transform::DropFunction { name: "c".into() }]).unwrap();
+    let starts: Vec<i64> = dropped.sample_times.iter().map(|t| t.start).collect();
+    assert_eq!(starts, [100, 300]);
 }
 
 #[test]

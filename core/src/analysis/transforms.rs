@@ -89,17 +89,17 @@ pub fn apply(profile: &Profile, transforms: &[Transform]) -> Result<Profile> {
     let mut restacker = Restacker::new(&mut out, transforms);
     let steps: Vec<Step> = transforms.iter().filter_map(|transform| restacker.step(transform)).collect();
     let mut frames = Vec::new();
-    out.samples = std::mem::take(&mut out.samples)
-        .into_iter()
-        .filter_map(|mut sample| {
-            restacker.expand(&out, &sample, &mut frames);
-            if !steps.iter().all(|step| step.apply(&mut frames)) {
-                return None;
-            }
-            restacker.write_stack(&mut out, &frames, &mut sample.locations);
-            Some(sample)
-        })
-        .collect();
+    // The samples' locations are `profile`'s; the locations made for new stacks are
+    // added to `out` once all are written.
+    out.retain_samples(|sample| {
+        restacker.expand(profile, sample, &mut frames);
+        if !steps.iter().all(|step| step.apply(&mut frames)) {
+            return false;
+        }
+        restacker.write_stack(profile, &frames, &mut sample.locations);
+        true
+    });
+    out.locations.append(&mut restacker.new_locations);
     Ok(out)
 }
 
@@ -169,12 +169,15 @@ struct Restacker {
     packages: HashMap<String, Frame>,
     /// The one-line location made for a line of a location with several.
     single_lines: HashMap<(LocationId, u32), LocationId>,
+    /// Locations made for the new stacks, which follow the profile's.
+    new_locations: Vec<Location>,
+    first_new_location: usize,
     next_location_id: u64,
 }
 
 impl Restacker {
-    /// Adds to `profile` a function and a location for each package `transforms`
-    /// collapse (that the profile has), then names every frame key.
+    /// Adds to `profile` a function for each package `transforms` collapse (that the
+    /// profile has), with a location for it, then names every frame key.
     fn new(profile: &mut Profile, transforms: &[Transform]) -> Self {
         let next_id = |ids: &mut dyn Iterator<Item = u64>| ids.max().map_or(1, |id| id.saturating_add(1));
         let mut next_function_id = next_id(&mut profile.functions.iter().map(|f| f.id));
@@ -183,6 +186,8 @@ impl Restacker {
             unsymbolized_keys: vec![u32::MAX; profile.locations.len()],
             packages: HashMap::default(),
             single_lines: HashMap::default(),
+            new_locations: Vec::new(),
+            first_new_location: profile.locations.len(),
             next_location_id: next_id(&mut profile.locations.iter().map(|l| l.id)),
         };
         for transform in transforms {
@@ -196,7 +201,7 @@ impl Restacker {
             let id = take_id(&mut next_function_id);
             profile.functions.push(Function { id, name, system_name: name, filename: StrId(0), start_line: 0 });
             let line = Line { function, line: 0, column: 0 };
-            let location = restacker.push_location(profile, Location { lines: vec![line], ..Location::default() });
+            let location = restacker.push_location(Location { lines: vec![line], ..Location::default() });
             restacker.packages.insert(prefix.clone(), Frame { location, line: 0, key: function.0 });
         }
         restacker.names = profile.functions.iter().map(|f| profile.str(f.name).to_owned()).collect();
@@ -246,18 +251,25 @@ impl Restacker {
         }
     }
 
-    fn push_location(&mut self, profile: &mut Profile, location: Location) -> LocationId {
+    fn push_location(&mut self, location: Location) -> LocationId {
         let id = take_id(&mut self.next_location_id);
-        profile.locations.push(Location { id, ..location });
-        LocationId(profile.locations.len() as u32 - 1)
+        self.new_locations.push(Location { id, ..location });
+        LocationId((self.first_new_location + self.new_locations.len() - 1) as u32)
+    }
+
+    fn location<'a>(&'a self, profile: &'a Profile, id: LocationId) -> &'a Location {
+        match (id.0 as usize).checked_sub(self.first_new_location) {
+            Some(new) => &self.new_locations[new],
+            None => profile.location(id),
+        }
     }
 
     /// Writes the stack of `frames` (root first) as locations, leaf first, into `stack`.
-    fn write_stack(&mut self, profile: &mut Profile, frames: &[Frame], stack: &mut Vec<LocationId>) {
+    fn write_stack(&mut self, profile: &Profile, frames: &[Frame], stack: &mut Vec<LocationId>) {
         stack.clear();
         let mut rest = frames;
         while let Some(&leaf) = rest.last() {
-            let lines = profile.location(leaf.location).lines.len();
+            let lines = self.location(profile, leaf.location).lines.len();
             // A location's lines, innermost first, end `rest` in order: keep it whole.
             let whole = lines <= 1
                 || (leaf.line == 0
@@ -270,14 +282,15 @@ impl Restacker {
         }
     }
 
-    fn single_line(&mut self, profile: &mut Profile, frame: Frame) -> LocationId {
+    /// A location of one line of a location of `profile` with several.
+    fn single_line(&mut self, profile: &Profile, frame: Frame) -> LocationId {
         if let Some(&location) = self.single_lines.get(&(frame.location, frame.line)) {
             return location;
         }
         let original = profile.location(frame.location);
         let line = original.lines[frame.line as usize];
         let location = Location { lines: vec![line], ..original.clone() };
-        let location = self.push_location(profile, location);
+        let location = self.push_location(location);
         self.single_lines.insert((frame.location, frame.line), location);
         location
     }
