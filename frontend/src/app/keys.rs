@@ -36,7 +36,7 @@ fn move_in_top(state: State, e: &KeyboardEvent) {
 const SHORTCUTS: [(&str, &str); 10] = [
     ("?", "show or hide this list"),
     ("/", "search frames"),
-    ("1 – 6", "switch view: flame graph, top, sandwich, diff, goroutines, labels"),
+    ("1 – 7", "switch view: flame graph, top, sandwich, diff, goroutines, labels, source"),
     ("-", "zoom the flame graph out one level"),
     ("0", "zoom the flame graph out to the whole profile"),
     ("Esc", "back: close this list, or zoom out to the whole profile"),

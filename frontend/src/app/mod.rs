@@ -21,6 +21,7 @@ use crate::views::goroutines::GoroutinesView;
 use crate::views::history::HistoryView;
 use crate::views::labels::LabelsView;
 use crate::views::sandwich::SandwichView;
+use crate::views::source::SourceView;
 use crate::views::table::TopView;
 use crate::worker::session::example_profile;
 use sources::{FileInput, PastePanel};
@@ -102,6 +103,7 @@ pub fn App() -> impl IntoView {
             ViewKind::Diff => view! { <DiffView /> }.into_any(),
             ViewKind::Goroutines => view! { <GoroutinesView /> }.into_any(),
             ViewKind::Labels => view! { <LabelsView /> }.into_any(),
+            ViewKind::Source => view! { <SourceView /> }.into_any(),
         }
     };
     view! {

@@ -35,16 +35,18 @@ pub enum ViewKind {
     Goroutines,
     Sandwich,
     Labels,
+    Source,
 }
 
 impl ViewKind {
-    pub const ALL: [(ViewKind, &'static str); 6] = [
+    pub const ALL: [(ViewKind, &'static str); 7] = [
         (ViewKind::Flame, "Flame graph"),
         (ViewKind::Top, "Top"),
         (ViewKind::Sandwich, "Sandwich"),
         (ViewKind::Diff, "Diff"),
         (ViewKind::Goroutines, "Goroutines"),
         (ViewKind::Labels, "Labels"),
+        (ViewKind::Source, "Source"),
     ];
 
     pub fn key(self) -> &'static str {
@@ -55,6 +57,7 @@ impl ViewKind {
             ViewKind::Goroutines => "goroutines",
             ViewKind::Sandwich => "sandwich",
             ViewKind::Labels => "labels",
+            ViewKind::Source => "source",
         }
     }
 
@@ -96,7 +99,10 @@ pub struct State {
     pub selected_row: RwSignal<usize>,
     /// The keyboard shortcuts list (`?`).
     pub shortcuts_open: RwSignal<bool>,
+    /// The function picked with ⇅ in the top table: the sandwich's and the source view's.
     pub sandwich_fn: RwSignal<Option<String>>,
+    /// Source files the user dropped on the source view: (path as given, text).
+    pub source_files: RwSignal<Vec<(String, String)>>,
     pub callers_zoom: RwSignal<Vec<String>>,
     pub callees_zoom: RwSignal<Vec<String>>,
     /// The sample type the address asks for, applied when a profile arrives.
@@ -151,6 +157,7 @@ impl State {
             selected_row: RwSignal::new(0),
             shortcuts_open: RwSignal::new(false),
             sandwich_fn: RwSignal::new(None),
+            source_files: RwSignal::new(Vec::new()),
             callers_zoom: RwSignal::new(Vec::new()),
             callees_zoom: RwSignal::new(Vec::new()),
             wanted_sample: StoredValue::new(initial.sample.clone()),

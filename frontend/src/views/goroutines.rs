@@ -75,7 +75,7 @@ pub fn GoroutinesView() -> impl IntoView {
         move |e| {
             let earlier =
                 state.entries.with(|l| l.iter().rev().find(|x| x.id < e.id && x.summary.goroutine).map(|x| x.id));
-            Request::Goroutines { id: e.id, filter: state.goroutine_filter.get(), earlier }
+            Some(Request::Goroutines { id: e.id, filter: state.goroutine_filter.get(), earlier })
         },
         |r| match r {
             Response::Goroutines(g) => Some(g),

@@ -7,6 +7,7 @@ pub mod goroutines;
 pub mod history;
 pub mod labels;
 pub mod sandwich;
+pub mod source;
 pub mod table;
 
 use leptos::prelude::*;
@@ -44,19 +45,18 @@ fn when_ready<T: Send + Sync + 'static>(answer: Answer<T>, ready: impl Fn() -> A
 }
 
 /// The worker's report on the active profile: asked again whenever what `request`
-/// reads changes, and after the worker restarts. `decode` picks the report out of the
-/// answer.
+/// reads changes, and after the worker restarts; nothing is asked while `request` gives
+/// none. `decode` picks the report out of the answer.
 fn report_on_active<T: Send + Sync + 'static>(
     state: State,
-    request: impl Fn(&Entry) -> Request + 'static,
+    request: impl Fn(&Entry) -> Option<Request> + 'static,
     decode: fn(Response) -> Option<Result<T, String>>,
 ) -> Answer<T> {
     let answer: Answer<T> = RwSignal::new(None);
     let token = StoredValue::new(0);
     Effect::new(move |_| {
         state.generation().get();
-        let Some(e) = state.current.get() else { return };
-        let request = request(&e);
+        let Some(request) = state.current.get().and_then(|e| request(&e)) else { return };
         answer.set(None);
         state.ask(token, answer, request, move |r, _| decode(r));
     });

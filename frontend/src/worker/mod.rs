@@ -11,6 +11,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use stacklens_core::analysis::labels::label_summary;
+use stacklens_core::analysis::source::{source, SourceOptions};
 use stacklens_core::analysis::summary::meta;
 use stacklens_core::export::{export, ExportOptions};
 use stacklens_core::{ProfileKind, Stage};
@@ -134,6 +135,12 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
             let summary =
                 with(id, |l| label_summary(&l.profile, &sample.to_string(), &filters).map_err(|e| e.to_string()));
             post(seq, &Response::Labels(summary), None);
+        }
+        Request::Source { id, sample, filters, functions } => {
+            let options =
+                SourceOptions { functions, sample_index: sample.to_string(), filters, ..SourceOptions::default() };
+            let report = with(id, |l| source(&l.profile, &options).map_err(|e| e.to_string()));
+            post(seq, &Response::Source(report), None);
         }
         Request::Export { id, sample, filters, format } => {
             let options = ExportOptions { sample_index: sample.to_string(), filters, ..ExportOptions::default() };

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use stacklens_core::analysis::diff::DiffReport;
 use stacklens_core::analysis::goroutines::{GoroutineComparison, GoroutineReport};
 use stacklens_core::analysis::labels::LabelSummary;
+use stacklens_core::analysis::source::SourceReport;
 use stacklens_core::analysis::summary::ProfileMeta;
 use stacklens_core::analysis::top::TopReport;
 use stacklens_core::analysis::tree::Side;
@@ -56,6 +57,13 @@ pub enum Request {
         id: u32,
         filter: String,
         earlier: Option<u32>,
+    },
+    /// Per-line values of the functions `functions` (a regex) matches, as pprof's `-list`.
+    Source {
+        id: u32,
+        sample: usize,
+        filters: Filters,
+        functions: String,
     },
     /// Label keys and values with their shares of the sample type.
     Labels {
@@ -129,6 +137,7 @@ pub enum Response {
     Diff(Result<DiffReport, String>),
     Goroutines(Result<(GoroutineReport, Option<GoroutineComparison>), String>),
     Labels(Result<LabelSummary, String>),
+    Source(Result<SourceReport, String>),
     /// For `Export`, the file's bytes follow the message.
     Export(Result<(), String>),
 }
