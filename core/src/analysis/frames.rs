@@ -11,7 +11,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::labels::{with_label_frames, CompiledTagFilters, TagVerdicts};
-use crate::model::{Line, Location, Profile, Sample};
+use crate::model::{Line, Location, LocationId, Profile, Sample};
 use crate::{Error, Result};
 
 /// What one report node stands for, as pprof's `-granularity`.
@@ -157,6 +157,9 @@ pub struct FrameTable<'a> {
     names: Vec<String>,
     /// The source file of each node's function ("" when unknown).
     files: Vec<String>,
+    /// Where each node was first met: a location and the index of the line there (`None`
+    /// for a location without lines), to read the node's address, function and line back.
+    origins: Vec<(LocationId, Option<u32>)>,
     /// For each location: (start, len) of its nodes in `nodes`.
     locations: Vec<(u32, u32)>,
     nodes: Vec<u32>,
@@ -182,6 +185,7 @@ impl<'a> FrameTable<'a> {
             profile: Cow::Borrowed(original),
             names: Vec::new(),
             files: Vec::new(),
+            origins: Vec::new(),
             locations: Vec::with_capacity(profile.locations.len()),
             nodes: Vec::with_capacity(profile.locations.len()),
             inlined: Vec::with_capacity(profile.locations.len()),
@@ -193,7 +197,8 @@ impl<'a> FrameTable<'a> {
             hides_locations: false,
         };
         let mut key = String::new();
-        for location in &profile.locations {
+        for (location_index, location) in profile.locations.iter().enumerate() {
+            let location_id = LocationId(location_index as u32);
             let verdict = f.location_verdict(profile, location);
             table.focus_hit.push(f.has_focus() && verdict == Some(true));
             table.ignore_hit.push(verdict == Some(false));
@@ -201,16 +206,19 @@ impl<'a> FrameTable<'a> {
             let n_lines = location.lines.len();
             if n_lines == 0 && f.keeps_unsymbolized(profile, location) {
                 write_node_name(&mut key, profile, location, None, granularity);
-                let node = table.intern(&mut index, &key, "");
+                let node = table.intern(&mut index, &key, "", (location_id, None));
                 table.nodes.push(node);
                 table.inlined.push(false);
             }
-            for (line, visible) in location.lines.iter().zip(f.visible_lines(profile, location)) {
+            for (line_index, (line, visible)) in
+                location.lines.iter().zip(f.visible_lines(profile, location)).enumerate()
+            {
                 if !visible {
                     continue;
                 }
                 write_node_name(&mut key, profile, location, Some(line), granularity);
-                let node = table.intern(&mut index, &key, profile.str(profile.function(line.function).filename));
+                let file = profile.str(profile.function(line.function).filename);
+                let node = table.intern(&mut index, &key, file, (location_id, Some(line_index as u32)));
                 table.nodes.push(node);
                 table.inlined.push(true);
             }
@@ -243,13 +251,27 @@ impl<'a> FrameTable<'a> {
         &self.files[node as usize]
     }
 
-    fn intern(&mut self, index: &mut HashMap<String, u32>, key: &str, file: &str) -> u32 {
+    /// Where `node` was first met: its location, and the index of its line there (`None`
+    /// when the location has no lines).
+    pub fn origin(&self, node: u32) -> (LocationId, Option<usize>) {
+        let (location, line) = self.origins[node as usize];
+        (location, line.map(|l| l as usize))
+    }
+
+    fn intern(
+        &mut self,
+        index: &mut HashMap<String, u32>,
+        key: &str,
+        file: &str,
+        origin: (LocationId, Option<u32>),
+    ) -> u32 {
         if let Some(&n) = index.get(key) {
             return n;
         }
         let n = self.names.len() as u32;
         self.names.push(key.to_owned());
         self.files.push(file.to_owned());
+        self.origins.push(origin);
         index.insert(key.to_owned(), n);
         n
     }

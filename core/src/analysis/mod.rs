@@ -3,6 +3,7 @@
 pub mod diff;
 pub mod frames;
 pub mod goroutines;
+pub mod graph;
 pub mod labels;
 pub mod merge;
 pub mod source;
@@ -15,6 +16,7 @@ pub mod tree;
 pub use diff::{diff, DiffOptions, DiffReport};
 pub use frames::{Filters, Granularity};
 pub use goroutines::{analyze as analyze_goroutines, compare as compare_goroutines, GoroutineOptions};
+pub use graph::{call_graph, CallGraph, GraphOptions};
 pub use labels::{label_summary, LabelSummary};
 pub use top::{top, TopOptions, TopReport};
 pub use tree::{CallTree, TreeOptions};

@@ -1,0 +1,671 @@
+//! The call graph of `go tool pprof -dot` (pprof's Graph view): one node per function (at
+//! the chosen granularity) with flat and cum values, and caller→callee edges weighted by
+//! the samples through both. It is pruned exactly as pprof prunes a dot graph
+//! (`report.newTrimmedGraph` in visual mode): nodes under `node_fraction` of the flat sum
+//! go, the rest are sorted by pprof's entropy score and the first `node_count` kept (label
+//! nodelets counting as nodes), and each pruning rebuilds the graph from the samples, so
+//! a caller and a callee that lose the frames between them get a residual edge. Edges
+//! under `edge_fraction` go, then residual edges that another path makes redundant.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use serde::{Deserialize, Serialize};
+
+use super::frames::{Filters, FrameTable, Granularity, Stamps};
+use super::top::fraction_cutoff;
+use crate::model::LabelValue;
+use crate::units::{format_value, format_value_in, percentage, report_unit};
+use crate::{Error, Profile, Result};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GraphOptions {
+    /// Sample type: name, index, or empty for the profile's default.
+    pub sample_index: String,
+    pub granularity: Granularity,
+    pub filters: Filters,
+    /// Drop nodes whose |cum| is below this share of the summed flat values
+    /// (`-nodefraction`).
+    pub node_fraction: f64,
+    /// Drop edges whose |weight| is below this share of the summed flat values
+    /// (`-edgefraction`).
+    pub edge_fraction: f64,
+    /// Keep at most this many nodes (`-nodecount`), a node's label nodelets counted as
+    /// pprof counts them; `None` keeps all.
+    pub node_count: Option<usize>,
+    /// Keep only the samples whose stack passes through this node, named as
+    /// [`GraphNode::name`] (pprof's web view focusing on one node).
+    pub focus_node: Option<String>,
+}
+
+/// pprof's defaults for `-dot`.
+impl Default for GraphOptions {
+    fn default() -> Self {
+        Self {
+            sample_index: String::new(),
+            granularity: Granularity::default(),
+            filters: Filters::default(),
+            node_fraction: 0.005,
+            edge_fraction: 0.001,
+            node_count: Some(80),
+            focus_node: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphNode {
+    /// The full name, as pprof's tooltip and `-top` print it.
+    pub name: String,
+    pub flat: i64,
+    pub cum: i64,
+    /// The source file of the node's function, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The box's text, one entry per line, as pprof labels a node: the shortened name
+    /// split at `.` and `::`, then flat and cum with their shares of the total.
+    pub label: Vec<String>,
+    /// pprof's font size: 8, growing to 24 with the square root of flat's share of the
+    /// largest flat.
+    pub font_size: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphEdge {
+    /// Index of the caller in [`CallGraph::nodes`].
+    pub from: u32,
+    /// Index of the callee.
+    pub to: u32,
+    pub weight: i64,
+    /// Every call along the edge was inlined into its caller (dot's "(inline)").
+    pub inline: bool,
+    /// The edge stands for a path whose intermediate nodes were pruned (dot's dotted line).
+    pub residual: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallGraph {
+    pub sample_type: String,
+    /// The unit of the sample values.
+    pub unit: String,
+    /// The unit the labels print values in (pprof picks one per report).
+    pub output_unit: String,
+    /// pprof's total: the sum of |value| over every sample, before any filter.
+    pub total: i64,
+    /// In pprof's order (dot's `N1`, `N2`, …): by entropy score, then name.
+    pub nodes: Vec<GraphNode>,
+    /// Heaviest first, then by caller and callee name.
+    pub edges: Vec<GraphEdge>,
+    /// Nodes left after `node_fraction`, before `node_count` ("Showing top N nodes out of M").
+    pub node_total: usize,
+    /// Nodes dropped by `node_fraction`.
+    pub dropped_nodes: usize,
+    /// Edges dropped by `edge_fraction` in the last pruning step (as pprof counts them).
+    pub dropped_edges: usize,
+    /// The cutoffs pprof prints in its legend: |total × fraction|.
+    pub node_cutoff: i64,
+    pub edge_cutoff: i64,
+}
+
+impl CallGraph {
+    /// A value as the labels print it, in [`CallGraph::output_unit`].
+    pub fn format_value(&self, value: i64) -> String {
+        format_value_in(value, &self.unit, &self.output_unit)
+    }
+}
+
+/// A profile's call graph, pruned as `go tool pprof -dot` prunes it.
+pub fn call_graph(profile: &Profile, options: &GraphOptions) -> Result<CallGraph> {
+    let sample_index = profile.sample_index(&options.sample_index)?;
+    let table = FrameTable::new(profile, options.granularity, &options.filters)?;
+    let focus = match &options.focus_node {
+        Some(name) => Some(
+            (0..table.node_count() as u32)
+                .find(|&n| table.name(n) == name)
+                .ok_or_else(|| Error::UnknownNode(name.clone()))?,
+        ),
+        None => None,
+    };
+    let node_count = options.node_count.filter(|&n| n > 0);
+    let input = Input::new(table, sample_index, focus, node_count.is_some());
+
+    // pprof's cutoffs are shares of the full graph's flat sum.
+    let full = input.build(None, false);
+    let flat_sum = full.nodes.iter().map(|&n| full.flat[n as usize]).fold(0i64, i64::saturating_add);
+    let node_cutoff = fraction_cutoff(flat_sum, options.node_fraction);
+    let edge_cutoff = fraction_cutoff(flat_sum, options.edge_fraction);
+    let kept = full.nodes.iter().filter(|&&n| full.cum[n as usize].unsigned_abs() >= node_cutoff.unsigned_abs());
+    let kept = input.node_set(kept.copied());
+    let dropped_nodes = full.nodes.len() - kept.iter().filter(|&&k| k).count();
+    let mut graph = if dropped_nodes > 0 || node_count.is_some() {
+        // Node selection counts label tags, which only a rebuild collects.
+        input.build(Some(&kept), node_count.is_some())
+    } else {
+        full
+    };
+    let node_total = graph.nodes.len();
+    graph.sort_by_entropy(&input.table);
+    if let Some(limit) = node_count {
+        graph.trim_edges(edge_cutoff);
+        let shown = graph.top_nodes(limit, node_cutoff);
+        if shown < graph.nodes.len() {
+            let kept = input.node_set(graph.nodes[..shown].iter().copied());
+            graph = input.build(Some(&kept), false);
+            graph.sort_by_entropy(&input.table);
+        }
+    }
+    let dropped_edges = graph.trim_edges(edge_cutoff);
+    graph.remove_redundant_edges(&input.table);
+
+    let total = profile.total(sample_index);
+    let unit = profile.sample_type_unit(sample_index).to_owned();
+    let values = graph.nodes.iter().map(|&n| (graph.flat[n as usize], graph.cum[n as usize]));
+    let mut result = CallGraph {
+        sample_type: profile.sample_type_name(sample_index).to_owned(),
+        output_unit: report_unit(values, total, &unit),
+        unit,
+        total,
+        nodes: Vec::with_capacity(graph.nodes.len()),
+        edges: Vec::new(),
+        node_total,
+        dropped_nodes,
+        dropped_edges,
+        node_cutoff: fraction_cutoff(total, options.node_fraction),
+        edge_cutoff: fraction_cutoff(total, options.edge_fraction),
+    };
+    let max_flat = graph.nodes.iter().map(|&n| graph.flat[n as usize].unsigned_abs()).max().unwrap_or(0);
+    for &n in &graph.nodes {
+        let (flat, cum) = (graph.flat[n as usize], graph.cum[n as usize]);
+        let mut label = name_lines(&input.table, options.granularity, n);
+        label.extend(value_lines(&result, flat, cum));
+        let file = input.table.file(n);
+        result.nodes.push(GraphNode {
+            name: input.table.name(n).to_owned(),
+            flat,
+            cum,
+            file: (!file.is_empty()).then(|| file.to_owned()),
+            label,
+            font_size: font_size(flat, max_flat),
+        });
+    }
+    let position: HashMap<u32, u32> = graph.nodes.iter().enumerate().map(|(i, &n)| (n, i as u32)).collect();
+    result.edges = graph
+        .sorted_live_edges((0..graph.edges.len() as u32).collect(), &input.table)
+        .into_iter()
+        .map(|e| {
+            let e = &graph.edges[e as usize];
+            GraphEdge {
+                from: position[&e.src],
+                to: position[&e.dest],
+                weight: e.weight,
+                inline: e.inline,
+                residual: e.residual,
+            }
+        })
+        .collect();
+    Ok(result)
+}
+
+/// pprof's node font size: 8 for no flat value, up to 24 for the largest.
+fn font_size(flat: i64, max_flat: u64) -> u32 {
+    if max_flat == 0 || flat == 0 {
+        return 8;
+    }
+    8 + (16.0 * (flat.unsigned_abs() as f64 / max_flat as f64).sqrt()).ceil() as u32
+}
+
+/// The value part of a node's label: `5.46s (0.21%)` and `of 2489.35s (96.22%)`, or
+/// `0 of 6.64MB (91.34%)` when the node has no flat value.
+fn value_lines(graph: &CallGraph, flat: i64, cum: i64) -> Vec<String> {
+    let with_share = |v: i64| format!("{} ({})", graph.format_value(v), percentage(v, graph.total).trim());
+    match (flat, cum == flat) {
+        (_, true) if flat != 0 => vec![with_share(flat)],
+        (0, true) => vec!["0".to_owned()],
+        (0, false) => vec![format!("0 of {}", with_share(cum))],
+        _ => vec![with_share(flat), format!("of {}", with_share(cum))],
+    }
+}
+
+/// The name part of a node's label, as pprof's `multilinePrintableName`: the address
+/// (by address only), the shortened function name split at `::` and `.`, and the file's
+/// base name (with the line, by line or address).
+fn name_lines(table: &FrameTable, granularity: Granularity, node: u32) -> Vec<String> {
+    // The table's profile: tagroot/tagleaf label frames are locations of its own.
+    let profile = table.profile();
+    let (location, line) = table.origin(node);
+    let location = profile.location(location);
+    let mut lines = Vec::new();
+    if granularity == Granularity::Addresses && location.address != 0 {
+        lines.push(format!("{:016x}", location.address));
+    }
+    let Some(line) = line.and_then(|i| location.lines.get(i)) else {
+        lines.push(profile.unsymbolized_name(location));
+        return lines;
+    };
+    let function = profile.function(line.function);
+    let name = profile.str(function.name);
+    if !name.is_empty() {
+        let name = shorten_function_name(name).replace("::", "\n").replace("[...]", "[…]").replace('.', "\n");
+        lines.extend(name.split('\n').map(str::to_owned));
+    }
+    let file = profile.str(function.filename);
+    let base = file.rsplit('/').next().unwrap_or(file);
+    match granularity {
+        Granularity::Functions => {}
+        Granularity::Lines | Granularity::Addresses if line.line != 0 => lines.push(format!("{base}:{}", line.line)),
+        _ if !file.is_empty() => lines.push(base.to_owned()),
+        _ => {}
+    }
+    if lines.is_empty() {
+        lines.push("<unknown>".to_owned());
+    }
+    lines
+}
+
+/// pprof's `ShortenFunctionName`: a Go, Java or C++ name without its package path,
+/// Java package and arguments, or C++ namespaces.
+pub fn shorten_function_name(name: &str) -> String {
+    // Go's `\w` and `\d` are ASCII only.
+    static ANONYMOUS_NAMESPACE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^\(anonymous namespace\)::").expect("valid regex"));
+    static GO_MODULE_VERSION: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^(.*?)/v(?:[2-9]|[1-9][0-9]+)([./].*)$").expect("valid regex"));
+    static SHORTENERS: LazyLock<[Regex; 3]> = LazyLock::new(|| {
+        [
+            r"^(?:[0-9A-Za-z_\-.]+/)+([^.]+\..+)",
+            r"^(?:[a-z][0-9A-Za-z_]*\.)*([A-Z][0-9A-Za-z_$]*\.(?:<init>|[a-z][0-9A-Za-z_$]*(?:\$[0-9]+)?))(?:\(|$)",
+            r"^(?:[_a-zA-Z][0-9A-Za-z_]*::)+(_*[A-Z][0-9A-Za-z_]*::~?[_a-zA-Z][0-9A-Za-z_]*(?:<.*>)?)",
+        ]
+        .map(|re| Regex::new(re).expect("valid regex"))
+    });
+    let name = ANONYMOUS_NAMESPACE.replace(name, "");
+    let name = GO_MODULE_VERSION.replace(&name, "${1}${2}");
+    SHORTENERS
+        .iter()
+        .find_map(|re| re.captures(&name).and_then(|c| c.get(1)).map(|m| m.as_str().to_owned()))
+        .unwrap_or_else(|| name.into_owned())
+}
+
+/// The samples a graph is built from: those the filters (and the focus node) keep, with
+/// their values and, when nodes are to be selected, the ids of their label tags.
+struct Input<'a> {
+    table: FrameTable<'a>,
+    /// (index into the table's `profile().samples`, value)
+    samples: Vec<(u32, i64)>,
+    tags: SampleTags,
+}
+
+impl<'a> Input<'a> {
+    fn new(table: FrameTable<'a>, index: usize, focus: Option<u32>, with_tags: bool) -> Self {
+        // The samples as the filters see them (with tagroot/tagleaf label frames).
+        let profile = table.profile();
+        let mut samples = Vec::new();
+        for (i, sample) in profile.samples.iter().enumerate() {
+            let value = sample.values.get(index).copied().unwrap_or(0);
+            if value == 0 || !table.keeps(sample) {
+                continue;
+            }
+            if let Some(focus) = focus {
+                let mut through = false;
+                table.walk_root_first(sample, |node, _| through |= node == focus);
+                if !through {
+                    continue;
+                }
+            }
+            samples.push((i as u32, value));
+        }
+        let tags = if with_tags { SampleTags::new(profile, &samples) } else { SampleTags::default() };
+        Self { table, samples, tags }
+    }
+
+    fn node_set(&self, nodes: impl Iterator<Item = u32>) -> Vec<bool> {
+        let mut set = vec![false; self.table.node_count()];
+        nodes.for_each(|n| set[n as usize] = true);
+        set
+    }
+
+    /// pprof's `newGraph`: the graph of the nodes in `kept` (all when `None`). A sample's
+    /// frames outside `kept` are skipped: the next kept frame gets a residual edge from
+    /// the last one, and the sample's flat value goes nowhere if its leaf was skipped.
+    fn build(&self, kept: Option<&[bool]>, collect_tags: bool) -> WorkGraph {
+        let n = self.table.node_count();
+        let mut graph = WorkGraph {
+            nodes: Vec::new(),
+            flat: vec![0; n],
+            cum: vec![0; n],
+            edges: Vec::new(),
+            ins: vec![Vec::new(); n],
+            outs: vec![Vec::new(); n],
+            tags: HashMap::default(),
+        };
+        let mut edge_index: HashMap<(u32, u32), u32> = HashMap::default();
+        let mut seen_nodes = Stamps::new(n);
+        let mut seen_edges: HashSet<(u32, u32)> = HashSet::default();
+        for (i, &(sample, value)) in self.samples.iter().enumerate() {
+            seen_nodes.next_sample();
+            seen_edges.clear();
+            let tags = if collect_tags { self.tags.of(i) } else { &[] };
+            let (mut parent, mut residual) = (None, false);
+            self.table.walk_root_first(&self.table.profile().samples[sample as usize], |node, inlined| {
+                if kept.is_some_and(|kept| !kept[node as usize]) {
+                    residual = true;
+                    return;
+                }
+                // A recursive stack counts once per node and edge.
+                if seen_nodes.first_visit(node) {
+                    graph.add_sample(node, tags, value, false);
+                }
+                if let Some(caller) = parent.filter(|&p| p != node) {
+                    if seen_edges.insert((caller, node)) {
+                        graph.add_to_edge(&mut edge_index, caller, node, value, residual, inlined);
+                    }
+                }
+                parent = Some(node);
+                residual = false;
+            });
+            if let (Some(leaf), false) = (parent, residual) {
+                graph.add_sample(leaf, tags, value, true);
+            }
+        }
+        graph.nodes = (0..n as u32).filter(|&n| (graph.flat[n as usize], graph.cum[n as usize]) != (0, 0)).collect();
+        graph
+    }
+}
+
+/// Per sample, the tags pprof's graph attaches to nodes: its string labels joined (one
+/// tag), and each `bytes` numeric label as formatted under those labels. Ids only: node
+/// selection counts a node's distinct tags.
+#[derive(Default)]
+struct SampleTags {
+    /// (start, len) in `ids`, per input sample.
+    ranges: Vec<(u32, u32)>,
+    ids: Vec<u32>,
+}
+
+impl SampleTags {
+    fn new(profile: &Profile, samples: &[(u32, i64)]) -> Self {
+        let bytes = profile.strings.iter().position(|s| s == "bytes");
+        // pprof's unit for a numeric label: the first one a sample names, else its key.
+        let bytes_unit = profile
+            .samples
+            .iter()
+            .flat_map(|s| &s.labels)
+            .find_map(|l| match l.value {
+                LabelValue::Num { unit, .. } if Some(l.key.0 as usize) == bytes && unit.0 != 0 => {
+                    Some(profile.str(unit))
+                }
+                _ => None,
+            })
+            .unwrap_or("bytes");
+        let mut tags = Self::default();
+        let mut index: HashMap<String, u32> = HashMap::default();
+        let mut intern = |key: String| {
+            let next = index.len() as u32;
+            *index.entry(key).or_insert(next)
+        };
+        for &(sample, _) in samples {
+            let labels = &profile.samples[sample as usize].labels;
+            let start = tags.ids.len() as u32;
+            let mut strings: Vec<String> = labels
+                .iter()
+                .filter_map(|l| match l.value {
+                    LabelValue::Str(v) => Some(format!("{}:{}", profile.str(l.key), profile.str(v))),
+                    LabelValue::Num { .. } => None,
+                })
+                .collect();
+            strings.sort();
+            // pprof joins them with a literal `\n`; a NUL separates the numeric tags' key.
+            let joined = strings.join("\\n");
+            if !joined.is_empty() {
+                tags.ids.push(intern(joined.clone()));
+            }
+            for l in labels {
+                if let LabelValue::Num { value, .. } = l.value {
+                    if Some(l.key.0 as usize) == bytes {
+                        tags.ids.push(intern(format!("{joined}\0{}", format_value(value, bytes_unit))));
+                    }
+                }
+            }
+            tags.ranges.push((start, tags.ids.len() as u32 - start));
+        }
+        tags
+    }
+
+    fn of(&self, sample: usize) -> &[u32] {
+        let (start, len) = self.ranges[sample];
+        &self.ids[start as usize..(start + len) as usize]
+    }
+}
+
+struct WorkEdge {
+    src: u32,
+    dest: u32,
+    weight: i64,
+    residual: bool,
+    inline: bool,
+    live: bool,
+}
+
+/// A graph being pruned; nodes are frame-table ids.
+struct WorkGraph {
+    /// The nodes with a value, in pprof's current order.
+    nodes: Vec<u32>,
+    flat: Vec<i64>,
+    cum: Vec<i64>,
+    edges: Vec<WorkEdge>,
+    /// Per node, the indices of its incoming and outgoing edges (dead ones included).
+    ins: Vec<Vec<u32>>,
+    outs: Vec<Vec<u32>>,
+    /// (node, tag) → (flat, cum), when collected.
+    tags: HashMap<(u32, u32), (i64, i64)>,
+}
+
+impl WorkGraph {
+    fn add_sample(&mut self, node: u32, tags: &[u32], value: i64, flat: bool) {
+        let add = |sums: &mut (i64, i64)| {
+            let sum = if flat { &mut sums.0 } else { &mut sums.1 };
+            *sum = sum.saturating_add(value);
+        };
+        let values = if flat { &mut self.flat } else { &mut self.cum };
+        values[node as usize] = values[node as usize].saturating_add(value);
+        for &tag in tags {
+            add(self.tags.entry((node, tag)).or_default());
+        }
+    }
+
+    /// pprof's `AddToEdge`: an edge is residual if any sample made it so, and inline if
+    /// every sample did.
+    fn add_to_edge(
+        &mut self,
+        index: &mut HashMap<(u32, u32), u32>,
+        src: u32,
+        dest: u32,
+        value: i64,
+        residual: bool,
+        inline: bool,
+    ) {
+        let next = self.edges.len() as u32;
+        let e = *index.entry((src, dest)).or_insert(next);
+        if e == next {
+            self.edges.push(WorkEdge { src, dest, weight: 0, residual, inline, live: true });
+            self.outs[src as usize].push(e);
+            self.ins[dest as usize].push(e);
+        }
+        let edge = &mut self.edges[e as usize];
+        edge.weight = edge.weight.saturating_add(value);
+        edge.residual |= residual;
+        edge.inline &= inline;
+    }
+
+    fn live<'a>(&'a self, edges: &'a [u32]) -> impl Iterator<Item = &'a WorkEdge> + 'a {
+        edges.iter().map(|&e| &self.edges[e as usize]).filter(|e| e.live)
+    }
+
+    /// pprof's `EntropyOrder`: a node whose calls fan in or out scores higher than one
+    /// that only passes its caller's time on; entry and leaf nodes are favoured.
+    fn sort_by_entropy(&mut self, table: &FrameTable) {
+        let mut score = vec![0i64; self.flat.len()];
+        for &n in &self.nodes {
+            let (flat, cum) = (self.flat[n as usize], self.cum[n as usize]);
+            let side = |edges: &[u32], own: i64| {
+                let weights: Vec<i64> = self.live(edges).map(|e| e.weight).collect();
+                if weights.is_empty() {
+                    1.0
+                } else {
+                    edge_entropy(&weights, own)
+                }
+            };
+            let entropy = side(&self.ins[n as usize], 0) + side(&self.outs[n as usize], flat);
+            score[n as usize] = ((entropy * cum as f64) as i64).saturating_add(flat);
+        }
+        self.nodes.sort_by(|&a, &b| {
+            score[b as usize]
+                .unsigned_abs()
+                .cmp(&score[a as usize].unsigned_abs())
+                .then_with(|| table.name(a).cmp(table.name(b)))
+                .then_with(|| self.flat[b as usize].unsigned_abs().cmp(&self.flat[a as usize].unsigned_abs()))
+        });
+    }
+
+    /// pprof's `TrimLowFrequencyEdges`: removes the edges into the graph's nodes lighter
+    /// than `cutoff`, and says how many.
+    fn trim_edges(&mut self, cutoff: i64) -> usize {
+        let mut dropped = 0;
+        for &n in &self.nodes {
+            for &e in &self.ins[n as usize] {
+                let edge = &mut self.edges[e as usize];
+                if edge.live && edge.weight.unsigned_abs() < cutoff.unsigned_abs() {
+                    edge.live = false;
+                    dropped += 1;
+                }
+            }
+        }
+        dropped
+    }
+
+    /// How many of the first nodes pprof keeps for `limit` in a visual graph: each node
+    /// counts once plus its tags with a flat value (at most 4, as pprof draws at most 4
+    /// nodelets), tags under `tag_cutoff` left out.
+    fn top_nodes(&self, limit: usize, tag_cutoff: i64) -> usize {
+        let mut tags = vec![0usize; self.flat.len()];
+        for (&(node, _), &(flat, cum)) in &self.tags {
+            let kept =
+                flat.unsigned_abs() >= tag_cutoff.unsigned_abs() || cum.unsigned_abs() >= tag_cutoff.unsigned_abs();
+            if flat != 0 && kept {
+                tags[node as usize] += 1;
+            }
+        }
+        const MAX_NODELETS: usize = 4;
+        let mut count = 0;
+        for (i, &n) in self.nodes.iter().enumerate() {
+            count += tags[n as usize].min(MAX_NODELETS) + 1;
+            if count >= limit {
+                return i + 1;
+            }
+        }
+        limit.min(self.nodes.len())
+    }
+
+    /// Live edges among `edges`, in pprof's edge order: heaviest first, then by the
+    /// caller's and the callee's names.
+    fn sorted_live_edges(&self, mut edges: Vec<u32>, table: &FrameTable) -> Vec<u32> {
+        edges.retain(|&e| self.edges[e as usize].live);
+        edges.sort_by(|&a, &b| {
+            let (a, b) = (&self.edges[a as usize], &self.edges[b as usize]);
+            b.weight
+                .unsigned_abs()
+                .cmp(&a.weight.unsigned_abs())
+                .then_with(|| table.name(a.src).cmp(table.name(b.src)))
+                .then_with(|| table.name(a.dest).cmp(table.name(b.dest)))
+        });
+        edges
+    }
+
+    /// pprof's `RemoveRedundantEdges`: from the last node up, its lightest incoming
+    /// residual edges go when the caller still reaches the node another way; the first
+    /// non-residual edge stops the node's turn.
+    fn remove_redundant_edges(&mut self, table: &FrameTable) {
+        for i in (0..self.nodes.len()).rev() {
+            let n = self.nodes[i];
+            for e in self.sorted_live_edges(self.ins[n as usize].clone(), table).into_iter().rev() {
+                if !self.edges[e as usize].residual {
+                    break;
+                }
+                if self.reachable_without(e) {
+                    self.edges[e as usize].live = false;
+                }
+            }
+        }
+    }
+
+    /// Whether the edge's caller reaches its callee through other edges (a breadth-first
+    /// walk up the callers).
+    fn reachable_without(&self, edge: u32) -> bool {
+        let WorkEdge { src, dest, .. } = self.edges[edge as usize];
+        let mut seen: HashSet<u32> = HashSet::from_iter([dest]);
+        let mut queue = std::collections::VecDeque::from([dest]);
+        while let Some(n) = queue.pop_front() {
+            for &e in &self.ins[n as usize] {
+                let caller = self.edges[e as usize].src;
+                if e == edge || !self.edges[e as usize].live || seen.contains(&caller) {
+                    continue;
+                }
+                if caller == src {
+                    return true;
+                }
+                seen.insert(caller);
+                queue.push_back(caller);
+            }
+        }
+        false
+    }
+}
+
+/// pprof's `edgeEntropyScore`: the entropy of how a node's value splits over its edges
+/// (and its own flat value, for the outgoing side).
+fn edge_entropy(weights: &[i64], own: i64) -> f64 {
+    let total = weights.iter().filter(|&&w| w > 0).fold(own, |t, &w| t.saturating_add(w));
+    if total == 0 {
+        return 0.0;
+    }
+    let term = |w: i64| {
+        let frac = w.unsigned_abs() as f64 / total as f64;
+        -frac * frac.log2()
+    };
+    let mut score: f64 = weights.iter().map(|&w| term(w)).sum();
+    if own > 0 {
+        score += term(own);
+    }
+    score
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_shorten_like_pprof() {
+        for (full, short) in [
+            ("github.com/google/pprof/internal/graph.(*Graph).TrimTree", "graph.(*Graph).TrimTree"),
+            ("example.com/mod/v2/pkg.Func", "pkg.Func"),
+            ("main.main", "main.main"),
+            ("java.util.HashMap.put(Ljava/lang/Object;)", "HashMap.put"),
+            ("(anonymous namespace)::Foo::Bar::baz", "Bar::baz"),
+            ("std::vector<int>::push_back", "std::vector<int>::push_back"),
+        ] {
+            assert_eq!(shorten_function_name(full), short, "{full}");
+        }
+    }
+
+    #[test]
+    fn entropy_of_an_even_split_is_one_bit() {
+        assert_eq!(edge_entropy(&[5, 5], 0), 1.0);
+        assert_eq!(edge_entropy(&[10], 0), 0.0);
+        assert_eq!(edge_entropy(&[0], 0), 0.0);
+    }
+}

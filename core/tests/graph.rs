@@ -1,0 +1,234 @@
+//! The call graph against `go tool pprof -dot` run at test time on the Go fixtures (several
+//! profile types, pprof's defaults and other pruning settings) and on third-party pprof
+//! files: the same nodes in the same order with the same flat, cum and font size, the
+//! same edges with the same weights and inline/residual styles, and the same legend.
+//! Both our graph and our DOT writer's text are compared. Then the layered layout's
+//! geometry: no overlapping boxes, edges from box to box, callers above callees.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use regex::Regex;
+use stacklens_core::analysis::graph::{call_graph, CallGraph, GraphOptions};
+use stacklens_core::analysis::Granularity;
+use stacklens_core::report::dot::dot;
+use stacklens_core::Profile;
+
+/// What a pprof-shaped DOT text says, values as printed.
+#[derive(Debug, PartialEq)]
+struct DotGraph {
+    /// (name, label lines, cum, font size), in `N1`, `N2`, … order. The label has the
+    /// shortened name, and flat and cum with their shares of the total.
+    nodes: Vec<(String, Vec<String>, String, u32)>,
+    /// (caller, callee) → (weight, inline, residual)
+    edges: BTreeMap<(String, String), (String, bool, bool)>,
+    /// The legend, without the lines we do not write (the time, the active filters).
+    legend: Vec<String>,
+}
+
+fn read_dot(text: &str) -> DotGraph {
+    let node = Regex::new(
+        r##"^N(\d+) \[label="(.*)" id="node\d+" fontsize=(\d+) shape=box tooltip="(.*) \(([^()]*)\)" color="#"##,
+    )
+    .unwrap();
+    let edge = Regex::new(r#"^N(\d+) -> N(\d+) \[label=" ([^"\\]*)(\\n \(inline\))?"(.*)\]$"#).unwrap();
+    let legend =
+        Regex::new(r#"^subgraph cluster_L \{ ".*" \[shape=box fontsize=16 label="(.*)\\l"(?: tooltip=".*")?\] \}$"#)
+            .unwrap();
+    let mut graph = DotGraph { nodes: Vec::new(), edges: BTreeMap::new(), legend: Vec::new() };
+    let mut names = Vec::new();
+    for line in text.lines() {
+        if let Some(c) = node.captures(line) {
+            assert_eq!(c[1].parse::<usize>().unwrap(), graph.nodes.len() + 1, "{line}");
+            let label = c[2].split("\\n").map(str::to_owned).collect();
+            names.push(c[4].to_owned());
+            graph.nodes.push((c[4].to_owned(), label, c[5].to_owned(), c[3].parse().unwrap()));
+        } else if let Some(c) = edge.captures(line) {
+            let name = |n: &str| names[n.parse::<usize>().unwrap() - 1].clone();
+            let residual = c[5].contains(r#"style="dotted""#);
+            let previous =
+                graph.edges.insert((name(&c[1]), name(&c[2])), (c[3].to_owned(), c.get(4).is_some(), residual));
+            assert!(previous.is_none(), "two edges in {line}");
+        } else if let Some(c) = legend.captures(line) {
+            let mut in_filters = false;
+            for l in c[1].split("\\l") {
+                in_filters = l == "Active filters:" || (in_filters && l.starts_with("   "));
+                if !in_filters && !l.starts_with("Time: ") {
+                    graph.legend.push(l.to_owned());
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// Our graph as pprof would print it (the legend left empty).
+fn printed(graph: &CallGraph) -> DotGraph {
+    let nodes =
+        graph.nodes.iter().map(|n| (n.name.clone(), n.label.clone(), graph.format_value(n.cum), n.font_size)).collect();
+    let edges = graph
+        .edges
+        .iter()
+        .map(|e| {
+            let (from, to) = (&graph.nodes[e.from as usize], &graph.nodes[e.to as usize]);
+            ((from.name.clone(), to.name.clone()), (graph.format_value(e.weight), e.inline, e.residual))
+        })
+        .collect();
+    DotGraph { nodes, edges, legend: Vec::new() }
+}
+
+/// pprof's flags for our options.
+fn pprof_flags(options: &GraphOptions) -> Vec<String> {
+    let mut flags = vec![
+        format!("-nodefraction={}", options.node_fraction),
+        format!("-edgefraction={}", options.edge_fraction),
+        format!("-nodecount={}", options.node_count.unwrap_or(0)),
+    ];
+    if !options.sample_index.is_empty() {
+        flags.push(format!("-sample_index={}", options.sample_index));
+    }
+    if options.granularity == Granularity::Lines {
+        flags.push("-lines".to_owned());
+    }
+    for (flag, value) in [("focus", &options.filters.focus), ("hide", &options.filters.hide)] {
+        if let Some(value) = value {
+            flags.push(format!("-{flag}={value}"));
+        }
+    }
+    flags
+}
+
+fn load(path: &Path) -> Profile {
+    stacklens_core::parse(&common::read(path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Compares our graph and our DOT text of `file` with `go tool pprof -dot`.
+fn assert_like_pprof(go: &Path, file: &Path, options: &GraphOptions) {
+    let flags = pprof_flags(options);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let dir = file.parent().unwrap();
+    let expected = read_dot(&common::pprof(go, dir, &[file], &[&["-dot"], &flags[..]].concat()));
+    let profile = load(file);
+    let graph = call_graph(&profile, options).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let what = format!("{} {flags:?}", file.display());
+    assert!(!expected.nodes.is_empty() && !expected.legend.is_empty(), "{what}: unreadable pprof output");
+    let ours = printed(&graph);
+    assert_eq!(ours.nodes, expected.nodes, "{what}: nodes");
+    assert_eq!(ours.edges, expected.edges, "{what}: edges");
+    let written = read_dot(&dot(&profile, &graph));
+    let legend_free = |mut g: DotGraph| {
+        g.legend.clear();
+        g
+    };
+    assert_eq!(written.legend, expected.legend, "{what}: legend");
+    assert_eq!(legend_free(written), legend_free(expected), "{what}: DOT text");
+}
+
+fn go_fixtures() -> Option<(&'static Path, std::path::PathBuf)> {
+    Some((common::go()?, common::fixtures()?))
+}
+
+/// Every Go profile type in both fixture sets, at pprof's `-dot` defaults.
+#[test]
+fn go_profiles_at_pprof_defaults() {
+    let Some((go, root)) = go_fixtures() else { return };
+    for set in ["go/base", "go/compare"] {
+        for (file, sample_index) in [
+            ("cpu.pb.gz", ""),
+            ("heap.pb.gz", ""),
+            ("heap.pb.gz", "alloc_space"),
+            ("heap.pb.gz", "alloc_objects"),
+            ("allocs.pb.gz", ""),
+            ("mutex.pb.gz", ""),
+            ("block.pb.gz", ""),
+            ("goroutine.pb.gz", ""),
+            ("threadcreate.pb.gz", ""),
+        ] {
+            let options = GraphOptions { sample_index: sample_index.to_owned(), ..GraphOptions::default() };
+            assert_like_pprof(go, &root.join(set).join(file), &options);
+        }
+    }
+}
+
+/// Fewer nodes, and coarser node and edge fractions, where pruning leaves residual edges.
+#[test]
+fn go_profiles_pruned_harder() {
+    let Some((go, root)) = go_fixtures() else { return };
+    let settings = [
+        GraphOptions { node_count: Some(20), ..GraphOptions::default() },
+        GraphOptions { node_count: Some(8), ..GraphOptions::default() },
+        GraphOptions { node_fraction: 0.01, edge_fraction: 0.01, ..GraphOptions::default() },
+        GraphOptions { node_fraction: 0.05, edge_fraction: 0.02, node_count: Some(12), ..GraphOptions::default() },
+    ];
+    for set in ["go/base", "go/compare"] {
+        for file in ["cpu.pb.gz", "heap.pb.gz", "allocs.pb.gz", "mutex.pb.gz", "block.pb.gz", "goroutine.pb.gz"] {
+            for options in &settings {
+                assert_like_pprof(go, &root.join(set).join(file), options);
+            }
+        }
+    }
+}
+
+/// The large CPU profile (labels on every sample: nodelets crowd out nodes), by line
+/// and with filters too.
+#[test]
+fn large_cpu_profile() {
+    let Some((go, root)) = go_fixtures() else { return };
+    let file = root.join("large/cpu.large.pb.gz");
+    for options in [
+        GraphOptions::default(),
+        GraphOptions { node_count: Some(20), ..GraphOptions::default() },
+        GraphOptions { node_count: Some(200), node_fraction: 0.001, ..GraphOptions::default() },
+    ] {
+        assert_like_pprof(go, &file, &options);
+    }
+}
+
+/// Third-party pprof files (C++ and Go, inlined frames), and granularities and filters.
+#[test]
+fn other_profiles_and_options() {
+    let Some((go, root)) = go_fixtures() else { return };
+    let pprof = root.join("thirdparty/pprof");
+    for file in ["cppbench.cpu", "gobench.cpu", "large.cpu", "cppbench.contention"] {
+        assert_like_pprof(go, &pprof.join(file), &GraphOptions::default());
+    }
+    let cpu = root.join("go/base/cpu.pb.gz");
+    let mut by_line = GraphOptions { granularity: Granularity::Lines, ..GraphOptions::default() };
+    assert_like_pprof(go, &cpu, &by_line);
+    by_line.filters.focus = Some("main".to_owned());
+    by_line.filters.hide = Some("runtime".to_owned());
+    assert_like_pprof(go, &cpu, &by_line);
+    let hidden = GraphOptions {
+        filters: stacklens_core::analysis::Filters { hide: Some("compress".to_owned()), ..Default::default() },
+        ..GraphOptions::default()
+    };
+    assert_like_pprof(go, &root.join("go/base/heap.pb.gz"), &hidden);
+}
+
+/// Focusing on a node keeps the samples through it, as pprof's `-focus` on its exact name.
+#[test]
+fn focus_node_is_pprof_focus_on_its_name() {
+    let Some((go, root)) = go_fixtures() else { return };
+    let cpu = root.join("go/base/cpu.pb.gz");
+    let graph = call_graph(&load(&cpu), &GraphOptions::default()).unwrap();
+    let name = &graph.nodes[graph.nodes.len() / 2].name;
+    let focused = GraphOptions { focus_node: Some(name.clone()), ..GraphOptions::default() };
+    let by_regex = GraphOptions {
+        filters: stacklens_core::analysis::Filters {
+            focus: Some(format!("^{}$", regex::escape(name))),
+            ..Default::default()
+        },
+        ..GraphOptions::default()
+    };
+    let ours = call_graph(&load(&cpu), &focused).unwrap();
+    assert!(ours.nodes.iter().any(|n| &n.name == name) && ours.nodes.len() < graph.nodes.len());
+    let flags = pprof_flags(&by_regex);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let expected = read_dot(&common::pprof(go, cpu.parent().unwrap(), &[&cpu], &[&["-dot"], &flags[..]].concat()));
+    let ours = printed(&ours);
+    assert_eq!((ours.nodes, ours.edges), (expected.nodes, expected.edges));
+    let unknown = GraphOptions { focus_node: Some("no such function".to_owned()), ..GraphOptions::default() };
+    assert_eq!(call_graph(&load(&cpu), &unknown).unwrap_err().code(), "UnknownNode");
+}
