@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::frames::{Filters, FrameTable, Granularity, Stamps};
 use super::top::fraction_cutoff;
-use crate::model::LabelValue;
+use crate::model::{Label, LabelValue};
 use crate::units::{format_value, format_value_in, percentage, report_unit};
 use crate::{Error, Profile, Result};
 
@@ -134,28 +134,24 @@ pub fn call_graph(profile: &Profile, options: &GraphOptions) -> Result<CallGraph
     let node_count = options.node_count.filter(|&n| n > 0);
     let input = Input::new(table, sample_index, focus, node_count.is_some());
 
-    // pprof's cutoffs are shares of the full graph's flat sum.
-    let full = input.build(None, false);
+    // pprof's cutoffs are shares of the full graph's flat sum; its edges are not needed.
+    let full = input.build(None, Collect::Nodes);
     let flat_sum = full.nodes.iter().map(|&n| full.flat[n as usize]).fold(0i64, i64::saturating_add);
     let node_cutoff = fraction_cutoff(flat_sum, options.node_fraction);
     let edge_cutoff = fraction_cutoff(flat_sum, options.edge_fraction);
     let kept = full.nodes.iter().filter(|&&n| full.cum[n as usize].unsigned_abs() >= node_cutoff.unsigned_abs());
     let kept = input.node_set(kept.copied());
     let dropped_nodes = full.nodes.len() - kept.iter().filter(|&&k| k).count();
-    let mut graph = if dropped_nodes > 0 || node_count.is_some() {
-        // Node selection counts label tags, which only a rebuild collects.
-        input.build(Some(&kept), node_count.is_some())
-    } else {
-        full
-    };
+    // Node selection counts label tags.
+    let mut graph = input.build(Some(&kept), if node_count.is_some() { Collect::EdgesAndTags } else { Collect::Edges });
     let node_total = graph.nodes.len();
     graph.sort_by_entropy(&input.table);
     if let Some(limit) = node_count {
         graph.trim_edges(edge_cutoff);
-        let shown = graph.top_nodes(limit, node_cutoff);
+        let shown = graph.top_nodes(limit, node_cutoff, &input.tags);
         if shown < graph.nodes.len() {
             let kept = input.node_set(graph.nodes[..shown].iter().copied());
-            graph = input.build(Some(&kept), false);
+            graph = input.build(Some(&kept), Collect::Edges);
             graph.sort_by_entropy(&input.table);
         }
     }
@@ -197,15 +193,16 @@ pub fn call_graph(profile: &Profile, options: &GraphOptions) -> Result<CallGraph
     result.edges = graph
         .sorted_live_edges((0..graph.edges.len() as u32).collect(), &input.table)
         .into_iter()
-        .map(|e| {
+        .filter_map(|e| {
             let e = &graph.edges[e as usize];
-            GraphEdge {
-                from: position[&e.src],
-                to: position[&e.dest],
+            // Values that cancel out (negative samples) leave a node without any, and out.
+            Some(GraphEdge {
+                from: *position.get(&e.src)?,
+                to: *position.get(&e.dest)?,
                 weight: e.weight,
                 inline: e.inline,
                 residual: e.residual,
-            }
+            })
         })
         .collect();
     Ok(result)
@@ -292,35 +289,59 @@ pub fn shorten_function_name(name: &str) -> String {
 }
 
 /// The samples a graph is built from: those the filters (and the focus node) keep, with
-/// their values and, when nodes are to be selected, the ids of their label tags.
+/// their values, their stacks as report nodes (walked once: every build streams through
+/// them), and, when nodes are to be selected, their label tags.
 struct Input<'a> {
     table: FrameTable<'a>,
-    /// (index into the table's `profile().samples`, value)
-    samples: Vec<(u32, i64)>,
+    /// (index into the table's `profile().samples`, value, end of its stack in `frames`)
+    samples: Vec<(u32, i64, usize)>,
+    /// The samples' nodes, root first, each with [`INLINED`] set for an inlined call.
+    frames: Vec<u32>,
     tags: SampleTags,
 }
+
+/// Marks a node in [`Input::frames`] as inlined into its caller.
+const INLINED: u32 = 1 << 31;
 
 impl<'a> Input<'a> {
     fn new(table: FrameTable<'a>, index: usize, focus: Option<u32>, with_tags: bool) -> Self {
         // The samples as the filters see them (with tagroot/tagleaf label frames).
         let profile = table.profile();
         let mut samples = Vec::new();
+        // At least a node per location: growing 10⁷ frames by doubling costs more.
+        let mut frames = Vec::with_capacity(profile.samples.iter().map(|s| s.locations.len()).sum());
+        // Each location's nodes, root first, packed once: the walk below then reads one
+        // table instead of the frame table's three (the large profiles' cost is memory).
+        let mut location_frames = Vec::with_capacity(profile.locations.len());
+        let mut location_starts = Vec::with_capacity(profile.locations.len() + 1);
+        for l in 0..profile.locations.len() as u32 {
+            location_starts.push(location_frames.len());
+            location_frames
+                .extend(table.nodes(l).rev().map(|(node, inlined)| if inlined { node | INLINED } else { node }));
+        }
+        location_starts.push(location_frames.len());
         for (i, sample) in profile.samples.iter().enumerate() {
             let value = sample.values.get(index).copied().unwrap_or(0);
             if value == 0 || !table.keeps(sample) {
                 continue;
             }
-            if let Some(focus) = focus {
-                let mut through = false;
-                table.walk_root_first(sample, |node, _| through |= node == focus);
-                if !through {
-                    continue;
+            let start = frames.len();
+            for location in sample.locations.iter().rev() {
+                let l = location.0 as usize;
+                // Mostly one node: a loop beats a memmove call.
+                for &frame in &location_frames[location_starts[l]..location_starts[l + 1]] {
+                    frames.push(frame);
                 }
             }
-            samples.push((i as u32, value));
+            let through = focus.is_none_or(|focus| frames[start..].iter().any(|&f| f & !INLINED == focus));
+            if through {
+                samples.push((i as u32, value, frames.len()));
+            } else {
+                frames.truncate(start);
+            }
         }
         let tags = if with_tags { SampleTags::new(profile, &samples) } else { SampleTags::default() };
-        Self { table, samples, tags }
+        Self { table, samples, frames, tags }
     }
 
     fn node_set(&self, nodes: impl Iterator<Item = u32>) -> Vec<bool> {
@@ -332,7 +353,7 @@ impl<'a> Input<'a> {
     /// pprof's `newGraph`: the graph of the nodes in `kept` (all when `None`). A sample's
     /// frames outside `kept` are skipped: the next kept frame gets a residual edge from
     /// the last one, and the sample's flat value goes nowhere if its leaf was skipped.
-    fn build(&self, kept: Option<&[bool]>, collect_tags: bool) -> WorkGraph {
+    fn build(&self, kept: Option<&[bool]>, collect: Collect) -> WorkGraph {
         let n = self.table.node_count();
         let mut graph = WorkGraph {
             nodes: Vec::new(),
@@ -341,33 +362,33 @@ impl<'a> Input<'a> {
             edges: Vec::new(),
             ins: vec![Vec::new(); n],
             outs: vec![Vec::new(); n],
-            tags: HashMap::default(),
+            tag_sums: PairMap::new(n, if collect == Collect::EdgesAndTags { self.tags.sets.len() } else { 0 }, (0, 0)),
         };
-        let mut edge_index: HashMap<(u32, u32), u32> = HashMap::default();
+        let mut index = Indexes::new(kept, n, collect);
         let mut seen_nodes = Stamps::new(n);
-        let mut seen_edges: HashSet<(u32, u32)> = HashSet::default();
-        for (i, &(sample, value)) in self.samples.iter().enumerate() {
+        let mut start = 0;
+        for (i, &(_, value, end)) in self.samples.iter().enumerate() {
             seen_nodes.next_sample();
-            seen_edges.clear();
-            let tags = if collect_tags { self.tags.of(i) } else { &[] };
+            let tags = if collect == Collect::EdgesAndTags { self.tags.set_of_sample[i] } else { SampleTags::NO_SET };
             let (mut parent, mut residual) = (None, false);
-            self.table.walk_root_first(&self.table.profile().samples[sample as usize], |node, inlined| {
-                if kept.is_some_and(|kept| !kept[node as usize]) {
+            for &frame in &self.frames[start..end] {
+                let node = frame & !INLINED;
+                if index.slot[node as usize] == Indexes::NOT_KEPT {
                     residual = true;
-                    return;
+                    continue;
                 }
                 // A recursive stack counts once per node and edge.
                 if seen_nodes.first_visit(node) {
                     graph.add_sample(node, tags, value, false);
                 }
-                if let Some(caller) = parent.filter(|&p| p != node) {
-                    if seen_edges.insert((caller, node)) {
-                        graph.add_to_edge(&mut edge_index, caller, node, value, residual, inlined);
-                    }
+                if let Some(caller) = parent.filter(|&p| p != node && collect != Collect::Nodes) {
+                    let call = Call { caller, callee: node, sample: i as u32, residual, inline: frame & INLINED != 0 };
+                    graph.add_to_edge(&mut index, call, value);
                 }
                 parent = Some(node);
                 residual = false;
-            });
+            }
+            start = end;
             if let (Some(leaf), false) = (parent, residual) {
                 graph.add_sample(leaf, tags, value, true);
             }
@@ -377,18 +398,109 @@ impl<'a> Input<'a> {
     }
 }
 
-/// Per sample, the tags pprof's graph attaches to nodes: its string labels joined (one
-/// tag), and each `bytes` numeric label as formatted under those labels. Ids only: node
-/// selection counts a node's distinct tags.
+/// A build's kept nodes, numbered densely, and its edges by their ends' numbers.
+struct Indexes {
+    slot: Vec<u32>,
+    /// (caller slot, callee slot) → edge
+    edges: PairMap<u32>,
+}
+
+impl Indexes {
+    const NOT_KEPT: u32 = u32::MAX;
+    const NO_EDGE: u32 = u32::MAX;
+
+    fn new(kept: Option<&[bool]>, node_count: usize, collect: Collect) -> Self {
+        let mut slot = vec![Self::NOT_KEPT; node_count];
+        let mut count = 0;
+        for (node, s) in slot.iter_mut().enumerate() {
+            if kept.is_none_or(|kept| kept[node]) {
+                *s = count as u32;
+                count += 1;
+            }
+        }
+        let callees = if collect == Collect::Nodes { 0 } else { count };
+        Self { slot, edges: PairMap::new(count, callees, Self::NO_EDGE) }
+    }
+}
+
+/// Values for pairs of small numbers: a matrix when there are few enough pairs (the
+/// hot loop then neither hashes nor probes), a hash map otherwise.
+enum PairMap<V> {
+    Dense { columns: usize, cells: Vec<V>, empty: V },
+    Sparse { map: HashMap<(u32, u32), V>, empty: V },
+}
+
+impl<V: Copy + PartialEq> PairMap<V> {
+    const DENSE_MAX_CELLS: usize = 1 << 22;
+
+    /// A map of `rows` × `columns` pairs, each `empty` until set.
+    fn new(rows: usize, columns: usize, empty: V) -> Self {
+        match rows.checked_mul(columns) {
+            Some(cells) if cells <= Self::DENSE_MAX_CELLS => Self::Dense { columns, cells: vec![empty; cells], empty },
+            _ => Self::Sparse { map: HashMap::default(), empty },
+        }
+    }
+
+    fn get_mut(&mut self, row: u32, column: u32) -> &mut V {
+        match self {
+            Self::Dense { columns, cells, .. } => &mut cells[row as usize * *columns + column as usize],
+            Self::Sparse { map, empty } => map.entry((row, column)).or_insert(*empty),
+        }
+    }
+
+    /// The pairs set, with their values.
+    fn iter(&self) -> Box<dyn Iterator<Item = ((u32, u32), V)> + '_> {
+        match self {
+            Self::Dense { columns, cells, empty } => {
+                let columns = *columns;
+                Box::new(
+                    cells
+                        .iter()
+                        .enumerate()
+                        .filter(move |(_, v)| *v != empty)
+                        .map(move |(i, &v)| (((i / columns) as u32, (i % columns) as u32), v)),
+                )
+            }
+            Self::Sparse { map, .. } => Box::new(map.iter().map(|(&pair, &v)| (pair, v))),
+        }
+    }
+}
+
+/// What a graph build collects besides node values.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Collect {
+    Nodes,
+    Edges,
+    /// Edges, and label tags for node selection.
+    EdgesAndTags,
+}
+
+/// One caller→callee step of a sample's stack.
+struct Call {
+    caller: u32,
+    callee: u32,
+    /// The sample's index among the input samples.
+    sample: u32,
+    residual: bool,
+    inline: bool,
+}
+
+/// The tags pprof's graph attaches to nodes: a sample's string labels joined (one tag),
+/// and each of its `bytes` numeric labels as formatted under those labels. Samples mostly
+/// share a few label sets, so nodes sum values per set; node selection then counts a
+/// node's distinct tags.
 #[derive(Default)]
 struct SampleTags {
-    /// (start, len) in `ids`, per input sample.
-    ranges: Vec<(u32, u32)>,
-    ids: Vec<u32>,
+    /// Per input sample, its label set ([`SampleTags::NO_SET`] without tags).
+    set_of_sample: Vec<u32>,
+    /// Per label set, the ids of its tags.
+    sets: Vec<Vec<u32>>,
 }
 
 impl SampleTags {
-    fn new(profile: &Profile, samples: &[(u32, i64)]) -> Self {
+    const NO_SET: u32 = u32::MAX;
+
+    fn new(profile: &Profile, samples: &[(u32, i64, usize)]) -> Self {
         let bytes = profile.strings.iter().position(|s| s == "bytes");
         // pprof's unit for a numeric label: the first one a sample names, else its key.
         let bytes_unit = profile
@@ -403,14 +515,14 @@ impl SampleTags {
             })
             .unwrap_or("bytes");
         let mut tags = Self::default();
-        let mut index: HashMap<String, u32> = HashMap::default();
-        let mut intern = |key: String| {
-            let next = index.len() as u32;
-            *index.entry(key).or_insert(next)
-        };
-        for &(sample, _) in samples {
-            let labels = &profile.samples[sample as usize].labels;
-            let start = tags.ids.len() as u32;
+        let mut tag_ids: HashMap<String, u32> = HashMap::default();
+        let mut set_ids: HashMap<&[Label], u32> = HashMap::default();
+        for &(sample, ..) in samples {
+            let labels = &profile.samples[sample as usize].labels[..];
+            if let Some(&set) = set_ids.get(labels) {
+                tags.set_of_sample.push(set);
+                continue;
+            }
             let mut strings: Vec<String> = labels
                 .iter()
                 .filter_map(|l| match l.value {
@@ -421,24 +533,31 @@ impl SampleTags {
             strings.sort();
             // pprof joins them with a literal `\n`; a NUL separates the numeric tags' key.
             let joined = strings.join("\\n");
-            if !joined.is_empty() {
-                tags.ids.push(intern(joined.clone()));
-            }
+            let mut keys = Vec::new();
             for l in labels {
                 if let LabelValue::Num { value, .. } = l.value {
                     if Some(l.key.0 as usize) == bytes {
-                        tags.ids.push(intern(format!("{joined}\0{}", format_value(value, bytes_unit))));
+                        keys.push(format!("{joined}\0{}", format_value(value, bytes_unit)));
                     }
                 }
             }
-            tags.ranges.push((start, tags.ids.len() as u32 - start));
+            if !joined.is_empty() {
+                keys.push(joined);
+            }
+            let set = if keys.is_empty() {
+                Self::NO_SET
+            } else {
+                let ids = keys.into_iter().map(|key| {
+                    let next = tag_ids.len() as u32;
+                    *tag_ids.entry(key).or_insert(next)
+                });
+                tags.sets.push(ids.collect());
+                (tags.sets.len() - 1) as u32
+            };
+            set_ids.insert(labels, set);
+            tags.set_of_sample.push(set);
         }
         tags
-    }
-
-    fn of(&self, sample: usize) -> &[u32] {
-        let (start, len) = self.ranges[sample];
-        &self.ids[start as usize..(start + len) as usize]
     }
 }
 
@@ -449,6 +568,8 @@ struct WorkEdge {
     residual: bool,
     inline: bool,
     live: bool,
+    /// The last sample that added to the edge, so a recursive stack adds once.
+    last_sample: u32,
 }
 
 /// A graph being pruned; nodes are frame-table ids.
@@ -461,45 +582,50 @@ struct WorkGraph {
     /// Per node, the indices of its incoming and outgoing edges (dead ones included).
     ins: Vec<Vec<u32>>,
     outs: Vec<Vec<u32>>,
-    /// (node, tag) → (flat, cum), when collected.
-    tags: HashMap<(u32, u32), (i64, i64)>,
+    /// (node, label set) → (flat, cum), when collected.
+    tag_sums: PairMap<(i64, i64)>,
 }
 
 impl WorkGraph {
-    fn add_sample(&mut self, node: u32, tags: &[u32], value: i64, flat: bool) {
-        let add = |sums: &mut (i64, i64)| {
-            let sum = if flat { &mut sums.0 } else { &mut sums.1 };
-            *sum = sum.saturating_add(value);
-        };
+    fn add_sample(&mut self, node: u32, label_set: u32, value: i64, flat: bool) {
         let values = if flat { &mut self.flat } else { &mut self.cum };
         values[node as usize] = values[node as usize].saturating_add(value);
-        for &tag in tags {
-            add(self.tags.entry((node, tag)).or_default());
+        if label_set != SampleTags::NO_SET {
+            let (tag_flat, tag_cum) = self.tag_sums.get_mut(node, label_set);
+            let sum = if flat { tag_flat } else { tag_cum };
+            *sum = sum.saturating_add(value);
         }
     }
 
-    /// pprof's `AddToEdge`: an edge is residual if any sample made it so, and inline if
-    /// every sample did.
-    fn add_to_edge(
-        &mut self,
-        index: &mut HashMap<(u32, u32), u32>,
-        src: u32,
-        dest: u32,
-        value: i64,
-        residual: bool,
-        inline: bool,
-    ) {
+    /// pprof's `AddToEdge`, once per sample: an edge is residual if any sample made it
+    /// so, and inline if every sample did.
+    fn add_to_edge(&mut self, index: &mut Indexes, call: Call, value: i64) {
         let next = self.edges.len() as u32;
-        let e = *index.entry((src, dest)).or_insert(next);
+        let cell = index.edges.get_mut(index.slot[call.caller as usize], index.slot[call.callee as usize]);
+        if *cell == Indexes::NO_EDGE {
+            *cell = next;
+        }
+        let e = *cell;
         if e == next {
-            self.edges.push(WorkEdge { src, dest, weight: 0, residual, inline, live: true });
-            self.outs[src as usize].push(e);
-            self.ins[dest as usize].push(e);
+            self.edges.push(WorkEdge {
+                src: call.caller,
+                dest: call.callee,
+                weight: 0,
+                residual: call.residual,
+                inline: call.inline,
+                live: true,
+                last_sample: call.sample,
+            });
+            self.outs[call.caller as usize].push(e);
+            self.ins[call.callee as usize].push(e);
+        } else if self.edges[e as usize].last_sample == call.sample {
+            return;
         }
         let edge = &mut self.edges[e as usize];
+        edge.last_sample = call.sample;
         edge.weight = edge.weight.saturating_add(value);
-        edge.residual |= residual;
-        edge.inline &= inline;
+        edge.residual |= call.residual;
+        edge.inline &= call.inline;
     }
 
     fn live<'a>(&'a self, edges: &'a [u32]) -> impl Iterator<Item = &'a WorkEdge> + 'a {
@@ -551,19 +677,26 @@ impl WorkGraph {
     /// How many of the first nodes pprof keeps for `limit` in a visual graph: each node
     /// counts once plus its tags with a flat value (at most 4, as pprof draws at most 4
     /// nodelets), tags under `tag_cutoff` left out.
-    fn top_nodes(&self, limit: usize, tag_cutoff: i64) -> usize {
-        let mut tags = vec![0usize; self.flat.len()];
-        for (&(node, _), &(flat, cum)) in &self.tags {
+    fn top_nodes(&self, limit: usize, tag_cutoff: i64, tags: &SampleTags) -> usize {
+        let mut sums: HashMap<(u32, u32), (i64, i64)> = HashMap::default();
+        for ((node, set), (flat, cum)) in self.tag_sums.iter() {
+            for &tag in &tags.sets[set as usize] {
+                let sum = sums.entry((node, tag)).or_default();
+                *sum = (sum.0.saturating_add(flat), sum.1.saturating_add(cum));
+            }
+        }
+        let mut counts = vec![0usize; self.flat.len()];
+        for (&(node, _), &(flat, cum)) in &sums {
             let kept =
                 flat.unsigned_abs() >= tag_cutoff.unsigned_abs() || cum.unsigned_abs() >= tag_cutoff.unsigned_abs();
             if flat != 0 && kept {
-                tags[node as usize] += 1;
+                counts[node as usize] += 1;
             }
         }
         const MAX_NODELETS: usize = 4;
         let mut count = 0;
         for (i, &n) in self.nodes.iter().enumerate() {
-            count += tags[n as usize].min(MAX_NODELETS) + 1;
+            count += counts[n as usize].min(MAX_NODELETS) + 1;
             if count >= limit {
                 return i + 1;
             }
