@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use regex::Regex;
-use stacklens_core::analysis::graph::{call_graph, CallGraph, GraphOptions};
+use stacklens_core::analysis::graph::{call_graph, CallGraph, GraphEdge, GraphNode, GraphOptions};
 use stacklens_core::analysis::Granularity;
+use stacklens_core::layout::graph::{layout_call_graph, GraphLayout, GraphLayoutOptions, NodeBox, Point};
 use stacklens_core::report::dot::dot;
 use stacklens_core::Profile;
 
@@ -231,4 +232,146 @@ fn focus_node_is_pprof_focus_on_its_name() {
     assert_eq!((ours.nodes, ours.edges), (expected.nodes, expected.edges));
     let unknown = GraphOptions { focus_node: Some("no such function".to_owned()), ..GraphOptions::default() };
     assert_eq!(call_graph(&load(&cpu), &unknown).unwrap_err().code(), "UnknownNode");
+}
+
+/// A graph of `n` nodes with these edges, labels of varying length and font size.
+fn synthetic(n: u32, edges: &[(u32, u32)]) -> CallGraph {
+    let nodes = (0..n)
+        .map(|i| GraphNode {
+            name: format!("node{i}"),
+            flat: i64::from(i),
+            cum: 100,
+            file: None,
+            label: vec![format!("pkg{}", "x".repeat(i as usize % 7)), format!("f{i}"), "1s (1%)".to_owned()],
+            font_size: 8 + i % 17,
+        })
+        .collect();
+    let edges =
+        edges.iter().map(|&(from, to)| GraphEdge { from, to, weight: 1, inline: false, residual: false }).collect();
+    CallGraph {
+        sample_type: "cpu".to_owned(),
+        unit: "nanoseconds".to_owned(),
+        output_unit: "s".to_owned(),
+        total: 100,
+        nodes,
+        edges,
+        node_total: n as usize,
+        dropped_nodes: 0,
+        dropped_edges: 0,
+        node_cutoff: 0,
+        edge_cutoff: 0,
+    }
+}
+
+/// Graphs from a fixed pseudo-random sequence: `n` nodes, edges from lower to higher
+/// indices only when `acyclic`.
+fn random_graphs(acyclic: bool) -> Vec<CallGraph> {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |bound: u32| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % u64::from(bound)) as u32
+    };
+    (0..40)
+        .map(|g| {
+            let n = 1 + g % 30;
+            let mut edges = std::collections::BTreeSet::new();
+            for _ in 0..n * 2 {
+                let (a, b) = (next(n), next(n));
+                if a != b {
+                    edges.insert(if acyclic { (a.min(b), a.max(b)) } else { (a, b) });
+                }
+            }
+            synthetic(n, &edges.into_iter().collect::<Vec<_>>())
+        })
+        .collect()
+}
+
+/// The geometry every layout must have: boxes inside the drawing and apart, each edge
+/// from a point on its caller's box to a point on its callee's box.
+fn assert_drawable(graph: &CallGraph, layout: &GraphLayout) {
+    const EPSILON: f64 = 1e-6;
+    assert_eq!((layout.nodes.len(), layout.edges.len()), (graph.nodes.len(), graph.edges.len()));
+    for (i, a) in layout.nodes.iter().enumerate() {
+        assert!(a.x >= -EPSILON && a.y >= -EPSILON, "box {i} out of the drawing: {a:?}");
+        assert!(a.x + a.width <= layout.width + EPSILON && a.y + a.height <= layout.height + EPSILON, "{a:?}");
+        for (j, b) in layout.nodes.iter().enumerate().skip(i + 1) {
+            let apart = a.x + a.width <= b.x + EPSILON
+                || b.x + b.width <= a.x + EPSILON
+                || a.y + a.height <= b.y + EPSILON
+                || b.y + b.height <= a.y + EPSILON;
+            assert!(apart, "boxes {i} and {j} overlap: {a:?} {b:?}");
+        }
+    }
+    let on_border = |p: &Point, b: &NodeBox| {
+        let inside = p.x >= b.x - EPSILON
+            && p.x <= b.x + b.width + EPSILON
+            && p.y >= b.y - EPSILON
+            && p.y <= b.y + b.height + EPSILON;
+        let edge = [p.x - b.x, b.x + b.width - p.x, p.y - b.y, b.y + b.height - p.y].iter().any(|d| d.abs() < EPSILON);
+        inside && edge
+    };
+    for (edge, path) in graph.edges.iter().zip(&layout.edges) {
+        let (from, to) = (&layout.nodes[edge.from as usize], &layout.nodes[edge.to as usize]);
+        let (first, last) = (&path.points[0], path.points.last().unwrap());
+        assert!(on_border(first, from) && on_border(last, to), "edge {edge:?} runs {first:?}..{last:?}");
+        assert_eq!(path.curve.len(), 1 + 3 * (path.points.len() - 1));
+        assert_eq!((&path.curve[0], path.curve.last().unwrap()), (first, last));
+    }
+}
+
+#[test]
+fn layouts_of_fixture_graphs_are_drawable_and_deterministic() {
+    let Some((_, root)) = go_fixtures() else { return };
+    for (file, options) in [
+        ("go/base/cpu.pb.gz", GraphOptions::default()),
+        ("go/compare/cpu.pb.gz", GraphOptions { node_count: Some(200), node_fraction: 0.0, ..GraphOptions::default() }),
+        ("go/base/heap.pb.gz", GraphOptions::default()),
+        ("go/base/goroutine.pb.gz", GraphOptions::default()),
+        ("large/cpu.large.pb.gz", GraphOptions::default()),
+    ] {
+        let graph = call_graph(&load(&root.join(file)), &options).unwrap();
+        let layout = layout_call_graph(&graph, &GraphLayoutOptions::default()).unwrap();
+        assert_drawable(&graph, &layout);
+        assert_eq!(layout, layout_call_graph(&graph, &GraphLayoutOptions::default()).unwrap(), "{file}");
+        // Boxes grow with their font: the node with the largest flat value has the largest.
+        let biggest = graph.nodes.iter().enumerate().max_by_key(|(_, n)| n.flat.unsigned_abs()).unwrap().0;
+        assert_eq!(layout.nodes[biggest].font_size, 24.0, "{file}");
+    }
+}
+
+#[test]
+fn acyclic_graphs_put_callers_above_callees() {
+    for graph in random_graphs(true) {
+        let layout = layout_call_graph(&graph, &GraphLayoutOptions::default()).unwrap();
+        assert_drawable(&graph, &layout);
+        for edge in &graph.edges {
+            let (from, to) = (&layout.nodes[edge.from as usize], &layout.nodes[edge.to as usize]);
+            assert!(from.layer < to.layer && from.y + from.height < to.y, "{edge:?}: {from:?} {to:?}");
+            let path = &layout.edges.iter().zip(&graph.edges).find(|(_, e)| *e == edge).unwrap().0.points;
+            assert!(path.windows(2).all(|w| w[0].y <= w[1].y), "{edge:?} goes up: {path:?}");
+        }
+    }
+}
+
+#[test]
+fn cyclic_graphs_and_self_calls_are_drawable() {
+    for graph in random_graphs(false) {
+        let layout = layout_call_graph(&graph, &GraphLayoutOptions::default()).unwrap();
+        assert_drawable(&graph, &layout);
+        assert_eq!(layout, layout_call_graph(&graph, &GraphLayoutOptions::default()).unwrap());
+    }
+    let recursive = synthetic(3, &[(0, 1), (1, 2), (2, 0), (1, 1)]);
+    let layout = layout_call_graph(&recursive, &GraphLayoutOptions::default()).unwrap();
+    assert_drawable(&recursive, &layout);
+    let empty = layout_call_graph(&synthetic(0, &[]), &GraphLayoutOptions::default()).unwrap();
+    assert!(empty.nodes.is_empty() && empty.width > 0.0 && empty.height > 0.0);
+}
+
+#[test]
+fn an_edge_to_a_missing_node_is_an_error() {
+    let broken = synthetic(2, &[(0, 5)]);
+    let error = layout_call_graph(&broken, &GraphLayoutOptions::default()).unwrap_err();
+    assert_eq!(error.code(), "InvalidProfile", "{error}");
 }
