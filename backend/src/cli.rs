@@ -7,12 +7,14 @@ use clap::{Parser, Subcommand, ValueEnum};
 use stacklens_core::analysis::diff::{diff, diff_top, DiffOptions};
 use stacklens_core::analysis::frames::use_raw_names;
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineOptions};
+use stacklens_core::analysis::graph::{call_graph, GraphOptions};
 use stacklens_core::analysis::labels::label_summary;
 use stacklens_core::analysis::merge::Merger;
 use stacklens_core::analysis::source::{source, trim_source_path, SourceOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::{Filters, Granularity};
 use stacklens_core::export::{export, ExportFormat, ExportOptions};
+use stacklens_core::report::dot::dot;
 use stacklens_core::report::list::list;
 use stacklens_core::report::tags::tags;
 use stacklens_core::Profile;
@@ -33,6 +35,13 @@ pub struct Args {
 #[derive(Copy, Clone, ValueEnum, PartialEq, Eq)]
 pub enum Format {
     Text,
+    Json,
+}
+
+#[derive(Copy, Clone, ValueEnum, PartialEq, Eq)]
+pub enum GraphFormat {
+    /// Graphviz DOT in the shape of `go tool pprof -dot` (`dot -Tsvg` draws it).
+    Dot,
     Json,
 }
 
@@ -137,6 +146,31 @@ enum Command {
         filters: FilterArgs,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+    },
+    /// The call graph, pruned like `go tool pprof -dot`.
+    Graph {
+        file: PathBuf,
+        /// Sample type by name (alloc_space, delay, …) or index; default as pprof.
+        #[arg(long)]
+        sample_index: Option<String>,
+        #[command(flatten)]
+        filters: FilterArgs,
+        /// Keep only the samples through this node (a function, at the default granularity).
+        #[arg(long)]
+        focus_node: Option<String>,
+        /// Show at most N nodes (0 for all).
+        #[arg(long, default_value_t = 80)]
+        nodecount: usize,
+        /// Drop nodes whose |cum| is below this share of the total.
+        #[arg(long, default_value_t = 0.005)]
+        nodefraction: f64,
+        /// Drop edges whose |weight| is below this share of the total.
+        #[arg(long, default_value_t = 0.001)]
+        edgefraction: f64,
+        #[arg(long, default_value = "functions")]
+        granularity: Granularity,
+        #[arg(long, value_enum, default_value = "dot")]
+        format: GraphFormat,
     },
     /// Regressions and improvements between two profiles of the same type.
     Diff {
@@ -364,6 +398,33 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                     let text = list(&report, |name| read_source(name, &search, &trim_path));
                     print!("{}", for_terminal(&text));
                 }
+            }
+        }
+        Command::Graph {
+            file,
+            sample_index,
+            filters,
+            focus_node,
+            nodecount,
+            nodefraction,
+            edgefraction,
+            granularity,
+            format,
+        } => {
+            let profile = load(&file)?;
+            let options = GraphOptions {
+                sample_index: sample_index.unwrap_or_default(),
+                granularity,
+                filters: filters.filters(),
+                node_fraction: nodefraction,
+                edge_fraction: edgefraction,
+                node_count: Some(nodecount),
+                focus_node,
+            };
+            let graph = call_graph(&profile, &options)?;
+            match format {
+                GraphFormat::Json => print_json(&graph),
+                GraphFormat::Dot => print!("{}", for_terminal(&dot(&profile, &graph))),
             }
         }
         Command::Diff { base, new, sample_index, filters, normalize, noise_threshold, fail_on_regression, format } => {

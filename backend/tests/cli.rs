@@ -117,6 +117,62 @@ fn list_text_equals_go_tool_pprof() {
     assert_eq!(json["functions"][0]["files"][0]["lines"].as_array().unwrap().len(), 3, "{json}");
 }
 
+/// The node and edge lines of a DOT graph, sorted; pprof's `minlen=2` (for edges from
+/// nodes with label nodelets, which we do not draw) left out.
+fn graph_lines(dot: &str) -> Vec<String> {
+    let is_node = |t: &str| t.len() > 1 && t.starts_with('N') && t[1..].bytes().all(|b| b.is_ascii_digit());
+    let mut lines: Vec<String> = dot
+        .lines()
+        .filter(|line| {
+            let tokens: Vec<&str> = line.splitn(4, ' ').collect();
+            match tokens[..] {
+                [a, "->", b, ..] => is_node(a) && is_node(b),
+                [a, b, ..] => is_node(a) && b.starts_with("[label=\""),
+                _ => false,
+            }
+        })
+        .map(|line| line.replace(" minlen=2", ""))
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn graph_dot_lines_equal_go_tool_pprof() {
+    let Some(f) = fixtures() else { return };
+    let Some(go) = common::go() else { return };
+    let cases: &[(&str, &[&str], &[&str])] = &[
+        ("go/base/cpu.pb.gz", &[], &[]),
+        (
+            "go/compare/heap.pb.gz",
+            &["--sample-index", "alloc_space", "--nodecount", "20"],
+            &["-sample_index=alloc_space", "-nodecount=20"],
+        ),
+        (
+            "go/base/goroutine.pb.gz",
+            &["--nodefraction", "0.01", "--edgefraction", "0.01"],
+            &["-nodefraction=0.01", "-edgefraction=0.01"],
+        ),
+    ];
+    for (file, ours, flags) in cases {
+        let path = f.join(file);
+        let mut args = vec!["graph", path.to_str().unwrap()];
+        args.extend_from_slice(ours);
+        let dot = text(&args);
+        assert!(dot.starts_with("digraph \"fixturegen\" {"), "{dot}");
+        let expected = graph_lines(&common::pprof(go, &f, &[&path], &[&["-dot"], *flags].concat()));
+        assert!(expected.len() > 10, "{file}: {expected:?}");
+        assert_eq!(graph_lines(&dot), expected, "{file} {ours:?}");
+    }
+    let cpu = f.join("go/base/cpu.pb.gz");
+    let v = json(&stacklens(&["graph", cpu.to_str().unwrap(), "--format", "json", "--nodecount", "5"]));
+    assert_eq!((v["sampleType"].as_str(), v["total"].as_i64()), (Some("cpu"), Some(7_080_000_000)));
+    assert_eq!(v["nodes"][0]["name"], "main.(*service).handleRequest");
+    assert!(v["nodes"].as_array().unwrap().len() <= 5 && !v["edges"].as_array().unwrap().is_empty());
+    let unknown = stacklens(&["graph", cpu.to_str().unwrap(), "--focus-node", "no.such"]);
+    assert_eq!(unknown.status.code(), Some(5));
+}
+
 #[test]
 fn diff_json_and_regression_gate() {
     let Some(f) = fixtures() else { return };

@@ -33,7 +33,7 @@ pub struct GraphOptions {
     /// (`-edgefraction`).
     pub edge_fraction: f64,
     /// Keep at most this many nodes (`-nodecount`), a node's label nodelets counted as
-    /// pprof counts them; `None` keeps all.
+    /// pprof counts them; `None` (or 0) keeps all.
     pub node_count: Option<usize>,
     /// Keep only the samples whose stack passes through this node, named as
     /// [`GraphNode::name`] (pprof's web view focusing on one node).
