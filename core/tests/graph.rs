@@ -172,15 +172,14 @@ fn go_profiles_pruned_harder() {
     }
 }
 
-/// The large CPU profile (labels on every sample: nodelets crowd out nodes), by line
-/// and with filters too.
+/// The large CPU profile (labels on every sample: nodelets crowd out nodes), at the
+/// defaults and with many more nodes.
 #[test]
 fn large_cpu_profile() {
     let Some((go, root)) = go_fixtures() else { return };
     let file = root.join("large/cpu.large.pb.gz");
     for options in [
         GraphOptions::default(),
-        GraphOptions { node_count: Some(20), ..GraphOptions::default() },
         GraphOptions { node_count: Some(200), node_fraction: 0.001, ..GraphOptions::default() },
     ] {
         assert_like_pprof(go, &file, &options);
