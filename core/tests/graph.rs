@@ -93,9 +93,20 @@ fn pprof_flags(options: &GraphOptions) -> Vec<String> {
     if options.granularity == Granularity::Lines {
         flags.push("-lines".to_owned());
     }
-    for (flag, value) in [("focus", &options.filters.focus), ("hide", &options.filters.hide)] {
+    let filters = &options.filters;
+    for (flag, value) in [
+        ("focus", &filters.focus),
+        ("hide", &filters.hide),
+        ("tagfocus", &filters.tag_focus),
+        ("tagignore", &filters.tag_ignore),
+    ] {
         if let Some(value) = value {
             flags.push(format!("-{flag}={value}"));
+        }
+    }
+    for (flag, keys) in [("tagroot", &filters.tag_root), ("tagleaf", &filters.tag_leaf)] {
+        if !keys.is_empty() {
+            flags.push(format!("-{flag}={}", keys.join(",")));
         }
     }
     flags
@@ -205,6 +216,38 @@ fn other_profiles_and_options() {
         ..GraphOptions::default()
     };
     assert_like_pprof(go, &root.join("go/base/heap.pb.gz"), &hidden);
+}
+
+/// Tag filters keep and drop samples by label; tagroot/tagleaf label frames are nodes
+/// (and edges) of their own, as in `go tool pprof -dot -tagroot`.
+#[test]
+fn tag_filters_and_label_frames_like_pprof() {
+    let Some((go, root)) = go_fixtures() else { return };
+    let tags = |focus: &str, ignore: &str, tag_root: &[&str], tag_leaf: &[&str]| GraphOptions {
+        filters: stacklens_core::analysis::Filters {
+            tag_focus: (!focus.is_empty()).then(|| focus.to_owned()),
+            tag_ignore: (!ignore.is_empty()).then(|| ignore.to_owned()),
+            tag_root: tag_root.iter().map(|&k| k.to_owned()).collect(),
+            tag_leaf: tag_leaf.iter().map(|&k| k.to_owned()).collect(),
+            ..Default::default()
+        },
+        ..GraphOptions::default()
+    };
+    let cpu = root.join("go/base/cpu.pb.gz");
+    assert_like_pprof(go, &cpu, &tags("endpoint=/api/report", "", &[], &[]));
+    assert_like_pprof(go, &cpu, &tags("", "tenant=acme|globex", &[], &[]));
+    assert_like_pprof(go, &cpu, &tags("", "", &["endpoint"], &[]));
+    assert_like_pprof(go, &cpu, &tags("tenant=umbrella", "", &["endpoint", "tenant"], &["tenant"]));
+    let heap = root.join("go/compare/heap.pb.gz");
+    assert_like_pprof(
+        go,
+        &heap,
+        &GraphOptions { sample_index: "alloc_space".to_owned(), ..tags("", "", &[], &["bytes"]) },
+    );
+    assert_like_pprof(go, &heap, &tags(":32kb", "", &["bytes"], &[]));
+    let labelled = call_graph(&load(&cpu), &tags("", "", &["endpoint"], &[])).unwrap();
+    // A label frame is a function named by the value, in a "file" named by the key.
+    assert!(labelled.nodes.iter().any(|n| n.file.as_deref() == Some("endpoint")), "{:?}", labelled.nodes);
 }
 
 /// Focusing on a node keeps the samples through it, as pprof's `-focus` on its exact name.
