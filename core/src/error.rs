@@ -62,6 +62,9 @@ pub enum Error {
 
     #[error("invalid transform '{text}': {reason}")]
     InvalidTransform { text: String, reason: String },
+
+    #[error("no node named '{0}' in this profile")]
+    UnknownNode(String),
 }
 
 impl Error {
@@ -86,6 +89,7 @@ impl Error {
             Error::NoSampleTimes(_) => "NoSampleTimes",
             Error::NoMatchingFunction { .. } => "NoMatchingFunction",
             Error::InvalidTransform { .. } => "InvalidTransform",
+            Error::UnknownNode(_) => "UnknownNode",
         }
     }
 }
