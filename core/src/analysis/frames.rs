@@ -283,6 +283,20 @@ impl<'a> FrameTable<'a> {
         self.nodes[range.clone()].iter().copied().zip(self.inlined[range].iter().copied())
     }
 
+    /// A location of [`FrameTable::profile`]'s lines that became nodes, each with its
+    /// node, innermost first: `new` makes one node per line that hide/show keep.
+    /// `filters` must be those the table was built with.
+    pub(crate) fn line_nodes<'t>(
+        &'t self,
+        filters: &'t CompiledFilters,
+        location: LocationId,
+    ) -> impl Iterator<Item = (&'t Line, u32)> + 't {
+        let location_lines = self.profile.location(location);
+        let visible = filters.visible_lines(&self.profile, location_lines);
+        let kept = location_lines.lines.iter().zip(visible).filter_map(|(line, visible)| visible.then_some(line));
+        kept.zip(self.nodes(location.0).map(|(node, _)| node))
+    }
+
     /// pprof's verdict on a sample of [`FrameTable::profile`]: focus/ignore, then
     /// tagfocus/tagignore, and whether hide/show left it any frame.
     pub fn keeps(&self, sample: &Sample) -> bool {

@@ -386,74 +386,109 @@ pub struct LabelValueSummary {
 /// sums them.
 pub fn label_summary(profile: &Profile, sample_index: &str, filters: &Filters) -> Result<LabelSummary> {
     let index = profile.sample_index(sample_index)?;
-    let keys_shown = KeyFilter::new(filters)?;
     // The samples kept are those top counts (a focus may match label frames).
     let table = FrameTable::new(profile, Granularity::Functions, filters)?;
     let kept = table.profile();
-    let units = numeric_label_units(kept);
-    // Summed by ids first: formatting each label of a large profile would be slow.
-    let mut by_label: HashMap<(StrId, LabelValue), i64> = HashMap::default();
-    let mut with_key: HashMap<&str, i64> = HashMap::default();
-    let mut kept_total: i64 = 0;
-    let mut keys_seen: Vec<&str> = Vec::new();
-    for sample in kept.samples.iter().filter(|s| table.keeps(s)) {
-        let value = sample.values.get(index).copied().unwrap_or(0);
-        kept_total = kept_total.saturating_add(value);
-        keys_seen.clear();
+    let mut tally = LabelTally::new(kept, index);
+    kept.samples.iter().filter(|s| table.keeps(s)).for_each(|s| tally.add(s));
+    tally.summary(profile.total(index), filters)
+}
+
+/// Label values summed over samples as they come (those of one function, say), for a
+/// [`LabelSummary`]. Summed by ids: formatting each label of a large profile would be slow.
+pub(crate) struct LabelTally<'p> {
+    kept: &'p Profile,
+    index: usize,
+    by_label: HashMap<(StrId, LabelValue), i64>,
+    with_key: HashMap<&'p str, i64>,
+    kept_total: i64,
+    keys_seen: Vec<&'p str>,
+}
+
+impl<'p> LabelTally<'p> {
+    /// A tally of the values of sample type `index` of `kept`'s samples.
+    pub(crate) fn new(kept: &'p Profile, index: usize) -> Self {
+        Self {
+            kept,
+            index,
+            by_label: HashMap::default(),
+            with_key: HashMap::default(),
+            kept_total: 0,
+            keys_seen: Vec::new(),
+        }
+    }
+
+    pub(crate) fn add(&mut self, sample: &Sample) {
+        let value = sample.values.get(self.index).copied().unwrap_or(0);
+        self.kept_total = self.kept_total.saturating_add(value);
+        self.keys_seen.clear();
         for label in labels(sample) {
-            let sum = by_label.entry((label.key, label.value.clone())).or_default();
+            let sum = self.by_label.entry((label.key, label.value.clone())).or_default();
             *sum = sum.saturating_add(value);
-            let key = kept.str(label.key);
-            if !keys_seen.contains(&key) {
-                keys_seen.push(key);
-                let sum = with_key.entry(key).or_default();
+            let key = self.kept.str(label.key);
+            if !self.keys_seen.contains(&key) {
+                self.keys_seen.push(key);
+                let sum = self.with_key.entry(key).or_default();
                 *sum = sum.saturating_add(value);
             }
         }
     }
-    let mut by_key: BTreeMap<&str, (Option<&str>, HashMap<String, i64>)> = BTreeMap::new();
-    for ((key, value), sum) in by_label {
-        let key = kept.str(key);
-        if !keys_shown.shows(key) {
-            continue;
+
+    /// The summary of the samples added, with the keys `filters` show; `total` is
+    /// `kept.total(index)`, which the caller may have at hand.
+    pub(crate) fn summary(self, total: i64, filters: &Filters) -> Result<LabelSummary> {
+        let LabelTally { kept, index, by_label, with_key, kept_total, .. } = self;
+        let keys_shown = KeyFilter::new(filters)?;
+        // Units take a pass over every sample: found only when numbers need them.
+        let mut units: Option<HashMap<&str, &str>> = None;
+        let mut by_key: BTreeMap<&str, (Option<&str>, HashMap<String, i64>)> = BTreeMap::new();
+        for ((key, value), sum) in by_label {
+            let key = kept.str(key);
+            if !keys_shown.shows(key) {
+                continue;
+            }
+            let (unit, values) = by_key.entry(key).or_default();
+            let text = match value {
+                LabelValue::Str(s) => kept.str(s).to_owned(),
+                LabelValue::Num { value, .. } => {
+                    let key_unit = units.get_or_insert_with(|| numeric_label_units(kept))[key];
+                    *unit = Some(key_unit);
+                    format_value(value, key_unit)
+                }
+            };
+            let total = values.entry(text).or_default();
+            *total = total.saturating_add(sum);
         }
-        let (unit, values) = by_key.entry(key).or_default();
-        let text = match value {
-            LabelValue::Str(s) => kept.str(s).to_owned(),
-            LabelValue::Num { value, .. } => {
-                *unit = Some(units[key]);
-                format_value(value, units[key])
-            }
-        };
-        let total = values.entry(text).or_default();
-        *total = total.saturating_add(sum);
-    }
-    let total = profile.total(index);
-    let keys = by_key
-        .into_iter()
-        .map(|(key, (unit, values))| {
-            let mut values: Vec<LabelValueSummary> = values
-                .into_iter()
-                .map(|(value, sum)| LabelValueSummary { value, total: sum, total_pct: percentage_value(sum, total) })
-                .collect();
-            values.sort_by(|a, b| {
-                b.total.unsigned_abs().cmp(&a.total.unsigned_abs()).then_with(|| a.value.cmp(&b.value))
-            });
-            let missing = kept_total.saturating_sub(with_key[key]);
-            LabelKeySummary {
-                key: key.to_owned(),
-                unit: unit.map(str::to_owned),
-                total: values.iter().map(|v| v.total).fold(0, i64::saturating_add),
-                missing,
-                missing_pct: percentage_value(missing, total),
-                values,
-            }
+        let keys = by_key
+            .into_iter()
+            .map(|(key, (unit, values))| {
+                let mut values: Vec<LabelValueSummary> = values
+                    .into_iter()
+                    .map(|(value, sum)| LabelValueSummary {
+                        value,
+                        total: sum,
+                        total_pct: percentage_value(sum, total),
+                    })
+                    .collect();
+                values.sort_by(|a, b| {
+                    b.total.unsigned_abs().cmp(&a.total.unsigned_abs()).then_with(|| a.value.cmp(&b.value))
+                });
+                let missing = kept_total.saturating_sub(with_key[key]);
+                LabelKeySummary {
+                    key: key.to_owned(),
+                    unit: unit.map(str::to_owned),
+                    total: values.iter().map(|v| v.total).fold(0, i64::saturating_add),
+                    missing,
+                    missing_pct: percentage_value(missing, total),
+                    values,
+                }
+            })
+            .collect();
+        Ok(LabelSummary {
+            sample_type: kept.sample_type_name(index).to_owned(),
+            unit: kept.sample_type_unit(index).to_owned(),
+            total,
+            keys,
         })
-        .collect();
-    Ok(LabelSummary {
-        sample_type: profile.sample_type_name(index).to_owned(),
-        unit: profile.sample_type_unit(index).to_owned(),
-        total,
-        keys,
-    })
+    }
 }

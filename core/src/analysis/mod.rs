@@ -1,5 +1,6 @@
 //! Pure analysis functions over [`crate::Profile`].
 
+pub mod details;
 pub mod diff;
 pub mod frames;
 pub mod goroutines;
@@ -13,6 +14,7 @@ pub mod top;
 pub mod transforms;
 pub mod tree;
 
+pub use details::{details, DetailsOptions, FunctionDetails};
 pub use diff::{diff, DiffOptions, DiffReport};
 pub use frames::{Filters, Granularity};
 pub use goroutines::{analyze as analyze_goroutines, compare as compare_goroutines, GoroutineOptions};
