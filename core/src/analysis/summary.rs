@@ -84,6 +84,15 @@ pub struct SampleTypeMeta {
     pub default: bool,
 }
 
+/// A sampling period: one sample every `value` `unit` of `kind` (10,000,000 nanoseconds of cpu).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Period {
+    pub value: i64,
+    pub kind: String,
+    pub unit: String,
+}
+
 /// What a profile is, for the page's header: where it came from, what it measures and
 /// how much of it there is.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -97,8 +106,8 @@ pub struct ProfileMeta {
     /// When it was taken (nanoseconds since the Unix epoch) and for how long; 0 when unknown.
     pub time_nanos: i64,
     pub duration_nanos: i64,
-    /// The sampling period, with its type and unit (`cpu nanoseconds`), when known.
-    pub period: Option<(i64, String)>,
+    /// The sampling period, when known.
+    pub period: Option<Period>,
     pub sample_count: i64,
     /// Sample records, which may aggregate many samples each.
     pub record_count: usize,
@@ -120,8 +129,10 @@ pub fn meta(profile: &Profile) -> ProfileMeta {
     let comments: Vec<&str> = profile.comments.iter().map(|&c| profile.strings.get(c)).collect();
     let main_binary = profile.mappings.first().map(|m| profile.strings.get(m.filename)).filter(|f| !f.is_empty());
     let producer = if comments.is_empty() { main_binary.map(str::to_owned) } else { Some(comments.join("; ")) };
-    let period = profile.period_type.filter(|_| profile.period > 0).map(|t| {
-        (profile.period, format!("{} {}", profile.strings.get(t.kind), profile.strings.get(t.unit)).trim().to_owned())
+    let period = profile.period_type.filter(|_| profile.period > 0).map(|t| Period {
+        value: profile.period,
+        kind: profile.strings.get(t.kind).to_owned(),
+        unit: profile.strings.get(t.unit).to_owned(),
     });
     ProfileMeta {
         format: profile.source.label().to_owned(),

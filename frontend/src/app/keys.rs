@@ -79,7 +79,8 @@ pub fn install(state: State) {
             }
             "?" if !typing => state.shortcuts_open.update(|open| *open = !*open),
             "Escape" if state.shortcuts_open.get_untracked() => state.shortcuts_open.set(false),
-            "Escape" | "0" if !typing || e.key() == "Escape" => State::reset(state.zoom),
+            "Escape" => State::reset(state.zoom),
+            "0" if !typing => State::reset(state.zoom),
             "-" if !typing => state.zoom.update(|z| {
                 z.pop();
             }),

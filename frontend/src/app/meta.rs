@@ -36,10 +36,10 @@ fn meta_view(meta: ProfileMeta) -> impl IntoView {
     let fact = |label: &'static str, value: Option<String>| {
         value.map(|v| view! { <span class="fact" data-fact=label><span class="label">{label}</span> " " <span class="value">{v}</span></span> })
     };
-    let period = meta.period.as_ref().map(|(value, kind)| {
-        let unit = kind.rsplit(' ').next().unwrap_or_default();
-        format!("{} ({kind})", format_value(*value, unit))
-    });
+    let period = meta
+        .period
+        .as_ref()
+        .map(|p| format!("{} ({})", format_value(p.value, &p.unit), format!("{} {}", p.kind, p.unit).trim()));
     view! {
         <section class="profile-meta" data-testid="profile-meta" aria-label="profile details">
             {fact("format", Some(meta.format.clone()))}
