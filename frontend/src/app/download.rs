@@ -9,7 +9,7 @@ use stacklens_core::export::ExportFormat;
 use wasm_bindgen::JsCast;
 
 use crate::worker::client::Client;
-use crate::worker::protocol::{Request, Response};
+use crate::worker::protocol::{Request, Response, Shape};
 
 /// What a download needs to know about the profile on screen.
 #[derive(Clone, PartialEq)]
@@ -18,6 +18,7 @@ pub struct Current {
     pub name: String,
     pub sample: usize,
     pub filters: Filters,
+    pub shape: Shape,
 }
 
 #[component]
@@ -31,9 +32,13 @@ pub fn DownloadMenu(
     let download = move |_| {
         let Some(current) = current.get_untracked() else { return };
         let format = format.get_untracked();
-        let filters = if filtered.get_untracked() { current.filters } else { Filters::default() };
+        let (filters, shape) = if filtered.get_untracked() {
+            (current.filters, current.shape)
+        } else {
+            (Filters::default(), Shape::default())
+        };
         let file_name = format!("{}.{}", stem(&current.name), format.extension());
-        let request = Request::Export { id: current.id, sample: current.sample, filters, format };
+        let request = Request::Export { id: current.id, sample: current.sample, filters, shape, format };
         client.get_value().request(request, move |response, bytes| match (response, bytes) {
             (Response::Export(Ok(())), Some(bytes)) => {
                 if let Err(e) = save(&bytes, &file_name, format.media_type()) {

@@ -75,6 +75,8 @@ fn follow_in_address(state: State) {
             zoom: state.zoom.get(),
             profiles: state.entries.with(|e| e.iter().map(|x| x.name.clone()).collect()),
             urls: state.sources.get(),
+            transforms: state.transforms.get(),
+            range: state.range.get(),
         });
     });
 }

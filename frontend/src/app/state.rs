@@ -4,11 +4,12 @@
 use std::rc::Rc;
 
 use leptos::prelude::*;
+use stacklens_core::analysis::transforms::Transform;
 use stacklens_core::analysis::Filters;
 
 use super::url_state::HashState;
 use crate::worker::client::Client;
-use crate::worker::protocol::{Request, Response, Summary};
+use crate::worker::protocol::{Request, Response, Shape, Summary};
 
 /// A parsed profile, as the page knows it.
 #[derive(Clone, PartialEq)]
@@ -115,8 +116,13 @@ pub struct State {
     pub tenant: StoredValue<Option<String>>,
     /// "Compare with baseline": (the baseline's profile id, the profile compared with it).
     pub pending_compare: StoredValue<Option<(u32, u32)>>,
+    /// The Firefox Profiler's stack transforms, in the order they were applied.
+    pub transforms: RwSignal<Vec<Transform>>,
+    /// The time range chosen in the timeline (the active profile's sample times).
+    pub range: RwSignal<Option<(i64, i64)>>,
     pub current: Memo<Option<Entry>>,
     pub filters: Memo<Filters>,
+    pub shape: Memo<Shape>,
 }
 
 impl State {
@@ -131,6 +137,7 @@ impl State {
         );
         let (tag_focus, tag_ignore, tag_root) =
             (RwSignal::new(String::new()), RwSignal::new(String::new()), RwSignal::new(Vec::new()));
+        let (transforms, range) = (RwSignal::new(initial.transforms.clone()), RwSignal::new(initial.range));
         let client = Client::new();
         let state = State {
             client: StoredValue::new_local(client.clone()),
@@ -165,6 +172,8 @@ impl State {
             sources: RwSignal::new(Vec::new()),
             tenant: StoredValue::new(tenant),
             pending_compare: StoredValue::new(None),
+            transforms,
+            range,
             current: Memo::new(move |_| {
                 let id = active.get()?;
                 entries.with(|e| e.iter().find(|x| x.id == id).cloned())
@@ -178,6 +187,7 @@ impl State {
                 tag_root: tag_root.get(),
                 ..Filters::default()
             }),
+            shape: Memo::new(move |_| Shape { transforms: transforms.get(), range: range.get() }),
         };
         client.start(move |event| state.on_worker_event(event));
         state

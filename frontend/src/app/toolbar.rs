@@ -175,6 +175,7 @@ pub fn Toolbar() -> impl IntoView {
             name: e.name,
             sample: state.sample_index.get(),
             filters: state.filters.get(),
+            shape: state.shape.get(),
         })
     });
     view! {

@@ -1,6 +1,7 @@
 //! View state in the URL hash (`#view=flame&sample=cpu&focus=…`), so a reload or a
 //! copied link restores what the user was looking at, and `url=` sources to fetch.
 
+use stacklens_core::analysis::transforms::{format_transforms, parse_transforms, Transform};
 use wasm_bindgen::{JsCast, JsValue};
 
 /// The hash's fields; values are percent-encoded.
@@ -18,6 +19,10 @@ pub struct HashState {
     pub profiles: Vec<String>,
     /// Profiles to fetch.
     pub urls: Vec<String>,
+    /// Stack transforms, in order (core's short form).
+    pub transforms: Vec<Transform>,
+    /// The timeline's range: `from~to` in the samples' time.
+    pub range: Option<(i64, i64)>,
 }
 
 /// Separates zoom path entries; function names never contain it.
@@ -29,6 +34,12 @@ fn decode(s: &str) -> String {
 
 fn encode(s: &str) -> String {
     String::from(js_sys::encode_uri_component(s))
+}
+
+fn parse_range(text: &str) -> Option<(i64, i64)> {
+    let (from, to) = text.split_once('~')?;
+    let range = (from.parse().ok()?, to.parse().ok()?);
+    (range.0 < range.1).then_some(range)
 }
 
 impl HashState {
@@ -47,6 +58,9 @@ impl HashState {
                 "zoom" => st.zoom = v.split(PATH_SEPARATOR).filter(|s| !s.is_empty()).map(str::to_owned).collect(),
                 "profile" => st.profiles.push(v),
                 "url" => st.urls.push(v),
+                // A link edited by hand keeps what it can: a bad list or range is ignored.
+                "transforms" => st.transforms = parse_transforms(&v).unwrap_or_default(),
+                "range" => st.range = parse_range(&v),
                 _ => {}
             }
         }
@@ -69,6 +83,12 @@ impl HashState {
         }
         if !self.zoom.is_empty() {
             parts.push(format!("zoom={}", encode(&self.zoom.join(&PATH_SEPARATOR.to_string()))));
+        }
+        if !self.transforms.is_empty() {
+            parts.push(format!("transforms={}", encode(&format_transforms(&self.transforms))));
+        }
+        if let Some((from, to)) = self.range {
+            parts.push(format!("range={from}~{to}"));
         }
         parts.extend(self.urls.iter().map(|u| format!("url={}", encode(u))));
         parts.extend(self.profiles.iter().map(|p| format!("profile={}", encode(p))));

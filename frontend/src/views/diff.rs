@@ -40,8 +40,9 @@ pub fn DiffView() -> impl IntoView {
         state.generation().get();
         let (Some(base), Some(compare)) = (state.base_id.get(), state.compare_id.get()) else { return };
         let (sample, filters, normalize) = (state.sample_index.get(), state.filters.get(), state.normalize.get());
+        let shape = state.shape.get();
         report.set(None);
-        state.ask(token, report, Request::Diff { base, compare, sample, filters, normalize }, |r, _| match r {
+        state.ask(token, report, Request::Diff { base, compare, sample, filters, shape, normalize }, |r, _| match r {
             Response::Diff(d) => Some(d),
             _ => None,
         });

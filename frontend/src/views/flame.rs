@@ -278,8 +278,8 @@ impl TreeWindow {
             self.answer.set(None);
             self.shown.set_value(Some(key.clone()));
         }
-        let TreeKey { id, sample, filters, kind } = key;
-        let request = Request::Tree { id, sample, filters, kind, zoom, search };
+        let TreeKey { id, sample, filters, shape, kind } = key;
+        let request = Request::Tree { id, sample, filters, shape, kind, zoom, search };
         state.ask(self.token, self.answer, request, decode_tree);
     }
 }
@@ -305,7 +305,7 @@ fn decode_tree(response: Response, bytes: Option<Vec<u8>>) -> Option<Result<Flam
 
 /// The key of `kind`'s tree for `id` at the page's sample type and filters.
 pub fn tree_key(state: &State, id: u32, kind: TreeKind) -> TreeKey {
-    TreeKey { id, sample: state.sample_index.get(), filters: state.filters.get(), kind }
+    TreeKey { id, sample: state.sample_index.get(), filters: state.filters.get(), shape: state.shape.get(), kind }
 }
 
 /// A flame graph of `window`'s answer, zooming through `zoom`.

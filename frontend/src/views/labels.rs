@@ -81,7 +81,14 @@ pub fn LabelsView() -> impl IntoView {
     let state = expect_context::<State>();
     let answer = super::report_on_active(
         state,
-        move |e| Some(Request::Labels { id: e.id, sample: state.sample_index.get(), filters: state.filters.get() }),
+        move |e| {
+            Some(Request::Labels {
+                id: e.id,
+                sample: state.sample_index.get(),
+                filters: state.filters.get(),
+                shape: state.shape.get(),
+            })
+        },
         |r| match r {
             Response::Labels(l) => Some(l),
             _ => None,

@@ -108,6 +108,7 @@ pub fn SourceView() -> impl IntoView {
                 id: e.id,
                 sample: state.sample_index.get(),
                 filters: state.filters.get(),
+                shape: state.shape.get(),
                 functions,
             })
         },

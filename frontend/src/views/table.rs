@@ -183,7 +183,14 @@ pub fn TopView() -> impl IntoView {
     let state = expect_context::<State>();
     let report = super::report_on_active(
         state,
-        move |e| Some(Request::Top { id: e.id, sample: state.sample_index.get(), filters: state.filters.get() }),
+        move |e| {
+            Some(Request::Top {
+                id: e.id,
+                sample: state.sample_index.get(),
+                filters: state.filters.get(),
+                shape: state.shape.get(),
+            })
+        },
         |r| match r {
             Response::Top(t) => Some(t),
             _ => None,

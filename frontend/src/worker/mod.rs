@@ -20,7 +20,7 @@ pub mod client;
 pub mod protocol;
 pub mod session;
 
-use protocol::{Envelope, Request, Response, Summary, TreeKey, TreeKind, WindowMeta};
+use protocol::{Envelope, Request, Response, Shape, Summary, TreeKey, TreeKind, WindowMeta};
 use session::{diff_profiles, diff_tree, flame_window, goroutine_growth, Loaded, TreeCache};
 
 thread_local! {
@@ -56,6 +56,11 @@ fn with_two<T>(a: u32, b: u32, f: impl FnOnce(&Loaded, &Loaded) -> Result<T, Str
             _ => Err("a compared profile is not loaded".to_owned()),
         }
     })
+}
+
+/// A diff's shape: the transforms, as a time range belongs to one profile.
+fn transforms_only(shape: &Shape) -> Shape {
+    Shape { transforms: shape.transforms.clone(), range: None }
 }
 
 fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
@@ -99,14 +104,20 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
             PROFILES.with(|p| p.borrow_mut().remove(&id));
             TREES.with(|t| t.borrow_mut().retain(|k| !k.involves(id)));
         }
-        Request::Top { id, sample, filters } => post(seq, &Response::Top(with(id, |l| l.top(sample, &filters))), None),
-        Request::Tree { id, sample, filters, kind, zoom, search } => {
-            let key = TreeKey { id, sample, filters: filters.clone(), kind: kind.clone() };
+        Request::Top { id, sample, filters, shape } => {
+            post(seq, &Response::Top(with(id, |l| l.top(&shape, sample, &filters))), None)
+        }
+        Request::Tree { id, sample, filters, shape, kind, zoom, search } => {
+            let key = TreeKey { id, sample, filters: filters.clone(), shape: shape.clone(), kind: kind.clone() };
             let whole = TREES.with(|t| {
                 t.borrow_mut().get_or_build(key, || match kind {
-                    TreeKind::Plain => with(id, |l| l.tree(sample, &filters)),
-                    TreeKind::DiffAgainst(base) => with_two(base, id, |b, c| diff_tree(b, c, sample, &filters)),
-                    TreeKind::Sandwich(function, side) => with(id, |l| l.sandwich(sample, &filters, &function, side)),
+                    TreeKind::Plain => with(id, |l| l.tree(&shape, sample, &filters)),
+                    TreeKind::DiffAgainst(base) => {
+                        with_two(base, id, |b, c| diff_tree(b, c, &transforms_only(&shape), sample, &filters))
+                    }
+                    TreeKind::Sandwich(function, side) => {
+                        with(id, |l| l.sandwich(&shape, sample, &filters, &function, side))
+                    }
                 })
             });
             match whole.map(|tree| flame_window(&tree, &zoom, &search)) {
@@ -116,8 +127,9 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
                 Err(e) => post(seq, &Response::Tree(Err(e)), None),
             }
         }
-        Request::Diff { base, compare, sample, filters, normalize } => {
-            let report = with_two(base, compare, |b, c| diff_profiles(b, c, sample, &filters, normalize));
+        Request::Diff { base, compare, sample, filters, shape, normalize } => {
+            let shape = transforms_only(&shape);
+            let report = with_two(base, compare, |b, c| diff_profiles(b, c, &shape, sample, &filters, normalize));
             post(seq, &Response::Diff(report), None);
         }
         Request::Goroutines { id, filter, earlier } => {
@@ -131,20 +143,21 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
             });
             post(seq, &Response::Goroutines(report), None);
         }
-        Request::Labels { id, sample, filters } => {
-            let summary =
-                with(id, |l| label_summary(&l.profile, &sample.to_string(), &filters).map_err(|e| e.to_string()));
+        Request::Labels { id, sample, filters, shape } => {
+            let summary = with(id, |l| {
+                label_summary(&*l.shaped(&shape)?, &sample.to_string(), &filters).map_err(|e| e.to_string())
+            });
             post(seq, &Response::Labels(summary), None);
         }
-        Request::Source { id, sample, filters, functions } => {
+        Request::Source { id, sample, filters, shape, functions } => {
             let options =
                 SourceOptions { functions, sample_index: sample.to_string(), filters, ..SourceOptions::default() };
-            let report = with(id, |l| source(&l.profile, &options).map_err(|e| e.to_string()));
+            let report = with(id, |l| source(&*l.shaped(&shape)?, &options).map_err(|e| e.to_string()));
             post(seq, &Response::Source(report), None);
         }
-        Request::Export { id, sample, filters, format } => {
+        Request::Export { id, sample, filters, shape, format } => {
             let options = ExportOptions { sample_index: sample.to_string(), filters, ..ExportOptions::default() };
-            match with(id, |l| export(&l.profile, format, &options).map_err(|e| e.to_string())) {
+            match with(id, |l| export(&*l.shaped(&shape)?, format, &options).map_err(|e| e.to_string())) {
                 Ok(bytes) => post(seq, &Response::Export(Ok(())), Some(bytes)),
                 Err(e) => post(seq, &Response::Export(Err(e)), None),
             }

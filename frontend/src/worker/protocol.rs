@@ -8,6 +8,7 @@ use stacklens_core::analysis::labels::LabelSummary;
 use stacklens_core::analysis::source::SourceReport;
 use stacklens_core::analysis::summary::ProfileMeta;
 use stacklens_core::analysis::top::TopReport;
+use stacklens_core::analysis::transforms::Transform;
 use stacklens_core::analysis::tree::Side;
 use stacklens_core::analysis::Filters;
 use stacklens_core::export::ExportFormat;
@@ -19,6 +20,15 @@ pub enum TreeKind {
     /// A diff tree of `id` against this base profile.
     DiffAgainst(u32),
     Sandwich(String, Side),
+}
+
+/// What the worker changes in a profile before analysing it: the Firefox Profiler's
+/// stack transforms, in order, and the time range chosen in the timeline (samples that
+/// start in `[from, to)`). Filters, by contrast, are pprof's and part of each report.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Shape {
+    pub transforms: Vec<Transform>,
+    pub range: Option<(i64, i64)>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -35,6 +45,7 @@ pub enum Request {
         id: u32,
         sample: usize,
         filters: Filters,
+        shape: Shape,
     },
     /// A window of the tree zoomed at `zoom` (frame names from the root), with the
     /// value `search` matches in the whole tree.
@@ -42,6 +53,7 @@ pub enum Request {
         id: u32,
         sample: usize,
         filters: Filters,
+        shape: Shape,
         kind: TreeKind,
         zoom: Vec<String>,
         search: String,
@@ -51,6 +63,8 @@ pub enum Request {
         compare: u32,
         sample: usize,
         filters: Filters,
+        /// Both profiles get the transforms; a time range belongs to one profile, so none.
+        shape: Shape,
         normalize: bool,
     },
     Goroutines {
@@ -63,6 +77,7 @@ pub enum Request {
         id: u32,
         sample: usize,
         filters: Filters,
+        shape: Shape,
         functions: String,
     },
     /// Label keys and values with their shares of the sample type.
@@ -70,12 +85,14 @@ pub enum Request {
         id: u32,
         sample: usize,
         filters: Filters,
+        shape: Shape,
     },
     /// The profile written as `format` (with `filters` applied; empty ones for none).
     Export {
         id: u32,
         sample: usize,
         filters: Filters,
+        shape: Shape,
         format: ExportFormat,
     },
 }
@@ -86,6 +103,7 @@ pub struct TreeKey {
     pub id: u32,
     pub sample: usize,
     pub filters: Filters,
+    pub shape: Shape,
     pub kind: TreeKind,
 }
 

@@ -2,19 +2,27 @@
 //! zooming, and the windows cut from them. Everything is core's analysis; this module
 //! only adapts it to the worker's requests.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use stacklens_core::analysis::diff::{diff, DiffOptions, DiffReport};
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineComparison, GoroutineOptions, GoroutineReport};
+use stacklens_core::analysis::timeline::restrict;
 use stacklens_core::analysis::top::{top, TopOptions, TopReport};
+use stacklens_core::analysis::transforms::apply;
 use stacklens_core::analysis::tree::{CallTree, Side, TreeOptions};
 use stacklens_core::analysis::Filters;
 use stacklens_core::Profile;
 
-/// A profile the user loaded, under the name they gave it.
+use super::protocol::Shape;
+
+/// A profile the user loaded, under the name they gave it, and the last shape the views
+/// asked for (they ask many questions of one shape; a new shape replaces it).
 pub struct Loaded {
     pub name: String,
-    pub profile: Profile,
+    pub profile: Rc<Profile>,
+    shaped: RefCell<Option<(Shape, Rc<Profile>)>>,
 }
 
 /// A call tree shared by the views; equal when it is the same tree.
@@ -114,8 +122,28 @@ impl Loaded {
         progress: stacklens_core::import::Progress<'_>,
     ) -> Result<Self, String> {
         stacklens_core::parse_with_progress(bytes, &stacklens_core::ParseOptions::default(), progress)
-            .map(|profile| Loaded { name: name.to_owned(), profile })
+            .map(|profile| Loaded { name: name.to_owned(), profile: Rc::new(profile), shaped: RefCell::new(None) })
             .map_err(|e| format!("{name}: {e}"))
+    }
+
+    /// The profile with `shape` applied: the time range first, then the transforms.
+    pub fn shaped(&self, shape: &Shape) -> Result<Rc<Profile>, String> {
+        if *shape == Shape::default() {
+            self.shaped.replace(None);
+            return Ok(self.profile.clone());
+        }
+        if let Some((_, profile)) = self.shaped.borrow().as_ref().filter(|(s, _)| s == shape) {
+            return Ok(profile.clone());
+        }
+        // Dropped first, so two shaped copies of a large profile are never held at once.
+        self.shaped.replace(None);
+        let ranged = match shape.range {
+            Some((from, to)) => Rc::new(restrict(&self.profile, from, to).map_err(|e| e.to_string())?),
+            None => self.profile.clone(),
+        };
+        let profile = Rc::new(apply(&ranged, &shape.transforms).map_err(|e| e.to_string())?);
+        self.shaped.replace(Some((shape.clone(), profile.clone())));
+        Ok(profile)
     }
 
     /// Sample type names, and the index pprof would show by default.
@@ -124,21 +152,22 @@ impl Loaded {
         ((0..p.sample_types.len()).map(|i| p.sample_type_name(i).to_owned()).collect(), p.default_sample_index())
     }
 
-    pub fn top(&self, sample_index: usize, filters: &Filters) -> Result<TopReport, String> {
+    pub fn top(&self, shape: &Shape, sample_index: usize, filters: &Filters) -> Result<TopReport, String> {
         let options =
             TopOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TopOptions::default() };
-        top(&self.profile, &options).map_err(|e| e.to_string())
+        top(&*self.shaped(shape)?, &options).map_err(|e| e.to_string())
     }
 
-    pub fn tree(&self, sample_index: usize, filters: &Filters) -> Result<SharedTree, String> {
+    pub fn tree(&self, shape: &Shape, sample_index: usize, filters: &Filters) -> Result<SharedTree, String> {
         let options =
             TreeOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TreeOptions::default() };
-        CallTree::build(&self.profile, &options).map(|t| SharedTree(Arc::new(t))).map_err(|e| e.to_string())
+        CallTree::build(&*self.shaped(shape)?, &options).map(|t| SharedTree(Arc::new(t))).map_err(|e| e.to_string())
     }
 
     /// Callers or callees of one function (the sandwich view).
     pub fn sandwich(
         &self,
+        shape: &Shape,
         sample_index: usize,
         filters: &Filters,
         function: &str,
@@ -146,7 +175,7 @@ impl Loaded {
     ) -> Result<SharedTree, String> {
         let options =
             TreeOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TreeOptions::default() };
-        CallTree::sandwich(&self.profile, &options, function, side)
+        CallTree::sandwich(&*self.shaped(shape)?, &options, function, side)
             .map(|t| SharedTree(Arc::new(t)))
             .map_err(|e| e.to_string())
     }
@@ -257,8 +286,8 @@ pub fn example_profile() -> Vec<u8> {
 pub fn warm_up() {
     if let Ok(loaded) = Loaded::parse("warm-up", &tiny_cpu_profile()) {
         let filters = Filters::default();
-        let _ = loaded.top(1, &filters);
-        if let Ok(tree) = loaded.tree(1, &filters) {
+        let _ = loaded.top(&Shape::default(), 1, &filters);
+        if let Ok(tree) = loaded.tree(&Shape::default(), 1, &filters) {
             let _ = flame_window(&tree.0, &[], "hot");
         }
     }
@@ -268,6 +297,7 @@ pub fn warm_up() {
 pub fn diff_profiles(
     base: &Loaded,
     compare: &Loaded,
+    transforms: &Shape,
     sample_index: usize,
     filters: &Filters,
     normalize: bool,
@@ -278,18 +308,19 @@ pub fn diff_profiles(
         normalize,
         ..DiffOptions::default()
     };
-    diff(&base.profile, &compare.profile, &options).map_err(|e| e.to_string())
+    diff(&*base.shaped(transforms)?, &*compare.shaped(transforms)?, &options).map_err(|e| e.to_string())
 }
 
 pub fn diff_tree(
     base: &Loaded,
     compare: &Loaded,
+    transforms: &Shape,
     sample_index: usize,
     filters: &Filters,
 ) -> Result<SharedTree, String> {
     let options =
         TreeOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TreeOptions::default() };
-    CallTree::build_diff(&base.profile, &compare.profile, &options)
+    CallTree::build_diff(&*base.shaped(transforms)?, &*compare.shaped(transforms)?, &options)
         .map(|t| SharedTree(Arc::new(t)))
         .map_err(|e| e.to_string())
 }
