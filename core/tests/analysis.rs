@@ -336,6 +336,29 @@ fn call_tree_and_layout_are_consistent() {
     assert_eq!(tree.path(deflate).len() as u32, depth);
     assert_eq!(tree.file(deflate), "/usr/lib/go-1.19/src/compress/flate/deflate.go");
     assert_eq!(tree.nodes[ROOT as usize].depth, 0);
+
+    // Continuous zoom and pan: the middle half of deflate at 800 px is the whole of it at
+    // 1600 px moved 400 px left, cut to the 800 px shown.
+    let half = layout(&tree, &Viewport { zoom: deflate, width_px: 800.0, from: 0.25, to: 0.75, ..Viewport::default() });
+    let double = layout(&tree, &Viewport { zoom: deflate, width_px: 1600.0, ..Viewport::default() });
+    let expected: Vec<(u32, f64, f64)> = double
+        .iter()
+        .filter(|r| r.depth < depth)
+        .map(|r| (r.node, r.x, r.width.min(800.0)))
+        .chain(double.iter().filter(|r| r.depth >= depth).filter_map(|r| {
+            let (left, right) = ((r.x - 400.0).max(0.0), (r.x + r.width - 400.0).min(800.0));
+            (right > left).then_some((r.node, left, right - left))
+        }))
+        .collect();
+    let got: Vec<(u32, f64, f64)> = half.iter().map(|r| (r.node, r.x, r.width)).collect();
+    assert_eq!(got.len(), expected.len());
+    for (g, e) in got.iter().zip(&expected) {
+        assert!(g.0 == e.0 && (g.1 - e.1).abs() < 1e-6 && (g.2 - e.2).abs() < 1e-6, "{g:?} != {e:?}");
+    }
+    assert!(half.len() < double.len(), "frames outside the shown half are left out");
+    let reversed =
+        layout(&tree, &Viewport { zoom: deflate, width_px: 800.0, from: 0.9, to: 0.1, ..Viewport::default() });
+    assert_eq!(reversed, zoomed, "a window that is no part of the span shows all of it");
 }
 
 #[test]

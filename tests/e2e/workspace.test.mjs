@@ -119,6 +119,18 @@ test('screenshots at 1280×800 and 1920×1080, light and dark', async (t) => {
       await loadFixtures(page, 'go/base/cpu.pb.gz');
       await page.getByTestId('flamegraph').waitFor();
       await screenshot(page, `flame-${colorScheme}-${width}x${height}`);
+      // The table beside the flame graph, with the details panel of its first row.
+      await page.getByTestId('layout-both').click();
+      await page.getByTestId('top-row').first().click();
+      await page.getByTestId('details-value').first().waitFor();
+      await page.getByTestId('split-right').getByTestId('flamegraph').waitFor();
+      await screenshot(page, `both-details-${colorScheme}-${width}x${height}`);
+      await page.getByTestId('view-graph').click();
+      await page.getByTestId('callgraph').waitFor();
+      await screenshot(page, `graph-${colorScheme}-${width}x${height}`);
+      // Nothing is wider than the window: no sideways scrolling of the page.
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 0, `${colorScheme} ${width}x${height}: the page is ${overflow}px wider than the window`);
       await page.close();
     }
   }

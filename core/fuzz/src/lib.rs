@@ -174,12 +174,16 @@ pub fn viewport(u: &mut Unstructured<'_>, nodes: usize) -> stacklens_core::layou
     let width_px: f64 = u.arbitrary().unwrap_or(1000.0);
     let min_width_px: f64 = u.arbitrary().unwrap_or(0.5);
     let max_depth: u32 = u.arbitrary().unwrap_or(u32::MAX);
+    let (from, to): (f64, f64) = (u.arbitrary().unwrap_or(0.0), u.arbitrary().unwrap_or(1.0));
     stacklens_core::layout::Viewport {
         // Sometimes one past the end: layout must fall back to the root.
         zoom: zoom % (nodes as u32).saturating_add(1).max(1),
         width_px: finite(width_px),
         min_width_px: finite(min_width_px),
         max_depth,
+        // NaN and infinities too: layout must fall back to the whole span.
+        from,
+        to,
     }
 }
 

@@ -15,11 +15,16 @@ pub struct Viewport {
     pub min_width_px: f64,
     /// Rows below this depth (relative to the root) are not emitted.
     pub max_depth: u32,
+    /// The part of the zoomed frame's span the width shows, as fractions of it (0 and 1
+    /// for all of it): speedscope's continuous zoom and pan, within the zoomed frame.
+    /// Frames outside it are not emitted; those across its edges are clipped to them.
+    pub from: f64,
+    pub to: f64,
 }
 
 impl Default for Viewport {
     fn default() -> Self {
-        Self { zoom: ROOT, width_px: 1000.0, min_width_px: 0.5, max_depth: u32::MAX }
+        Self { zoom: ROOT, width_px: 1000.0, min_width_px: 0.5, max_depth: u32::MAX, from: 0.0, to: 1.0 }
     }
 }
 
@@ -40,7 +45,16 @@ pub fn layout(tree: &CallTree, viewport: &Viewport) -> Vec<Rect> {
     if z.total <= 0 || viewport.width_px <= 0.0 {
         return rects;
     }
-    let scale = viewport.width_px / z.total as f64;
+    // A window that is not a part of the span (reversed, empty, out of [0, 1], NaN)
+    // shows all of it.
+    let (from, to) = (viewport.from.max(0.0), viewport.to.min(1.0));
+    let (from, to) = if from < to { (from, to) } else { (0.0, 1.0) };
+    let scale = viewport.width_px / (z.total as f64 * (to - from));
+    let offset = from * z.total as f64 * scale;
+    let clipped = |node: u32, depth: u32, x: f64, width: f64| {
+        let (left, right) = ((x - offset).max(0.0), (x - offset + width).min(viewport.width_px));
+        Rect { node, depth, x: left, width: right - left }
+    };
     // Ancestors of the zoomed frame fill the width, as in every flame graph tool.
     if zoom != ROOT {
         let mut above = Vec::new();
@@ -62,7 +76,7 @@ pub fn layout(tree: &CallTree, viewport: &Viewport) -> Vec<Rect> {
     if z.depth > viewport.max_depth {
         return rects;
     }
-    rects.push(Rect { node: zoom, depth: z.depth, x: 0.0, width: viewport.width_px });
+    rects.push(clipped(zoom, z.depth, 0.0, z.total as f64 * scale));
     // Pre-order walk: `open` holds, per drawn ancestor, its subtree end and where its
     // next child starts. Narrow subtrees are skipped whole.
     let mut open: Vec<(u32, f64)> = vec![(z.end, 0.0)];
@@ -77,11 +91,12 @@ pub fn layout(tree: &CallTree, viewport: &Viewport) -> Vec<Rect> {
         slot.1 += tree.left_out_before(i) as f64 * scale;
         let x = slot.1;
         slot.1 += width;
-        if width < viewport.min_width_px || n.depth > viewport.max_depth {
+        let outside = x + width <= offset || x >= offset + viewport.width_px;
+        if width < viewport.min_width_px || n.depth > viewport.max_depth || outside {
             i = n.end;
             continue;
         }
-        rects.push(Rect { node: i, depth: n.depth, x, width });
+        rects.push(clipped(i, n.depth, x, width));
         open.push((n.end, x));
         i += 1;
     }

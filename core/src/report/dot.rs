@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::analysis::graph::{CallGraph, GraphEdge};
+use crate::analysis::graph::{CallGraph, GraphEdge, GraphNode};
 use crate::units::{format_value, percentage, scale_to};
 use crate::Profile;
 
@@ -25,7 +25,7 @@ pub fn dot(profile: &Profile, graph: &CallGraph) -> String {
     out.push_str("] }\n");
     for (i, node) in graph.nodes.iter().enumerate() {
         let label: Vec<String> = node.label.iter().map(|l| escape(l)).collect();
-        let share = share(node.cum, graph.total);
+        let (color, fill) = node_colors(graph, node);
         let _ = writeln!(
             out,
             "N{} [label=\"{}\" id=\"node{}\" fontsize={} shape=box tooltip=\"{} ({})\" color=\"{}\" fillcolor=\"{}\"]",
@@ -35,8 +35,8 @@ pub fn dot(profile: &Profile, graph: &CallGraph) -> String {
             node.font_size,
             escape(&node.name),
             graph.format_value(node.cum),
-            dot_color(share, false),
-            dot_color(share, true),
+            color,
+            fill,
         );
     }
     for edge in &graph.edges {
@@ -51,15 +51,13 @@ fn edge_attributes(graph: &CallGraph, edge: &GraphEdge) -> String {
     let mut attributes = format!("label=\" {weight}{}\"", if edge.inline { "\\n (inline)" } else { "" });
     if graph.total != 0 {
         // Graphviz's edge weight and pen width grow with the edge's share of the total.
-        let scaled =
-            |max: i128| (i128::from(edge.weight) * max / i128::from(graph.total)).unsigned_abs().min(max as u128);
-        if let w @ 1.. = scaled(100) {
+        if let w @ 1.. = scaled_weight(graph, edge, 100) {
             let _ = write!(attributes, " weight={}", w + 1);
         }
-        if let w @ 1.. = scaled(5) {
-            let _ = write!(attributes, " penwidth={}", w + 1);
+        if let w @ 2.. = pen_width(graph, edge) {
+            let _ = write!(attributes, " penwidth={w}");
         }
-        let _ = write!(attributes, " color=\"{}\"", dot_color(share(edge.weight, graph.total), false));
+        let _ = write!(attributes, " color=\"{}\"", edge_color(graph, edge));
     }
     let arrow = if edge.residual { "..." } else { "->" };
     let (from, to) = (&graph.nodes[edge.from as usize].name, &graph.nodes[edge.to as usize].name);
@@ -69,6 +67,31 @@ fn edge_attributes(graph: &CallGraph, edge: &GraphEdge) -> String {
         attributes.push_str(" style=\"dotted\"");
     }
     attributes
+}
+
+/// A node's border and fill colors: pprof colours a node by its cum's share of the total.
+pub fn node_colors(graph: &CallGraph, node: &GraphNode) -> (String, String) {
+    let share = share(node.cum, graph.total);
+    (dot_color(share, false), dot_color(share, true))
+}
+
+/// An edge's colour, by its weight's share of the total.
+pub fn edge_color(graph: &CallGraph, edge: &GraphEdge) -> String {
+    dot_color(share(edge.weight, graph.total), false)
+}
+
+/// An edge's pen width as pprof draws it: 1, plus its share of the total in fifths.
+pub fn pen_width(graph: &CallGraph, edge: &GraphEdge) -> u32 {
+    scaled_weight(graph, edge, 5) + 1
+}
+
+/// The edge's weight as a share of the total, in `max`ths (at most `max`).
+fn scaled_weight(graph: &CallGraph, edge: &GraphEdge, max: u32) -> u32 {
+    if graph.total == 0 {
+        return 0;
+    }
+    let scaled = (i128::from(edge.weight) * i128::from(max) / i128::from(graph.total)).unsigned_abs();
+    scaled.min(u128::from(max)) as u32
 }
 
 /// `value` over |total|, for colors (0 when there is no total).

@@ -15,9 +15,11 @@ mod url_state;
 
 use leptos::prelude::*;
 
+use crate::views::details::DetailsPanel;
 use crate::views::diff::DiffView;
 use crate::views::flame::FlameView;
 use crate::views::goroutines::GoroutinesView;
+use crate::views::graph::GraphView;
 use crate::views::history::HistoryView;
 use crate::views::labels::LabelsView;
 use crate::views::sandwich::SandwichView;
@@ -106,6 +108,7 @@ pub fn App() -> impl IntoView {
             ViewKind::Goroutines => view! { <GoroutinesView /> }.into_any(),
             ViewKind::Labels => view! { <LabelsView /> }.into_any(),
             ViewKind::Source => view! { <SourceView /> }.into_any(),
+            ViewKind::Graph => view! { <GraphView /> }.into_any(),
         }
     };
     view! {
@@ -129,6 +132,11 @@ pub fn App() -> impl IntoView {
             <meta::ProfileMetaBar />
             <Toolbar />
         </Show>
-        <main>{main_view}</main>
+        <main class:with-details=move || loaded.get() && state.selected_fn.with(Option::is_some)>
+            <div class="view">{main_view}</div>
+            <Show when=move || loaded.get()>
+                <DetailsPanel />
+            </Show>
+        </main>
     }
 }

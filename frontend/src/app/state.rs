@@ -37,12 +37,14 @@ pub enum ViewKind {
     Sandwich,
     Labels,
     Source,
+    Graph,
 }
 
 impl ViewKind {
-    pub const ALL: [(ViewKind, &'static str); 7] = [
+    pub const ALL: [(ViewKind, &'static str); 8] = [
         (ViewKind::Flame, "Flame graph"),
         (ViewKind::Top, "Top"),
+        (ViewKind::Graph, "Graph"),
         (ViewKind::Sandwich, "Sandwich"),
         (ViewKind::Diff, "Diff"),
         (ViewKind::Goroutines, "Goroutines"),
@@ -59,6 +61,7 @@ impl ViewKind {
             ViewKind::Sandwich => "sandwich",
             ViewKind::Labels => "labels",
             ViewKind::Source => "source",
+            ViewKind::Graph => "graph",
         }
     }
 
@@ -92,7 +95,13 @@ pub struct State {
     pub search: RwSignal<String>,
     /// The flame graph's zoom (shared with the diff's), as frame names from the root.
     pub zoom: RwSignal<Vec<String>>,
+    /// The part of the zoomed frame's span the flame graph shows (`+`, `-`, arrows).
+    pub span: RwSignal<(f64, f64)>,
     pub icicle: RwSignal<bool>,
+    /// The flame view with the top table beside it (Pyroscope's "both"), and the table's
+    /// share of the width.
+    pub with_table: RwSignal<bool>,
+    pub split: RwSignal<f64>,
     pub normalize: RwSignal<bool>,
     pub base_id: RwSignal<Option<u32>>,
     pub compare_id: RwSignal<Option<u32>>,
@@ -100,8 +109,9 @@ pub struct State {
     pub selected_row: RwSignal<usize>,
     /// The keyboard shortcuts list (`?`).
     pub shortcuts_open: RwSignal<bool>,
-    /// The function picked with ⇅ in the top table: the sandwich's and the source view's.
-    pub sandwich_fn: RwSignal<Option<String>>,
+    /// The selected function (a click in a view): the details panel's, the sandwich's and
+    /// the source view's.
+    pub selected_fn: RwSignal<Option<String>>,
     /// Source files the user dropped on the source view: (path as given, text).
     pub source_files: RwSignal<Vec<(String, String)>>,
     pub callers_zoom: RwSignal<Vec<String>>,
@@ -156,14 +166,17 @@ impl State {
             tag_root,
             search: RwSignal::new(initial.search.clone()),
             zoom: RwSignal::new(Vec::new()),
+            span: RwSignal::new((0.0, 1.0)),
             icicle: RwSignal::new(false),
+            with_table: RwSignal::new(false),
+            split: RwSignal::new(0.45),
             normalize: RwSignal::new(false),
             base_id: RwSignal::new(None),
             compare_id: RwSignal::new(None),
             goroutine_filter: RwSignal::new(String::new()),
             selected_row: RwSignal::new(0),
             shortcuts_open: RwSignal::new(false),
-            sandwich_fn: RwSignal::new(None),
+            selected_fn: RwSignal::new(None),
             source_files: RwSignal::new(Vec::new()),
             callers_zoom: RwSignal::new(Vec::new()),
             callees_zoom: RwSignal::new(Vec::new()),
@@ -228,6 +241,15 @@ impl State {
                 }
             })
         });
+    }
+
+    /// Adds a stack transform (once). The zoom goes: it names frames of the old stacks.
+    pub fn apply(&self, transform: Transform) {
+        if self.transforms.with_untracked(|t| t.contains(&transform)) {
+            return;
+        }
+        self.transforms.update(|t| t.push(transform));
+        Self::reset(self.zoom);
     }
 
     /// Hands a profile's bytes to the worker; returns its id. Files opened here (not

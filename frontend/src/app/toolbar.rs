@@ -2,6 +2,7 @@
 //! toolbar (views, sample type, search, filters, share and download).
 
 use leptos::prelude::*;
+use stacklens_core::analysis::transforms::Transform;
 
 use super::download::{Current, DownloadMenu};
 use super::share_panel::SharePanel;
@@ -99,7 +100,53 @@ pub fn Errors() -> impl IntoView {
                     })
                     .collect_view()
             }}
+            <TransformChips />
         </div>
+    }
+}
+
+/// A transform as its chip says it.
+fn describe(transform: &Transform) -> String {
+    match transform {
+        Transform::MergeFunction { name } => format!("merged {name}"),
+        Transform::CollapseRecursion { name } => format!("recursion collapsed: {name}"),
+        Transform::CollapsePackage { prefix } => format!("package collapsed: {prefix}"),
+        Transform::DropFunction { name } => format!("dropped samples with {name}"),
+        Transform::FocusSubtree { path } => format!("subtree: {}", path.join(" › ")),
+        Transform::Invert => "inverted".to_owned(),
+    }
+}
+
+/// The stack transforms in effect, in order; × removes one.
+#[component]
+fn TransformChips() -> impl IntoView {
+    let state = expect_context::<State>();
+    move || {
+        state
+            .transforms
+            .get()
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let text = describe(&t);
+                view! {
+                    <span class="chip transform" data-testid="transform-chip" data-transform=t.to_string()>
+                        {text.clone()}
+                        <button
+                            aria-label=format!("remove the transform: {text}")
+                            on:click=move |_| {
+                                state.transforms.update(|list| {
+                                    list.remove(i);
+                                });
+                                State::reset(state.zoom);
+                            }
+                        >
+                            "×"
+                        </button>
+                    </span>
+                }
+            })
+            .collect_view()
     }
 }
 
@@ -190,6 +237,22 @@ pub fn Toolbar() -> impl IntoView {
                 on:input=move |ev| state.search.set(event_target_value(&ev))
                 prop:value=move || state.search.get()
             />
+            <label title="bottom-up: the leaves are the roots">
+                <input
+                    type="checkbox"
+                    data-testid="invert"
+                    prop:checked=move || state.transforms.with(|t| t.contains(&Transform::Invert))
+                    on:change=move |ev| {
+                        if event_target_checked(&ev) {
+                            state.apply(Transform::Invert);
+                        } else {
+                            state.transforms.update(|t| t.retain(|x| *x != Transform::Invert));
+                            State::reset(state.zoom);
+                        }
+                    }
+                />
+                " invert"
+            </label>
             <label>
                 <input type="checkbox" data-testid="icicle" on:change=move |ev| state.icicle.set(event_target_checked(&ev)) />
                 " icicle"

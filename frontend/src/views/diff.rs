@@ -60,7 +60,7 @@ pub fn DiffView() -> impl IntoView {
         }
         super::answered(report, |report| {
             view! {
-                {flame_panel(state, window, state.zoom, Signal::derive(move || state.icicle.get()), true)}
+                {flame_panel(state, window, state.zoom, state.span, Signal::derive(move || state.icicle.get()), true)}
                 <DiffTable report=report />
             }
             .into_any()

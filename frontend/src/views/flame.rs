@@ -7,9 +7,11 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use stacklens_core::analysis::summary::package_of;
+use stacklens_core::analysis::transforms::Transform;
 use stacklens_core::analysis::tree::{CallTree, ROOT};
 use stacklens_core::layout::{hit, layout, Rect, Viewport};
 use stacklens_core::units::{format_value, percentage};
+use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, MouseEvent};
 
@@ -73,6 +75,9 @@ pub fn FlameGraph(
     settings: Signal<FlameSettings>,
     /// Called with the frame names from the root to the newly zoomed frame.
     on_zoom: Callback<Vec<String>>,
+    /// The part of the zoomed frame's span shown (fractions; `+`, `-` and the arrows
+    /// move it); back to all of it when the zoomed frame changes.
+    span: RwSignal<(f64, f64)>,
 ) -> impl IntoView {
     let canvas_ref = NodeRef::<leptos::html::Canvas>::new();
     let rects = StoredValue::new(Vec::<Rect>::new());
@@ -94,6 +99,34 @@ pub fn FlameGraph(
         on_zoom.run(t.path(node).into_iter().map(|n| t.name(n).to_owned()).collect());
     };
 
+    // A canvas resized (the window, the split beside the table) is painted again.
+    let resized = RwSignal::new(0u32);
+    let observer = StoredValue::new_local(None::<(web_sys::ResizeObserver, Closure<dyn FnMut()>)>);
+    Effect::new(move |_| {
+        let Some(canvas) = canvas_ref.get() else { return };
+        if let Some(Some((old, _))) = observer.try_update_value(Option::take) {
+            old.disconnect();
+        }
+        let bump = Closure::<dyn FnMut()>::new(move || resized.update(|n| *n = n.wrapping_add(1)));
+        if let Ok(o) = web_sys::ResizeObserver::new(bump.as_ref().unchecked_ref()) {
+            o.observe(&canvas);
+            observer.set_value(Some((o, bump)));
+        }
+    });
+    on_cleanup(move || {
+        if let Some(Some((o, _bump))) = observer.try_update_value(Option::take) {
+            o.disconnect();
+        }
+    });
+
+    Effect::new(move |previous: Option<Option<u32>>| {
+        let now = zoom.get();
+        if previous.is_some_and(|p| p != now) {
+            span.set((0.0, 1.0));
+        }
+        now
+    });
+
     // Frames matching the search in this window, and the value they cover in the whole
     // tree once the worker has counted it for this search.
     let search_hits = Memo::new(move |_| {
@@ -111,6 +144,7 @@ pub fn FlameGraph(
     Effect::new(move |_| {
         let (Some(canvas), Some(t), Some(zoom_node)) = (canvas_ref.get(), tree.get(), zoom.get()) else { return };
         let settings = settings.get();
+        resized.track();
         let css_width = f64::from(canvas.client_width().max(300));
         width.set(css_width);
         let tree = &t.0;
@@ -127,9 +161,10 @@ pub fn FlameGraph(
         let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
         ctx.clear_rect(0.0, 0.0, css_width, css_height);
         ctx.set_font("12px ui-monospace, SFMono-Regular, Menlo, monospace");
+        let (from, to) = span.get();
         let laid = layout(
             tree,
-            &Viewport { zoom: zoom_node, width_px: css_width, min_width_px: 0.5, max_depth: MAX_ROWS - 1 },
+            &Viewport { zoom: zoom_node, width_px: css_width, min_width_px: 0.5, max_depth: MAX_ROWS - 1, from, to },
         );
         let hits = search_hits.get();
         // With normalisation a frame is compared as a share of each profile's total.
@@ -308,11 +343,13 @@ pub fn tree_key(state: &State, id: u32, kind: TreeKind) -> TreeKey {
     TreeKey { id, sample: state.sample_index.get(), filters: state.filters.get(), shape: state.shape.get(), kind }
 }
 
-/// A flame graph of `window`'s answer, zooming through `zoom`.
+/// A flame graph of `window`'s answer, zooming through `zoom` and `span`. A click on a
+/// frame selects its function too.
 pub fn flame_panel(
     state: State,
     window: TreeWindow,
     zoom: RwSignal<Vec<String>>,
+    span: RwSignal<(f64, f64)>,
     icicle: Signal<bool>,
     diff: bool,
 ) -> AnyView {
@@ -321,9 +358,12 @@ pub fn flame_panel(
         Signal::derive(move || FlameSettings { icicle: icicle.get(), diff, normalize: diff && state.normalize.get() });
     let on_zoom = Callback::new(move |path: Vec<String>| {
         state.wanted_zoom.set_value(Vec::new());
+        if let Some(function) = path.last() {
+            state.selected_fn.set(Some(function.clone()));
+        }
         zoom.set(path);
     });
-    view! { <FlameGraph data=data search=Signal::derive(move || state.search.get()) settings=settings on_zoom=on_zoom /> }
+    view! { <FlameGraph data=data search=Signal::derive(move || state.search.get()) settings=settings on_zoom=on_zoom span=span /> }
         .into_any()
 }
 
@@ -337,7 +377,42 @@ pub fn FlameView() -> impl IntoView {
         let Some(e) = state.current.get() else { return };
         window.ask(&state, tree_key(&state, e.id, TreeKind::Plain), state.zoom.get(), state.search.get());
     });
-    super::when_ready(window.answer, move || {
-        flame_panel(state, window, state.zoom, Signal::derive(move || state.icicle.get()), false)
-    })
+    let subtree = move || {
+        let path = state.zoom.get();
+        (!path.is_empty()).then(|| {
+            view! {
+                <button
+                    class="focus-subtree"
+                    data-testid="focus-subtree"
+                    title="keep only the samples under this frame, with it as the root (a transform)"
+                    on:click=move |_| state.apply(Transform::FocusSubtree { path: path.clone() })
+                >
+                    "focus on this subtree"
+                </button>
+            }
+        })
+    };
+    let layout = move |with_table: bool| {
+        view! {
+            <button class:active=move || state.with_table.get() == with_table on:click=move |_| state.with_table.set(with_table) data-testid=if with_table { "layout-both" } else { "layout-flame" }>
+                {if with_table { "table + flame graph" } else { "flame graph" }}
+            </button>
+        }
+    };
+    let flame = move || {
+        let graph = super::when_ready(window.answer, move || {
+            flame_panel(state, window, state.zoom, state.span, Signal::derive(move || state.icicle.get()), false)
+        });
+        view! { {subtree} {graph} }
+    };
+    view! {
+        <div class="layout-toggle" role="group" aria-label="layout">{layout(false)}{layout(true)}</div>
+        {move || {
+            if state.with_table.get() {
+                view! { <super::split::Split left=|| view! { <super::table::TopView /> }.into_any() right=move || flame().into_any() /> }.into_any()
+            } else {
+                flame().into_any()
+            }
+        }}
+    }
 }

@@ -1,13 +1,16 @@
 //! One file per view; each asks the worker for core's report through the page's state
 //! and draws it.
 
+pub mod details;
 pub mod diff;
 pub mod flame;
 pub mod goroutines;
+pub mod graph;
 pub mod history;
 pub mod labels;
 pub mod sandwich;
 pub mod source;
+pub mod split;
 pub mod table;
 
 use leptos::prelude::*;

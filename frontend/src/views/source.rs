@@ -103,7 +103,7 @@ pub fn SourceView() -> impl IntoView {
     let answer = super::report_on_active(
         state,
         move |e| {
-            let functions = format!("^{}$", regex::escape(&state.sandwich_fn.get()?));
+            let functions = format!("^{}$", regex::escape(&state.selected_fn.get()?));
             Some(Request::Source {
                 id: e.id,
                 sample: state.sample_index.get(),
@@ -125,8 +125,8 @@ pub fn SourceView() -> impl IntoView {
                     data-testid="source-function-input"
                     aria-label="function to list"
                     placeholder="pick one with ⇅ in Top, or type its name"
-                    prop:value=move || state.sandwich_fn.get().unwrap_or_default()
-                    on:change=move |ev| state.sandwich_fn.set(Some(event_target_value(&ev)).filter(|f| !f.is_empty()))
+                    prop:value=move || state.selected_fn.get().unwrap_or_default()
+                    on:change=move |ev| state.selected_fn.set(Some(event_target_value(&ev)).filter(|f| !f.is_empty()))
                 />
             </label>
             <label class="file">
@@ -134,7 +134,7 @@ pub fn SourceView() -> impl IntoView {
                 <input type="file" multiple data-testid="source-files" on:change=move |ev| add_source_files(state, event_target(&ev)) />
             </label>
             {move || {
-                if state.sandwich_fn.get().is_none() {
+                if state.selected_fn.get().is_none() {
                     return view! { <p class="hint">"Pick a function with ⇅ in the Top view, or type its name, to see its lines."</p> }.into_any();
                 }
                 super::answered(answer, move |report| report_view(state, report))

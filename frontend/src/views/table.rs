@@ -19,6 +19,7 @@ pub enum SortBy {
 pub fn TopTable(
     report: TopReport,
     on_select: Callback<String>,
+    on_focus: Callback<String>,
     on_sandwich: Callback<String>,
     selected: RwSignal<usize>,
 ) -> impl IntoView {
@@ -74,16 +75,19 @@ pub fn TopTable(
                         .map(|(i, f)| {
                             let v = |x: i64| format_value_in(x, &sample_unit, &unit);
                             let name = f.name.clone();
+                            let focused = f.name.clone();
                             let sandwich_name = f.name.clone();
                             view! {
                                 <tr
                                     data-testid="top-row"
                                     class:selected=move || selected.get() == i
                                     aria-selected=move || (selected.get() == i).to_string()
+                                    title="click: details; double-click or Enter: focus the flame graph on it"
                                     on:click=move |_| {
                                         selected.set(i);
                                         on_select.run(name.clone());
                                     }
+                                    on:dblclick=move |_| on_focus.run(focused.clone())
                                 >
                                     <td data-col="flat" data-value=f.flat.to_string()>{v(f.flat)}</td>
                                     <td>{percentage(f.flat, total)}</td>
@@ -176,8 +180,18 @@ pub fn DiffTable(report: DiffReport) -> impl IntoView {
     }
 }
 
-/// The top view of the active profile: a click focuses the flame graph on a function,
-/// ⇅ opens its sandwich.
+/// Focuses the flame graph on one function (pprof's `-focus`) and shows it.
+pub fn focus_flame(state: State, name: &str) {
+    state.focus.set(format!("^{}$", regex::escape(name)));
+    State::reset(state.zoom);
+    // Beside the table, the flame graph is already in view.
+    if !state.with_table.get_untracked() {
+        state.view_kind.set(ViewKind::Flame);
+    }
+}
+
+/// The top view of the active profile: a click selects a function (the details panel),
+/// a double click focuses the flame graph on it, ⇅ opens its sandwich.
 #[component]
 pub fn TopView() -> impl IntoView {
     let state = expect_context::<State>();
@@ -196,20 +210,17 @@ pub fn TopView() -> impl IntoView {
             _ => None,
         },
     );
-    let on_select = Callback::new(move |name: String| {
-        state.focus.set(format!("^{}$", regex::escape(&name)));
-        State::reset(state.zoom);
-        state.view_kind.set(ViewKind::Flame);
-    });
+    let on_select = Callback::new(move |name: String| state.selected_fn.set(Some(name)));
+    let on_focus = Callback::new(move |name: String| focus_flame(state, &name));
     let on_sandwich = Callback::new(move |name: String| {
-        state.sandwich_fn.set(Some(name));
+        state.selected_fn.set(Some(name));
         State::reset(state.callers_zoom);
         State::reset(state.callees_zoom);
         state.view_kind.set(ViewKind::Sandwich);
     });
     move || {
         super::answered(report, |report| {
-            view! { <TopTable report=report on_select=on_select on_sandwich=on_sandwich selected=state.selected_row /> }
+            view! { <TopTable report=report on_select=on_select on_focus=on_focus on_sandwich=on_sandwich selected=state.selected_row /> }
                 .into_any()
         })
     }

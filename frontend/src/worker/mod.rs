@@ -10,6 +10,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
+use stacklens_core::analysis::details::{details, DetailsOptions};
 use stacklens_core::analysis::labels::label_summary;
 use stacklens_core::analysis::source::{source, SourceOptions};
 use stacklens_core::analysis::summary::meta;
@@ -142,6 +143,15 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
                 Ok((report, growth))
             });
             post(seq, &Response::Goroutines(report), None);
+        }
+        Request::Graph { id, sample, filters, shape, pruning } => {
+            let graph = with(id, |l| session::call_graph_laid_out(&*l.shaped(&shape)?, sample, filters, pruning));
+            post(seq, &Response::Graph(graph), None);
+        }
+        Request::Details { id, sample, filters, shape, function } => {
+            let options = DetailsOptions { function, filters, sample_index: sample.to_string(), ..Default::default() };
+            let report = with(id, |l| details(&*l.shaped(&shape)?, &options).map_err(|e| e.to_string()));
+            post(seq, &Response::Details(report), None);
         }
         Request::Labels { id, sample, filters, shape } => {
             let summary = with(id, |l| {

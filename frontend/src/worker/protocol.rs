@@ -2,8 +2,10 @@
 //! optionally followed by raw bytes (a profile going in, a call tree coming out).
 
 use serde::{Deserialize, Serialize};
+use stacklens_core::analysis::details::FunctionDetails;
 use stacklens_core::analysis::diff::DiffReport;
 use stacklens_core::analysis::goroutines::{GoroutineComparison, GoroutineReport};
+use stacklens_core::analysis::graph::CallGraph;
 use stacklens_core::analysis::labels::LabelSummary;
 use stacklens_core::analysis::source::SourceReport;
 use stacklens_core::analysis::summary::ProfileMeta;
@@ -12,6 +14,7 @@ use stacklens_core::analysis::transforms::Transform;
 use stacklens_core::analysis::tree::Side;
 use stacklens_core::analysis::Filters;
 use stacklens_core::export::ExportFormat;
+use stacklens_core::layout::graph::GraphLayout;
 
 /// What a tree request asks for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -80,6 +83,22 @@ pub enum Request {
         shape: Shape,
         functions: String,
     },
+    /// pprof's call graph (its `-dot` nodes and edges at these settings), laid out.
+    Graph {
+        id: u32,
+        sample: usize,
+        filters: Filters,
+        shape: Shape,
+        pruning: GraphPruning,
+    },
+    /// The details panel's function: its values, callers, callees, files and labels.
+    Details {
+        id: u32,
+        sample: usize,
+        filters: Filters,
+        shape: Shape,
+        function: String,
+    },
     /// Label keys and values with their shares of the sample type.
     Labels {
         id: u32,
@@ -95,6 +114,24 @@ pub enum Request {
         shape: Shape,
         format: ExportFormat,
     },
+}
+
+/// pprof's `-nodefraction`, `-edgefraction` and `-nodecount`, and the node the graph
+/// is focused on (only the samples through it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GraphPruning {
+    pub node_fraction: f64,
+    pub edge_fraction: f64,
+    pub node_count: usize,
+    pub focus: Option<String>,
+}
+
+/// A call graph, core's drawing of it, and pprof's legend for it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LaidOutGraph {
+    pub graph: CallGraph,
+    pub layout: GraphLayout,
+    pub legend: Vec<String>,
 }
 
 /// Which whole tree a window is cut from (the worker's cache key).
@@ -155,6 +192,8 @@ pub enum Response {
     Diff(Result<DiffReport, String>),
     Goroutines(Result<(GoroutineReport, Option<GoroutineComparison>), String>),
     Labels(Result<LabelSummary, String>),
+    Graph(Result<LaidOutGraph, String>),
+    Details(Result<FunctionDetails, String>),
     Source(Result<SourceReport, String>),
     /// For `Export`, the file's bytes follow the message.
     Export(Result<(), String>),

@@ -8,14 +8,17 @@ use std::sync::Arc;
 
 use stacklens_core::analysis::diff::{diff, DiffOptions, DiffReport};
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineComparison, GoroutineOptions, GoroutineReport};
+use stacklens_core::analysis::graph::{call_graph, GraphOptions};
 use stacklens_core::analysis::timeline::restrict;
 use stacklens_core::analysis::top::{top, TopOptions, TopReport};
 use stacklens_core::analysis::transforms::apply;
 use stacklens_core::analysis::tree::{CallTree, Side, TreeOptions};
 use stacklens_core::analysis::Filters;
+use stacklens_core::layout::graph::{layout_call_graph, GraphLayoutOptions};
+use stacklens_core::report::dot::legend;
 use stacklens_core::Profile;
 
-use super::protocol::Shape;
+use super::protocol::{GraphPruning, LaidOutGraph, Shape};
 
 /// A profile the user loaded, under the name they gave it, and the last shape the views
 /// asked for (they ask many questions of one shape; a new shape replaces it).
@@ -291,6 +294,28 @@ pub fn warm_up() {
             let _ = flame_window(&tree.0, &[], "hot");
         }
     }
+}
+
+/// pprof's call graph of `profile` at `pruning`, core's drawing of it and its legend.
+pub fn call_graph_laid_out(
+    profile: &Profile,
+    sample_index: usize,
+    filters: Filters,
+    pruning: GraphPruning,
+) -> Result<LaidOutGraph, String> {
+    let options = GraphOptions {
+        sample_index: sample_index.to_string(),
+        filters,
+        node_fraction: pruning.node_fraction,
+        edge_fraction: pruning.edge_fraction,
+        node_count: Some(pruning.node_count),
+        focus_node: pruning.focus,
+        ..GraphOptions::default()
+    };
+    let graph = call_graph(profile, &options).map_err(|e| e.to_string())?;
+    let layout = layout_call_graph(&graph, &GraphLayoutOptions::default()).map_err(|e| e.to_string())?;
+    let legend = legend(profile, &graph);
+    Ok(LaidOutGraph { graph, layout, legend })
 }
 
 /// The diff of `compare` against `base` for the compared profile's sample type.
