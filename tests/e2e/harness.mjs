@@ -85,10 +85,10 @@ export function requireGo(t) {
   return false;
 }
 
-/** `go tool pprof -top ARGS FILE` (a fixture path), the independent reference. */
-export function pprofTop(args, file) {
+/** `go tool pprof -top ARGS FILE` (a fixture path), the independent reference; the large profile needs a longer `timeout` (ms). */
+export function pprofTop(args, file, timeout = 60000) {
   return execFileSync(goBinary, ['tool', 'pprof', '-top', ...args, join(fixtures, file)], {
-    encoding: 'utf8', env: { ...process.env, PPROF_BINARY_PATH: '/nonexistent' }, timeout: 60000,
+    encoding: 'utf8', env: { ...process.env, PPROF_BINARY_PATH: '/nonexistent' }, timeout,
   });
 }
 
