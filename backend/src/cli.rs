@@ -1,9 +1,11 @@
 //! Command-line parsing and the analysis subcommands.
 
+use std::ffi::OsString;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use stacklens_core::analysis::diff::{diff, diff_top, DiffOptions};
 use stacklens_core::analysis::frames::use_raw_names;
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineOptions};
@@ -19,17 +21,42 @@ use stacklens_core::report::list::list;
 use stacklens_core::report::tags::tags;
 use stacklens_core::Profile;
 
+use crate::open::{Opened, Source};
 use crate::text;
 
 #[derive(Parser)]
 #[command(
     name = "stacklens",
-    version,
-    about = "Profile analyzer: pprof-exact numbers, flame graphs, diffs and goroutine analysis"
+    // Says whether the page is built in (build.rs).
+    version = env!("STACKLENS_VERSION"),
+    about = "Profile analyzer: pprof-exact numbers, flame graphs, diffs and goroutine analysis",
+    after_help = "`stacklens FILE|URL…` is short for `stacklens open FILE|URL…`."
 )]
 pub struct Args {
     #[command(subcommand)]
     command: Command,
+}
+
+impl Args {
+    /// The command line, where `stacklens FILE|URL…` means `stacklens open FILE|URL…`.
+    pub fn from_env() -> Args {
+        Args::parse_from(open_implied(std::env::args_os().collect()))
+    }
+}
+
+/// `argv` with `open` inserted when its first argument is no subcommand or option but
+/// a URL or a file: one that exists, or a name with a `.` or `/` (so a missing file is
+/// reported as such). A mistyped subcommand stays clap's error.
+fn open_implied(mut argv: Vec<OsString>) -> Vec<OsString> {
+    let Some(first) = argv.get(1) else { return argv };
+    let text = first.to_string_lossy();
+    let command = Args::command();
+    let subcommand = text == "help" || command.get_subcommands().any(|c| c.get_name() == text);
+    let profile = crate::open::is_url(&text) || Path::new(first).exists() || text.contains(['.', '/']);
+    if !subcommand && !text.starts_with('-') && profile {
+        argv.insert(1, "open".into());
+    }
+    argv
 }
 
 #[derive(Copy, Clone, ValueEnum, PartialEq, Eq)]
@@ -101,6 +128,22 @@ impl FilterArgs {
 enum Command {
     /// Serve the page and the API.
     Serve(crate::serve::ServeArgs),
+    /// Open profiles in the page, served from memory on this machine, like `go tool pprof -http`.
+    Open {
+        /// Profiles: files, or http(s) URLs fetched once at start, within their seconds= and
+        /// 30 s (http://host:6060/debug/pprof/profile?seconds=5).
+        #[arg(required = true, value_name = "FILE|URL")]
+        sources: Vec<OsString>,
+        /// Address to listen on (port 0: a free one).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+        /// Print the page's address but start no browser.
+        #[arg(long)]
+        no_browser: bool,
+        /// The built page (Trunk's output) [default: the page built into this binary, else ./dist].
+        #[arg(long)]
+        dist: Option<PathBuf>,
+    },
     /// Top functions by flat (or cum) value, like `go tool pprof -top`.
     Top {
         file: PathBuf,
@@ -247,8 +290,11 @@ enum Command {
 pub enum CliError {
     #[error("cannot read {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
-    #[error("{path}: {source}")]
-    Parse { path: PathBuf, source: stacklens_core::Error },
+    #[error("cannot fetch {url}: {reason}")]
+    Fetch { url: String, reason: String },
+    /// A file or URL that is no profile.
+    #[error("{input}: {source}")]
+    Parse { input: String, source: stacklens_core::Error },
     #[error("{0}")]
     Analysis(#[from] stacklens_core::Error),
     #[error("{0}")]
@@ -260,12 +306,12 @@ pub enum CliError {
 }
 
 impl CliError {
-    /// 2 is clap's usage error; 3 unreadable input, 4 not a valid profile,
+    /// 2 is clap's usage error; 3 unreadable input (or a failed fetch), 4 not a valid profile,
     /// 5 an analysis that cannot be done (unknown sample type, bad regex, …), 6 server.
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) => 2,
-            CliError::Read { .. } | CliError::Write { .. } => 3,
+            CliError::Read { .. } | CliError::Write { .. } | CliError::Fetch { .. } => 3,
             CliError::Parse { .. } => 4,
             CliError::Analysis(_) => 5,
             CliError::Serve(_) => 6,
@@ -274,11 +320,50 @@ impl CliError {
 }
 
 fn load(path: &Path) -> Result<Profile, CliError> {
-    let bytes = std::fs::read(path).map_err(|source| CliError::Read { path: path.to_owned(), source })?;
-    if let Some(source) = crate::budget::twice_gzipped(&bytes) {
-        return Err(CliError::Parse { path: path.to_owned(), source });
+    parse(&path.display().to_string(), &read(path)?)
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|source| CliError::Read { path: path.to_owned(), source })
+}
+
+/// The profile in `bytes`, read from `input` (a file or URL, named by errors).
+fn parse(input: &str, bytes: &[u8]) -> Result<Profile, CliError> {
+    if let Some(source) = crate::budget::twice_gzipped(bytes) {
+        return Err(CliError::Parse { input: input.to_owned(), source });
     }
-    stacklens_core::parse(&bytes).map_err(|source| CliError::Parse { path: path.to_owned(), source })
+    stacklens_core::parse(bytes).map_err(|source| CliError::Parse { input: input.to_owned(), source })
+}
+
+/// `open`: every source is read and parsed before the server starts, so a bad one is
+/// reported at once; then the page is served with them until Ctrl-C.
+fn open(sources: &[OsString], listen: SocketAddr, no_browser: bool, dist: Option<PathBuf>) -> Result<(), CliError> {
+    let mut opened = Opened::default();
+    for arg in sources {
+        let source = Source::of(arg);
+        let (input, bytes) = match source {
+            Source::File(path) => (path.display().to_string(), read(path)?.into()),
+            Source::Url(url) => {
+                // A CPU profile takes its seconds= to answer.
+                eprintln!("stacklens: fetching {url}");
+                let bytes =
+                    crate::open::fetch(url).map_err(|reason| CliError::Fetch { url: url.to_owned(), reason })?;
+                (url.to_owned(), bytes)
+            }
+        };
+        parse(&input, &bytes)?;
+        opened.push(source.name(), bytes);
+    }
+    let hash = opened.hash();
+    let listening = move |address| {
+        let url = crate::open::page_url(address, &hash);
+        println!("stacklens: serving {} profile(s) until Ctrl-C at\n{url}", sources.len());
+        if !no_browser && !crate::open::browse(&url) {
+            eprintln!("stacklens: no browser found ($BROWSER, xdg-open or open): open the address above");
+        }
+    };
+    let args = crate::serve::ServeArgs::in_memory(listen, dist);
+    crate::serve::run(args, opened, listening).map_err(|e| CliError::Serve(e.to_string()))
 }
 
 /// Report text with control characters other than newlines and tabs escaped (`\u{1b}`),
@@ -337,7 +422,10 @@ fn print_json(value: &impl serde::Serialize) {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     match args.command {
-        Command::Serve(serve) => crate::serve::run(serve).map_err(|e| CliError::Serve(e.to_string()))?,
+        Command::Serve(serve) => {
+            crate::serve::run(serve, Opened::default(), |_| ()).map_err(|e| CliError::Serve(e.to_string()))?
+        }
+        Command::Open { sources, listen, no_browser, dist } => open(&sources, listen, no_browser, dist)?,
         Command::Top {
             file,
             sample_index,

@@ -1,5 +1,7 @@
-//! The `stacklens` binary: `serve` runs the web server; `top`, `diff`, `list` and `goroutines`
-//! analyse profiles on the command line (for CI jobs). All analysis is stacklens-core.
+//! The `stacklens` binary: `serve` runs the web server; `open` (or `stacklens FILE…`)
+//! serves the page with given profiles, as `go tool pprof -http` does; `top`, `diff`,
+//! `list` and `goroutines` analyse profiles on the command line (for CI jobs). All
+//! analysis is stacklens-core.
 
 mod api;
 mod auth;
@@ -7,6 +9,8 @@ mod budget;
 mod cli;
 mod hyper_errors;
 mod intake;
+mod open;
+mod page;
 mod records;
 mod runs;
 mod serve;
@@ -17,10 +21,8 @@ mod text;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let args = cli::Args::parse();
+    let args = cli::Args::from_env();
     match cli::run(args) {
         Ok(code) => code,
         Err(e) => {

@@ -1,4 +1,4 @@
-//! `stacklens serve`: the page (built `dist/`), the REST API over object storage, and a
+//! `stacklens serve` (and `open`): the page, the REST API over object storage, and a
 //! health check. Stateless: every replica over the same store serves the same data.
 
 use std::net::SocketAddr;
@@ -9,17 +9,17 @@ use std::time::Duration;
 use axum::extract::Request;
 use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::IntoResponse;
-use axum::{Json, Router};
-use tower::Service;
+use axum::Router;
 use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
-use tower_http::services::{ServeDir, ServeFile};
 use tower_http::trace::TraceLayer;
 
 use crate::api;
 use crate::auth::Auth;
 use crate::budget::{self, Budget};
+use crate::open::Opened;
+use crate::page::Page;
 use crate::state::{AppState, State};
 use crate::store::Store;
 use crate::targets::Targets;
@@ -29,9 +29,10 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
-    /// The built page (Trunk's output).
-    #[arg(long, default_value = "dist")]
-    dist: PathBuf,
+    /// The built page (Trunk's output) [default: the page built into this binary, else
+    /// ./dist].
+    #[arg(long)]
+    dist: Option<PathBuf>,
     /// Object storage: file:///path, a plain folder, memory://, s3://bucket (AWS_*
     /// variables, AWS_ENDPOINT and AWS_ALLOW_HTTP for S3-compatible servers), gs://, az://.
     #[arg(long, default_value = "./data")]
@@ -86,6 +87,21 @@ pub struct ServeArgs {
     schedule_tick_ms: u64,
 }
 
+impl ServeArgs {
+    /// `serve`'s defaults with the in-memory store, for `stacklens open`: nothing is
+    /// written anywhere.
+    pub fn in_memory(listen: SocketAddr, dist: Option<PathBuf>) -> ServeArgs {
+        #[derive(clap::Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            args: ServeArgs,
+        }
+        let defaults =
+            <Defaults as clap::Parser>::try_parse_from(["serve"]).expect("serve's options all have defaults");
+        ServeArgs { listen, dist, store: "memory://".to_owned(), ..defaults.args }
+    }
+}
+
 /// Longest request URI (path and query) accepted.
 const MAX_URI: usize = 8 * 1024;
 
@@ -106,84 +122,6 @@ fn parse_size(text: &str) -> Result<usize, String> {
         other => return Err(format!("unknown size unit '{other}' in '{text}'")),
     };
     n.checked_mul(factor).ok_or_else(|| format!("'{text}' is too large"))
-}
-
-/// The page: hashed assets are immutable, everything else is revalidated by ETag.
-fn page(dist: &std::path::Path) -> Router {
-    // Unknown page routes (share links) get index.html so the app loads; an unknown
-    // path that names a file (has an extension) is a real 404.
-    let index = ServeFile::new(dist.join("index.html"));
-    let spa = tower::service_fn(move |req: Request| {
-        let mut index = index.clone();
-        async move {
-            let last = req.uri().path().rsplit('/').next().unwrap_or("");
-            if last.contains('.') {
-                let body = Json(serde_json::json!({
-                    "message": format!("{} not found", req.uri().path()),
-                    "error_code": "NotFound",
-                    "details": {"path": req.uri().path()},
-                }));
-                return Ok::<_, std::convert::Infallible>((StatusCode::NOT_FOUND, body).into_response());
-            }
-            Ok(index.call(req).await.map(IntoResponse::into_response).unwrap_or_else(|e| match e {}))
-        }
-    });
-    Router::new()
-        .fallback_service(ServeDir::new(dist).fallback(spa))
-        .layer(axum::middleware::from_fn(cache_headers))
-        .layer(axum::middleware::from_fn(read_only))
-}
-
-/// The page takes GET and HEAD; other methods get the API's JSON 405 rather than
-/// ServeDir's empty one.
-async fn read_only(req: Request, next: axum::middleware::Next) -> axum::response::Response {
-    if matches!(*req.method(), axum::http::Method::GET | axum::http::Method::HEAD) {
-        return next.run(req).await;
-    }
-    let mut response =
-        api::ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "the page takes only GET and HEAD")
-            .into_response();
-    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
-    response
-}
-
-/// Trunk names built assets `name-<16 hex>.ext`: such a file never changes.
-fn is_hashed_asset(path: &str) -> bool {
-    let file = path.rsplit('/').next().unwrap_or("");
-    let stem = file.split('.').next().unwrap_or("");
-    let stem = stem.strip_suffix("_bg").unwrap_or(stem);
-    stem.rsplit_once('-').is_some_and(|(_, hash)| hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
-/// ETag (from size and modification time) with 304 answers, and cache lifetimes.
-async fn cache_headers(req: Request, next: axum::middleware::Next) -> axum::response::Response {
-    let hashed = is_hashed_asset(req.uri().path());
-    let if_none_match = req.headers().get(header::IF_NONE_MATCH).cloned();
-    let mut response = next.run(req).await;
-    if response.status() != StatusCode::OK {
-        return response;
-    }
-    let headers = response.headers_mut();
-    let tag = match (headers.get(header::CONTENT_LENGTH), headers.get(header::LAST_MODIFIED)) {
-        (Some(len), Some(modified)) => {
-            let mut hasher = std::hash::DefaultHasher::new();
-            std::hash::Hash::hash(&(len.as_bytes(), modified.as_bytes()), &mut hasher);
-            format!("W/\"{:016x}\"", std::hash::Hasher::finish(&hasher))
-        }
-        _ => return response,
-    };
-    let cache = if hashed { "public, max-age=31536000, immutable" } else { "no-cache" };
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
-    if let Ok(value) = HeaderValue::from_str(&tag) {
-        headers.insert(header::ETAG, value.clone());
-        if if_none_match.is_some_and(|v| v == value) {
-            let mut not_modified = StatusCode::NOT_MODIFIED.into_response();
-            not_modified.headers_mut().insert(header::ETAG, value);
-            not_modified.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
-            return not_modified;
-        }
-    }
-    response
 }
 
 /// Answers what no handler sees: URIs that are too long, and requests that take too long.
@@ -207,10 +145,10 @@ async fn guard(timeout: Duration, req: Request, next: axum::middleware::Next) ->
     }
 }
 
-pub fn router(dist: &std::path::Path, state: State, cors_origins: &[String], timeout: Duration) -> Router {
+pub fn router(page: &Page, state: State, cors_origins: &[String], timeout: Duration) -> Router {
     let mut app = api::router(state)
         .0
-        .fallback_service(page(dist))
+        .fallback_service(crate::page::router(page))
         // Raw profiles are mostly gzip already.
         .layer(
             CompressionLayer::new()
@@ -237,19 +175,15 @@ fn invalid_input(e: impl std::fmt::Display) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
 }
 
-pub fn run(args: ServeArgs) -> std::io::Result<()> {
+/// Serves until SIGTERM or Ctrl-C; `listening` is told the address once it is bound.
+pub fn run(args: ServeArgs, opened: Opened, listening: impl FnOnce(SocketAddr)) -> std::io::Result<()> {
     budget::tune_allocator();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,tower_http=info".into()),
         )
         .init();
-    if !args.dist.join("index.html").is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("{}/index.html not found: build the page first (trunk build --release)", args.dist.display()),
-        ));
-    }
+    let page = Page::choose(args.dist.as_deref()).map_err(|e| std::io::Error::new(std::io::ErrorKind::NotFound, e))?;
     let auth = Auth::load(args.token_file.as_deref(), args.jwt_secret_file.as_deref(), args.jwt_public_key.as_deref())
         .map_err(invalid_input)?;
     let targets = match &args.targets {
@@ -266,7 +200,7 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
         let listener = tokio::net::TcpListener::bind(args.listen).await?;
         let address = listener.local_addr()?;
         tracing::info!(
-            "listening on http://{address} with store {}; memory budget {} MiB, inflate cap {} MiB",
+            "listening on http://{address} with {page} and store {}; memory budget {} MiB, inflate cap {} MiB",
             store.description,
             budget.total() >> 20,
             inflate_cap >> 20
@@ -287,13 +221,15 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
             http: reqwest::Client::new(),
             schedule_tick: Duration::from_millis(args.schedule_tick_ms.max(10)),
             capture_grace: Duration::from_secs(args.capture_grace_secs),
+            opened,
         });
         tokio::spawn(reload_on_hangup(state.clone()));
         if !state.targets.targets.is_empty() {
             // Continuous captures run on every replica; leases keep slots single.
             tokio::spawn(crate::runs::schedule::run_forever(state.clone()));
         }
-        let app = router(&args.dist, state, &args.cors_origins, request_timeout);
+        let app = router(&page, state, &args.cors_origins, request_timeout);
+        listening(address);
         serve_connections(listener, app, Duration::from_secs(args.header_timeout_secs)).await;
         Ok(())
     })

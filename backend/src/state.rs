@@ -22,6 +22,8 @@ pub struct AppState {
     pub schedule_tick: std::time::Duration,
     /// How long past its fetch a capture may go without an outcome (`--capture-grace-secs`).
     pub capture_grace: std::time::Duration,
+    /// The profiles `stacklens open` serves (none for `serve`).
+    pub opened: crate::open::Opened,
 }
 
 pub type State = Arc<AppState>;

@@ -808,6 +808,7 @@ fn openapi_documents_every_route() {
         ("get", "/api/v1/profiles/{id}"),
         ("delete", "/api/v1/profiles/{id}"),
         ("get", "/api/v1/profiles/{id}/raw"),
+        ("get", "/api/v1/opened/{index}/{name}"),
         ("get", "/api/v1/profiling/baselines"),
         ("post", "/api/v1/profiling/baselines"),
         ("get", "/api/v1/profiling/baselines/{id}"),
@@ -867,6 +868,7 @@ fn openapi_documents_every_route() {
         "SamplyNotInstalled",
         "PerfEventsNotAllowed",
         "ProcessNotFound",
+        "OpenedProfileNotFound",
     ];
     for (path, ops) in doc["paths"].as_object().unwrap() {
         for (method, op) in ops.as_object().unwrap() {
@@ -881,7 +883,8 @@ fn openapi_documents_every_route() {
     }
     validate_with_openapi_spec_validator(&doc);
     for (method, path) in &documented {
-        let url = format!("{}{}", server.base, path.replace("{id}", "sess-0123456789abcdef0123456789abcdef"));
+        let path = path.replace("{id}", "sess-0123456789abcdef0123456789abcdef").replace("{index}", "0");
+        let url = format!("{}{path}", server.base);
         let response =
             http.request(method.to_uppercase().parse().unwrap(), url).bearer_auth(TOKEN).body("{}").send().unwrap();
         assert_ne!(response.status(), 405, "{method} {path}");

@@ -1281,6 +1281,7 @@ fn tenant_routes(session: &str) -> Vec<(&'static str, String, Vec<u8>)> {
         ("GET", format!("/api/v1/profiles/{session}"), vec![]),
         ("DELETE", format!("/api/v1/profiles/{session}"), vec![]),
         ("GET", format!("/api/v1/profiles/{session}/raw"), vec![]),
+        ("GET", "/api/v1/opened/0/x".into(), vec![]),
         ("GET", "/api/v1/profiling/baselines".into(), vec![]),
         (
             "POST",
@@ -1362,6 +1363,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/profiles/{id}"),
     ("DELETE", "/api/v1/profiles/{id}"),
     ("GET", "/api/v1/profiles/{id}/raw"),
+    ("GET", "/api/v1/opened/{index}/{name}"),
     ("GET", "/api/v1/profiling/baselines"),
     ("POST", "/api/v1/profiling/baselines"),
     ("GET", "/api/v1/profiling/baselines/{id}"),
@@ -1405,7 +1407,7 @@ fn wrong_methods_and_unknown_routes() {
         paths.dedup();
         for path in paths {
             let taken: Vec<&str> = ROUTES.iter().filter(|(_, p)| *p == path).map(|(m, _)| *m).collect();
-            let target = path.replace("{id}", "x");
+            let target = path.replace("{id}", "x").replace("{index}", "0").replace("{name}", "x");
             for method in ["GET", "POST", "PUT", "DELETE", "PATCH"] {
                 if taken.contains(&method) {
                     continue;
@@ -1422,6 +1424,8 @@ fn wrong_methods_and_unknown_routes() {
             "/api/v1/nope",
             "/api/v2/profiles",
             "/api/v1/profiles/x/y/z",
+            "/api/v1/opened/0",
+            "/api/v1/opened/0/x/y",
             "/api/v1/profiling",
             "/api/v1/observability/profiling/x/y",
             "/v0",

@@ -8,6 +8,7 @@ mod analysis;
 mod baselines;
 mod capture;
 mod docs;
+mod opened;
 mod profiles;
 mod request;
 mod samply;
@@ -36,6 +37,7 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(profiles::list, profiles::upload))
         .routes(routes!(profiles::record, profiles::delete))
         .routes(routes!(profiles::raw))
+        .routes(routes!(opened::raw))
         .routes(routes!(baselines::list, baselines::create))
         .routes(routes!(baselines::record, baselines::delete))
         .routes(routes!(analysis::diff_sessions))

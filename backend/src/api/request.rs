@@ -132,15 +132,15 @@ pub fn check_name(field: &str, value: &str, max: usize) -> Result<(), ApiError> 
     Ok(())
 }
 
-/// A path parameter (an id or a name); one that is not UTF-8 is refused with the
-/// API's own 400, not axum's plain-text one.
-pub struct PathParam(pub String);
+/// Path parameters (an id or a name; a tuple for several); one that is not UTF-8, or
+/// not of its type, is refused with the API's own 400, not axum's plain-text one.
+pub struct PathParam<T = String>(pub T);
 
-impl<S: Send + Sync> FromRequestParts<S> for PathParam {
+impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> FromRequestParts<S> for PathParam<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        match Path::<String>::from_request_parts(parts, state).await {
+        match Path::<T>::from_request_parts(parts, state).await {
             Ok(Path(value)) => Ok(PathParam(value)),
             Err(e) => Err(ApiError::bad_request("InvalidParameter", e.body_text())),
         }

@@ -46,7 +46,7 @@ fn endpoint(target: &Target, kind: ProfileKind, seconds: u64) -> Option<String> 
 }
 
 /// How much longer than the capture itself the target may take to answer.
-const FETCH_SLACK_SECS: u64 = 30;
+pub const FETCH_SLACK_SECS: u64 = 30;
 
 /// How long a capture may take before it counts as interrupted (its server stopped):
 /// then its lease is void and its status reads failed.
