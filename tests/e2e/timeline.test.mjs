@@ -131,12 +131,28 @@ test('time order: a .cpuprofile as a stack chart over time with its histogram; h
   const chart = page.getByTestId('timeline');
   const box = await chart.boundingBox();
   const tip = page.getByTestId('timeline-tooltip');
-  let text;
+  let text, at;
   for (const x of [0.5, 0.3, 0.7, 0.1, 0.9]) {
-    await chart.hover({ position: { x: box.width * x, y: AXIS + LANE_HEAD + 8 } });
+    at = { x: box.width * x, y: AXIS + LANE_HEAD + 8 };
+    await chart.hover({ position: at });
     if (await tip.count()) { text = await tip.textContent(); break; }
   }
   assert.match(text ?? '', /\d(\.\d+)?(ns|us|ms|s) from /, 'a frame under the cursor, with its duration');
+
+  // A click selects the frame's function: the details panel opens beside the chart,
+  // which the worker then draws for its narrower width.
+  const name = await tip.locator('.tt-name').textContent();
+  const backing = await chart.evaluate((c) => c.width);
+  await chart.click({ position: at });
+  assert.equal(await page.getByTestId('details-name').textContent(), name);
+  const narrower = await until('the chart redrawn narrower', async () => {
+    const w = await chart.evaluate((c) => [c.width, Math.round(c.clientWidth * devicePixelRatio)]);
+    return w[0] < backing && Math.abs(w[0] - w[1]) <= 1 ? w : undefined;
+  });
+  await painted(page);
+  await screenshot(page, 'timeline-details');
+  await page.getByTestId('details-close').click();
+  await until('the chart redrawn full width', async () => ((await chart.evaluate((c) => c.width)) > narrower[0] ? true : undefined));
 
   // Zoom in twice: the worker draws a quarter of the span about its middle; the
   // histogram keeps the whole span, greyed outside the window.

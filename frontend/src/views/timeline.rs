@@ -2,13 +2,16 @@
 //! each lane's (thread's) stacks over time on a HiDPI canvas, from core's stack chart,
 //! under an activity histogram of the whole time span. The buttons or Ctrl+wheel zoom
 //! the chart in time (the worker draws the new window); a drag across either canvas
-//! chooses the time range every other view reads (`State::range`), drawn on both.
+//! chooses the time range every other view reads (`State::range`), drawn on both; a
+//! click on a box selects its function (the details panel).
 
 use leptos::ev;
 use leptos::prelude::*;
 use stacklens_core::analysis::timeline::{ChartViewport, Histogram, StackChart};
 use stacklens_core::units::format_value;
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, MouseEvent, WheelEvent};
+use wasm_bindgen::prelude::Closure;
+use wasm_bindgen::JsCast;
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, MouseEvent, ResizeObserver, WheelEvent};
 
 use super::flame::{box_label, context, package_colour};
 use crate::app::state::State;
@@ -288,10 +291,14 @@ fn chart_panel(state: State, shown: RwSignal<Option<Shown>>, window: RwSignal<Op
             drag.set(Some(Drag { to_x: f64::from(ev.client_x()) - d.left, ..d }));
         }
     });
+    // The click that ends a drag selects nothing.
+    let dragged = StoredValue::new(false);
     let released = window_event_listener(ev::mouseup, move |_| {
-        if let Some(range) = drag.get_untracked().and_then(|d| d.range()) {
+        let range = drag.get_untracked().and_then(|d| d.range());
+        if let Some(range) = range {
             state.range.set(Some(range));
         }
+        dragged.set_value(range.is_some());
         drag.set(None);
     });
     on_cleanup(move || {
@@ -459,6 +466,17 @@ fn chart_panel(state: State, shown: RwSignal<Option<Shown>>, window: RwSignal<Op
                     }
                 }
                 on:mouseleave=move |_| hovered.set(None)
+                on:click=move |ev| {
+                    if dragged.get_value() {
+                        return;
+                    }
+                    let name = locate(&ev).and_then(|(i, _, _)| {
+                        shown.with_untracked(|s| s.as_ref().map(|s| s.chart.names[s.chart.boxes[i].name as usize].clone()))
+                    });
+                    if name.is_some() {
+                        state.selected_fn.set(name);
+                    }
+                }
                 on:wheel=on_wheel
             ></canvas>
             {lane_labels}
@@ -479,6 +497,34 @@ fn lane_label(name: &str) -> String {
     } else {
         name.to_owned()
     }
+}
+
+/// Keeps `width` the element's width while it is on the page (the details panel opens
+/// and closes beside the view), so the worker draws for the width shown.
+fn follow_width(element: NodeRef<leptos::html::Div>, width: RwSignal<Option<f64>>) {
+    let observer = StoredValue::new_local(None::<(ResizeObserver, Closure<dyn FnMut()>)>);
+    Effect::new(move |_| {
+        let Some(el) = element.get() else { return };
+        let target = el.clone();
+        let measure = Closure::<dyn FnMut()>::new(move || {
+            let now = Some(f64::from(el.client_width().max(300)));
+            if width.get_untracked() != now {
+                width.set(now);
+            }
+        });
+        // Observing reports the first size at once.
+        if let Ok(o) = ResizeObserver::new(measure.as_ref().unchecked_ref()) {
+            o.observe(&target);
+            observer.set_value(Some((o, measure)));
+        }
+    });
+    on_cleanup(move || {
+        observer.try_update_value(|o| {
+            if let Some((o, _)) = o.take() {
+                o.disconnect();
+            }
+        });
+    });
 }
 
 /// The Time order view of the active profile.
@@ -510,11 +556,7 @@ pub fn TimelineView() -> impl IntoView {
             _ => None,
         },
     );
-    Effect::new(move |_| {
-        if let Some(el) = root.get() {
-            width.set(Some(f64::from(el.client_width().max(300))));
-        }
-    });
+    follow_width(root, width);
     // The last chart drawn stays while a new window is on its way.
     let shown = RwSignal::new(None::<Shown>);
     Effect::new(move |_| {
