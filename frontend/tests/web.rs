@@ -1,8 +1,10 @@
 //! The page's WASM bindings, run in headless Chromium by wasm-bindgen-test-runner.
 
+use stacklens_core::analysis::timeline::{ChartViewport, Lane, StackBox, StackChart};
 use stacklens_core::analysis::transforms::Transform;
 use stacklens_core::analysis::Filters;
-use stacklens_frontend::worker::protocol::Shape;
+use stacklens_frontend::views::timeline::{box_at, lane_tops, zoomed, Scale, MIN_SPAN};
+use stacklens_frontend::worker::protocol::{Shape, Timeline};
 use stacklens_frontend::worker::session::{
     diff_profiles, diff_tree, flame_window, tiny_cpu_profile, Loaded, TreeCache,
 };
@@ -112,4 +114,125 @@ fn shapes_transform_the_profile_every_view_reads() {
     let ranged = Shape { transforms: vec![], range: Some((0, 10)) };
     let err = loaded.top(&ranged, 1, &Filters::default()).expect_err("no sample times");
     assert!(err.contains("does not say when samples were taken"), "{err}");
+}
+
+/// A Node `.cpuprofile`: main → work, work, then main → idle, then main → work, one
+/// sample every 100 µs from 1000 µs to the end at 1400 µs.
+const TIMED: &str = r#"{
+  "nodes": [
+    {"id": 1, "callFrame": {"functionName": "(root)", "url": "", "lineNumber": -1, "columnNumber": -1}, "children": [2]},
+    {"id": 2, "callFrame": {"functionName": "main", "url": "file:///a.js", "lineNumber": 0, "columnNumber": 0}, "children": [3, 4]},
+    {"id": 3, "callFrame": {"functionName": "work", "url": "file:///a.js", "lineNumber": 4, "columnNumber": 0}},
+    {"id": 4, "callFrame": {"functionName": "idle", "url": "file:///b.js", "lineNumber": 9, "columnNumber": 0}}
+  ],
+  "startTime": 1000, "endTime": 1400, "samples": [3, 3, 4, 3], "timeDeltas": [0, 100, 100, 100]
+}"#;
+
+/// The chart's boxes as (depth, name, start, end), in core's order.
+fn boxes(chart: &StackChart) -> Vec<(u32, &str, i64, i64)> {
+    chart.boxes.iter().map(|b| (b.depth, chart.names[b.name as usize].as_str(), b.start, b.end)).collect()
+}
+
+#[wasm_bindgen_test]
+fn the_timeline_draws_every_sample_and_a_window_of_it() {
+    let loaded = Loaded::parse("timed.cpuprofile", TIMED.as_bytes()).expect("parses");
+    let viewport = ChartViewport { width_px: 1000.0, min_width_px: 0.0, max_depth: 100 };
+    let wall = 1; // wall/microseconds, the default
+    let Timeline::Drawn { chart, histogram } =
+        loaded.timeline(&Shape::default(), wall, Filters::default(), None, &viewport, 4).expect("timeline")
+    else {
+        panic!("a .cpuprofile has sample times")
+    };
+    assert_eq!((chart.start, chart.end), (0, 400_000), "from startTime, in nanoseconds");
+    assert_eq!(chart.lanes, [Lane { name: String::new(), depth: 2 }]);
+    assert_eq!(
+        boxes(&chart),
+        [
+            (0, "main", 0, 400_000),
+            (1, "work", 0, 200_000),
+            (1, "idle", 200_000, 300_000),
+            (1, "work", 300_000, 400_000)
+        ]
+    );
+    assert_eq!(chart.files[chart.boxes[2].name as usize], "file:///b.js");
+    assert_eq!(histogram.unit, "microseconds");
+    assert!(histogram.values.len() == 4 && histogram.values.iter().all(|v| (v - 100.0).abs() < 1e-9), "{histogram:?}");
+
+    // A window: only the samples in it, the histogram still of the whole span.
+    let window = Some((100_000, 300_000));
+    let Timeline::Drawn { chart, histogram } =
+        loaded.timeline(&Shape::default(), wall, Filters::default(), window, &viewport, 4).expect("timeline")
+    else {
+        panic!("drawn")
+    };
+    assert_eq!((chart.start, chart.end, histogram.start, histogram.end), (100_000, 300_000, 0, 400_000));
+    assert_eq!(
+        boxes(&chart),
+        [(0, "main", 100_000, 300_000), (1, "work", 100_000, 200_000), (1, "idle", 200_000, 300_000)]
+    );
+
+    // The shape's transforms apply; the other views read the range.
+    let dropped = Shape { transforms: vec![Transform::DropFunction { name: "idle".into() }], range: None };
+    let Timeline::Drawn { chart, .. } =
+        loaded.timeline(&dropped, wall, Filters::default(), None, &viewport, 4).expect("timeline")
+    else {
+        panic!("drawn")
+    };
+    assert!(!boxes(&chart).iter().any(|b| b.1 == "idle"), "{:?}", boxes(&chart));
+    let ranged = Shape { transforms: vec![], range: Some((100_000, 300_000)) };
+    assert_eq!(loaded.top(&ranged, wall, &Filters::default()).expect("top").total, 200, "two samples of 100 µs");
+    assert_eq!(loaded.top(&Shape::default(), wall, &Filters::default()).expect("top").total, 400);
+}
+
+#[wasm_bindgen_test]
+fn a_profile_without_sample_times_says_why_it_has_no_timeline() {
+    let loaded = Loaded::parse("small.pb", &tiny_cpu_profile()).expect("parses");
+    let answer = loaded
+        .timeline(&Shape::default(), 1, Filters::default(), None, &ChartViewport::default(), 100)
+        .expect("an answer, not an error");
+    let Timeline::Unavailable(why) = answer else { panic!("a pprof profile has no sample times") };
+    assert!(why.contains("no sample times") && why.contains("does not say when samples were taken"), "{why}");
+    // Bad requests are errors, not panics.
+    let timed = Loaded::parse("timed.cpuprofile", TIMED.as_bytes()).expect("parses");
+    let err = timed
+        .timeline(&Shape::default(), 1, Filters::default(), Some((5, 5)), &ChartViewport::default(), 10)
+        .expect_err("an empty window");
+    assert!(err.contains("empty"), "{err}");
+    let err = timed
+        .timeline(&Shape::default(), 1, Filters::default(), None, &ChartViewport::default(), 0)
+        .expect_err("no buckets");
+    assert!(err.contains("buckets"), "{err}");
+}
+
+#[wasm_bindgen_test]
+fn timeline_zoom_and_hit_testing() {
+    let whole = (0, 1_000_000);
+    assert_eq!(zoomed(whole, whole, 500_000, 0.5), Some((250_000, 750_000)), "about the middle");
+    assert_eq!(zoomed(whole, whole, 0, 0.5), Some((0, 500_000)), "the left edge stays put");
+    assert_eq!(zoomed((250_000, 750_000), whole, 500_000, 2.0), None, "back to the whole span");
+    assert_eq!(zoomed((900_000, 1_000_000), whole, 1_000_000, 1.5), Some((850_000, 1_000_000)), "kept inside");
+    assert_eq!(zoomed((0, 2_000), whole, 0, 0.01), Some((0, MIN_SPAN)), "no narrower than MIN_SPAN");
+    assert_eq!(zoomed((-50, 950), (0, 1_000), -50, 1.0), None, "a pan past the start is the whole span");
+    assert_eq!(zoomed((100_100, 200_100), whole, 100_100, 1.0), Some((100_100, 200_100)), "a pan");
+
+    let scale = Scale { start: 1_000, end: 11_000, width: 1000.0 };
+    assert_eq!((scale.x(6_000), scale.time(500.0), scale.time(-5.0)), (500.0, 6_000, 1_000));
+    assert_eq!(scale.ticks(200.0), [2_000, 4_000, 6_000, 8_000, 10_000], "a 2 µs step for one tick per 200 px");
+    assert_eq!(Scale { start: -3, end: 3, width: 600.0 }.ticks(100.0), [-3, -2, -1, 0, 1, 2, 3], "at least 1 ns");
+
+    let b = |lane, depth, start, end, name| StackBox { lane, depth, start, end, name };
+    let chart = StackChart {
+        start: 0,
+        end: 1_000,
+        names: vec!["a".into(), "b".into(), "c".into()],
+        files: vec![String::new(); 3],
+        lanes: vec![Lane { name: "one".into(), depth: 2 }, Lane { name: "two".into(), depth: 1 }],
+        boxes: vec![b(0, 0, 0, 1_000, 0), b(0, 1, 100, 200, 1), b(0, 1, 500, 900, 2), b(1, 0, 300, 400, 2)],
+    };
+    let (tops, height) = lane_tops(&chart);
+    assert_eq!((tops.clone(), height), (vec![36.0, 92.0], 114.0), "axis, then each lane's name and rows");
+    let scale = Scale { start: 0, end: 1_000, width: 1000.0 };
+    let at = |x, y| box_at(&chart, &tops, &scale, x, y);
+    assert_eq!((at(10.0, 40.0), at(150.0, 56.0), at(600.0, 60.0), at(300.0, 60.0)), (Some(0), Some(1), Some(2), None));
+    assert_eq!((at(350.0, 95.0), at(350.0, 80.0), at(350.0, 10.0), at(450.0, 95.0)), (Some(3), None, None, None));
 }

@@ -78,7 +78,7 @@ impl Default for ChartViewport {
 }
 
 /// One box of the stack chart: a frame through consecutive samples of a lane.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StackBox {
     /// Index into [`StackChart::lanes`].
@@ -92,7 +92,7 @@ pub struct StackBox {
 }
 
 /// A thread's row group.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Lane {
     pub name: String,
@@ -101,7 +101,7 @@ pub struct Lane {
     pub depth: u32,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StackChart {
     /// The window drawn.
@@ -116,7 +116,7 @@ pub struct StackChart {
 }
 
 /// Total value per equal stretch of the window, for the track above the stack chart.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Histogram {
     pub start: i64,

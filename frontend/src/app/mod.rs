@@ -25,6 +25,7 @@ use crate::views::labels::LabelsView;
 use crate::views::sandwich::SandwichView;
 use crate::views::source::SourceView;
 use crate::views::table::TopView;
+use crate::views::timeline::TimelineView;
 use crate::worker::session::example_profile;
 use sources::{FileInput, PastePanel};
 use state::{State, ViewKind};
@@ -83,6 +84,18 @@ fn follow_in_address(state: State) {
     });
 }
 
+/// Clears the time range when another profile becomes active: times are per profile.
+/// The first profile keeps the range the address gave.
+fn range_per_profile(state: State) {
+    Effect::new(move |before: Option<Option<u32>>| {
+        let active = state.active.get();
+        if before.flatten().is_some_and(|b| Some(b) != active) {
+            state.range.set(None);
+        }
+        active
+    });
+}
+
 #[component]
 pub fn App() -> impl IntoView {
     // What the address asks for: applied now, or when the profile it needs arrives.
@@ -93,6 +106,7 @@ pub fn App() -> impl IntoView {
     provide_context(state);
     sources::open_initial(state, &initial, link);
     follow_in_address(state);
+    range_per_profile(state);
     keys::install(state);
 
     let loaded = Memo::new(move |_| state.current.with(Option::is_some));
@@ -109,6 +123,7 @@ pub fn App() -> impl IntoView {
             ViewKind::Labels => view! { <LabelsView /> }.into_any(),
             ViewKind::Source => view! { <SourceView /> }.into_any(),
             ViewKind::Graph => view! { <GraphView /> }.into_any(),
+            ViewKind::Timeline => view! { <TimelineView /> }.into_any(),
         }
     };
     view! {

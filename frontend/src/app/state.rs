@@ -38,10 +38,11 @@ pub enum ViewKind {
     Labels,
     Source,
     Graph,
+    Timeline,
 }
 
 impl ViewKind {
-    pub const ALL: [(ViewKind, &'static str); 8] = [
+    pub const ALL: [(ViewKind, &'static str); 9] = [
         (ViewKind::Flame, "Flame graph"),
         (ViewKind::Top, "Top"),
         (ViewKind::Graph, "Graph"),
@@ -50,6 +51,7 @@ impl ViewKind {
         (ViewKind::Goroutines, "Goroutines"),
         (ViewKind::Labels, "Labels"),
         (ViewKind::Source, "Source"),
+        (ViewKind::Timeline, "Time order"),
     ];
 
     pub fn key(self) -> &'static str {
@@ -62,6 +64,7 @@ impl ViewKind {
             ViewKind::Labels => "labels",
             ViewKind::Source => "source",
             ViewKind::Graph => "graph",
+            ViewKind::Timeline => "timeline",
         }
     }
 

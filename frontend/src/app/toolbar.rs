@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 use stacklens_core::analysis::transforms::Transform;
+use stacklens_core::units::format_value;
 
 use super::download::{Current, DownloadMenu};
 use super::share_panel::SharePanel;
@@ -277,6 +278,24 @@ pub fn Toolbar() -> impl IntoView {
                     })
                     .collect_view()
             }}
+            <RangeChip />
         </div>
+    }
+}
+
+/// The time range chosen in the Time order view, which every view reads; × clears it.
+#[component]
+fn RangeChip() -> impl IntoView {
+    let state = expect_context::<State>();
+    let time = |ns: i64| format_value(ns, "nanoseconds");
+    move || {
+        state.range.get().map(|(from, to)| {
+            view! {
+                <span class="chip" data-testid="range-chip" title="only the samples that start in this time range">
+                    "time " {time(from)} " – " {time(to)} " (" {time(to - from)} ")"
+                    <button aria-label="clear the time range" on:click=move |_| state.range.set(None)>"×"</button>
+                </span>
+            }
+        })
     }
 }

@@ -32,7 +32,7 @@ pub struct FlameData {
 }
 
 /// Stable colour per package: warm hues for code, hashed from the package path.
-fn package_colour(name: &str) -> String {
+pub(crate) fn package_colour(name: &str) -> String {
     let package = match package_of(name) {
         "" => name,
         p => p,
@@ -64,8 +64,24 @@ pub struct FlameSettings {
     pub normalize: bool,
 }
 
-fn context(canvas: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
+pub(crate) fn context(canvas: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
     canvas.get_context("2d").ok().flatten()?.dyn_into().ok()
+}
+
+/// Writes a frame's name in its box (`width` wide from `x`, text on `baseline`) in the
+/// 12px monospace font, cut with … to fit; boxes too narrow for a few letters get none.
+pub(crate) fn box_label(ctx: &CanvasRenderingContext2d, name: &str, x: f64, width: f64, baseline: f64) {
+    if width <= 28.0 {
+        return;
+    }
+    let chars = ((width - 6.0) / 7.2) as usize;
+    let label: String = if name.chars().count() > chars {
+        name.chars().take(chars.saturating_sub(1)).chain(['…']).collect()
+    } else {
+        name.to_owned()
+    };
+    ctx.set_fill_style_str("#1d1f24");
+    let _ = ctx.fill_text(&label, x + 3.0, baseline);
 }
 
 #[component]
@@ -188,16 +204,7 @@ pub fn FlameGraph(
             };
             ctx.set_fill_style_str(&fill);
             ctx.fill_rect(r.x, y, (r.width - 0.5).max(0.5), ROW - 1.0);
-            if r.width > 28.0 {
-                let chars = ((r.width - 6.0) / 7.2) as usize;
-                let label: String = if name.chars().count() > chars {
-                    name.chars().take(chars.saturating_sub(1)).chain(['…']).collect()
-                } else {
-                    name.to_owned()
-                };
-                ctx.set_fill_style_str("#1d1f24");
-                let _ = ctx.fill_text(&label, r.x + 3.0, y + ROW - 5.0);
-            }
+            box_label(&ctx, name, r.x, r.width, y + ROW - 5.0);
         }
         rects.set_value(laid);
     });

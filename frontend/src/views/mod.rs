@@ -12,6 +12,7 @@ pub mod sandwich;
 pub mod source;
 pub mod split;
 pub mod table;
+pub mod timeline;
 
 use leptos::prelude::*;
 

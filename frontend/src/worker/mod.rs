@@ -165,6 +165,10 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
             let report = with(id, |l| source(&*l.shaped(&shape)?, &options).map_err(|e| e.to_string()));
             post(seq, &Response::Source(report), None);
         }
+        Request::Timeline { id, sample, filters, shape, window, viewport, buckets } => {
+            let report = with(id, |l| l.timeline(&shape, sample, filters, window, &viewport, buckets));
+            post(seq, &Response::Timeline(report), None);
+        }
         Request::Export { id, sample, filters, shape, format } => {
             let options = ExportOptions { sample_index: sample.to_string(), filters, ..ExportOptions::default() };
             match with(id, |l| export(&*l.shaped(&shape)?, format, &options).map_err(|e| e.to_string())) {

@@ -9,6 +9,7 @@ use stacklens_core::analysis::graph::CallGraph;
 use stacklens_core::analysis::labels::LabelSummary;
 use stacklens_core::analysis::source::SourceReport;
 use stacklens_core::analysis::summary::ProfileMeta;
+use stacklens_core::analysis::timeline::{ChartViewport, Histogram, StackChart};
 use stacklens_core::analysis::top::TopReport;
 use stacklens_core::analysis::transforms::Transform;
 use stacklens_core::analysis::tree::Side;
@@ -106,6 +107,18 @@ pub enum Request {
         filters: Filters,
         shape: Shape,
     },
+    /// The stack chart of `window` (the whole time span when `None`) and the activity
+    /// histogram of the whole span. The page sends a shape without a range: the chart
+    /// shows every sample, with the range drawn on it.
+    Timeline {
+        id: u32,
+        sample: usize,
+        filters: Filters,
+        shape: Shape,
+        window: Option<(i64, i64)>,
+        viewport: ChartViewport,
+        buckets: usize,
+    },
     /// The profile written as `format` (with `filters` applied; empty ones for none).
     Export {
         id: u32,
@@ -197,6 +210,18 @@ pub enum Response {
     Source(Result<SourceReport, String>),
     /// For `Export`, the file's bytes follow the message.
     Export(Result<(), String>),
+    Timeline(Result<Timeline, String>),
+}
+
+/// The timeline view's answer: what it draws, or why the profile has no timeline.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Timeline {
+    Drawn {
+        chart: StackChart,
+        histogram: Histogram,
+    },
+    /// Core's reason (its format records no sample times).
+    Unavailable(String),
 }
 
 /// A request or response on the wire: (sequence number, message).

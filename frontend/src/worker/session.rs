@@ -9,16 +9,16 @@ use std::sync::Arc;
 use stacklens_core::analysis::diff::{diff, DiffOptions, DiffReport};
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineComparison, GoroutineOptions, GoroutineReport};
 use stacklens_core::analysis::graph::{call_graph, GraphOptions};
-use stacklens_core::analysis::timeline::restrict;
+use stacklens_core::analysis::timeline::{histogram, restrict, stack_chart, ChartViewport, TimelineOptions};
 use stacklens_core::analysis::top::{top, TopOptions, TopReport};
 use stacklens_core::analysis::transforms::apply;
 use stacklens_core::analysis::tree::{CallTree, Side, TreeOptions};
 use stacklens_core::analysis::Filters;
 use stacklens_core::layout::graph::{layout_call_graph, GraphLayoutOptions};
 use stacklens_core::report::dot::legend;
-use stacklens_core::Profile;
+use stacklens_core::{Error, Profile};
 
-use super::protocol::{GraphPruning, LaidOutGraph, Shape};
+use super::protocol::{GraphPruning, LaidOutGraph, Shape, Timeline};
 
 /// A profile the user loaded, under the name they gave it, and the last shape the views
 /// asked for (they ask many questions of one shape; a new shape replaces it).
@@ -181,6 +181,28 @@ impl Loaded {
         CallTree::sandwich(&*self.shaped(shape)?, &options, function, side)
             .map(|t| SharedTree(Arc::new(t)))
             .map_err(|e| e.to_string())
+    }
+
+    /// The stack chart of `window` (the whole span when `None`) and the histogram of the
+    /// whole span in `buckets` buckets; a profile without sample times gets core's reason.
+    pub fn timeline(
+        &self,
+        shape: &Shape,
+        sample_index: usize,
+        filters: Filters,
+        window: Option<(i64, i64)>,
+        viewport: &ChartViewport,
+        buckets: usize,
+    ) -> Result<Timeline, String> {
+        let profile = self.shaped(shape)?;
+        let whole = TimelineOptions { sample_index: sample_index.to_string(), filters, ..TimelineOptions::default() };
+        let histogram = match histogram(&profile, &whole, buckets) {
+            Err(e @ Error::NoSampleTimes(_)) => return Ok(Timeline::Unavailable(e.to_string())),
+            other => other.map_err(|e| e.to_string())?,
+        };
+        let options = TimelineOptions { start: window.map(|w| w.0), end: window.map(|w| w.1), ..whole };
+        let chart = stack_chart(&profile, &options, viewport).map_err(|e| e.to_string())?;
+        Ok(Timeline::Drawn { chart, histogram })
     }
 
     pub fn goroutines(&self, filter: &str) -> Result<GoroutineReport, String> {
