@@ -101,7 +101,6 @@ pub fn Errors() -> impl IntoView {
                     })
                     .collect_view()
             }}
-            <TransformChips />
         </div>
     }
 }
@@ -279,6 +278,7 @@ pub fn Toolbar() -> impl IntoView {
                     .collect_view()
             }}
             <RangeChip />
+            <TransformChips />
         </div>
     }
 }
