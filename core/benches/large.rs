@@ -5,10 +5,12 @@ use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use stacklens_core::analysis::goroutines::{analyze, GoroutineOptions};
+use stacklens_core::analysis::graph::{call_graph, GraphOptions};
 use stacklens_core::analysis::source::{source, SourceOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::transforms::{apply, Transform};
 use stacklens_core::analysis::tree::{CallTree, TreeOptions};
+use stacklens_core::layout::graph::{layout_call_graph, GraphLayoutOptions};
 use stacklens_core::layout::{layout, Viewport};
 
 fn large(name: &str) -> Option<Vec<u8>> {
@@ -85,6 +87,19 @@ fn benches(c: &mut Criterion) {
         g.bench_function("cpu.large: source lines of one function", |b| b.iter(|| source(&p, &function).unwrap()));
         let package = SourceOptions { functions: r"^runtime\.".into(), ..SourceOptions::default() };
         g.bench_function("cpu.large: source lines of runtime.*", |b| b.iter(|| source(&p, &package).unwrap()));
+        // The page's graph view (issue 11: built and laid out in under 200 ms).
+        let graph_options = GraphOptions::default();
+        let layout_options = GraphLayoutOptions::default();
+        g.bench_function("cpu.large: call graph (default pruning)", |b| {
+            b.iter(|| call_graph(&p, &graph_options).unwrap())
+        });
+        let graph = call_graph(&p, &graph_options).unwrap();
+        g.bench_function("cpu.large: call graph layout", |b| {
+            b.iter(|| layout_call_graph(&graph, &layout_options).unwrap())
+        });
+        g.bench_function("cpu.large: call graph + layout", |b| {
+            b.iter(|| layout_call_graph(&call_graph(&p, &graph_options).unwrap(), &layout_options).unwrap())
+        });
     }
     if let Some(dump) = large("goroutine.large.debug2.txt") {
         g.bench_function("goroutine.large.debug2: parse", |b| b.iter(|| stacklens_core::parse(&dump).unwrap()));
