@@ -134,36 +134,40 @@ pub fn call_graph(profile: &Profile, options: &GraphOptions) -> Result<CallGraph
     let node_count = options.node_count.filter(|&n| n > 0);
     let input = Input::new(table, sample_index, focus, node_count.is_some());
 
-    // pprof's cutoffs are shares of the full graph's flat sum; its edges are not needed.
-    let full = input.build(None, Collect::Nodes);
-    let flat_sum = full.nodes.iter().map(|&n| full.flat[n as usize]).fold(0i64, i64::saturating_add);
+    let values = input.node_values();
+    // pprof's cutoffs are shares of the full graph's flat sum.
+    let nodes = values.with_value(0..input.table.node_count() as u32);
+    let flat_sum = nodes.iter().map(|&n| values.flat[n as usize]).fold(0i64, i64::saturating_add);
     let node_cutoff = fraction_cutoff(flat_sum, options.node_fraction);
     let edge_cutoff = fraction_cutoff(flat_sum, options.edge_fraction);
-    let kept = full.nodes.iter().filter(|&&n| full.cum[n as usize].unsigned_abs() >= node_cutoff.unsigned_abs());
-    let kept = input.node_set(kept.copied());
-    let dropped_nodes = full.nodes.len() - kept.iter().filter(|&&k| k).count();
-    // Node selection counts label tags.
-    let mut graph = input.build(Some(&kept), if node_count.is_some() { Collect::EdgesAndTags } else { Collect::Edges });
+    let mut kept: Vec<u32> = nodes
+        .iter()
+        .copied()
+        .filter(|&n| values.cum[n as usize].unsigned_abs() >= node_cutoff.unsigned_abs())
+        .collect();
+    // Hottest first: the build numbers them in this order.
+    kept.sort_by_key(|&n| std::cmp::Reverse(values.cum[n as usize].unsigned_abs()));
+    let dropped_nodes = nodes.len() - kept.len();
+    let mut graph = input.build(&kept, &values);
     let node_total = graph.nodes.len();
     graph.sort_by_entropy(&input.table);
     if let Some(limit) = node_count {
         graph.trim_edges(edge_cutoff);
         let shown = graph.top_nodes(limit, node_cutoff, &input.tags);
         if shown < graph.nodes.len() {
-            let kept = input.node_set(graph.nodes[..shown].iter().copied());
-            graph = input.build(Some(&kept), Collect::Edges);
+            graph = input.build(&graph.nodes[..shown], &values);
             graph.sort_by_entropy(&input.table);
         }
     }
     let dropped_edges = graph.trim_edges(edge_cutoff);
     graph.remove_redundant_edges(&input.table);
 
-    let total = profile.total(sample_index);
+    let total = input.total;
     let unit = profile.sample_type_unit(sample_index).to_owned();
-    let values = graph.nodes.iter().map(|&n| (graph.flat[n as usize], graph.cum[n as usize]));
+    let shown = graph.nodes.iter().map(|&n| (values.flat[n as usize], values.cum[n as usize]));
     let mut result = CallGraph {
         sample_type: profile.sample_type_name(sample_index).to_owned(),
-        output_unit: report_unit(values, total, &unit),
+        output_unit: report_unit(shown, total, &unit),
         unit,
         total,
         nodes: Vec::with_capacity(graph.nodes.len()),
@@ -174,9 +178,9 @@ pub fn call_graph(profile: &Profile, options: &GraphOptions) -> Result<CallGraph
         node_cutoff: fraction_cutoff(total, options.node_fraction),
         edge_cutoff: fraction_cutoff(total, options.edge_fraction),
     };
-    let max_flat = graph.nodes.iter().map(|&n| graph.flat[n as usize].unsigned_abs()).max().unwrap_or(0);
+    let max_flat = graph.nodes.iter().map(|&n| values.flat[n as usize].unsigned_abs()).max().unwrap_or(0);
     for &n in &graph.nodes {
-        let (flat, cum) = (graph.flat[n as usize], graph.cum[n as usize]);
+        let (flat, cum) = (values.flat[n as usize], values.cum[n as usize]);
         let mut label = name_lines(&input.table, options.granularity, n);
         label.extend(value_lines(&result, flat, cum));
         let file = input.table.file(n);
@@ -298,10 +302,16 @@ struct Input<'a> {
     /// The samples' nodes, root first, each with [`INLINED`] set for an inlined call.
     frames: Vec<u32>,
     tags: SampleTags,
+    /// pprof's total, as [`Profile::total`] (label frames change no value), summed in
+    /// the same walk: each sample's values are a pointer away, so a second walk costs.
+    total: i64,
 }
 
 /// Marks a node in [`Input::frames`] as inlined into its caller.
 const INLINED: u32 = 1 << 31;
+/// A location with other than one node, in [`Input::new`]'s table of single nodes (no
+/// node is `u32::MAX`: that would be an inlined node numbered 2³¹ - 1).
+const SEVERAL: u32 = u32::MAX;
 
 impl<'a> Input<'a> {
     fn new(table: FrameTable<'a>, index: usize, focus: Option<u32>, with_tags: bool) -> Self {
@@ -312,25 +322,32 @@ impl<'a> Input<'a> {
         let mut frames = Vec::with_capacity(profile.samples.iter().map(|s| s.locations.len()).sum());
         // Each location's nodes, root first, packed once: the walk below then reads one
         // table instead of the frame table's three (the large profiles' cost is memory).
+        // Nearly every location has one node, kept in `single` so that the walk reads one
+        // word per location; the others are `SEVERAL` there and read from the packed table.
         let mut location_frames = Vec::with_capacity(profile.locations.len());
         let mut location_starts = Vec::with_capacity(profile.locations.len() + 1);
+        let mut single = Vec::with_capacity(profile.locations.len());
         for l in 0..profile.locations.len() as u32 {
-            location_starts.push(location_frames.len());
+            let start = location_frames.len();
+            location_starts.push(start);
             location_frames
                 .extend(table.nodes(l).rev().map(|(node, inlined)| if inlined { node | INLINED } else { node }));
+            single.push(if location_frames.len() == start + 1 { location_frames[start] } else { SEVERAL });
         }
         location_starts.push(location_frames.len());
+        let mut total = 0i64;
         for (i, sample) in profile.samples.iter().enumerate() {
             let value = sample.values.get(index).copied().unwrap_or(0);
+            total = total.saturating_add(value.saturating_abs());
             if value == 0 || !table.keeps(sample) {
                 continue;
             }
             let start = frames.len();
             for location in sample.locations.iter().rev() {
                 let l = location.0 as usize;
-                // Mostly one node: a loop beats a memmove call.
-                for &frame in &location_frames[location_starts[l]..location_starts[l + 1]] {
-                    frames.push(frame);
+                match single[l] {
+                    SEVERAL => frames.extend_from_slice(&location_frames[location_starts[l]..location_starts[l + 1]]),
+                    frame => frames.push(frame),
                 }
             }
             let through = focus.is_none_or(|focus| frames[start..].iter().any(|&f| f & !INLINED == focus));
@@ -341,85 +358,187 @@ impl<'a> Input<'a> {
             }
         }
         let tags = if with_tags { SampleTags::new(profile, &samples) } else { SampleTags::default() };
-        Self { table, samples, frames, tags }
+        Self { table, samples, frames, tags, total }
     }
 
-    fn node_set(&self, nodes: impl Iterator<Item = u32>) -> Vec<bool> {
-        let mut set = vec![false; self.table.node_count()];
-        nodes.for_each(|n| set[n as usize] = true);
-        set
-    }
-
-    /// pprof's `newGraph`: the graph of the nodes in `kept` (all when `None`). A sample's
-    /// frames outside `kept` are skipped: the next kept frame gets a residual edge from
-    /// the last one, and the sample's flat value goes nowhere if its leaf was skipped.
-    fn build(&self, kept: Option<&[bool]>, collect: Collect) -> WorkGraph {
+    /// Every node's values, summed over the samples once: a node's flat and cum count
+    /// the samples through it whichever other nodes pruning keeps (pprof sums them again
+    /// for each graph it builds, to the same values).
+    fn node_values(&self) -> NodeValues {
         let n = self.table.node_count();
-        let mut graph = WorkGraph {
-            nodes: Vec::new(),
-            flat: vec![0; n],
-            cum: vec![0; n],
-            edges: Vec::new(),
-            ins: vec![Vec::new(); n],
-            outs: vec![Vec::new(); n],
-            tag_sums: PairMap::new(n, if collect == Collect::EdgesAndTags { self.tags.sets.len() } else { 0 }, (0, 0)),
-        };
-        let mut index = Indexes::new(kept, n, collect);
+        let mut values =
+            NodeValues { flat: vec![0; n], cum: vec![0; n], tags: PairMap::new(n, self.tags.sets.len(), (0, 0)) };
         let mut seen_nodes = Stamps::new(n);
         let mut start = 0;
         for (i, &(_, value, end)) in self.samples.iter().enumerate() {
             seen_nodes.next_sample();
-            let tags = if collect == Collect::EdgesAndTags { self.tags.set_of_sample[i] } else { SampleTags::NO_SET };
+            let tags = self.tags.set_of_sample.get(i).copied().unwrap_or(SampleTags::NO_SET);
+            let stack = &self.frames[start..end];
+            start = end;
+            // A recursive stack counts once per node.
+            for &frame in stack {
+                if seen_nodes.first_visit(frame & !INLINED) {
+                    values.add(frame & !INLINED, tags, value, false);
+                }
+            }
+            if let Some(&leaf) = stack.last() {
+                values.add(leaf & !INLINED, tags, value, true);
+            }
+        }
+        values
+    }
+
+    /// pprof's `newGraph`: the graph of the nodes in `kept` (listed hottest first), with
+    /// their `values` and the edges between them. A sample's frames outside `kept` are
+    /// skipped: the next kept frame gets a residual edge from the last one.
+    fn build<'v>(&self, kept: &[u32], values: &'v NodeValues) -> WorkGraph<'v> {
+        let n = self.table.node_count();
+        let mut edges = EdgeSums::new(kept, n);
+        let mut start = 0;
+        for (i, &(_, value, end)) in self.samples.iter().enumerate() {
             let (mut parent, mut residual) = (None, false);
             for &frame in &self.frames[start..end] {
                 let node = frame & !INLINED;
-                if index.slot[node as usize] == Indexes::NOT_KEPT {
+                if edges.slot[node as usize] == EdgeSums::NOT_KEPT {
                     residual = true;
                     continue;
                 }
-                // A recursive stack counts once per node and edge.
-                if seen_nodes.first_visit(node) {
-                    graph.add_sample(node, tags, value, false);
-                }
-                if let Some(caller) = parent.filter(|&p| p != node && collect != Collect::Nodes) {
+                if let Some(caller) = parent.filter(|&p| p != node) {
                     let call = Call { caller, callee: node, sample: i as u32, residual, inline: frame & INLINED != 0 };
-                    graph.add_to_edge(&mut index, call, value);
+                    edges.add(call, value);
                 }
                 parent = Some(node);
                 residual = false;
             }
             start = end;
-            if let (Some(leaf), false) = (parent, residual) {
-                graph.add_sample(leaf, tags, value, true);
-            }
         }
-        graph.nodes = (0..n as u32).filter(|&n| (graph.flat[n as usize], graph.cum[n as usize]) != (0, 0)).collect();
+        let mut nodes = values.with_value(kept.iter().copied());
+        // In node order, where pprof's entropy sort starts from.
+        nodes.sort_unstable();
+        let mut graph =
+            WorkGraph { nodes, values, edges: edges.into_edges(), ins: vec![Vec::new(); n], outs: vec![Vec::new(); n] };
+        for (e, edge) in graph.edges.iter().enumerate() {
+            graph.outs[edge.src as usize].push(e as u32);
+            graph.ins[edge.dest as usize].push(e as u32);
+        }
         graph
     }
 }
 
-/// A build's kept nodes, numbered densely, and its edges by their ends' numbers.
-struct Indexes {
-    slot: Vec<u32>,
-    /// (caller slot, callee slot) → edge
-    edges: PairMap<u32>,
+/// Every node's flat and cum values and, when nodes are to be selected, their shares
+/// per label set.
+struct NodeValues {
+    flat: Vec<i64>,
+    cum: Vec<i64>,
+    /// (node, label set) → (flat, cum)
+    tags: PairMap<(i64, i64)>,
 }
 
-impl Indexes {
-    const NOT_KEPT: u32 = u32::MAX;
-    const NO_EDGE: u32 = u32::MAX;
-
-    fn new(kept: Option<&[bool]>, node_count: usize, collect: Collect) -> Self {
-        let mut slot = vec![Self::NOT_KEPT; node_count];
-        let mut count = 0;
-        for (node, s) in slot.iter_mut().enumerate() {
-            if kept.is_none_or(|kept| kept[node]) {
-                *s = count as u32;
-                count += 1;
-            }
+impl NodeValues {
+    fn add(&mut self, node: u32, label_set: u32, value: i64, flat: bool) {
+        let values = if flat { &mut self.flat } else { &mut self.cum };
+        values[node as usize] = values[node as usize].saturating_add(value);
+        if label_set != SampleTags::NO_SET {
+            let (tag_flat, tag_cum) = self.tags.get_mut(node, label_set);
+            let sum = if flat { tag_flat } else { tag_cum };
+            *sum = sum.saturating_add(value);
         }
-        let callees = if collect == Collect::Nodes { 0 } else { count };
-        Self { slot, edges: PairMap::new(count, callees, Self::NO_EDGE) }
+    }
+
+    /// The nodes among `nodes` that have a value.
+    fn with_value(&self, nodes: impl Iterator<Item = u32>) -> Vec<u32> {
+        nodes.filter(|&n| (self.flat[n as usize], self.cum[n as usize]) != (0, 0)).collect()
+    }
+}
+
+/// A build's kept nodes, numbered densely, and its edges summed up by their ends'
+/// numbers: the hot loop reaches an edge in one memory access (the large profiles' calls
+/// spread over too many edges for a cache).
+struct EdgeSums {
+    /// Per node, its number among the kept nodes ([`EdgeSums::NOT_KEPT`] if not kept).
+    slot: Vec<u32>,
+    /// Per number, its node.
+    nodes: Vec<u32>,
+    /// (caller's number, callee's number) → edge
+    sums: PairMap<EdgeSum>,
+    /// How many edges were met so far.
+    met: u32,
+}
+
+/// An edge being summed up, in 16 bytes: the hot loop's cost is the cache lines it reads.
+#[derive(Copy, Clone, PartialEq)]
+struct EdgeSum {
+    weight: i64,
+    /// The last sample that added to the edge, so a recursive stack adds once.
+    last_sample: u32,
+    /// How many edges were met before this one, shifted left past the [`EdgeSum::RESIDUAL`]
+    /// and [`EdgeSum::INLINE`] marks ([`EdgeSum::UNMET`] until it is met). The edges keep
+    /// this order, in which entropy scores sum their weights.
+    order_and_marks: u32,
+}
+
+impl EdgeSum {
+    const UNMET: u32 = u32::MAX;
+    const RESIDUAL: u32 = 1;
+    const INLINE: u32 = 2;
+    const MARKS: u32 = 2;
+}
+
+impl EdgeSums {
+    const NOT_KEPT: u32 = u32::MAX;
+
+    /// Numbers the `kept` nodes, of `node_count`, in their order: hot nodes first put
+    /// the edges between them on shared cache lines.
+    fn new(kept: &[u32], node_count: usize) -> Self {
+        let mut slot = vec![Self::NOT_KEPT; node_count];
+        for (i, &node) in kept.iter().enumerate() {
+            slot[node as usize] = i as u32;
+        }
+        let unmet = EdgeSum { weight: 0, last_sample: 0, order_and_marks: EdgeSum::UNMET };
+        Self { slot, sums: PairMap::new(kept.len(), kept.len(), unmet), nodes: kept.to_vec(), met: 0 }
+    }
+
+    /// pprof's `AddToEdge`, once per sample: an edge is residual if any sample made it
+    /// so, and inline if every sample did.
+    fn add(&mut self, call: Call, value: i64) {
+        let sum = self.sums.get_mut(self.slot[call.caller as usize], self.slot[call.callee as usize]);
+        if sum.order_and_marks == EdgeSum::UNMET {
+            // `met` stays far below 2³⁰ (as many edges would take 16 GB), so the shift
+            // keeps every bit and no sum reads as unmet.
+            sum.order_and_marks = self.met << EdgeSum::MARKS | EdgeSum::INLINE;
+            self.met += 1;
+        } else if sum.last_sample == call.sample {
+            return;
+        }
+        sum.last_sample = call.sample;
+        sum.weight = sum.weight.saturating_add(value);
+        if call.residual {
+            sum.order_and_marks |= EdgeSum::RESIDUAL;
+        }
+        if !call.inline {
+            sum.order_and_marks &= !EdgeSum::INLINE;
+        }
+    }
+
+    /// The edges met, in the order they were.
+    fn into_edges(self) -> Vec<WorkEdge> {
+        let mut met: Vec<(u32, WorkEdge)> = self
+            .sums
+            .iter()
+            .map(|((caller, callee), sum)| {
+                let edge = WorkEdge {
+                    src: self.nodes[caller as usize],
+                    dest: self.nodes[callee as usize],
+                    weight: sum.weight,
+                    residual: sum.order_and_marks & EdgeSum::RESIDUAL != 0,
+                    inline: sum.order_and_marks & EdgeSum::INLINE != 0,
+                    live: true,
+                };
+                (sum.order_and_marks >> EdgeSum::MARKS, edge)
+            })
+            .collect();
+        met.sort_unstable_by_key(|&(order, _)| order);
+        met.into_iter().map(|(_, edge)| edge).collect()
     }
 }
 
@@ -431,12 +550,14 @@ enum PairMap<V> {
 }
 
 impl<V: Copy + PartialEq> PairMap<V> {
-    const DENSE_MAX_CELLS: usize = 1 << 22;
+    const DENSE_MAX_BYTES: usize = 16 << 20;
 
     /// A map of `rows` × `columns` pairs, each `empty` until set.
     fn new(rows: usize, columns: usize, empty: V) -> Self {
         match rows.checked_mul(columns) {
-            Some(cells) if cells <= Self::DENSE_MAX_CELLS => Self::Dense { columns, cells: vec![empty; cells], empty },
+            Some(cells) if cells <= Self::DENSE_MAX_BYTES / size_of::<V>() => {
+                Self::Dense { columns, cells: vec![empty; cells], empty }
+            }
             _ => Self::Sparse { map: HashMap::default(), empty },
         }
     }
@@ -464,15 +585,6 @@ impl<V: Copy + PartialEq> PairMap<V> {
             Self::Sparse { map, .. } => Box::new(map.iter().map(|(&pair, &v)| (pair, v))),
         }
     }
-}
-
-/// What a graph build collects besides node values.
-#[derive(Copy, Clone, PartialEq, Eq)]
-enum Collect {
-    Nodes,
-    Edges,
-    /// Edges, and label tags for node selection.
-    EdgesAndTags,
 }
 
 /// One caller→callee step of a sample's stack.
@@ -568,66 +680,21 @@ struct WorkEdge {
     residual: bool,
     inline: bool,
     live: bool,
-    /// The last sample that added to the edge, so a recursive stack adds once.
-    last_sample: u32,
 }
 
 /// A graph being pruned; nodes are frame-table ids.
-struct WorkGraph {
+struct WorkGraph<'v> {
     /// The nodes with a value, in pprof's current order.
     nodes: Vec<u32>,
-    flat: Vec<i64>,
-    cum: Vec<i64>,
+    /// Every node's values (pruning keeps them).
+    values: &'v NodeValues,
     edges: Vec<WorkEdge>,
     /// Per node, the indices of its incoming and outgoing edges (dead ones included).
     ins: Vec<Vec<u32>>,
     outs: Vec<Vec<u32>>,
-    /// (node, label set) → (flat, cum), when collected.
-    tag_sums: PairMap<(i64, i64)>,
 }
 
-impl WorkGraph {
-    fn add_sample(&mut self, node: u32, label_set: u32, value: i64, flat: bool) {
-        let values = if flat { &mut self.flat } else { &mut self.cum };
-        values[node as usize] = values[node as usize].saturating_add(value);
-        if label_set != SampleTags::NO_SET {
-            let (tag_flat, tag_cum) = self.tag_sums.get_mut(node, label_set);
-            let sum = if flat { tag_flat } else { tag_cum };
-            *sum = sum.saturating_add(value);
-        }
-    }
-
-    /// pprof's `AddToEdge`, once per sample: an edge is residual if any sample made it
-    /// so, and inline if every sample did.
-    fn add_to_edge(&mut self, index: &mut Indexes, call: Call, value: i64) {
-        let next = self.edges.len() as u32;
-        let cell = index.edges.get_mut(index.slot[call.caller as usize], index.slot[call.callee as usize]);
-        if *cell == Indexes::NO_EDGE {
-            *cell = next;
-        }
-        let e = *cell;
-        if e == next {
-            self.edges.push(WorkEdge {
-                src: call.caller,
-                dest: call.callee,
-                weight: 0,
-                residual: call.residual,
-                inline: call.inline,
-                live: true,
-                last_sample: call.sample,
-            });
-            self.outs[call.caller as usize].push(e);
-            self.ins[call.callee as usize].push(e);
-        } else if self.edges[e as usize].last_sample == call.sample {
-            return;
-        }
-        let edge = &mut self.edges[e as usize];
-        edge.last_sample = call.sample;
-        edge.weight = edge.weight.saturating_add(value);
-        edge.residual |= call.residual;
-        edge.inline &= call.inline;
-    }
-
+impl WorkGraph<'_> {
     fn live<'a>(&'a self, edges: &'a [u32]) -> impl Iterator<Item = &'a WorkEdge> + 'a {
         edges.iter().map(|&e| &self.edges[e as usize]).filter(|e| e.live)
     }
@@ -635,9 +702,10 @@ impl WorkGraph {
     /// pprof's `EntropyOrder`: a node whose calls fan in or out scores higher than one
     /// that only passes its caller's time on; entry and leaf nodes are favoured.
     fn sort_by_entropy(&mut self, table: &FrameTable) {
-        let mut score = vec![0i64; self.flat.len()];
+        let (flat, cum) = (&self.values.flat, &self.values.cum);
+        let mut score = vec![0i64; flat.len()];
         for &n in &self.nodes {
-            let (flat, cum) = (self.flat[n as usize], self.cum[n as usize]);
+            let (flat, cum) = (flat[n as usize], cum[n as usize]);
             let side = |edges: &[u32], own: i64| {
                 let weights: Vec<i64> = self.live(edges).map(|e| e.weight).collect();
                 if weights.is_empty() {
@@ -654,7 +722,7 @@ impl WorkGraph {
                 .unsigned_abs()
                 .cmp(&score[a as usize].unsigned_abs())
                 .then_with(|| table.name(a).cmp(table.name(b)))
-                .then_with(|| self.flat[b as usize].unsigned_abs().cmp(&self.flat[a as usize].unsigned_abs()))
+                .then_with(|| flat[b as usize].unsigned_abs().cmp(&flat[a as usize].unsigned_abs()))
         });
     }
 
@@ -679,13 +747,13 @@ impl WorkGraph {
     /// nodelets), tags under `tag_cutoff` left out.
     fn top_nodes(&self, limit: usize, tag_cutoff: i64, tags: &SampleTags) -> usize {
         let mut sums: HashMap<(u32, u32), (i64, i64)> = HashMap::default();
-        for ((node, set), (flat, cum)) in self.tag_sums.iter() {
+        for ((node, set), (flat, cum)) in self.values.tags.iter() {
             for &tag in &tags.sets[set as usize] {
                 let sum = sums.entry((node, tag)).or_default();
                 *sum = (sum.0.saturating_add(flat), sum.1.saturating_add(cum));
             }
         }
-        let mut counts = vec![0usize; self.flat.len()];
+        let mut counts = vec![0usize; self.values.flat.len()];
         for (&(node, _), &(flat, cum)) in &sums {
             let kept =
                 flat.unsigned_abs() >= tag_cutoff.unsigned_abs() || cum.unsigned_abs() >= tag_cutoff.unsigned_abs();
