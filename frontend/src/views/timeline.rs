@@ -314,12 +314,18 @@ fn chart_panel(state: State, shown: RwSignal<Option<Shown>>, window: RwSignal<Op
     let zoom_by = move |factor: f64, x: Option<f64>| {
         let target = shown.with_untracked(|s| {
             let s = s.as_ref()?;
-            let (start, end) = s.window();
+            // The window asked for last (none: the whole profile), which the chart may not
+            // show yet: quick clicks add up rather than all zooming the shown window.
+            let asked = window.get_untracked().filter(|w| w.0 == s.profile).map_or(s.whole(), |(_, a, b)| (a, b));
             let at = match x {
-                Some(x) => Scale { start, end, width: chart_width(chart_ref) }.time(x),
-                None => start + (end - start) / 2,
+                // The cursor points at a time of the chart as it is drawn.
+                Some(x) => {
+                    let (start, end) = s.window();
+                    Scale { start, end, width: chart_width(chart_ref) }.time(x)
+                }
+                None => asked.0 + (asked.1 - asked.0) / 2,
             };
-            zoomed(s.window(), s.whole(), at, factor)
+            zoomed(asked, s.whole(), at, factor)
         });
         zoom_to(target);
     };
