@@ -49,6 +49,15 @@ fn with<T>(id: u32, f: impl FnOnce(&Loaded) -> Result<T, String>) -> Result<T, S
     PROFILES.with(|p| p.borrow().get(&id).map_or_else(|| Err(format!("profile {id} is not loaded")), f))
 }
 
+/// Core's report `f` on profile `id` as `shape` makes it; its error as text.
+fn with_shaped<T>(
+    id: u32,
+    shape: &Shape,
+    f: impl FnOnce(&stacklens_core::Profile) -> stacklens_core::Result<T>,
+) -> Result<T, String> {
+    with(id, |l| f(&*l.shaped(shape)?).map_err(|e| e.to_string()))
+}
+
 fn with_two<T>(a: u32, b: u32, f: impl FnOnce(&Loaded, &Loaded) -> Result<T, String>) -> Result<T, String> {
     PROFILES.with(|p| {
         let p = p.borrow();
@@ -150,19 +159,17 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
         }
         Request::Details { id, sample, filters, shape, function } => {
             let options = DetailsOptions { function, filters, sample_index: sample.to_string(), ..Default::default() };
-            let report = with(id, |l| details(&*l.shaped(&shape)?, &options).map_err(|e| e.to_string()));
+            let report = with_shaped(id, &shape, |p| details(p, &options));
             post(seq, &Response::Details(report), None);
         }
         Request::Labels { id, sample, filters, shape } => {
-            let summary = with(id, |l| {
-                label_summary(&*l.shaped(&shape)?, &sample.to_string(), &filters).map_err(|e| e.to_string())
-            });
+            let summary = with_shaped(id, &shape, |p| label_summary(p, &sample.to_string(), &filters));
             post(seq, &Response::Labels(summary), None);
         }
         Request::Source { id, sample, filters, shape, functions } => {
             let options =
                 SourceOptions { functions, sample_index: sample.to_string(), filters, ..SourceOptions::default() };
-            let report = with(id, |l| source(&*l.shaped(&shape)?, &options).map_err(|e| e.to_string()));
+            let report = with_shaped(id, &shape, |p| source(p, &options));
             post(seq, &Response::Source(report), None);
         }
         Request::Timeline { id, sample, filters, shape, window, viewport, buckets } => {
@@ -171,7 +178,7 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
         }
         Request::Export { id, sample, filters, shape, format } => {
             let options = ExportOptions { sample_index: sample.to_string(), filters, ..ExportOptions::default() };
-            match with(id, |l| export(&*l.shaped(&shape)?, format, &options).map_err(|e| e.to_string())) {
+            match with_shaped(id, &shape, |p| export(p, format, &options)) {
                 Ok(bytes) => post(seq, &Response::Export(Ok(())), Some(bytes)),
                 Err(e) => post(seq, &Response::Export(Err(e)), None),
             }
