@@ -9,8 +9,9 @@ use stacklens_core::analysis::summary::sample_count;
 use stacklens_core::ProfileKind;
 
 use crate::budget::{ParseFailure, Reservation};
+use crate::records::series::{Entry, Series};
 use crate::records::sessions::{self, NewSession, SessionRecord};
-use crate::records::{RecordError, Tenant};
+use crate::records::{now_millis, RecordError, Tenant};
 use crate::state::AppState;
 
 /// What the caller says about a profile besides its bytes.
@@ -20,6 +21,11 @@ pub struct Intake {
     pub labels: BTreeMap<String, String>,
     /// The type the caller expects; detected from the profile when absent.
     pub claimed: Option<ProfileKind>,
+    /// Whether a profile of a service goes into the service's time index.
+    pub index: bool,
+    /// When the profile was taken (milliseconds since the epoch), for the time index;
+    /// else the profile's own time, else now.
+    pub at: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -72,7 +78,27 @@ pub async fn file_profile_held(
         sample_count: sample_count(profile),
         duration_seconds: profile.duration_nanos as f64 / 1e9,
     };
+    let indexed = (intake.index && !new.service.is_empty()).then(|| {
+        let series = Series { tenant: tenant.clone(), service: new.service.clone(), kind: profile_type };
+        let own_time = u64::try_from(profile.time_nanos / 1_000_000).ok().filter(|&t| t > 0);
+        let entry = Entry {
+            millis: intake.at.or(own_time).unwrap_or_else(now_millis),
+            session_id: String::new(),
+            labels: new.labels.clone(),
+            sample_types: new.sample_types.clone(),
+            units: (0..profile.sample_types.len()).map(|i| profile.sample_type_unit(i).to_owned()).collect(),
+            totals: (0..profile.sample_types.len()).map(|i| profile.total(i)).collect(),
+            default_index: profile.sample_index("").unwrap_or(0),
+        };
+        (series, entry)
+    });
     // The model goes; the bytes stay counted while they are stored.
     let _bytes_held = parsed.keep(bytes.len() as u64);
-    Ok(sessions::store(&state.store, tenant, bytes, new, holder).await?)
+    let (created, record) = sessions::store(&state.store, tenant, bytes, new, holder).await?;
+    // Profiles of a service go into its time index, each time they are sent.
+    if let Some((series, mut entry)) = indexed {
+        entry.session_id = record.id.clone();
+        series.add(&state.store, &entry).await?;
+    }
+    Ok((created, record))
 }

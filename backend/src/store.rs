@@ -231,6 +231,17 @@ impl Store {
         keys.sort_unstable();
         Ok(keys)
     }
+
+    /// The folders directly under `prefix` (their names), in ascending order: one
+    /// listing of one level, whatever lies deeper.
+    pub async fn list_folders(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        let base = self.path(prefix);
+        let listed = self.bounded(async { Ok(self.inner.list_with_delimiter(Some(&base)).await?) }).await?;
+        let mut folders: Vec<String> =
+            listed.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_owned)).collect();
+        folders.sort_unstable();
+        Ok(folders)
+    }
 }
 
 /// `work` on tokio's blocking pool.

@@ -822,6 +822,12 @@ fn openapi_documents_every_route() {
         ("post", "/api/v1/observability/profiling/continuous"),
         ("post", "/v0/pipelines/{pipeline_name}/samply_profile"),
         ("get", "/v0/pipelines/{pipeline_name}/samply_profile"),
+        ("get", "/api/v1/profiling/merge"),
+        ("get", "/api/v1/profiling/series"),
+        ("get", "/api/v1/profiling/labels"),
+        ("get", "/api/v1/profiling/labels/{key}/values"),
+        ("get", "/api/v1/profiling/services"),
+        ("post", "/ingest"),
     ]
     .into_iter()
     .map(|(m, p)| (m.to_owned(), p.to_owned()))
@@ -869,6 +875,9 @@ fn openapi_documents_every_route() {
         "PerfEventsNotAllowed",
         "ProcessNotFound",
         "OpenedProfileNotFound",
+        "IncompatibleProfiles",
+        "InvalidSampleIndex",
+        "NoProfiles",
     ];
     for (path, ops) in doc["paths"].as_object().unwrap() {
         for (method, op) in ops.as_object().unwrap() {

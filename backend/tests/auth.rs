@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{fixtures, temp_dir, Server};
+use common::{fixtures, temp_dir, walk, Server};
 use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
 use reqwest::blocking::{Client, RequestBuilder};
 use serde_json::{json, Value};
@@ -74,7 +74,7 @@ fn routes(http: &Client, server: &Server) -> Vec<(String, String)> {
             routes.push((method.clone(), path.clone()));
         }
     }
-    assert_eq!(routes.len(), 20, "{routes:?}");
+    assert_eq!(routes.len(), 26, "{routes:?}");
     routes
 }
 
@@ -266,17 +266,4 @@ fn without_credentials_everything_stays_open() {
     assert_eq!(status, 200);
     let (status, body) = answer(http.post(format!("{}/api/v1/profiles", server.base)).body("not a profile"));
     assert_eq!((status, body["error_code"].as_str()), (400, Some("InvalidProfile")));
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files.extend(walk(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
 }

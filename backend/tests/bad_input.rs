@@ -1377,6 +1377,12 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/observability/profiling/compare"),
     ("POST", "/v0/pipelines/{id}/samply_profile"),
     ("GET", "/v0/pipelines/{id}/samply_profile"),
+    ("GET", "/api/v1/profiling/merge"),
+    ("GET", "/api/v1/profiling/series"),
+    ("GET", "/api/v1/profiling/labels"),
+    ("GET", "/api/v1/profiling/labels/{key}/values"),
+    ("GET", "/api/v1/profiling/services"),
+    ("POST", "/ingest"),
     ("GET", "/api/openapi.json"),
     ("GET", "/api/docs"),
 ];

@@ -1,5 +1,5 @@
 //! Who a request acts for. With credentials configured, the tenant comes from the
-//! bearer credential (`X-Tenant-ID` or `?tenant=` only choose among the tenants an
+//! bearer credential (`X-Tenant-ID`, Pyroscope's `X-Scope-OrgID` or `?tenant=` only choose among the tenants an
 //! admin key may act for); without any (the local default), from `X-Tenant-ID`, a
 //! `tenant` query parameter, or "default".
 //!
@@ -39,7 +39,9 @@ fn requested_tenant(parts: &Parts) -> Result<Option<String>, ApiError> {
         let query = parts.uri.query()?;
         url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "tenant").map(|(_, v)| v.into_owned())
     };
-    let tenant = match parts.headers.get("x-tenant-id") {
+    // X-Scope-OrgID: what Pyroscope's agents send for a tenant.
+    let header = parts.headers.get("x-tenant-id").or_else(|| parts.headers.get("x-scope-orgid"));
+    let tenant = match header {
         Some(value) => value.to_str().unwrap_or("").to_owned(),
         None => match from_query() {
             Some(t) => t,

@@ -8,8 +8,10 @@ mod analysis;
 mod baselines;
 mod capture;
 mod docs;
+mod ingest;
 mod opened;
 mod profiles;
+mod ranges;
 mod request;
 mod samply;
 mod schedule;
@@ -48,6 +50,12 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(schedule::set))
         .routes(routes!(samply::start, samply::latest))
         .routes(routes!(analysis::compare_profiles))
+        .routes(routes!(ranges::merge))
+        .routes(routes!(ranges::series))
+        .routes(routes!(ranges::labels))
+        .routes(routes!(ranges::label_values))
+        .routes(routes!(ranges::services))
+        .routes(routes!(ingest::ingest))
         .with_state(state)
         .split_for_parts();
     let router = docs::routes(router, doc.clone())

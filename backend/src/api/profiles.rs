@@ -13,7 +13,7 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::access::{Open, Reader, Writer};
-use super::request::{check_name, check_text, param, parse_kind, parse_labels, read_body, session_url, PathParam};
+use super::request::{check_name, check_text, param, parse_kind, parse_labels, read_held_body, session_url, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::intake::{file_profile_held, Intake};
 use stacklens_core::api::{SessionRecord, SessionResponse};
@@ -61,18 +61,16 @@ pub async fn upload(
     check_text("name", &name, 256)?;
     let labels = parse_labels(&param(&query, &headers, "labels").unwrap_or_default())?;
     let claimed = param(&query, &headers, "profileType").map(|t| parse_kind(&t)).transpose()?;
-    // The body counts against the memory budget while it is read.
-    let announced = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(state.max_upload as u64);
-    // It stays counted while it waits for its parse and until it is stored.
-    let announced = announced.min(state.max_upload as u64);
-    let held = state.budget.hold(announced).await?;
-    let bytes = read_body(body, state.max_upload).await?;
-    let (created, record) =
-        file_profile_held(&state, &tenant, bytes, held, Intake { service, name, labels, claimed }, UPLOAD).await?;
+    let (bytes, held) = read_held_body(&state, &headers, body).await?;
+    let (created, record) = file_profile_held(
+        &state,
+        &tenant,
+        bytes,
+        held,
+        Intake { service, name, labels, claimed, index: true, at: None },
+        UPLOAD,
+    )
+    .await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(respond(&state, &headers, &tenant, record))).into_response())
 }

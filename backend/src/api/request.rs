@@ -12,6 +12,7 @@ use serde_json::json;
 use stacklens_core::ProfileKind;
 
 use super::ApiError;
+use crate::budget::Reservation;
 use crate::records::Tenant;
 use crate::state::AppState;
 
@@ -24,6 +25,24 @@ pub const MAX_LABELS: usize = 64;
 /// client answered while it is still sending would otherwise see its connection reset
 /// instead of the answer.
 const DRAIN: u64 = 16 << 20;
+
+/// A profile's body, counted against the memory budget while it is read (as
+/// Content-Length announces it, at most `--max-upload`); it stays counted by the
+/// reservation while it waits for its parse and until it is stored.
+pub async fn read_held_body(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Bytes, Reservation), ApiError> {
+    let announced = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(state.max_upload as u64)
+        .min(state.max_upload as u64);
+    let held = state.budget.hold(announced).await?;
+    Ok((read_body(body, state.max_upload).await?, held))
+}
 
 /// Reads a request body, refusing more than `limit` bytes with 413. A body's announced
 /// length is allocated once, so the body is never copied; one announced over `limit`

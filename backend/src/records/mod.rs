@@ -1,5 +1,6 @@
 //! What the server stores and how it is found: tenants' keys, sessions (raw profiles),
-//! baselines, captures, schedules, samply runs, references that pin bytes, and leases.
+//! baselines, captures, schedules, samply runs, references that pin bytes, leases, and
+//! the time index of each service's profiles (series).
 //! Everything here speaks object storage and [`RecordError`]; nothing knows HTTP.
 
 pub mod baselines;
@@ -8,6 +9,7 @@ pub mod leases;
 pub mod refs;
 pub mod samply;
 pub mod schedules;
+pub mod series;
 pub mod sessions;
 
 use bytes::Bytes;

@@ -24,9 +24,14 @@ fn prefix(tenant: &Tenant, session: &str) -> String {
 /// Adds `holder`'s reference to a session; false when the session is gone or being
 /// removed (the caller treats it as not found).
 pub async fn hold(store: &Store, tenant: &Tenant, session: &str, holder: &str) -> Result<bool> {
+    hold_noting(store, tenant, session, holder, Bytes::new()).await
+}
+
+/// [`hold`], with a note in the reference that [`note`] reads back (where the holder is).
+pub async fn hold_noting(store: &Store, tenant: &Tenant, session: &str, holder: &str, note: Bytes) -> Result<bool> {
     let dir = prefix(tenant, session);
     let reference = format!("{dir}/{holder}");
-    store.create(&reference, Bytes::new()).await?;
+    store.create(&reference, note).await?;
     let collecting = store.get(&format!("{dir}/{MARKER}")).await?.is_some();
     if collecting || !sessions::exists(store, tenant, session).await? {
         store.delete(&reference).await?;
@@ -40,6 +45,11 @@ pub async fn hold(store: &Store, tenant: &Tenant, session: &str, holder: &str) -
 pub async fn hold_new(store: &Store, tenant: &Tenant, session: &str, holder: &str) -> Result<()> {
     store.create(&format!("{}/{holder}", prefix(tenant, session)), Bytes::new()).await?;
     Ok(())
+}
+
+/// The note a holder's reference carries, if it is there.
+pub async fn note(store: &Store, tenant: &Tenant, session: &str, holder: &str) -> Result<Option<Bytes>> {
+    Ok(store.get(&format!("{}/{holder}", prefix(tenant, session))).await?)
 }
 
 /// Drops `holder`'s reference and nothing else.

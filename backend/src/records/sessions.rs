@@ -198,11 +198,13 @@ pub async fn raw(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Resu
 }
 
 /// Deletes a session for its owner: its link answers 404 at once and listings drop it;
-/// its bytes stay while a baseline or capture still holds them.
+/// its bytes stay while a baseline or capture still holds them. The time index does
+/// not keep what its owner deleted: its entries go.
 pub async fn delete(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<()> {
     store.create(&tombstone_key(tenant, &record.id), Bytes::new()).await?;
     store.delete(&index_key(tenant, record)).await?;
     release_claim(store, tenant, &record.sha256, &record.id).await?;
+    super::series::forget_session(store, tenant, &record.id).await?;
     refs::release(store, tenant, &record.id, UPLOAD).await
 }
 

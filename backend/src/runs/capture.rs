@@ -11,7 +11,7 @@ use super::{launch, StartError};
 use crate::intake::{file_profile, Intake};
 use crate::records::captures::{self, Done, Started};
 use crate::records::sessions::{self, SessionRecord};
-use crate::records::{leases, now_rfc3339, ordered_id, Tenant};
+use crate::records::{leases, millis_of, now_rfc3339, ordered_id, Tenant};
 use crate::state::{AppState, State};
 use crate::targets::Target;
 
@@ -101,6 +101,7 @@ async fn fetch_and_store(
     target: &Target,
     started: &Started,
     url: &str,
+    index: bool,
 ) -> Result<SessionRecord, String> {
     let timeout = Duration::from_secs(started.duration_seconds + FETCH_SLACK_SECS);
     let response =
@@ -119,21 +120,24 @@ async fn fetch_and_store(
         name: format!("{}-{}.pprof", started.service, started.profile_type),
         labels,
         claimed: Some(started.profile_type),
+        index,
+        at: Some(millis_of(&started.started_at)),
     };
     file_profile(state, tenant, bytes, intake, &started.id).await.map(|(_, r)| r).map_err(|e| format!("{url}: {e}"))
 }
 
 /// Fetches, validates and stores one capture.
 async fn run(state: &AppState, tenant: &Tenant, target: &Target, started: &Started, url: &str) -> Done {
-    let record = match fetch_and_store(state, tenant, target, started, url).await {
+    let record = match fetch_and_store(state, tenant, target, started, url, true).await {
         Ok(record) => record,
         Err(e) => return Done::failed(e),
     };
-    // Goroutines: the pprof form too (debug=0), which pprof itself reads.
+    // Goroutines: the pprof form too (debug=0), which pprof itself reads; the time
+    // index has the dump, which says more.
     let mut pprof_session_id = None;
     if started.profile_type == ProfileKind::Goroutine {
         let pprof = url.replace("debug=2", "debug=0");
-        match fetch_and_store(state, tenant, target, started, &pprof).await {
+        match fetch_and_store(state, tenant, target, started, &pprof, false).await {
             Ok(r) => pprof_session_id = Some(r.id),
             Err(e) => tracing::warn!("capture {}: {e}", started.id),
         }

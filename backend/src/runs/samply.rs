@@ -136,6 +136,8 @@ async fn record(state: &AppState, tenant: &Tenant, pipeline: &Pipeline, run: &Ru
         name: format!("samply-{}-{}.json.gz", pipeline.name, run.ordinal),
         labels,
         claimed: None,
+        index: true,
+        at: None,
     };
     match file_profile(state, tenant, Bytes::from(bytes), intake, &run.id).await {
         Ok((_, session)) => Done::stored(session.id),

@@ -4,6 +4,7 @@
 //! go only when nothing else (a baseline, an upload) holds them.
 
 use crate::records::schedules::{self, Schedule};
+use crate::records::series::Series;
 use crate::records::{captures, now_millis, RecordError, Tenant};
 use crate::state::State;
 
@@ -47,7 +48,7 @@ async fn tick(state: &State) -> Result<(), RecordError> {
     Ok(())
 }
 
-/// Deletes captures and slot leases older than the schedule's retention.
+/// Deletes captures, time-index entries and slot leases older than the schedule's retention.
 async fn expire(state: &State, tenant: &Tenant, schedule: &Schedule, now: u64) -> Result<(), RecordError> {
     let cutoff = now.saturating_sub((schedule.retention_days * 86_400_000.0) as u64);
     for &kind in &schedule.profile_types {
@@ -65,6 +66,9 @@ async fn expire(state: &State, tenant: &Tenant, schedule: &Schedule, now: u64) -
                 }
             }
         }
+        // The time index's entries of the service go by the same retention, per hour.
+        let series = Series { tenant: tenant.clone(), service: schedule.service.clone(), kind };
+        series.expire(&state.store, cutoff).await?;
         let oldest_slot = cutoff / 1000 / schedule.interval_seconds;
         schedules::forget_slots(&state.store, tenant, schedule, kind, oldest_slot).await?;
     }

@@ -1,0 +1,412 @@
+//! Continuous profiling over time ranges, in Pyroscope's and Parca's shapes where they
+//! fit: a range's profiles merged into one (JSON top, pprof or folded), totals per
+//! step for a timeline, and the label keys and values seen in a range.
+
+use std::collections::{BTreeMap, HashMap};
+
+use axum::extract::{Query, State as AxumState};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+use serde_json::json;
+use stacklens_core::analysis::top::{top, TopOptions, TopReport};
+use stacklens_core::export::{export, ExportFormat, ExportOptions};
+use utoipa::ToSchema;
+
+use super::access::Reader;
+use super::request::{check_name, check_text, parse_kind, parse_labels, required, PathParam};
+use super::{ApiError, ErrorBody};
+use crate::merging::{merge_range, MergeError, RangeQuery};
+use crate::records::now_millis;
+use crate::records::series::{Entry, Series, MAX_RANGE_MS};
+use crate::state::State;
+
+/// Rows of a merged top unless `limit` says otherwise.
+const DEFAULT_LIMIT: usize = 100;
+
+/// Points of a series unless `step` says otherwise.
+const DEFAULT_POINTS: u64 = 120;
+
+impl From<MergeError> for ApiError {
+    fn from(e: MergeError) -> Self {
+        match e {
+            MergeError::Record(r) => r.into(),
+            MergeError::Parse(p) => match p {
+                crate::budget::ParseFailure::Budget(b) => b.into(),
+                // A stored profile core cannot read any more: the server's problem.
+                other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "UnreadableStoredProfile", other.to_string()),
+            },
+            MergeError::Incompatible(core) => ApiError::unprocessable(
+                "IncompatibleProfiles",
+                format!("the range's profiles cannot be merged: {core}"),
+            )
+            .details(json!({ "coreError": core.code() })),
+            MergeError::Stopped(why) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", why),
+        }
+    }
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> ApiError {
+    ApiError::bad_request("InvalidParameter", message).details(json!({ "field": field }))
+}
+
+/// A time as Pyroscope takes it: `now`, `now-1h` (any humantime duration), seconds or
+/// milliseconds since the epoch, or RFC 3339. In milliseconds since the epoch.
+pub fn parse_time(field: &str, text: &str, now: u64) -> Result<u64, ApiError> {
+    let text = text.trim();
+    if text == "now" {
+        return Ok(now);
+    }
+    if let Some(ago) = text.strip_prefix("now-") {
+        let ago = humantime::parse_duration(ago)
+            .map_err(|e| invalid(field, format!("{field}: '{text}' is not now-<duration> (now-1h): {e}")))?;
+        return Ok(now.saturating_sub(ago.as_millis() as u64));
+    }
+    if let Ok(number) = text.parse::<u64>() {
+        // Seconds until the year 5138; milliseconds after.
+        return Ok(if number < 100_000_000_000 { number * 1000 } else { number });
+    }
+    humantime::parse_rfc3339_weak(text)
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as u64)
+        .ok_or_else(|| {
+            invalid(field, format!("{field}: '{text}' is not a time (RFC 3339, epoch seconds or ms, now, now-1h)"))
+        })
+}
+
+/// The range a request names: service, profile type, `[from, to)` (the last hour by
+/// default) and labels that must match.
+fn range_query(tenant: crate::records::Tenant, query: &HashMap<String, String>) -> Result<RangeQuery, ApiError> {
+    let service = required(query, "service")?.to_owned();
+    check_name("service", &service, 128)?;
+    let kind = parse_kind(required(query, "profileType")?)?;
+    let now = now_millis();
+    let time = |name: &str, default: u64| match query.get(name).filter(|v| !v.is_empty()) {
+        Some(text) => parse_time(name, text, now),
+        None => Ok(default),
+    };
+    let to = time("to", now)?;
+    let from = time("from", to.saturating_sub(crate::records::series::HOUR_MS))?;
+    if from >= to {
+        return Err(invalid("from", "from must be before to"));
+    }
+    if to - from > MAX_RANGE_MS {
+        return Err(invalid("to", format!("a range covers at most {} days", MAX_RANGE_MS / 86_400_000)));
+    }
+    let labels = parse_labels(query.get("labels").map_or("", String::as_str))?;
+    Ok(RangeQuery { series: Series { tenant, service, kind }, from, to, labels })
+}
+
+fn rfc3339(millis: u64) -> String {
+    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(millis)).to_string()
+}
+
+/// The merged top of a range.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MergedTop {
+    /// Stored profiles merged.
+    profile_count: usize,
+    from: String,
+    to: String,
+    /// The top report of `stacklens top --format json` (sampleType, unit, total, functions…).
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    top: TopReport,
+}
+
+/// Merges every stored profile of a service and type in a range, as `go tool pprof a b c`.
+#[utoipa::path(get, path = "/api/v1/profiling/merge", tag = "ranges", operation_id = "MergeRange",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"),
+        ("service" = String, Query), ("profileType" = String, Query),
+        ("from" = Option<String>, Query, description = "RFC 3339, epoch seconds or ms, now, now-1h (default: to - 1h); inclusive"),
+        ("to" = Option<String>, Query, description = "as from (default: now); exclusive"),
+        ("labels" = Option<String>, Query, description = "k=v,k2=v2: profiles with all of them"),
+        ("format" = Option<String>, Query, description = "json (default), pprof (gzipped, what go tool pprof reads) or folded"),
+        ("sampleIndex" = Option<String>, Query, description = "sample type by name or index (default: pprof's)"),
+        ("limit" = Option<usize>, Query, description = "JSON: rows of the top (default 100)")),
+    responses((status = 200, body = MergedTop, description = "JSON; or the merged profile for format=pprof|folded"),
+        (status = 400, description = "InvalidParameter, InvalidProfileType, InvalidSampleIndex", body = ErrorBody),
+        (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody),
+        (status = 404, description = "NoProfiles: nothing stored in the range (pprof, folded)", body = ErrorBody),
+        (status = 422, description = "IncompatibleProfiles: the range holds profiles of other sample types", body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn merge(
+    AxumState(state): AxumState<State>,
+    Reader(tenant): Reader,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let range = range_query(tenant, &query)?;
+    let format = match query.get("format").map_or("json", String::as_str) {
+        "json" => None,
+        "pprof" => Some(ExportFormat::Pprof),
+        "folded" => Some(ExportFormat::Folded),
+        _ => return Err(invalid("format", "format is json, pprof or folded")),
+    };
+    let sample_index = query.get("sampleIndex").cloned().unwrap_or_default();
+    check_text("sampleIndex", &sample_index, 128)?;
+    let limit = match query.get("limit") {
+        None => DEFAULT_LIMIT,
+        Some(n) => n.parse().ok().filter(|&n| n > 0).ok_or_else(|| invalid("limit", "limit is a positive number"))?,
+    };
+    let merged = merge_range(&state, &range, now_millis()).await?;
+    let Some(profile) = merged.profile else {
+        if format.is_some() {
+            return Err(ApiError::new(StatusCode::NOT_FOUND, "NoProfiles", "no stored profile matches the range")
+                .details(json!({ "from": rfc3339(range.from), "to": rfc3339(range.to) })));
+        }
+        let top = TopReport {
+            sample_type: String::new(),
+            unit: String::new(),
+            total: 0,
+            node_total: 0,
+            dropped_nodes: 0,
+            node_cutoff: 0,
+            functions: Vec::new(),
+        };
+        return Ok(
+            Json(MergedTop { profile_count: 0, from: rfc3339(range.from), to: rfc3339(range.to), top }).into_response()
+        );
+    };
+    let bad_index = |e: stacklens_core::Error| {
+        ApiError::bad_request("InvalidSampleIndex", e.to_string()).details(json!({ "field": "sampleIndex" }))
+    };
+    let (from, to) = (rfc3339(range.from), rfc3339(range.to));
+    let profile_count = merged.profile_count;
+    tokio::task::spawn_blocking(move || -> Result<Response, ApiError> {
+        profile.sample_index(&sample_index).map_err(bad_index)?;
+        let file = |format| {
+            let options = ExportOptions { sample_index: sample_index.clone(), ..ExportOptions::default() };
+            export(&profile, format, &options).map_err(bad_index)
+        };
+        Ok(match format {
+            Some(ExportFormat::Folded) => {
+                ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], file(ExportFormat::Folded)?).into_response()
+            }
+            Some(format) => ([(header::CONTENT_TYPE, "application/octet-stream")], file(format)?).into_response(),
+            None => {
+                let options = TopOptions { sample_index, node_count: Some(limit), ..TopOptions::default() };
+                let top = top(&profile, &options).map_err(bad_index)?;
+                Json(MergedTop { profile_count, from, to, top }).into_response()
+            }
+        })
+    })
+    .await
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", e.to_string()))?
+}
+
+/// One point of a series.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SeriesPoint {
+    /// The step's start (milliseconds since the epoch).
+    t: u64,
+    /// The summed totals of the step's profiles.
+    value: i64,
+    /// Profiles in the step.
+    profiles: usize,
+}
+
+/// The points of one label value (or of everything, without groupBy).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SeriesLine {
+    labels: BTreeMap<String, String>,
+    points: Vec<SeriesPoint>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SeriesResponse {
+    from: String,
+    to: String,
+    step_seconds: u64,
+    sample_type: String,
+    unit: String,
+    series: Vec<SeriesLine>,
+}
+
+/// The range's stored entries whose labels match.
+async fn entries(state: &State, range: &RangeQuery) -> Result<Vec<Entry>, ApiError> {
+    Ok(range.series.range(&state.store, range.from, range.to, &range.labels, now_millis()).await?)
+}
+
+/// The sample type a series sums: by name or index as `sampleIndex`, else each
+/// profile's default.
+fn value_of(entry: &Entry, sample_index: &str) -> Option<usize> {
+    if sample_index.is_empty() {
+        return Some(entry.default_index);
+    }
+    entry
+        .sample_types
+        .iter()
+        .position(|t| t == sample_index)
+        .or_else(|| sample_index.parse::<usize>().ok().filter(|&i| i < entry.totals.len()))
+}
+
+/// Totals per step over a range, for a timeline: each step sums the totals of the
+/// profiles taken in it; `groupBy` splits by one label's values.
+#[utoipa::path(get, path = "/api/v1/profiling/series", tag = "ranges", operation_id = "RangeSeries",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"),
+        ("service" = String, Query), ("profileType" = String, Query),
+        ("from" = Option<String>, Query), ("to" = Option<String>, Query), ("labels" = Option<String>, Query),
+        ("step" = Option<String>, Query, description = "seconds or a duration (30s, 5m); default: 120 points"),
+        ("groupBy" = Option<String>, Query, description = "a label key: one line per value"),
+        ("sampleIndex" = Option<String>, Query, description = "sample type by name or index (default: each profile's default)")),
+    responses((status = 200, body = SeriesResponse),
+        (status = 400, description = "InvalidParameter, InvalidProfileType", body = ErrorBody),
+        (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn series(
+    AxumState(state): AxumState<State>,
+    Reader(tenant): Reader,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<SeriesResponse>, ApiError> {
+    let range = range_query(tenant, &query)?;
+    let span = range.to - range.from;
+    let step_ms = match query.get("step").filter(|s| !s.is_empty()) {
+        None => span.div_ceil(DEFAULT_POINTS).div_ceil(1000).max(1) * 1000,
+        Some(text) => {
+            let ms = match text.parse::<u64>() {
+                Ok(seconds) => seconds.saturating_mul(1000),
+                Err(_) => humantime::parse_duration(text)
+                    .map_err(|e| invalid("step", format!("step: '{text}' is not seconds or a duration: {e}")))?
+                    .as_millis() as u64,
+            };
+            if ms < 1000 || span / ms > 10_000 {
+                return Err(invalid("step", "step is at least 1 s and gives at most 10,000 points"));
+            }
+            ms
+        }
+    };
+    let group_by = query.get("groupBy").filter(|g| !g.is_empty());
+    let sample_index = query.get("sampleIndex").map_or("", String::as_str);
+    let entries = entries(&state, &range).await?;
+    let steps = span.div_ceil(step_ms) as usize;
+    let mut lines: BTreeMap<BTreeMap<String, String>, Vec<SeriesPoint>> = BTreeMap::new();
+    let (mut sample_type, mut unit) = (String::new(), String::new());
+    for entry in &entries {
+        let Some(index) = value_of(entry, sample_index) else {
+            return Err(ApiError::bad_request(
+                "InvalidSampleIndex",
+                format!("sampleIndex '{sample_index}' is not one of {}", entry.sample_types.join(", ")),
+            )
+            .details(json!({ "field": "sampleIndex" })));
+        };
+        if sample_type.is_empty() {
+            sample_type = entry.sample_types.get(index).cloned().unwrap_or_default();
+            unit = entry.units.get(index).cloned().unwrap_or_default();
+        }
+        let key: BTreeMap<String, String> = group_by
+            .map(|k| [(k.clone(), entry.labels.get(k).cloned().unwrap_or_default())].into())
+            .unwrap_or_default();
+        let points = lines.entry(key).or_insert_with(|| {
+            (0..steps).map(|i| SeriesPoint { t: range.from + i as u64 * step_ms, value: 0, profiles: 0 }).collect()
+        });
+        let point = &mut points[((entry.millis - range.from) / step_ms) as usize];
+        point.value = point.value.saturating_add(entry.totals.get(index).copied().unwrap_or(0));
+        point.profiles += 1;
+    }
+    Ok(Json(SeriesResponse {
+        from: rfc3339(range.from),
+        to: rfc3339(range.to),
+        step_seconds: step_ms / 1000,
+        sample_type,
+        unit,
+        series: lines.into_iter().map(|(labels, points)| SeriesLine { labels, points }).collect(),
+    }))
+}
+
+/// A label key or value, and how many profiles of the range carry it.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelCount {
+    name: String,
+    profiles: usize,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelList {
+    labels: Vec<LabelCount>,
+}
+
+fn counted(names: impl Iterator<Item = String>) -> Json<LabelList> {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for name in names {
+        *counts.entry(name).or_default() += 1;
+    }
+    Json(LabelList { labels: counts.into_iter().map(|(name, profiles)| LabelCount { name, profiles }).collect() })
+}
+
+/// The label keys of a range's profiles.
+#[utoipa::path(get, path = "/api/v1/profiling/labels", tag = "ranges", operation_id = "RangeLabels",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"),
+        ("service" = String, Query), ("profileType" = String, Query),
+        ("from" = Option<String>, Query), ("to" = Option<String>, Query), ("labels" = Option<String>, Query)),
+    responses((status = 200, body = LabelList),
+        (status = 400, description = "InvalidParameter, InvalidProfileType", body = ErrorBody),
+        (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn labels(
+    AxumState(state): AxumState<State>,
+    Reader(tenant): Reader,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<LabelList>, ApiError> {
+    let range = range_query(tenant, &query)?;
+    let entries = entries(&state, &range).await?;
+    Ok(counted(entries.into_iter().flat_map(|e| e.labels.into_keys())))
+}
+
+/// The values of one label key in a range's profiles.
+#[utoipa::path(get, path = "/api/v1/profiling/labels/{key}/values", tag = "ranges", operation_id = "RangeLabelValues",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"), ("key" = String, Path),
+        ("service" = String, Query), ("profileType" = String, Query),
+        ("from" = Option<String>, Query), ("to" = Option<String>, Query), ("labels" = Option<String>, Query)),
+    responses((status = 200, body = LabelList),
+        (status = 400, description = "InvalidParameter, InvalidProfileType", body = ErrorBody),
+        (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn label_values(
+    AxumState(state): AxumState<State>,
+    Reader(tenant): Reader,
+    PathParam(key): PathParam,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<LabelList>, ApiError> {
+    let range = range_query(tenant, &query)?;
+    let entries = entries(&state, &range).await?;
+    Ok(counted(entries.into_iter().filter_map(|mut e| e.labels.remove(&key))))
+}
+
+/// A service and profile type with stored profiles.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SeriesName {
+    service: String,
+    #[schema(value_type = String)]
+    profile_type: stacklens_core::ProfileKind,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SeriesList {
+    series: Vec<SeriesName>,
+}
+
+/// The services and profile types the tenant's time index holds.
+#[utoipa::path(get, path = "/api/v1/profiling/services", tag = "ranges", operation_id = "RangeServices",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant")),
+    responses((status = 200, body = SeriesList),
+        (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn services(
+    AxumState(state): AxumState<State>,
+    Reader(tenant): Reader,
+) -> Result<Json<SeriesList>, ApiError> {
+    let found = crate::records::series::list(&state.store, &tenant).await?;
+    Ok(Json(SeriesList {
+        series: found.into_iter().map(|(service, profile_type)| SeriesName { service, profile_type }).collect(),
+    }))
+}

@@ -1,0 +1,166 @@
+//! Merging what a service stored over a time range into one profile, as
+//! `go tool pprof a b c` does: one stored profile at a time into core's [`Merger`],
+//! each read within the memory budget, so a range of a thousand profiles never holds
+//! a thousand models. A closed hour the range covers whole is merged once and cached
+//! (see [`crate::records::series`]); repeating the query reads its cached profile.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use serde::{Deserialize, Serialize};
+use stacklens_core::analysis::merge::Merger;
+use stacklens_core::export::pprof;
+use stacklens_core::Profile;
+
+use crate::budget::ParseFailure;
+use crate::records::series::{Entry, Hour, Series};
+use crate::records::{load, sessions, RecordError};
+use crate::state::AppState;
+
+/// Stored profiles fetched ahead of the one being merged.
+const PREFETCH: usize = 8;
+
+/// A service's profiles of one type over `[from, to)` whose labels match.
+#[derive(Clone, Debug)]
+pub struct RangeQuery {
+    pub series: Series,
+    pub from: u64,
+    pub to: u64,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A merged range: the profile (none when nothing matched) and how many stored
+/// profiles went into it.
+pub struct Merged {
+    pub profile: Option<Profile>,
+    pub profile_count: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    #[error("{0}")]
+    Parse(#[from] ParseFailure),
+    /// Two stored profiles core cannot merge (other sample types).
+    #[error("the range's profiles cannot be merged: {0}")]
+    Incompatible(stacklens_core::Error),
+    #[error("merging stopped: {0}")]
+    Stopped(String),
+}
+
+/// What a cached hour says besides its merged profile.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CachedHour {
+    profile_count: usize,
+}
+
+/// Adds `profile` into `merger` on the blocking pool.
+async fn add(merger: Merger, profile: Profile) -> Result<Merger, MergeError> {
+    tokio::task::spawn_blocking(move || {
+        let mut merger = merger;
+        merger.add(&profile).map_err(MergeError::Incompatible)?;
+        Ok(merger)
+    })
+    .await
+    .map_err(|e| MergeError::Stopped(e.to_string()))?
+}
+
+/// Parses stored bytes within the budget.
+async fn parse(state: &AppState, bytes: Bytes) -> Result<Profile, MergeError> {
+    let mut parsed = state.budget.parse(vec![bytes]).await?;
+    Ok(parsed.profiles.swap_remove(0))
+}
+
+/// Merges `entries` into `merger`, reading a few ahead; entries whose session was
+/// deleted since they were filed are skipped. Returns how many went in.
+async fn merge_entries(
+    state: &AppState,
+    query: &RangeQuery,
+    entries: &[Entry],
+    merger: &mut Merger,
+) -> Result<usize, MergeError> {
+    let store = &state.store;
+    let tenant = &query.series.tenant;
+    let ids: Vec<String> = entries.iter().map(|e| e.session_id.clone()).collect();
+    let mut fetched = futures::stream::iter(ids)
+        .map(|id| async move {
+            match sessions::find(store, tenant, &id).await {
+                Ok(record) => Ok(Some(sessions::raw(store, tenant, &record).await?)),
+                Err(RecordError::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })
+        .buffered(PREFETCH);
+    let mut count = 0;
+    while let Some(bytes) = fetched.try_next().await? {
+        let Some(bytes) = bytes else { continue };
+        let profile = parse(state, bytes).await?;
+        *merger = add(std::mem::take(merger), profile).await?;
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// Merges a closed hour the range covers whole, from its cache or into it.
+async fn merge_hour(
+    state: &AppState,
+    query: &RangeQuery,
+    hour: &Hour,
+    merger: &mut Merger,
+) -> Result<usize, MergeError> {
+    let store = &state.store;
+    let key = query.series.merged_key(hour, &query.labels);
+    let counted = format!("{key}.json");
+    if let Some(cached) = load::<CachedHour>(store, &counted).await? {
+        if cached.profile_count > 0 {
+            let Some(bytes) = store.get(&key).await.map_err(RecordError::from)? else {
+                return Err(MergeError::Stopped(format!("the cached merge {key} is missing")));
+            };
+            *merger = add(std::mem::take(merger), parse(state, bytes).await?).await?;
+        }
+        return Ok(cached.profile_count);
+    }
+    let entries: Vec<Entry> =
+        query.series.entries(store, hour).await?.into_iter().filter(|e| e.matches(&query.labels)).collect();
+    let mut own = Merger::default();
+    let profile_count = merge_entries(state, query, &entries, &mut own).await?;
+    if profile_count > 0 {
+        let profile = own.finish().map_err(MergeError::Incompatible)?;
+        let encoded = tokio::task::spawn_blocking(move || (pprof::write(&profile), profile))
+            .await
+            .map_err(|e| MergeError::Stopped(e.to_string()))?;
+        store.create(&key, Bytes::from(encoded.0)).await.map_err(RecordError::from)?;
+        *merger = add(std::mem::take(merger), encoded.1).await?;
+    }
+    crate::records::create(store, &counted, &CachedHour { profile_count }).await?;
+    Ok(profile_count)
+}
+
+/// Merges the range's stored profiles.
+pub async fn merge_range(state: &AppState, query: &RangeQuery, now: u64) -> Result<Merged, MergeError> {
+    let store = &state.store;
+    let mut merger = Merger::default();
+    let mut profile_count = 0;
+    for hour in query.series.hours(store, query.from, query.to, now).await? {
+        if hour.is_empty() {
+            continue;
+        }
+        if hour.closed && query.from <= hour.start() && hour.end() <= query.to {
+            profile_count += merge_hour(state, query, &hour, &mut merger).await?;
+            continue;
+        }
+        let entries: Vec<Entry> = query
+            .series
+            .entries(store, &hour)
+            .await?
+            .into_iter()
+            .filter(|e| (query.from..query.to).contains(&e.millis) && e.matches(&query.labels))
+            .collect();
+        profile_count += merge_entries(state, query, &entries, &mut merger).await?;
+    }
+    let profile = if profile_count == 0 { None } else { Some(merger.finish().map_err(MergeError::Incompatible)?) };
+    Ok(Merged { profile, profile_count })
+}

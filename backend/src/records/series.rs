@@ -1,0 +1,269 @@
+//! The time index of continuous profiling: one entry per stored profile of a service
+//! (captures, pushes from agents, uploads that name a service), filed under its tenant,
+//! service, profile type and hour, with its labels and its totals. A range query lists
+//! only its hours' folders, so it costs what it returns, never the whole history; and
+//! each entry holds its session (see [`super::refs`]) until retention removes it.
+//!
+//! Why an hour: a one-hour query reads one or two folders, and at one profile every
+//! 10 s a folder holds 360 entries, within one S3 listing page (1,000 names). Longer
+//! ranges read one folder per hour, concurrently.
+//!
+//! A closed hour (ended more than [`SETTLED_MS`] ago) changes only by a late push or by
+//! retention, so what it holds is cached in objects named by a hash of its listing: the
+//! entries' descriptions, and merged profiles per label filter. Repeating a query over
+//! old data then costs one listing and one read per hour, and any change to the hour
+//! changes the hash, so a cache is never stale.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use stacklens_core::ProfileKind;
+
+use super::{load, ordered_id, refs, Result, Tenant};
+use crate::store::Store;
+
+pub const HOUR_MS: u64 = 3_600_000;
+
+/// How long after its end an hour is taken as closed: pushes arrive a little late.
+pub const SETTLED_MS: u64 = 5 * 60_000;
+
+/// The longest range one query may cover (a listing per hour).
+pub const MAX_RANGE_MS: u64 = 31 * 24 * HOUR_MS;
+
+/// The prefix of the holder names index entries hold their sessions by.
+pub const HOLDER: &str = "ser-";
+
+/// Reads in flight at once for one query.
+const CONCURRENCY: usize = 16;
+
+/// One stored profile in the index.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    /// When the profile was taken (milliseconds since the epoch).
+    pub millis: u64,
+    pub session_id: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// The profile's sample types, their units, the total of each, and which one
+    /// pprof shows by default.
+    #[serde(default)]
+    pub sample_types: Vec<String>,
+    #[serde(default)]
+    pub units: Vec<String>,
+    #[serde(default)]
+    pub totals: Vec<i64>,
+    #[serde(default)]
+    pub default_index: usize,
+}
+
+impl Entry {
+    /// Whether every `wanted` label has this value here.
+    pub fn matches(&self, wanted: &BTreeMap<String, String>) -> bool {
+        wanted.iter().all(|(k, v)| self.labels.get(k) == Some(v))
+    }
+}
+
+/// Where one service and type's profiles are filed.
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub tenant: Tenant,
+    pub service: String,
+    pub kind: ProfileKind,
+}
+
+/// An hour's folder: its number (hours since the epoch) and what it listed.
+pub struct Hour {
+    pub number: u64,
+    /// Entry names, sorted; they name the hour's caches.
+    names: Vec<String>,
+    /// Whether the hour is closed, so its caches may be written and read.
+    pub closed: bool,
+}
+
+impl Hour {
+    pub fn start(&self) -> u64 {
+        self.number * HOUR_MS
+    }
+
+    pub fn end(&self) -> u64 {
+        self.start() + HOUR_MS
+    }
+
+    /// A name for what the hour holds now.
+    fn digest(&self) -> String {
+        let mut hash = Sha256::new();
+        for name in &self.names {
+            hash.update(name.as_bytes());
+            hash.update(b"\n");
+        }
+        hex::encode(&hash.finalize()[..16])
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+impl Series {
+    fn folder(&self, under: &str) -> String {
+        self.tenant.key(&format!("{under}/s{}/{}", hex::encode(&self.service), self.kind))
+    }
+
+    fn hour_prefix(&self, hour: u64) -> String {
+        format!("{}/h{hour}", self.folder("series"))
+    }
+
+    fn cache_prefix(&self, hour: u64) -> String {
+        format!("{}/h{hour}", self.folder("series-cache"))
+    }
+
+    /// Files a stored session under `entry.millis`; the entry holds the session from
+    /// now on. False when the session went meanwhile (nothing is filed).
+    pub async fn add(&self, store: &Store, entry: &Entry) -> Result<bool> {
+        let holder = ordered_id(HOLDER.trim_end_matches('-'));
+        let key = format!("{}/{:016x}-{holder}", self.hour_prefix(entry.millis / HOUR_MS), entry.millis);
+        // The reference notes the entry, so deleting the session removes the entry too.
+        if !refs::hold_noting(store, &self.tenant, &entry.session_id, &holder, Bytes::from(key.clone())).await? {
+            return Ok(false);
+        }
+        store.create(&key, Bytes::from(serde_json::to_vec(entry)?)).await?;
+        Ok(true)
+    }
+
+    /// The hours `[from, to)` touches, with what each holds now, oldest first.
+    pub async fn hours(&self, store: &Store, from: u64, to: u64, now: u64) -> Result<Vec<Hour>> {
+        let numbers: Vec<u64> = if to <= from { Vec::new() } else { (from / HOUR_MS..=(to - 1) / HOUR_MS).collect() };
+        futures::stream::iter(numbers)
+            .map(|number| async move {
+                let names = store.list(&self.hour_prefix(number), None).await?;
+                let closed = (number + 1) * HOUR_MS + SETTLED_MS <= now;
+                Ok(Hour { number, names, closed })
+            })
+            .buffered(CONCURRENCY)
+            .try_collect()
+            .await
+    }
+
+    /// What an hour holds, oldest first: from its cache when closed (written on the
+    /// first read), else entry by entry.
+    pub async fn entries(&self, store: &Store, hour: &Hour) -> Result<Vec<Entry>> {
+        if hour.is_empty() {
+            return Ok(Vec::new());
+        }
+        let cache = format!("{}/{}.json", self.cache_prefix(hour.number), hour.digest());
+        if hour.closed {
+            if let Some(entries) = load::<Vec<Entry>>(store, &cache).await? {
+                return Ok(entries);
+            }
+        }
+        let prefix = self.hour_prefix(hour.number);
+        // Owned keys: a stream over borrowed ones is not Send for every lifetime.
+        let keys: Vec<String> = hour.names.iter().map(|name| format!("{prefix}/{name}")).collect();
+        let read: Vec<Option<Entry>> = futures::stream::iter(keys)
+            .map(|key| async move { load::<Entry>(store, &key).await })
+            .buffered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        // An entry removed since the listing is skipped.
+        let entries: Vec<Entry> = read.into_iter().flatten().collect();
+        if hour.closed && entries.len() == hour.names.len() {
+            store.create(&cache, Bytes::from(serde_json::to_vec(&entries)?)).await?;
+        }
+        Ok(entries)
+    }
+
+    /// The entries of `[from, to)` whose labels match, oldest first.
+    pub async fn range(
+        &self,
+        store: &Store,
+        from: u64,
+        to: u64,
+        labels: &BTreeMap<String, String>,
+        now: u64,
+    ) -> Result<Vec<Entry>> {
+        let hours = self.hours(store, from, to, now).await?;
+        let per_hour: Vec<Vec<Entry>> = futures::stream::iter(hours)
+            .map(|hour| async move { self.entries(store, &hour).await })
+            .buffered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        Ok(per_hour.into_iter().flatten().filter(|e| (from..to).contains(&e.millis) && e.matches(labels)).collect())
+    }
+
+    /// Where a closed hour's merged profile for a label filter is cached.
+    pub fn merged_key(&self, hour: &Hour, labels: &BTreeMap<String, String>) -> String {
+        let filter = hex::encode(&Sha256::digest(serde_json::to_vec(labels).unwrap_or_default())[..8]);
+        format!("{}/{}-{filter}.pb.gz", self.cache_prefix(hour.number), hour.digest())
+    }
+
+    /// Removes the entries taken before `cutoff`, releasing their sessions (which go
+    /// unless something else, such as a baseline, holds them), and the caches of the
+    /// hours that are then empty. Lists only the hours up to the cutoff.
+    pub async fn expire(&self, store: &Store, cutoff: u64) -> Result<usize> {
+        let mut removed = 0;
+        for hour in store.list_folders(&self.folder("series")).await? {
+            let Some(number) = hour.strip_prefix('h').and_then(|n| n.parse::<u64>().ok()) else { continue };
+            if number * HOUR_MS >= cutoff {
+                continue;
+            }
+            let prefix = self.hour_prefix(number);
+            let names = store.list(&prefix, None).await?;
+            let mut left = names.len();
+            for name in names {
+                let Some((millis, holder)) = name.split_once('-') else { continue };
+                if u64::from_str_radix(millis, 16).is_ok_and(|m| m >= cutoff) {
+                    continue;
+                }
+                if let Some(entry) = load::<Entry>(store, &format!("{prefix}/{name}")).await? {
+                    store.delete(&format!("{prefix}/{name}")).await?;
+                    refs::release(store, &self.tenant, &entry.session_id, holder).await?;
+                    removed += 1;
+                }
+                left -= 1;
+            }
+            if left == 0 {
+                let cache = self.cache_prefix(number);
+                for name in store.list(&cache, None).await? {
+                    store.delete(&format!("{cache}/{name}")).await?;
+                }
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// Removes a deleted session's entries (which changes their hours' digests, so no cache
+/// still counts it), and their references.
+pub async fn forget_session(store: &Store, tenant: &Tenant, session: &str) -> Result<()> {
+    for holder in refs::holders(store, tenant, session).await? {
+        if holder.starts_with(HOLDER) {
+            if let Some(key) = refs::note(store, tenant, session, &holder).await? {
+                store.delete(&String::from_utf8_lossy(&key)).await?;
+            }
+            refs::withdraw(store, tenant, session, &holder).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The series of a tenant that have entries: (service, type).
+pub async fn list(store: &Store, tenant: &Tenant) -> Result<Vec<(String, ProfileKind)>> {
+    let mut out = Vec::new();
+    for service in store.list_folders(&tenant.key("series")).await? {
+        let Some(name) =
+            service.strip_prefix('s').and_then(|h| hex::decode(h).ok()).and_then(|b| String::from_utf8(b).ok())
+        else {
+            continue;
+        };
+        for kind in store.list_folders(&tenant.key(&format!("series/{service}"))).await? {
+            if let Some(kind) = ProfileKind::parse(&kind) {
+                out.push((name.clone(), kind));
+            }
+        }
+    }
+    Ok(out)
+}
