@@ -484,6 +484,24 @@ fn goroutine_profiles_and_texts_agree_with_the_dump() {
 }
 
 #[test]
+fn inline_marks_leave_out_edges_below_pprofs_edge_fraction() {
+    use stacklens_core::analysis::merge::merge;
+    let (Some(base), Some(compare)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
+    let options = TopOptions { node_fraction: 0.005, ..TopOptions::default() };
+    let mark = |p: &Profile| {
+        let rows = top(p, &options).unwrap().functions;
+        rows.into_iter().find(|f| f.name == "reflect.typedmemmove").map(|f| f.inline)
+    };
+    // In the compare profile reflect.Value.Set calls it once without inlining, in one
+    // 10 ms sample: above pprof's -edgefraction (0.1%) of 6.90 s, so `go tool pprof -top`
+    // marks it partly inline…
+    assert_eq!(mark(&compare), Some(Some(Inlining::PartialInline)));
+    // …but below 0.1% of both profiles merged (13.98 s): pprof drops that edge, and the
+    // calls left are all inline.
+    assert_eq!(mark(&merge([&base, &compare]).unwrap()), Some(Some(Inlining::Inline)));
+}
+
+#[test]
 fn sandwich_shows_callers_and_callees() {
     let Some(p) = load("go/base/cpu.pb.gz") else { return };
     let name = "compress/flate.(*compressor).deflate";
