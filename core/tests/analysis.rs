@@ -502,6 +502,40 @@ fn inline_marks_leave_out_edges_below_pprofs_edge_fraction() {
 }
 
 #[test]
+fn merged_goroutine_dumps_are_analysed_as_one_dump_of_both() {
+    use stacklens_core::analysis::merge::merge;
+    let (Some(base), Some(new), Some(pb)) = (
+        load("go/base/goroutine.debug2.txt"),
+        load("go/compare/goroutine.debug2.txt"),
+        load("go/compare/goroutine.pb.gz"),
+    ) else {
+        return;
+    };
+    let options = GoroutineOptions::default();
+    let (a, b) = (analyze(&base, &options).unwrap(), analyze(&new, &options).unwrap());
+    let both = merge([&base, &new]).unwrap();
+    assert_eq!(both.goroutines.len(), base.goroutines.len() + new.goroutines.len());
+    let merged = analyze(&both, &options).unwrap();
+    assert_eq!(merged.goroutine_count, 453 + 1617);
+    assert!(!merged.states_inferred, "every goroutine keeps its dump's state");
+    for (state, count) in &merged.by_state {
+        let each = |r: &stacklens_core::analysis::goroutines::GoroutineReport| r.by_state.get(state).copied();
+        assert_eq!(*count, each(&a).unwrap_or(0) + each(&b).unwrap_or(0), "{state}");
+    }
+    assert_eq!(merged.blocked_count, a.blocked_count + b.blocked_count);
+    // The leak's group holds both dumps' goroutines: 388 + 1552.
+    assert_eq!((merged.top_stacks[0].count, merged.top_stacks[0].state.as_str()), (1940, "chan send"));
+
+    // A dump merged with a goroutine profile, which has no per-goroutine records: the
+    // samples of both are counted, with states inferred (in either order).
+    for profiles in [[&base, &pb], [&pb, &base]] {
+        let mixed = analyze(&merge(profiles).unwrap(), &options).unwrap();
+        assert_eq!(mixed.goroutine_count, 453 + 1617);
+        assert!(mixed.states_inferred);
+    }
+}
+
+#[test]
 fn sandwich_shows_callers_and_callees() {
     let Some(p) = load("go/base/cpu.pb.gz") else { return };
     let name = "compress/flate.(*compressor).deflate";
