@@ -146,13 +146,17 @@ enum Command {
     },
     /// Top functions by flat (or cum) value, like `go tool pprof -top`.
     Top {
-        file: PathBuf,
+        /// Profiles; several are merged as `go tool pprof A B…` merges them (the same sample
+        /// types, values of equal samples summed).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
         /// Sample type by name (alloc_space, delay, …) or index; default as pprof.
         #[arg(long)]
         sample_index: Option<String>,
-        /// Show the difference against this base profile (pprof -diff_base).
-        #[arg(long)]
-        diff_base: Option<PathBuf>,
+        /// Show the difference against this base profile, several merged (pprof -diff_base). It takes
+        /// the names up to the next option: put FILE before it, or end the list with --.
+        #[arg(long, num_args = 1.., value_name = "BASE")]
+        diff_base: Vec<PathBuf>,
         #[command(flatten)]
         filters: FilterArgs,
         /// Show at most N rows (all by default).
@@ -175,7 +179,10 @@ enum Command {
     /// Source lines of the functions REGEX matches with their values, like `go tool pprof -list`.
     List {
         regex: String,
-        file: PathBuf,
+        /// Profiles; several are merged as `go tool pprof A B…` merges them (the same sample
+        /// types, values of equal samples summed).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
         /// Folders (`:`-separated) to look for source files in, as pprof's -source_path;
         /// the current folder by default. A file is also looked for under shorter ends of its name.
         #[arg(long)]
@@ -192,7 +199,10 @@ enum Command {
     },
     /// The call graph, pruned like `go tool pprof -dot`.
     Graph {
-        file: PathBuf,
+        /// Profiles; several are merged as `go tool pprof A B…` merges them (the same sample
+        /// types, values of equal samples summed).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
         /// Sample type by name (alloc_space, delay, …) or index; default as pprof.
         #[arg(long)]
         sample_index: Option<String>,
@@ -216,9 +226,20 @@ enum Command {
         format: GraphFormat,
     },
     /// Regressions and improvements between two profiles of the same type.
+    ///
+    /// `diff BASE NEW`, or `diff --base FILE… --new FILE…` for several runs a side, each side
+    /// merged as `go tool pprof A B…` merges them.
     Diff {
-        base: PathBuf,
-        new: PathBuf,
+        /// The base profile.
+        base: Option<PathBuf>,
+        /// The new profile, compared with the base.
+        new: Option<PathBuf>,
+        /// The base runs, merged (instead of BASE NEW, with --new).
+        #[arg(long = "base", num_args = 1.., value_name = "FILE")]
+        base_runs: Vec<PathBuf>,
+        /// The new runs, merged (instead of BASE NEW, with --base).
+        #[arg(long = "new", num_args = 1.., value_name = "FILE")]
+        new_runs: Vec<PathBuf>,
         #[arg(long)]
         sample_index: Option<String>,
         #[command(flatten)]
@@ -259,7 +280,10 @@ enum Command {
     },
     /// Label keys with each value's total and share, like `go tool pprof -tags`.
     Tags {
-        file: PathBuf,
+        /// Profiles; several are merged as `go tool pprof A B…` merges them (the same sample
+        /// types, values of equal samples summed).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
         /// Sample type by name (alloc_space, delay, …) or index; default as pprof.
         #[arg(long)]
         sample_index: Option<String>,
@@ -270,10 +294,13 @@ enum Command {
     },
     /// Goroutine counts by state, grouped stacks, blocked goroutines and growth.
     Goroutines {
-        file: PathBuf,
-        /// A later snapshot: report new stacks and growth.
-        #[arg(long)]
-        compare: Option<PathBuf>,
+        /// Goroutine dumps or profiles; several are merged (their goroutines counted together).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// A later snapshot, several merged: report new stacks and growth. It takes the names up to
+        /// the next option: put FILE before it, or end the list with --.
+        #[arg(long, num_args = 1.., value_name = "LATER")]
+        compare: Vec<PathBuf>,
         /// Keep only groups whose frames, state or creator contain this text.
         #[arg(long)]
         filter: Option<String>,
@@ -297,6 +324,9 @@ pub enum CliError {
     Parse { input: String, source: stacklens_core::Error },
     #[error("{0}")]
     Analysis(#[from] stacklens_core::Error),
+    /// A profile that cannot be merged with the ones before it (other sample types).
+    #[error("{path}: {source}")]
+    Merge { path: PathBuf, source: stacklens_core::Error },
     #[error("{0}")]
     Serve(String),
     #[error("cannot write {path}: {source}")]
@@ -307,13 +337,14 @@ pub enum CliError {
 
 impl CliError {
     /// 2 is clap's usage error; 3 unreadable input (or a failed fetch), 4 not a valid profile,
-    /// 5 an analysis that cannot be done (unknown sample type, bad regex, …), 6 server.
+    /// 5 an analysis that cannot be done (unknown sample type, bad regex, profiles that
+    /// cannot be merged, …), 6 server.
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) => 2,
             CliError::Read { .. } | CliError::Write { .. } | CliError::Fetch { .. } => 3,
             CliError::Parse { .. } => 4,
-            CliError::Analysis(_) => 5,
+            CliError::Analysis(_) | CliError::Merge { .. } => 5,
             CliError::Serve(_) => 6,
         }
     }
@@ -321,6 +352,44 @@ impl CliError {
 
 fn load(path: &Path) -> Result<Profile, CliError> {
     parse(&path.display().to_string(), &read(path)?)
+}
+
+/// The profiles in `files` as one: a single file as read, several merged as
+/// `go tool pprof a b c` merges them, one at a time (each read, parsed and added, then
+/// dropped before the next), so that merging N files never holds N models. A file the
+/// merge refuses (other sample types) is named in the error.
+fn load_merged(files: &[PathBuf]) -> Result<Profile, CliError> {
+    if let [file] = files {
+        return load(file);
+    }
+    let mut merger = Merger::default();
+    for file in files {
+        let profile = load(file)?;
+        merger.add(&profile).map_err(|source| CliError::Merge { path: file.clone(), source })?;
+    }
+    Ok(merger.finish()?)
+}
+
+/// `diff`'s two sides: `BASE NEW`, or `--base FILE… --new FILE…`.
+fn diff_sides(
+    base: Option<PathBuf>,
+    new: Option<PathBuf>,
+    base_runs: Vec<PathBuf>,
+    new_runs: Vec<PathBuf>,
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), CliError> {
+    let runs = !base_runs.is_empty() || !new_runs.is_empty();
+    match (base, new) {
+        (Some(base), Some(new)) if !runs => Ok((vec![base], vec![new])),
+        (None, None) if !base_runs.is_empty() && !new_runs.is_empty() => Ok((base_runs, new_runs)),
+        (Some(_), _) if runs => Err(CliError::Usage(
+            "diff takes BASE NEW or --base FILE… --new FILE…, not both (options that take several files \
+             take the names up to the next option)"
+                .into(),
+        )),
+        _ => Err(CliError::Usage(
+            "diff needs two sides: BASE NEW, or --base FILE… --new FILE… (several runs a side, merged)".into(),
+        )),
+    }
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, CliError> {
@@ -427,7 +496,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         }
         Command::Open { sources, listen, no_browser, dist } => open(&sources, listen, no_browser, dist)?,
         Command::Top {
-            file,
+            files,
             sample_index,
             diff_base,
             filters,
@@ -438,14 +507,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             raw_names,
             format,
         } => {
-            let load = |path: &Path| {
-                let mut profile = load(path)?;
+            let load = |files: &[PathBuf]| {
+                let mut profile = load_merged(files)?;
                 if raw_names {
                     use_raw_names(&mut profile);
                 }
                 Ok::<_, CliError>(profile)
             };
-            let profile = load(&file)?;
+            let profile = load(&files)?;
             let options = TopOptions {
                 sample_index: sample_index.unwrap_or_default(),
                 granularity,
@@ -454,16 +523,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 node_count: nodecount,
                 node_fraction: nodefraction,
             };
-            let report = match diff_base {
-                Some(base) => diff_top(&load(&base)?, &profile, &options)?,
-                None => top(&profile, &options)?,
+            let report = if diff_base.is_empty() {
+                top(&profile, &options)?
+            } else {
+                diff_top(&load(&diff_base)?, &profile, &options)?
             };
             match format {
                 Format::Json => print_json(&report),
                 Format::Text => print!("{}", for_terminal(&text::top(&report))),
             }
         }
-        Command::List { regex, file, source_dir, trim_path, sample_index, filters, format } => {
+        Command::List { regex, files, source_dir, trim_path, sample_index, filters, format } => {
             let options = SourceOptions {
                 functions: regex,
                 sample_index: sample_index.unwrap_or_default(),
@@ -471,7 +541,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 trim_path: trim_path.clone(),
                 source_path: source_dir.clone().unwrap_or_default(),
             };
-            let report = source(&load(&file)?, &options)?;
+            let report = source(&load_merged(&files)?, &options)?;
             match format {
                 Format::Json => print_json(&report),
                 Format::Text => {
@@ -489,7 +559,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             }
         }
         Command::Graph {
-            file,
+            files,
             sample_index,
             filters,
             focus_node,
@@ -499,7 +569,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             granularity,
             format,
         } => {
-            let profile = load(&file)?;
+            let profile = load_merged(&files)?;
             let options = GraphOptions {
                 sample_index: sample_index.unwrap_or_default(),
                 granularity,
@@ -515,7 +585,19 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 GraphFormat::Dot => print!("{}", for_terminal(&dot(&profile, &graph))),
             }
         }
-        Command::Diff { base, new, sample_index, filters, normalize, noise_threshold, fail_on_regression, format } => {
+        Command::Diff {
+            base,
+            new,
+            base_runs,
+            new_runs,
+            sample_index,
+            filters,
+            normalize,
+            noise_threshold,
+            fail_on_regression,
+            format,
+        } => {
+            let (base, new) = diff_sides(base, new, base_runs, new_runs)?;
             let options = DiffOptions {
                 sample_index: sample_index.unwrap_or_default(),
                 filters: filters.filters(),
@@ -523,7 +605,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 noise_threshold_pct: noise_threshold,
                 ..DiffOptions::default()
             };
-            let report = diff(&load(&base)?, &load(&new)?, &options)?;
+            let report = diff(&load_merged(&base)?, &load_merged(&new)?, &options)?;
             match format {
                 Format::Json => print_json(&report),
                 Format::Text => print!("{}", for_terminal(&text::diff(&report))),
@@ -549,11 +631,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                     )))
                 }
             };
-            let mut merger = Merger::default();
-            for file in &files {
-                merger.add(&load(file)?)?;
-            }
-            let mut profile = merger.finish()?;
+            let mut profile = load_merged(&files)?;
             if raw_names {
                 use_raw_names(&mut profile);
             }
@@ -570,20 +648,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             };
             written.map_err(|source| CliError::Write { path: output.clone(), source })?;
         }
-        Command::Tags { file, sample_index, filters, format } => {
-            let summary = label_summary(&load(&file)?, &sample_index.unwrap_or_default(), &filters.filters())?;
+        Command::Tags { files, sample_index, filters, format } => {
+            let summary = label_summary(&load_merged(&files)?, &sample_index.unwrap_or_default(), &filters.filters())?;
             match format {
                 Format::Json => print_json(&summary),
                 Format::Text => print!("{}", for_terminal(&tags(&summary))),
             }
         }
-        Command::Goroutines { file, compare: later, filter, max_stacks, format } => {
-            let profile = load(&file)?;
+        Command::Goroutines { files, compare: later, filter, max_stacks, format } => {
+            let profile = load_merged(&files)?;
             let report = analyze(&profile, &GoroutineOptions { filter, max_stacks })?;
-            let comparison = match later {
-                Some(path) => Some(compare(&profile, &load(&path)?)?),
-                None => None,
-            };
+            let comparison = if later.is_empty() { None } else { Some(compare(&profile, &load_merged(&later)?)?) };
             match format {
                 Format::Json => {
                     let mut value = serde_json::to_value(&report).expect("reports serialize");

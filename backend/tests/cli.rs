@@ -547,3 +547,218 @@ fn convert_writes_what_top_reads_merges_files_and_names_its_errors() {
     assert!(!dir.join("x.pb.gz").exists(), "nothing written on an error");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The fixture files as arguments.
+fn paths(f: &Path, files: &[&str]) -> Vec<String> {
+    files.iter().map(|file| f.join(file).to_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn several_files_are_merged_as_go_tool_pprof_merges_them() {
+    let Some(f) = fixtures() else { return };
+    let Some(go) = common::go() else { return };
+    // Two CPU profiles of the same program (same sample types, overlapping stacks), and
+    // the two runs' heap profiles: `go tool pprof -top A B` reads them as one.
+    let cases: &[(&[&str], &[&str], &[&str])] = &[
+        (&["go/base/cpu.pb.gz", "go/compare/cpu.pb.gz"], &[], &[]),
+        (&["go/base/cpu.pb.gz", "go/compare/cpu.pb.gz"], &["--cum"], &["-cum"]),
+        (
+            &["go/base/heap.pb.gz", "go/compare/heap.pb.gz", "go/compare/allocs.pb.gz"],
+            &["--sample-index", "alloc_space"],
+            &["-sample_index=alloc_space"],
+        ),
+    ];
+    for (files, ours, flags) in cases {
+        // pprof runs in the fixtures folder, and names them from there.
+        let relative: Vec<&Path> = files.iter().map(Path::new).collect();
+        let reference = common::pprof_top_merged(go, &f, &relative, &[&["-nodecount=25"], *flags].concat());
+        let mut args = vec!["top".to_owned()];
+        args.extend(paths(&f, files));
+        args.extend(["--nodecount", "25", "--nodefraction", "0.005"].map(String::from));
+        args.extend(ours.iter().map(|a| a.to_string()));
+        let ours = text(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(from_showing(&ours), from_showing(&reference), "{files:?} {flags:?}");
+    }
+    // Several bases, merged. Go 1.19's pprof keeps only the last -diff_base it is given,
+    // so the reference is -diff_base of the two bases as pprof itself merges them (-proto).
+    let tmp = common::temp_dir("cli-merged-base");
+    let merged_base = tmp.join("base.pb.gz");
+    let bases = ["go/base/heap.pb.gz", "go/base/allocs.pb.gz"];
+    let output = ["-proto", "-output", merged_base.to_str().unwrap()];
+    common::pprof(go, &f, &bases.map(Path::new), &output);
+    let diff_base = format!("-diff_base={}", merged_base.display());
+    let reference = common::pprof_top(
+        go,
+        &f,
+        Path::new("go/compare/heap.pb.gz"),
+        &["-nodecount=25", "-sample_index=inuse_space", &diff_base],
+    );
+    let bases = paths(&f, &bases);
+    let extra = ["--diff-base", &bases[0], &bases[1], "--sample-index", "inuse_space"];
+    let ours = top_like_pprof(&f.join("go/compare/heap.pb.gz"), 25, &extra);
+    assert!(reference.contains("of 14.53MB total"), "the two bases: 2 × 7617933 bytes: {reference}");
+    assert_eq!(from_showing(&ours), from_showing(&reference));
+    let _ = std::fs::remove_dir_all(tmp);
+    // The merged CPU total is the sum of both (SOURCES.md: 7.08 s and 6.90 s).
+    let cpus = paths(&f, &["go/base/cpu.pb.gz", "go/compare/cpu.pb.gz"]);
+    let v = json(&stacklens(&["top", &cpus[0], &cpus[1], "--format", "json", "--nodecount", "1"]));
+    assert_eq!(v["total"], 13_980_000_000i64);
+
+    // `-tags`, `-dot` and `-list` of the same two files.
+    let both: Vec<&Path> = cpus.iter().map(Path::new).collect();
+    let theirs = common::pprof(go, &f, &both, &["-tags"]);
+    assert!(theirs.contains(" endpoint: Total "), "{theirs}");
+    assert_eq!(text(&["tags", &cpus[0], &cpus[1]]), theirs);
+    let expected = graph_lines(&common::pprof(go, &f, &both, &["-dot"]));
+    assert!(expected.len() > 10, "{expected:?}");
+    assert_eq!(graph_lines(&text(&["graph", &cpus[0], &cpus[1]])), expected);
+    let gen = f.join("gen");
+    let gen = gen.to_str().unwrap();
+    let reference = pprof_list(go, &f, &[r"main\.compress", "-source_path", gen, &cpus[0], &cpus[1]]);
+    assert!(reference.contains("ROUTINE ======================== main.compress"), "{reference}");
+    assert_eq!(text(&["list", r"main\.compress", &cpus[0], &cpus[1], "--source-dir", gen]), reference);
+}
+
+#[test]
+fn diff_with_several_runs_a_side_equals_the_diff_of_the_merged_files() {
+    let Some(f) = fixtures() else { return };
+    let dir = common::temp_dir("cli-diff-runs");
+    let out = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    // Four heap profiles of the same types: two runs a side.
+    let base = paths(&f, &["go/base/heap.pb.gz", "go/base/allocs.pb.gz"]);
+    let new = paths(&f, &["go/compare/heap.pb.gz", "go/compare/allocs.pb.gz"]);
+    let (base_merged, new_merged) = (out("base.pb.gz"), out("new.pb.gz"));
+    text(&["convert", &base[0], &base[1], "-o", &base_merged]);
+    text(&["convert", &new[0], &new[1], "-o", &new_merged]);
+    for extra in [&["--format", "json"][..], &["--sample-index", "alloc_space"][..], &["--normalize"][..]] {
+        let mut runs = vec!["diff", "--base", &base[0], &base[1], "--new", &new[0], &new[1]];
+        runs.extend_from_slice(extra);
+        let mut merged = vec!["diff", &base_merged, &new_merged];
+        merged.extend_from_slice(extra);
+        let (runs, merged) = (text(&runs), text(&merged));
+        assert!(runs.contains("Regressions (") || runs.contains("\"regressions\""), "{runs}");
+        assert_eq!(runs, merged, "{extra:?}");
+    }
+    // The sums: SOURCES.md's inuse_space totals, 7617933 twice in the base runs and
+    // 14530408 twice in the new ones.
+    let v = json(&stacklens(&[
+        "diff",
+        "--base",
+        &base[0],
+        &base[1],
+        "--new",
+        &new[0],
+        &new[1],
+        "--sample-index",
+        "inuse_space",
+        "--format",
+        "json",
+    ]));
+    assert_eq!((v["baseTotal"].as_i64(), v["compareTotal"].as_i64()), (Some(2 * 7617933), Some(2 * 14530408)));
+    // One run a side is `diff BASE NEW`.
+    assert_eq!(text(&["diff", "--base", &base[0], "--new", &new[0]]), text(&["diff", &base[0], &new[0]]));
+
+    // Both forms, or neither, or one side only: usage errors that say what diff takes.
+    for args in [
+        &["diff", &base[0], &new[0], "--base", &base[1], "--new", &new[1]][..],
+        &["diff", &base[0], &new[0], "--new", &new[1]][..],
+        &["diff", "--base", &base[0], &base[1]][..],
+        &["diff", &base[0]][..],
+        &["diff"][..],
+    ] {
+        let run = stacklens(args);
+        assert_eq!(run.status.code(), Some(2), "{args:?}");
+        let message = String::from_utf8_lossy(&run.stderr);
+        assert!(message.contains("BASE NEW") && message.contains("--base FILE… --new FILE…"), "{args:?}: {message}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn merging_names_the_file_it_refuses_or_cannot_read() {
+    let Some(f) = fixtures() else { return };
+    let [cpu, heap, compare] = &paths(&f, &["go/base/cpu.pb.gz", "go/base/heap.pb.gz", "go/compare/cpu.pb.gz"])[..]
+    else {
+        unreachable!()
+    };
+    let dir = common::temp_dir("cli-merge-errors");
+    let (merged, not_written) = (dir.join("x.pb.gz"), dir.join("y.pb.gz"));
+    let (merged, not_written) = (merged.to_str().unwrap(), not_written.to_str().unwrap());
+    for args in [
+        &["top", cpu, compare, heap][..],
+        &["diff", "--base", cpu, "--new", compare, heap],
+        &["top", compare, "--diff-base", cpu, heap],
+        &["tags", cpu, heap],
+        &["goroutines", cpu, heap],
+        &["convert", cpu, heap, "-o", not_written],
+    ] {
+        let run = stacklens(args);
+        assert_eq!(run.status.code(), Some(5), "{args:?}");
+        let message = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            message.starts_with(&format!("stacklens: {heap}: ")) && message.contains("sample types differ"),
+            "{args:?}: {message}"
+        );
+        assert!(message.contains("[samples/count, cpu/nanoseconds] and [alloc_objects/count"), "{message}");
+    }
+    assert!(!Path::new(not_written).exists(), "nothing written on an error");
+    // A file that cannot be read or parsed keeps its exit status and message.
+    let missing = stacklens(&["top", cpu, "/nonexistent/b.pb.gz"]);
+    assert_eq!(missing.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read /nonexistent/b.pb.gz"));
+    let bad = dir.join("bad.txt");
+    std::fs::write(&bad, "heap profile: 1: 2 [3: 4] @ heap/2\ngarbage line\n").unwrap();
+    let corrupt = stacklens(&["diff", "--base", cpu, bad.to_str().unwrap(), "--new", compare]);
+    assert_eq!(corrupt.status.code(), Some(4));
+    let message = String::from_utf8_lossy(&corrupt.stderr);
+    assert!(message.contains("bad.txt") && message.contains("line 2"), "{message}");
+    // The same file twice is merged (twice its values), as pprof does.
+    text(&["convert", cpu, cpu, "-o", merged]);
+    let v = json(&stacklens(&["top", merged, "--format", "json", "--nodecount", "1"]));
+    assert_eq!(v["total"], 2 * 7_080_000_000i64);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn goroutines_of_several_dumps_count_every_goroutine_of_each() {
+    let Some(f) = fixtures() else { return };
+    let dumps = paths(&f, &["go/base/goroutine.debug2.txt", "go/compare/goroutine.debug2.txt"]);
+    let (a, b) = (dumps[0].as_str(), dumps[1].as_str());
+    let one = |file: &str| json(&stacklens(&["goroutines", file, "--format", "json"]));
+    let (first, second) = (one(a), one(b));
+    let both = json(&stacklens(&["goroutines", a, b, "--format", "json"]));
+    // SOURCES.md: 453 and 1617 goroutines; the leak's 388 and 1552 in chan send.
+    assert_eq!(both["goroutineCount"], 453 + 1617);
+    assert_eq!(both["byState"]["chan send"], 388 + 1552);
+    let states: std::collections::BTreeSet<&String> =
+        first["byState"].as_object().unwrap().keys().chain(second["byState"].as_object().unwrap().keys()).collect();
+    for state in states {
+        let count = |v: &serde_json::Value| v["byState"][state].as_u64().unwrap_or(0);
+        assert_eq!(count(&both), count(&first) + count(&second), "{state}");
+    }
+    assert_eq!(
+        both["blockedCount"],
+        first["blockedCount"].as_u64().unwrap() + second["blockedCount"].as_u64().unwrap()
+    );
+    assert_eq!(both["statesInferred"], false);
+
+    // The same report as one dump holding both dumps' goroutines.
+    let dir = common::temp_dir("cli-goroutines");
+    let concatenated = dir.join("both.debug2.txt");
+    let text_of = |file: &str| std::fs::read_to_string(file).unwrap();
+    std::fs::write(&concatenated, format!("{}\n{}", text_of(a), text_of(b))).unwrap();
+    let concatenated = concatenated.to_str().unwrap();
+    assert_eq!(one(concatenated), both);
+    assert_eq!(text(&["goroutines", a, b]), text(&["goroutines", concatenated]));
+
+    // --compare with several later dumps: growth from the first to both.
+    let growth = json(&stacklens(&["goroutines", a, "--compare", a, b, "--format", "json"]));
+    assert_eq!((growth["baseCount"].as_u64(), growth["compareCount"].as_u64()), (Some(453), Some(453 + 1617)));
+    assert_eq!(growth["growthCount"], 1617);
+    assert_eq!(growth["goroutineCount"], 453);
+    // A dump and a goroutine profile (no per-goroutine records): both counted, states inferred.
+    let pb = paths(&f, &["go/compare/goroutine.pb.gz"]);
+    let mixed = json(&stacklens(&["goroutines", a, &pb[0], "--format", "json"]));
+    assert_eq!((mixed["goroutineCount"].as_u64(), mixed["statesInferred"].as_bool()), (Some(453 + 1617), Some(true)));
+    let _ = std::fs::remove_dir_all(dir);
+}

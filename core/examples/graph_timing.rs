@@ -3,7 +3,8 @@
 //! (the large CPU fixture by default). Besides wall time it prints the thread's CPU time
 //! (Linux's schedstat), which a busy machine does not inflate as much.
 
-use std::path::PathBuf;
+mod common;
+
 use std::time::{Duration, Instant};
 
 use stacklens_core::analysis::graph::{call_graph, GraphOptions};
@@ -39,15 +40,7 @@ fn time<T>(what: &str, mut f: impl FnMut() -> T) -> T {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = match std::env::args_os().nth(1) {
-        Some(path) => PathBuf::from(path),
-        None => {
-            let fixtures = std::env::var_os("STACKLENS_FIXTURES")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures"));
-            fixtures.join("large/cpu.large.pb.gz")
-        }
-    };
+    let path = common::input(std::env::args_os().nth(1), "large/cpu.large.pb.gz");
     let profile = stacklens_core::parse(&std::fs::read(&path)?)?;
     println!("{}: {} samples", path.display(), profile.samples.len());
     let graph = time("graph", || call_graph(&profile, &GraphOptions::default()))?;

@@ -484,6 +484,58 @@ fn goroutine_profiles_and_texts_agree_with_the_dump() {
 }
 
 #[test]
+fn inline_marks_leave_out_edges_below_pprofs_edge_fraction() {
+    use stacklens_core::analysis::merge::merge;
+    let (Some(base), Some(compare)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
+    let options = TopOptions { node_fraction: 0.005, ..TopOptions::default() };
+    let mark = |p: &Profile| {
+        let rows = top(p, &options).unwrap().functions;
+        rows.into_iter().find(|f| f.name == "reflect.typedmemmove").map(|f| f.inline)
+    };
+    // In the compare profile reflect.Value.Set calls it once without inlining, in one
+    // 10 ms sample: above pprof's -edgefraction (0.1%) of 6.90 s, so `go tool pprof -top`
+    // marks it partly inline…
+    assert_eq!(mark(&compare), Some(Some(Inlining::PartialInline)));
+    // …but below 0.1% of both profiles merged (13.98 s): pprof drops that edge, and the
+    // calls left are all inline.
+    assert_eq!(mark(&merge([&base, &compare]).unwrap()), Some(Some(Inlining::Inline)));
+}
+
+#[test]
+fn merged_goroutine_dumps_are_analysed_as_one_dump_of_both() {
+    use stacklens_core::analysis::merge::merge;
+    let (Some(base), Some(new), Some(pb)) = (
+        load("go/base/goroutine.debug2.txt"),
+        load("go/compare/goroutine.debug2.txt"),
+        load("go/compare/goroutine.pb.gz"),
+    ) else {
+        return;
+    };
+    let options = GoroutineOptions::default();
+    let (a, b) = (analyze(&base, &options).unwrap(), analyze(&new, &options).unwrap());
+    let both = merge([&base, &new]).unwrap();
+    assert_eq!(both.goroutines.len(), base.goroutines.len() + new.goroutines.len());
+    let merged = analyze(&both, &options).unwrap();
+    assert_eq!(merged.goroutine_count, 453 + 1617);
+    assert!(!merged.states_inferred, "every goroutine keeps its dump's state");
+    for (state, count) in &merged.by_state {
+        let each = |r: &stacklens_core::analysis::goroutines::GoroutineReport| r.by_state.get(state).copied();
+        assert_eq!(*count, each(&a).unwrap_or(0) + each(&b).unwrap_or(0), "{state}");
+    }
+    assert_eq!(merged.blocked_count, a.blocked_count + b.blocked_count);
+    // The leak's group holds both dumps' goroutines: 388 + 1552.
+    assert_eq!((merged.top_stacks[0].count, merged.top_stacks[0].state.as_str()), (1940, "chan send"));
+
+    // A dump merged with a goroutine profile, which has no per-goroutine records: the
+    // samples of both are counted, with states inferred (in either order).
+    for profiles in [[&base, &pb], [&pb, &base]] {
+        let mixed = analyze(&merge(profiles).unwrap(), &options).unwrap();
+        assert_eq!(mixed.goroutine_count, 453 + 1617);
+        assert!(mixed.states_inferred);
+    }
+}
+
+#[test]
 fn sandwich_shows_callers_and_callees() {
     let Some(p) = load("go/base/cpu.pb.gz") else { return };
     let name = "compress/flate.(*compressor).deflate";

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 #[path = "../../../core/tests/common/mod.rs"]
 mod corpus;
 #[allow(unused_imports)] // serve.rs reads no fixtures
-pub use corpus::{fixtures, go, missing_prerequisite, pprof, pprof_top, read_pprof_top, PprofTopRow};
+pub use corpus::{fixtures, go, missing_prerequisite, pprof, pprof_top, pprof_top_merged, read_pprof_top, PprofTopRow};
 
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()

@@ -177,7 +177,8 @@ pub fn diff_top(base: &Profile, compare: &Profile, options: &TopOptions) -> Resu
         .collect();
     let selection = select_rows(&mut rows, options, |r| (r.flat, r.cum), |a, b| a.name.cmp(&b.name));
     let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
-    let marks = inline_marks(&[(&d.base, d.base_index), (&d.compare, d.compare_index)], &names);
+    let sources = [(&d.base, d.base_index, -1), (&d.compare, d.compare_index, 1)];
+    let marks = inline_marks(&sources, &names, selection.flat_sum);
     for (row, inline) in rows.iter_mut().zip(marks) {
         row.inline = inline;
     }

@@ -9,7 +9,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::model::{
     CreatedBy, Function, FunctionId, Goroutine, Label, LabelValue, Line, Location, LocationId, Mapping, MappingId,
-    Profile, Sample, StrId, ValueType,
+    Profile, Sample, SourceFormat, StrId, ValueType,
 };
 use crate::{Error, Result};
 
@@ -181,6 +181,16 @@ impl Merger {
                     out.samples.push(Sample { locations, values: sample.values.clone(), labels });
                 }
             }
+        }
+        // Per-goroutine records (of dumps) stand for the merged profile only while every
+        // profile added has them: once one without them comes, the goroutine analysis of the
+        // merged profile counts its samples instead (with states inferred from frames).
+        if out.source == SourceFormat::GoGoroutineDump && profile.source != SourceFormat::GoGoroutineDump {
+            out.source = profile.source;
+            out.goroutines = Vec::new();
+        }
+        if out.source != SourceFormat::GoGoroutineDump {
+            return Ok(());
         }
         out.goroutines.extend(profile.goroutines.iter().map(|g| Goroutine {
             state: s(g.state),

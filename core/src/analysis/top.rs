@@ -129,29 +129,42 @@ impl<'a> NodeValues<'a> {
     }
 
     /// pprof's `(inline)` markers for the shown nodes (see [`inline_marks`]).
-    fn inlining(&self, sample_index: usize, shown: &[u32]) -> Vec<Option<Inlining>> {
+    fn inlining(&self, sample_index: usize, shown: &[u32], flat_sum: i64) -> Vec<Option<Inlining>> {
         let names: Vec<&str> = shown.iter().map(|&n| self.table.name(n)).collect();
-        inline_marks(&[(self, sample_index)], &names)
+        inline_marks(&[(self, sample_index, 1)], &names, flat_sum)
     }
 }
 
+/// pprof's default `-edgefraction`: `-top` drops the call edges whose |weight| is below
+/// this share of the summed flat values before it marks nodes `(inline)`.
+const EDGE_FRACTION: f64 = 0.001;
+
 /// pprof's `(inline)` markers for the shown rows, named in `shown`. pprof draws call
 /// edges only between shown nodes (from the nearest shown caller), and an edge is inline
-/// when every call along it is; a node is inline when all its incoming edges are. The
-/// edges come from the samples of every source: for `-diff_base` pprof merges the base's
-/// samples (negated) into the compared profile, so both profiles' calls count.
-pub(crate) fn inline_marks(sources: &[(&NodeValues, usize)], shown: &[&str]) -> Vec<Option<Inlining>> {
+/// when every call along it is; edges lighter than [`EDGE_FRACTION`] of `flat_sum` are
+/// dropped; a node is inline when all its remaining incoming edges are. The edges come
+/// from the samples of every source, each value multiplied by the source's sign: for
+/// `-diff_base` pprof merges the base's samples (negated) into the compared profile, so
+/// both profiles' calls count.
+pub(crate) fn inline_marks(
+    sources: &[(&NodeValues, usize, i64)],
+    shown: &[&str],
+    flat_sum: i64,
+) -> Vec<Option<Inlining>> {
     let row_of: HashMap<&str, u32> = shown.iter().enumerate().map(|(i, &name)| (name, i as u32)).collect();
-    let mut edges: HashMap<(u32, u32), bool> = HashMap::default();
+    // Each edge: whether every call along it is inline, and its weight.
+    let mut edges: HashMap<(u32, u32), (bool, i64)> = HashMap::default();
     let mut seen_in_sample: HashSet<(u32, u32)> = HashSet::default();
-    for &(values, sample_index) in sources {
+    for &(values, sample_index, sign) in sources {
         let table = &values.table;
         let position: Vec<u32> =
             (0..table.node_count() as u32).map(|n| row_of.get(table.name(n)).copied().unwrap_or(u32::MAX)).collect();
         for sample in table.kept_samples() {
-            if sample.values.get(sample_index).copied().unwrap_or(0) == 0 {
+            let value = sample.values.get(sample_index).copied().unwrap_or(0);
+            if value == 0 {
                 continue;
             }
+            let weight = value.saturating_mul(sign);
             seen_in_sample.clear();
             let mut parent: Option<u32> = None;
             table.walk_root_first(sample, |node, inlined| {
@@ -161,16 +174,21 @@ pub(crate) fn inline_marks(sources: &[(&NodeValues, usize)], shown: &[&str]) -> 
                 }
                 if let Some(p) = parent.filter(|&p| p != shown_at) {
                     if seen_in_sample.insert((p, shown_at)) {
-                        let all_inline = edges.entry((p, shown_at)).or_insert(true);
+                        let (all_inline, sum) = edges.entry((p, shown_at)).or_insert((true, 0));
                         *all_inline &= inlined;
+                        *sum = sum.saturating_add(weight);
                     }
                 }
                 parent = Some(shown_at);
             });
         }
     }
+    let edge_cutoff = fraction_cutoff(flat_sum, EDGE_FRACTION).unsigned_abs();
     let mut marks = vec![(false, false); shown.len()];
-    for ((_, to), inline) in edges {
+    for ((_, to), (inline, weight)) in edges {
+        if weight.unsigned_abs() < edge_cutoff {
+            continue;
+        }
         let m = &mut marks[to as usize];
         if inline {
             m.0 = true;
@@ -211,6 +229,8 @@ pub(crate) fn sort_rows<T>(
 pub(crate) struct Selection {
     pub node_total: usize,
     pub dropped_nodes: usize,
+    /// The summed flat values of every node, which pprof's cutoffs are shares of.
+    pub flat_sum: i64,
 }
 
 /// |value × node_fraction|, saturating: pprof drops nodes by this of the summed flat
@@ -239,7 +259,7 @@ pub(crate) fn select_rows<T>(
     if let Some(limit) = options.node_count {
         items.truncate(limit);
     }
-    Selection { node_total, dropped_nodes }
+    Selection { node_total, dropped_nodes, flat_sum }
 }
 
 pub fn top(profile: &Profile, options: &TopOptions) -> Result<TopReport> {
@@ -252,7 +272,7 @@ pub fn top(profile: &Profile, options: &TopOptions) -> Result<TopReport> {
         |&n| (values.flat[n as usize], values.cum[n as usize]),
         |&a, &b| values.table.name(a).cmp(values.table.name(b)),
     );
-    let inlining = values.inlining(index, &nodes);
+    let inlining = values.inlining(index, &nodes, selection.flat_sum);
     let functions = nodes
         .iter()
         .zip(inlining)
