@@ -5,6 +5,7 @@
 //! (see [`crate::records::series`]); repeating the query reads its cached profile.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -15,7 +16,7 @@ use stacklens_core::Profile;
 
 use crate::budget::ParseFailure;
 use crate::records::series::{Entry, Hour, Series};
-use crate::records::{load, sessions, RecordError};
+use crate::records::{load, sessions, RecordError, Tenant};
 use crate::state::AppState;
 
 /// Stored profiles fetched ahead of the one being merged.
@@ -57,15 +58,19 @@ struct CachedHour {
     profile_count: usize,
 }
 
+/// Runs `work` on the blocking pool.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, MergeError> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| MergeError::Stopped(e.to_string()))
+}
+
 /// Adds `profile` into `merger` on the blocking pool.
 async fn add(merger: Merger, profile: Profile) -> Result<Merger, MergeError> {
-    tokio::task::spawn_blocking(move || {
+    blocking(move || {
         let mut merger = merger;
         merger.add(&profile).map_err(MergeError::Incompatible)?;
         Ok(merger)
     })
-    .await
-    .map_err(|e| MergeError::Stopped(e.to_string()))?
+    .await?
 }
 
 /// Parses stored bytes within the budget.
@@ -74,33 +79,55 @@ async fn parse(state: &AppState, bytes: Bytes) -> Result<Profile, MergeError> {
     Ok(parsed.profiles.swap_remove(0))
 }
 
-/// Merges `entries` into `merger`, reading a few ahead; entries whose session was
-/// deleted since they were filed are skipped. Returns how many went in.
-async fn merge_entries(
+/// Hands the stored profile of each entry to `visit` with the entry, one at a time on
+/// the blocking pool, reading a few ahead; entries whose session was deleted since they
+/// were filed are skipped. Returns the accumulator and how many profiles it saw.
+pub async fn visit_entries<A, F>(
     state: &AppState,
-    query: &RangeQuery,
+    tenant: &Tenant,
     entries: &[Entry],
-    merger: &mut Merger,
-) -> Result<usize, MergeError> {
+    mut acc: A,
+    visit: F,
+) -> Result<(A, usize), MergeError>
+where
+    A: Send + 'static,
+    F: Fn(&mut A, &Entry, Profile) -> Result<(), MergeError> + Send + Sync + 'static,
+{
     let store = &state.store;
-    let tenant = &query.series.tenant;
-    let ids: Vec<String> = entries.iter().map(|e| e.session_id.clone()).collect();
-    let mut fetched = futures::stream::iter(ids)
-        .map(|id| async move {
-            match sessions::find(store, tenant, &id).await {
-                Ok(record) => Ok(Some(sessions::raw(store, tenant, &record).await?)),
+    let visit = Arc::new(visit);
+    let owned: Vec<Entry> = entries.to_vec();
+    let mut fetched = futures::stream::iter(owned)
+        .map(|entry| async move {
+            match sessions::find(store, tenant, &entry.session_id).await {
+                Ok(record) => Ok(Some((entry, sessions::raw(store, tenant, &record).await?))),
                 Err(RecordError::NotFound { .. }) => Ok(None),
                 Err(e) => Err(e),
             }
         })
         .buffered(PREFETCH);
     let mut count = 0;
-    while let Some(bytes) = fetched.try_next().await? {
-        let Some(bytes) = bytes else { continue };
+    while let Some(found) = fetched.try_next().await? {
+        let Some((entry, bytes)) = found else { continue };
         let profile = parse(state, bytes).await?;
-        *merger = add(std::mem::take(merger), profile).await?;
+        let visit = visit.clone();
+        acc = blocking(move || visit(&mut acc, &entry, profile).map(|()| acc)).await??;
         count += 1;
     }
+    Ok((acc, count))
+}
+
+/// Merges `entries` into `merger`. Returns how many went in.
+async fn merge_entries(
+    state: &AppState,
+    query: &RangeQuery,
+    entries: &[Entry],
+    merger: &mut Merger,
+) -> Result<usize, MergeError> {
+    let (merged, count) = visit_entries(state, &query.series.tenant, entries, std::mem::take(merger), |m, _, p| {
+        m.add(&p).map_err(MergeError::Incompatible)
+    })
+    .await?;
+    *merger = merged;
     Ok(count)
 }
 
@@ -129,9 +156,7 @@ async fn merge_hour(
     let profile_count = merge_entries(state, query, &entries, &mut own).await?;
     if profile_count > 0 {
         let profile = own.finish().map_err(MergeError::Incompatible)?;
-        let encoded = tokio::task::spawn_blocking(move || (pprof::write(&profile), profile))
-            .await
-            .map_err(|e| MergeError::Stopped(e.to_string()))?;
+        let encoded = blocking(move || (pprof::write(&profile), profile)).await?;
         store.create(&key, Bytes::from(encoded.0)).await.map_err(RecordError::from)?;
         *merger = add(std::mem::take(merger), encoded.1).await?;
     }

@@ -827,6 +827,7 @@ fn openapi_documents_every_route() {
         ("get", "/api/v1/profiling/labels"),
         ("get", "/api/v1/profiling/labels/{key}/values"),
         ("get", "/api/v1/profiling/services"),
+        ("get", "/api/v1/profiling/functions/{name}/history"),
         ("post", "/ingest"),
     ]
     .into_iter()

@@ -74,7 +74,7 @@ fn routes(http: &Client, server: &Server) -> Vec<(String, String)> {
             routes.push((method.clone(), path.clone()));
         }
     }
-    assert_eq!(routes.len(), 26, "{routes:?}");
+    assert_eq!(routes.len(), 27, "{routes:?}");
     routes
 }
 

@@ -1382,6 +1382,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/profiling/labels"),
     ("GET", "/api/v1/profiling/labels/{key}/values"),
     ("GET", "/api/v1/profiling/services"),
+    ("GET", "/api/v1/profiling/functions/{name}/history"),
     ("POST", "/ingest"),
     ("GET", "/api/openapi.json"),
     ("GET", "/api/docs"),

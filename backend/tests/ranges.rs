@@ -160,6 +160,78 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
     let parse = web["functions"].as_array().unwrap().iter().find(|f| f["name"] == "parse").unwrap();
     assert_eq!(parse["flat"], 32);
 
+    // A diff of two ranges (eu and us in the first hour) equals the diff of their sessions.
+    let (_, listed) = get("/api/v1/profiles?service=shop");
+    let session = |region: &str| {
+        let found = listed["profiles"].as_array().unwrap().iter().find(|p| p["labels"]["region"] == region);
+        found.unwrap()["id"].as_str().unwrap().to_owned()
+    };
+    let post = |body: Value| json_of(http.post(api("/api/v1/profiling/diff")).json(&body).send().unwrap());
+    let side = |region: &str| serde_json::json!({"service": "shop", "profileType": "cpu", "from": t0, "to": (t0 + HOUR).to_string(), "labels": {"region": region}});
+    let (status, by_range) = post(serde_json::json!({"base": side("eu"), "compare": side("us")}));
+    assert_eq!(status, 200, "{by_range}");
+    let (status, by_id) = post(serde_json::json!({"baseId": session("eu"), "compareId": session("us"), "type": "cpu"}));
+    assert_eq!(status, 200, "{by_id}");
+    for field in ["regressions", "improvements", "unchanged", "overallDelta", "sampleType"] {
+        assert_eq!(by_range[field], by_id[field], "{field}");
+    }
+    assert_eq!(
+        (&by_range["baseRange"]["profileCount"], &by_range["compareRange"]["labels"]["region"]),
+        (&Value::from(1), &Value::from("us"))
+    );
+    let movers = by_range["topMovers"].as_array().unwrap();
+    assert_eq!(movers.len(), 10, "{by_range}");
+    let deltas: Vec<f64> = movers.iter().map(|m| m["deltaPct"].as_f64().unwrap().abs()).collect();
+    assert!(deltas.windows(2).all(|w| w[0] >= w[1]) && deltas[0] > 0.0, "{deltas:?}");
+    // Goroutine ranges: the newStacks and growthCount envelope, as for ids.
+    let dump = |side: &str| std::fs::read(fx.join(format!("go/{side}/goroutine.debug2.txt"))).unwrap();
+    for (side, at) in [("base", t0 + 60), ("compare", t0 + HOUR + 60)] {
+        let r = push("shop.goroutine", at, "text/plain", dump(side), "folded");
+        assert_eq!(r.status(), 200, "{}", r.text().unwrap());
+    }
+    let hour = |h: u64| serde_json::json!({"service": "shop", "profileType": "goroutine", "from": t0 + h * HOUR, "to": t0 + (h + 1) * HOUR});
+    let (status, growth) = post(serde_json::json!({"base": hour(0), "compare": hour(1)}));
+    assert_eq!(status, 200, "{growth}");
+    let (_, goroutines) = get("/api/v1/profiles?service=shop&profileType=goroutine");
+    let ids: Vec<&str> = goroutines["profiles"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
+    // Listed newest first: the compare dump, then the base dump.
+    let (_, by_ids) = post(serde_json::json!({"baseId": ids[1], "compareId": ids[0], "type": "goroutine"}));
+    assert_eq!((&growth["growthCount"], &growth["newStacks"]), (&by_ids["growthCount"], &by_ids["newStacks"]));
+    assert!(growth["growthCount"].as_i64().unwrap() > 0, "{growth}");
+    // A range with nothing in it, and a body with both ids and ranges.
+    let (status, body) = post(
+        serde_json::json!({"base": side("eu"), "compare": {"service": "nobody", "profileType": "cpu", "from": t0}}),
+    );
+    assert_eq!((status, body["error_code"].as_str()), (404, Some("NoProfiles")), "{body}");
+    let (status, body) = post(serde_json::json!({"baseId": session("eu"), "base": side("eu"), "compare": side("us")}));
+    assert_eq!((status, body["error_code"].as_str()), (400, Some("InvalidRequest")), "{body}");
+    let (status, body) = post(
+        serde_json::json!({"base": {"service": "shop", "profileType": "cpu", "from": "soon"}, "compare": side("us")}),
+    );
+    assert_eq!((status, body["details"]["field"].as_str()), (400, Some("base.from")), "{body}");
+
+    // A function's trend: per hour, its self and cum summed over the hour's profiles.
+    let hot = "compress/flate.(*compressor).findMatch";
+    let (status, history) = get(&format!("/api/v1/profiling/functions/{}/history?{range}&step=1h", urlencode(hot)));
+    assert_eq!(status, 200, "{history}");
+    for (i, hour) in [0u64, 2].into_iter().enumerate() {
+        let (_, merged) = get(&format!(
+            "/api/v1/profiling/merge?service=shop&profileType=cpu&from={}&to={}&limit=1000",
+            t0 + hour * HOUR,
+            t0 + (hour + 1) * HOUR
+        ));
+        let row = merged["functions"].as_array().unwrap().iter().find(|f| f["name"] == hot).unwrap().clone();
+        let point = &history["points"][hour as usize];
+        assert_eq!(
+            (&point["self"], &point["cum"], &point["total"]),
+            (&row["flat"], &row["cum"], &merged["total"]),
+            "point {i}"
+        );
+        let share = row["flat"].as_f64().unwrap() * 100.0 / merged["total"].as_f64().unwrap();
+        assert!((point["selfSharePct"].as_f64().unwrap() - share).abs() < 1e-9);
+    }
+    assert_eq!((&history["points"][1]["profiles"], &history["points"][1]["self"]), (&Value::from(0), &Value::from(0)));
+
     // Bad input: a clear 4xx, never a panic.
     for (path, code) in [
         (format!("/api/v1/profiling/merge?service=shop&profileType=cpu&from={}&to={t0}", t0 + 10), "InvalidParameter"),

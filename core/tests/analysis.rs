@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::{HashMap, HashSet};
 
-use stacklens_core::analysis::diff::{diff, DiffOptions};
+use stacklens_core::analysis::diff::{diff, movers, DiffOptions};
 use stacklens_core::analysis::goroutines::{analyze, compare, is_blocked, GoroutineOptions};
 use stacklens_core::analysis::top::{top, Inlining, TopOptions, TopReport};
 use stacklens_core::analysis::tree::{CallTree, Side, TreeOptions, ROOT};
@@ -142,6 +142,36 @@ fn a_diff_without_stacks_has_the_same_functions() {
     assert_eq!(without.functions, with.functions);
     assert_eq!((without.regressions.len(), without.improvements.len(), without.unchanged), (35, 23, 312));
     assert_eq!((&without.regressions, &without.improvements), (&with.regressions, &with.improvements));
+}
+
+#[test]
+fn movers_are_the_largest_changes_of_self_share() {
+    let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
+    let moved = movers(&base, &new, "", 5).unwrap();
+    // Shares of each side's own total, from the per-function flat values (the reference).
+    let index = base.sample_index("").unwrap();
+    let (b, c) = (flat_by_function(&base, index, 1.0), flat_by_function(&new, index, 1.0));
+    let (bt, ct) = (base.total(index) as f64, new.total(index) as f64);
+    let mut all: Vec<(String, f64)> = b
+        .keys()
+        .chain(c.keys())
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .map(|name| {
+            let share = |m: &HashMap<String, i64>, t: f64| *m.get(name).unwrap_or(&0) as f64 * 100.0 / t;
+            (name.clone(), share(&c, ct) - share(&b, bt))
+        })
+        .filter(|(_, d)| *d != 0.0)
+        .collect();
+    all.sort_by(|x, y| y.1.abs().total_cmp(&x.1.abs()).then_with(|| x.0.cmp(&y.0)));
+    assert_eq!(moved.len(), 5);
+    for (m, (name, delta)) in moved.iter().zip(&all) {
+        assert_eq!(&m.name, name);
+        assert!((m.delta_pct - delta).abs() < 1e-9, "{m:?} vs {delta}");
+        assert!((m.compare_share_pct - m.base_share_pct - m.delta_pct).abs() < 1e-9);
+    }
+    // The same profile on both sides moves nothing.
+    assert!(movers(&base, &base, "", 5).unwrap().is_empty());
 }
 
 #[test]

@@ -9,17 +9,19 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use stacklens_core::analysis::diff::{diff, DiffOptions, FunctionDelta};
+use stacklens_core::analysis::diff::{diff, movers, DiffOptions, FunctionDelta, Mover};
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineGroup, GoroutineOptions};
 use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
 use super::access::Reader;
+use super::ranges::{RangeEcho, RangeSpec};
 use super::request::{parse_kind, read_json, required, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::budget::{ParseFailure, Parsed};
+use crate::merging::{merge_range, RangeQuery};
 use crate::records::sessions::{self, SessionRecord};
-use crate::records::{baselines, captures, now_rfc3339, Tenant};
+use crate::records::{baselines, captures, now_millis, now_rfc3339, Tenant};
 use crate::state::AppState;
 use crate::state::State;
 
@@ -131,7 +133,9 @@ impl From<&GoroutineGroup> for NewStack {
 #[derive(Serialize, ToSchema, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct DiffResponse {
+    #[serde(skip_serializing_if = "String::is_empty")]
     base_session_id: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     compare_session_id: String,
     #[serde(rename = "type")]
     #[schema(value_type = String)]
@@ -154,6 +158,13 @@ pub struct DiffResponse {
     unchanged: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     overall_delta: Option<f64>,
+    /// For ranges: the merged ranges, and the functions whose self share moved most.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    base_range: Option<RangeEcho>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compare_range: Option<RangeEcho>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_movers: Option<Vec<Mover>>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -178,17 +189,43 @@ pub struct AnalysisResponse {
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DiffRequest {
-    /// A session id, or a baseline id standing for its session.
-    base_id: String,
-    compare_id: String,
-    /// cpu, memory, alloc, block, mutex or goroutine.
+    /// A session id, or a baseline or capture id standing for its session.
+    base_id: Option<String>,
+    compare_id: Option<String>,
+    /// Or two time ranges of stored profiles, each merged (instead of the ids).
+    base: Option<RangeSpec>,
+    compare: Option<RangeSpec>,
+    /// cpu, memory, alloc, block, mutex or goroutine (for ranges: the ranges' profileType by default).
     #[serde(rename = "type")]
-    kind: String,
+    kind: Option<String>,
     /// Scale the compared profile to the base's total before subtracting (pprof's `-normalize`).
     #[serde(default)]
     normalize: bool,
     /// Changes below this % of the base total are "unchanged" (default 1).
     noise_threshold_pct: Option<f64>,
+}
+
+/// How many top movers a range diff lists.
+const MOVERS: usize = 10;
+
+/// The two sides of a diff: stored sessions, or merged ranges.
+enum Sides {
+    Sessions,
+    Ranges(Box<(RangeQuery, RangeQuery)>),
+}
+
+impl DiffRequest {
+    fn sides(&self, tenant: &Tenant) -> Result<Sides, ApiError> {
+        let invalid = |m: &str| ApiError::bad_request("InvalidRequest", format!("not a diff request: {m}"));
+        match (&self.base_id, &self.compare_id, &self.base, &self.compare) {
+            (Some(_), Some(_), None, None) => Ok(Sides::Sessions),
+            (None, None, Some(base), Some(compare)) => Ok(Sides::Ranges(Box::new((
+                base.query(tenant.clone(), "base")?,
+                compare.query(tenant.clone(), "compare")?,
+            )))),
+            _ => Err(invalid("a diff takes baseId and compareId, or base and compare ranges")),
+        }
+    }
 }
 
 /// The diff of two sessions, computed by core as the CLI's `diff` (or, for goroutine
@@ -199,10 +236,10 @@ pub struct DiffRequest {
     responses((status = 200, body = DiffResponse),
         (status = 400, description = "InvalidRequest, InvalidProfileType, InvalidParameter", body = ErrorBody),
         (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody),
-        (status = 404, description = "ProfileNotFound, BaselineNotFound, CaptureNotFound", body = ErrorBody),
+        (status = 404, description = "ProfileNotFound, BaselineNotFound, CaptureNotFound; NoProfiles (a range holds none)", body = ErrorBody),
         (status = 409, description = "CaptureNotCompleted", body = ErrorBody),
         (status = 413, description = "PayloadTooLarge, OverMemoryBudget", body = ErrorBody),
-        (status = 422, description = "ProfileTypeMismatch, CaptureFailed, AnalysisFailed", body = ErrorBody),
+        (status = 422, description = "ProfileTypeMismatch, CaptureFailed, AnalysisFailed, IncompatibleProfiles", body = ErrorBody),
         (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn diff_sessions(
@@ -211,25 +248,62 @@ pub async fn diff_sessions(
     body: Body,
 ) -> Result<Json<DiffResponse>, ApiError> {
     let request: DiffRequest = read_json(body, "a diff request").await?;
-    let kind = parse_kind(&request.kind)?;
     let noise = noise_threshold(request.noise_threshold_pct)?;
-    let base = session_of(&state, &tenant, &request.base_id).await?;
-    let later = session_of(&state, &tenant, &request.compare_id).await?;
-    for record in [&base, &later] {
-        if !record.profile_type.accepts(kind) {
-            return Err(mismatch(record, kind));
+    let normalize = request.normalize;
+    let (parsed, envelope, kind) = match request.sides(&tenant)? {
+        Sides::Sessions => {
+            let kind = request.kind.as_deref().ok_or_else(|| {
+                ApiError::bad_request("InvalidRequest", "not a diff request: a diff of ids needs `type`")
+                    .details(json!({ "field": "type" }))
+            })?;
+            let kind = parse_kind(kind)?;
+            let base = session_of(&state, &tenant, request.base_id.as_deref().unwrap_or_default()).await?;
+            let later = session_of(&state, &tenant, request.compare_id.as_deref().unwrap_or_default()).await?;
+            for record in [&base, &later] {
+                if !record.profile_type.accepts(kind) {
+                    return Err(mismatch(record, kind));
+                }
+            }
+            let parsed = stored_profiles(&state, &tenant, &[base.clone(), later.clone()]).await?;
+            let envelope = DiffResponse {
+                base_session_id: base.id,
+                compare_session_id: later.id,
+                kind: kind.to_string(),
+                ..DiffResponse::default()
+            };
+            (Compared::Parsed(parsed), envelope, kind)
         }
-    }
-    // A goroutine comparison groups stacks; any other type is a diff, which names stacks.
-    let parsed = stored_profiles(&state, &tenant, &[base.clone(), later.clone()]).await?;
-    let envelope = DiffResponse {
-        base_session_id: base.id,
-        compare_session_id: later.id,
-        kind: kind.to_string(),
-        ..DiffResponse::default()
+        Sides::Ranges(ranges) => {
+            let (base, later) = *ranges;
+            let kind = match &request.kind {
+                Some(k) => parse_kind(k)?,
+                None => base.series.kind,
+            };
+            let now = now_millis();
+            let (merged_base, merged_later) =
+                futures::try_join!(merge_range(&state, &base, now), merge_range(&state, &later, now))?;
+            let (Some(b), Some(l)) = (merged_base.profile, merged_later.profile) else {
+                let empty = if merged_base.profile_count == 0 { "base" } else { "compare" };
+                return Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "NoProfiles",
+                    format!("no stored profile matches the {empty} range"),
+                )
+                .details(json!({ "side": empty })));
+            };
+            let envelope = DiffResponse {
+                kind: kind.to_string(),
+                base_range: Some(RangeEcho::of(&base, merged_base.profile_count)),
+                compare_range: Some(RangeEcho::of(&later, merged_later.profile_count)),
+                ..DiffResponse::default()
+            };
+            (Compared::Merged(Box::new((b, l))), envelope, kind)
+        }
     };
+    let ranges = envelope.base_range.is_some();
     let response = off_thread(move || -> Result<DiffResponse, stacklens_core::Error> {
-        let (base_profile, later_profile) = (&parsed.profiles[0], &parsed.profiles[1]);
+        let (base_profile, later_profile) = parsed.pair();
+        // A goroutine comparison groups stacks; any other type is a diff, which names stacks.
         if kind == ProfileKind::Goroutine {
             let c = compare(base_profile, later_profile)?;
             return Ok(DiffResponse {
@@ -239,15 +313,17 @@ pub async fn diff_sessions(
                 ..envelope
             });
         }
+        let sample_index = kind.sample_type(later_profile).to_owned();
         let options = DiffOptions {
-            sample_index: kind.sample_type(later_profile).to_owned(),
-            normalize: request.normalize,
+            sample_index: sample_index.clone(),
+            normalize,
             noise_threshold_pct: noise,
             // The answer names functions, not stacks.
             max_stacks: 0,
             ..DiffOptions::default()
         };
         let report = diff(base_profile, later_profile, &options)?;
+        let top_movers = if ranges { Some(movers(base_profile, later_profile, &sample_index, MOVERS)?) } else { None };
         Ok(DiffResponse {
             sample_type: Some(report.sample_type),
             unit: Some(report.unit),
@@ -255,12 +331,28 @@ pub async fn diff_sessions(
             improvements: Some(report.improvements),
             unchanged: Some(report.unchanged),
             overall_delta: Some(report.overall_delta_pct),
+            top_movers,
             ..envelope
         })
     })
     .await?
     .map_err(analysis_failed)?;
     Ok(Json(response))
+}
+
+/// The two profiles a diff compares.
+enum Compared {
+    Parsed(Parsed),
+    Merged(Box<(stacklens_core::Profile, stacklens_core::Profile)>),
+}
+
+impl Compared {
+    fn pair(&self) -> (&stacklens_core::Profile, &stacklens_core::Profile) {
+        match self {
+            Compared::Parsed(p) => (&p.profiles[0], &p.profiles[1]),
+            Compared::Merged(m) => (&m.0, &m.1),
+        }
+    }
 }
 
 /// Goroutine analysis of a session (a debug=2 dump, a debug=1 text or a goroutine pprof).

@@ -55,6 +55,7 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(ranges::labels))
         .routes(routes!(ranges::label_values))
         .routes(routes!(ranges::services))
+        .routes(routes!(ranges::function_history))
         .routes(routes!(ingest::ingest))
         .with_state(state)
         .split_for_parts();

@@ -8,8 +8,9 @@ use axum::extract::{Query, State as AxumState};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use stacklens_core::analysis::details::{details, DetailsOptions};
 use stacklens_core::analysis::top::{top, TopOptions, TopReport};
 use stacklens_core::export::{export, ExportFormat, ExportOptions};
 use utoipa::ToSchema;
@@ -17,7 +18,7 @@ use utoipa::ToSchema;
 use super::access::Reader;
 use super::request::{check_name, check_text, parse_kind, parse_labels, required, PathParam};
 use super::{ApiError, ErrorBody};
-use crate::merging::{merge_range, MergeError, RangeQuery};
+use crate::merging::{merge_range, visit_entries, MergeError, RangeQuery};
 use crate::records::now_millis;
 use crate::records::series::{Entry, Series, MAX_RANGE_MS};
 use crate::state::State;
@@ -76,27 +77,112 @@ pub fn parse_time(field: &str, text: &str, now: u64) -> Result<u64, ApiError> {
         })
 }
 
-/// The range a request names: service, profile type, `[from, to)` (the last hour by
-/// default) and labels that must match.
-fn range_query(tenant: crate::records::Tenant, query: &HashMap<String, String>) -> Result<RangeQuery, ApiError> {
-    let service = required(query, "service")?.to_owned();
-    check_name("service", &service, 128)?;
-    let kind = parse_kind(required(query, "profileType")?)?;
+/// The range a request names: service, profile type, `[from, to)` (the hour before
+/// `to`, which is now by default) and labels that must match. `field` names where a
+/// bad value came from.
+fn build_range(
+    tenant: crate::records::Tenant,
+    service: &str,
+    kind: &str,
+    from: Option<&str>,
+    to: Option<&str>,
+    labels: BTreeMap<String, String>,
+    field: impl Fn(&str) -> String,
+) -> Result<RangeQuery, ApiError> {
+    if service.is_empty() {
+        return Err(invalid(&field("service"), format!("{} is required", field("service"))));
+    }
+    check_name(&field("service"), service, 128)?;
+    let kind = parse_kind(kind)?;
     let now = now_millis();
-    let time = |name: &str, default: u64| match query.get(name).filter(|v| !v.is_empty()) {
-        Some(text) => parse_time(name, text, now),
+    let time = |name: &str, given: Option<&str>, default: u64| match given.filter(|v| !v.is_empty()) {
+        Some(text) => parse_time(&field(name), text, now),
         None => Ok(default),
     };
-    let to = time("to", now)?;
-    let from = time("from", to.saturating_sub(crate::records::series::HOUR_MS))?;
+    let to = time("to", to, now)?;
+    let from = time("from", from, to.saturating_sub(crate::records::series::HOUR_MS))?;
     if from >= to {
-        return Err(invalid("from", "from must be before to"));
+        return Err(invalid(&field("from"), "from must be before to"));
     }
     if to - from > MAX_RANGE_MS {
-        return Err(invalid("to", format!("a range covers at most {} days", MAX_RANGE_MS / 86_400_000)));
+        return Err(invalid(&field("to"), format!("a range covers at most {} days", MAX_RANGE_MS / 86_400_000)));
     }
+    Ok(RangeQuery { series: Series { tenant, service: service.to_owned(), kind }, from, to, labels })
+}
+
+/// The range of a request's query parameters.
+fn range_query(tenant: crate::records::Tenant, query: &HashMap<String, String>) -> Result<RangeQuery, ApiError> {
+    let service = required(query, "service")?;
+    let kind = required(query, "profileType")?;
     let labels = parse_labels(query.get("labels").map_or("", String::as_str))?;
-    Ok(RangeQuery { series: Series { tenant, service, kind }, from, to, labels })
+    let (from, to) = (query.get("from").map(String::as_str), query.get("to").map(String::as_str));
+    build_range(tenant, service, kind, from, to, labels, str::to_owned)
+}
+
+/// A time range of stored profiles, as one side of a diff.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RangeSpec {
+    service: String,
+    profile_type: String,
+    /// RFC 3339, epoch seconds or ms, now, now-1h (a string or a number); default: to - 1h.
+    #[schema(value_type = Option<String>)]
+    from: Option<Value>,
+    #[schema(value_type = Option<String>)]
+    to: Option<Value>,
+    /// Labels the profiles must all have.
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+}
+
+impl RangeSpec {
+    pub fn query(&self, tenant: crate::records::Tenant, side: &str) -> Result<RangeQuery, ApiError> {
+        let text = |v: &Option<Value>| match v {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        };
+        let (from, to) = (text(&self.from), text(&self.to));
+        for (k, v) in &self.labels {
+            check_text(&format!("{side}.labels"), k, 128)?;
+            check_text(&format!("{side}.labels"), v, 512)?;
+        }
+        build_range(
+            tenant,
+            &self.service,
+            &self.profile_type,
+            from.as_deref(),
+            to.as_deref(),
+            self.labels.clone(),
+            |f| format!("{side}.{f}"),
+        )
+    }
+}
+
+/// A merged range, as a diff reports it.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RangeEcho {
+    service: String,
+    #[schema(value_type = String)]
+    profile_type: stacklens_core::ProfileKind,
+    from: String,
+    to: String,
+    labels: BTreeMap<String, String>,
+    profile_count: usize,
+}
+
+impl RangeEcho {
+    pub fn of(range: &RangeQuery, profile_count: usize) -> Self {
+        RangeEcho {
+            service: range.series.service.clone(),
+            profile_type: range.series.kind,
+            from: rfc3339(range.from),
+            to: rfc3339(range.to),
+            labels: range.labels.clone(),
+            profile_count,
+        }
+    }
 }
 
 fn rfc3339(millis: u64) -> String {
@@ -266,21 +352,7 @@ pub async fn series(
 ) -> Result<Json<SeriesResponse>, ApiError> {
     let range = range_query(tenant, &query)?;
     let span = range.to - range.from;
-    let step_ms = match query.get("step").filter(|s| !s.is_empty()) {
-        None => span.div_ceil(DEFAULT_POINTS).div_ceil(1000).max(1) * 1000,
-        Some(text) => {
-            let ms = match text.parse::<u64>() {
-                Ok(seconds) => seconds.saturating_mul(1000),
-                Err(_) => humantime::parse_duration(text)
-                    .map_err(|e| invalid("step", format!("step: '{text}' is not seconds or a duration: {e}")))?
-                    .as_millis() as u64,
-            };
-            if ms < 1000 || span / ms > 10_000 {
-                return Err(invalid("step", "step is at least 1 s and gives at most 10,000 points"));
-            }
-            ms
-        }
-    };
+    let step_ms = step_of(&query, span, DEFAULT_POINTS, 10_000)?;
     let group_by = query.get("groupBy").filter(|g| !g.is_empty());
     let sample_index = query.get("sampleIndex").map_or("", String::as_str);
     let entries = entries(&state, &range).await?;
@@ -408,5 +480,133 @@ pub async fn services(
     let found = crate::records::series::list(&state.store, &tenant).await?;
     Ok(Json(SeriesList {
         series: found.into_iter().map(|(service, profile_type)| SeriesName { service, profile_type }).collect(),
+    }))
+}
+
+/// A function's values in one step.
+#[derive(Serialize, ToSchema, Clone, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct FunctionPoint {
+    /// The step's start (milliseconds since the epoch).
+    t: u64,
+    /// Self (flat) and total (cum) values of the function, summed over the step's profiles.
+    #[serde(rename = "self")]
+    flat: i64,
+    cum: i64,
+    /// The step's profiles' total.
+    total: i64,
+    /// Self and cum as % of the total.
+    self_share_pct: f64,
+    cum_share_pct: f64,
+    profiles: usize,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FunctionHistory {
+    function: String,
+    from: String,
+    to: String,
+    step_seconds: u64,
+    sample_type: String,
+    unit: String,
+    points: Vec<FunctionPoint>,
+}
+
+/// A step in milliseconds from `step` (seconds or a duration), or one that gives
+/// `default_points` over `span`.
+fn step_of(query: &HashMap<String, String>, span: u64, default_points: u64, max_points: u64) -> Result<u64, ApiError> {
+    let Some(text) = query.get("step").filter(|s| !s.is_empty()) else {
+        return Ok(span.div_ceil(default_points).div_ceil(1000).max(1) * 1000);
+    };
+    let ms = match text.parse::<u64>() {
+        Ok(seconds) => seconds.saturating_mul(1000),
+        Err(_) => humantime::parse_duration(text)
+            .map_err(|e| invalid("step", format!("step: '{text}' is not seconds or a duration: {e}")))?
+            .as_millis() as u64,
+    };
+    if ms < 1000 || span / ms > max_points {
+        return Err(invalid("step", format!("step is at least 1 s and gives at most {max_points} points")));
+    }
+    Ok(ms)
+}
+
+/// A function's self and cum share per step over a range: its trend line.
+#[utoipa::path(get, path = "/api/v1/profiling/functions/{name}/history", tag = "ranges", operation_id = "FunctionHistory",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"), ("name" = String, Path, description = "function name"),
+        ("service" = String, Query), ("profileType" = String, Query),
+        ("from" = Option<String>, Query), ("to" = Option<String>, Query), ("labels" = Option<String>, Query),
+        ("step" = Option<String>, Query, description = "seconds or a duration (30s, 5m); default: 60 points, at most 1,000"),
+        ("sampleIndex" = Option<String>, Query, description = "sample type by name or index (default: pprof's)")),
+    responses((status = 200, body = FunctionHistory),
+        (status = 400, description = "InvalidParameter, InvalidProfileType, InvalidSampleIndex", body = ErrorBody),
+        (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody),
+        (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn function_history(
+    AxumState(state): AxumState<State>,
+    Reader(tenant): Reader,
+    PathParam(name): PathParam,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<FunctionHistory>, ApiError> {
+    check_text("name", &name, 4096)?;
+    let range = range_query(tenant, &query)?;
+    let step_ms = step_of(&query, range.to - range.from, 60, 1000)?;
+    let sample_index = query.get("sampleIndex").cloned().unwrap_or_default();
+    check_text("sampleIndex", &sample_index, 128)?;
+    let entries = entries(&state, &range).await?;
+    let steps = (range.to - range.from).div_ceil(step_ms) as usize;
+    let points: Vec<FunctionPoint> =
+        (0..steps).map(|i| FunctionPoint { t: range.from + i as u64 * step_ms, ..FunctionPoint::default() }).collect();
+    let (from, function) = (range.from, name.clone());
+    let ((points, sample_type, unit), _) = visit_entries(
+        &state,
+        &range.series.tenant,
+        &entries,
+        (points, String::new(), String::new()),
+        move |(points, sample_type, unit), entry, profile| {
+            let index = profile.sample_index(&sample_index).map_err(MergeError::Incompatible)?;
+            let options = DetailsOptions {
+                function: function.clone(),
+                sample_index: index.to_string(),
+                ..DetailsOptions::default()
+            };
+            let (flat, cum) = match details(&profile, &options) {
+                Ok(found) => found.values.get(index).map_or((0, 0), |v| (v.flat, v.cum)),
+                Err(stacklens_core::Error::UnknownNode(_)) => (0, 0),
+                Err(e) => return Err(MergeError::Incompatible(e)),
+            };
+            if sample_type.is_empty() {
+                *sample_type = profile.sample_type_name(index).to_owned();
+                *unit = profile.sample_type_unit(index).to_owned();
+            }
+            let point = &mut points[((entry.millis - from) / step_ms) as usize];
+            point.flat += flat;
+            point.cum += cum;
+            point.total += profile.total(index);
+            point.profiles += 1;
+            Ok(())
+        },
+    )
+    .await
+    .map_err(|e| match e {
+        MergeError::Incompatible(core) => {
+            ApiError::bad_request("InvalidSampleIndex", core.to_string()).details(json!({ "field": "sampleIndex" }))
+        }
+        other => other.into(),
+    })?;
+    let share = |v: i64, total: i64| if total != 0 { v as f64 * 100.0 / total as f64 } else { 0.0 };
+    let points = points
+        .into_iter()
+        .map(|p| FunctionPoint { self_share_pct: share(p.flat, p.total), cum_share_pct: share(p.cum, p.total), ..p })
+        .collect();
+    Ok(Json(FunctionHistory {
+        function: name,
+        from: rfc3339(range.from),
+        to: rfc3339(range.to),
+        step_seconds: step_ms / 1000,
+        sample_type,
+        unit,
+        points,
     }))
 }

@@ -165,6 +165,38 @@ fn deltas<'a>(
     Ok(Deltas { base: b, compare: c, base_index, compare_index, by_name, ratio })
 }
 
+/// A function whose share of its profile changed between two profiles: a "top mover".
+/// Shares are of each side's own total, so a busier period does not move everything.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Mover {
+    pub name: String,
+    /// Self (flat) value as % of the base total.
+    pub base_share_pct: f64,
+    pub compare_share_pct: f64,
+    /// compare − base, in percentage points.
+    pub delta_pct: f64,
+}
+
+/// The `n` functions whose self share changed most, largest change first (then by name).
+pub fn movers(base: &Profile, compare: &Profile, sample_index: &str, n: usize) -> Result<Vec<Mover>> {
+    let d = deltas(base, compare, sample_index, Granularity::Functions, &Filters::default(), false)?;
+    let share = |v: i64, total: i64| if total != 0 { v as f64 * 100.0 / total as f64 } else { 0.0 };
+    let mut movers: Vec<Mover> = d
+        .by_name
+        .into_iter()
+        .map(|(name, (base_flat, _, compare_flat, _))| {
+            let (b, c) = (share(base_flat, d.base.total), share(compare_flat, d.compare.total));
+            Mover { name, base_share_pct: b, compare_share_pct: c, delta_pct: c - b }
+        })
+        .filter(|m| m.delta_pct != 0.0)
+        .collect();
+    movers.sort_by(|a, b| b.delta_pct.abs().total_cmp(&a.delta_pct.abs()).then_with(|| a.name.cmp(&b.name)));
+    movers.truncate(n);
+    Ok(movers)
+}
+
 /// `go tool pprof -top -diff_base=BASE COMPARE`: flat and cum are compare − base, the
 /// total is the base total (before filters, as pprof's), and rows are trimmed exactly as
 /// pprof trims them.
