@@ -85,6 +85,20 @@ pub struct ServeArgs {
     /// Milliseconds between two looks at the continuous-capture schedules.
     #[arg(long, default_value_t = 1000, hide = true)]
     schedule_tick_ms: u64,
+    /// Days the time index keeps profiles (pushes, captures, uploads with a service),
+    /// e.g. 30 or 0.5; kept until deleted without it. A baseline still pins its profile.
+    #[arg(long, value_parser = parse_days)]
+    retention_days: Option<Duration>,
+    /// Milliseconds between two retention passes over every tenant's index.
+    #[arg(long, default_value_t = 60_000, hide = true)]
+    retention_tick_ms: u64,
+}
+
+fn parse_days(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(days) if days > 0.0 && days <= 36_500.0 => Ok(Duration::from_secs_f64(days * 86_400.0)),
+        _ => Err(format!("'{text}' is not a number of days within (0, 36500]")),
+    }
 }
 
 impl ServeArgs {
@@ -227,6 +241,10 @@ pub fn run(args: ServeArgs, opened: Opened, listening: impl FnOnce(SocketAddr)) 
         if !state.targets.targets.is_empty() {
             // Continuous captures run on every replica; leases keep slots single.
             tokio::spawn(crate::runs::schedule::run_forever(state.clone()));
+        }
+        if let Some(retention) = args.retention_days {
+            let tick = Duration::from_millis(args.retention_tick_ms.max(10));
+            tokio::spawn(crate::runs::retention::run_forever(state.store.clone(), retention, tick));
         }
         let app = router(&page, state, &args.cors_origins, request_timeout);
         listening(address);

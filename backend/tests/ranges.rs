@@ -300,3 +300,58 @@ fn ranges_merge_like_pprof_on_seaweedfs() {
     let Some(_weed) = Seaweed::start() else { return };
     scenario(&format!("s3://test/ranges-{}", free_port()), &Seaweed::env());
 }
+
+#[test]
+fn retention_removes_old_pushes_but_not_what_a_baseline_pins() {
+    let dir = temp_dir("ranges-retention");
+    let store = format!("file://{}", dir.display());
+    let http = Client::new();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let push = |server: &Server, stack: &str, from: u64| {
+        let url = format!("{}/ingest?name=ret.cpu&from={from}", server.base);
+        let r = http.post(url).body(format!("main;{stack} 10\n")).send().unwrap();
+        assert_eq!(r.status(), 200, "{}", r.text().unwrap());
+    };
+    let sessions = |server: &Server| {
+        let (_, listed) = json_of(http.get(format!("{}/api/v1/profiles?service=ret", server.base)).send().unwrap());
+        let names = |p: &Value| (p["id"].as_str().unwrap().to_owned(), p["sampleCount"].as_i64().unwrap());
+        listed["profiles"].as_array().unwrap().iter().map(names).collect::<Vec<_>>()
+    };
+    // Without retention: two pushes from an hour ago, one of them saved as a baseline.
+    let (old, pinned) = {
+        let server = Server::start(&store, &[], &[]);
+        push(&server, "old", now - HOUR);
+        push(&server, "pinned", now - HOUR + 1);
+        let listed = sessions(&server);
+        assert_eq!(listed.len(), 2);
+        let (pinned, old) = (listed[0].0.clone(), listed[1].0.clone());
+        let body = serde_json::json!({"label": "keep", "sessionId": pinned, "profileType": "cpu"});
+        let (status, baseline) =
+            json_of(http.post(format!("{}/api/v1/profiling/baselines", server.base)).json(&body).send().unwrap());
+        assert_eq!(status, 201, "{baseline}");
+        (old, pinned)
+    };
+    // With a retention of 10 minutes: the hour-old entries go, the fresh one stays.
+    let server = Server::start(&store, &["--retention-days", "0.007", "--retention-tick-ms", "100"], &[]);
+    push(&server, "fresh", now);
+    let count = || {
+        let url =
+            format!("{}/api/v1/profiling/merge?service=ret&profileType=cpu&from=now-2h&to={}", server.base, now + 60);
+        json_of(http.get(url).send().unwrap()).1["profileCount"].as_i64().unwrap()
+    };
+    common::until("the old entries to expire", std::time::Duration::from_secs(30), || (count() == 1).then_some(()));
+    let status = |id: &str| http.get(format!("{}/api/v1/profiles/{id}/raw", server.base)).send().unwrap().status();
+    common::until("the old profile to be removed", std::time::Duration::from_secs(30), || {
+        (status(&old) == 404).then_some(())
+    });
+    assert_eq!(status(&pinned), 200, "the baseline pins its profile");
+    let raws = walk(&dir).into_iter().filter(|p| p.extension().is_some_and(|e| e == "raw")).count();
+    assert_eq!(raws, 2, "the pinned and the fresh profile's bytes are left");
+    // A bad retention is refused at start.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stacklens"))
+        .args(["serve", "--store", "memory://", "--retention-days", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a number of days"));
+}

@@ -1,7 +1,8 @@
 //! Pyroscope's HTTP ingest, so that Pyroscope agents and SDKs (and Grafana Alloy) push
 //! to stacklens unchanged but for the address: `POST /ingest?name=app.cpu{k=v}&from=&until=`
 //! with folded or lines text, pprof (raw or multipart, as the SDKs send it) or JFR.
-//! A pushed profile is filed like an upload, into the service's time index at `from`.
+//! A pushed profile is stored as a session that its entry in the service's time index
+//! (at `from`) holds, so retention removes it.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -16,8 +17,7 @@ use super::access::Writer;
 use super::request::{check_name, check_text, parse_labels, read_held_body};
 use super::{ApiError, ErrorBody};
 use crate::intake::{file_profile_held, Intake};
-use crate::records::now_millis;
-use crate::records::sessions::UPLOAD;
+use crate::records::{now_millis, ordered_id, refs};
 use crate::state::State;
 
 fn invalid(field: &str, message: impl Into<String>) -> ApiError {
@@ -138,7 +138,11 @@ pub async fn ingest(
         bytes = lines_to_folded(&bytes)?;
     }
     let intake = Intake { name: format!("{service}.{format}"), service, labels, claimed, index: true, at: Some(at) };
-    file_profile_held(&state, &tenant, bytes, held, intake, UPLOAD).await?;
+    // Only the index holds a pushed profile, so retention removes it with its entry: the
+    // push holds it while it is filed, then lets go.
+    let holder = ordered_id("push");
+    let (_, record) = file_profile_held(&state, &tenant, bytes, held, intake, &holder).await?;
+    refs::release(&state.store, &tenant, &record.id, &holder).await?;
     Ok(StatusCode::OK)
 }
 

@@ -1,9 +1,10 @@
-//! Background work: captures from services, samply recordings and the continuous
-//! schedule. Every run is started through [`launch`], which holds the run's lease and
+//! Background work: captures from services, samply recordings, the continuous
+//! schedule and the time index's retention. Every run is started through [`launch`], which holds the run's lease and
 //! always writes an outcome and gives the lease back, whether the work finished,
 //! failed or panicked.
 
 pub mod capture;
+pub mod retention;
 pub mod samply;
 pub mod schedule;
 
