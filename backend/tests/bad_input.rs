@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{json_of, temp_dir, Seaweed, Server};
+use common::{gzip, json_of, temp_dir, Seaweed, Server};
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -138,12 +138,6 @@ impl Pprof {
         }
         self.body
     }
-}
-
-fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    e.write_all(data).unwrap();
-    e.finish().unwrap()
 }
 
 /// A small valid CPU profile, different for each `tag`.
@@ -1384,6 +1378,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/profiling/services"),
     ("GET", "/api/v1/profiling/functions/{name}/history"),
     ("POST", "/ingest"),
+    ("POST", "/push.v1.PusherService/Push"),
     ("GET", "/api/openapi.json"),
     ("GET", "/api/docs"),
 ];

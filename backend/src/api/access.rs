@@ -6,6 +6,9 @@
 //! - [`Open`]: reads by an unguessable id (share links); no credential needed.
 //! - [`Reader`]: listings, history, comparisons, analyses, capture status.
 //! - [`Writer`]: everything that stores or deletes.
+//!
+//! The credential is `Authorization: Bearer <token>`, or `Basic` with the token as the
+//! password (Pyroscope's Python and Rust agents send only basic auth).
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -59,6 +62,28 @@ fn unauthorized(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", message)
 }
 
+/// The credential of an `Authorization` header: `Bearer <token>`, or `Basic` with the
+/// token as the password (any user name), which is how the Pyroscope agents that take
+/// no bearer token (pyroscope-io, the Rust crate) send one.
+fn credential(header: &str) -> Result<String, ApiError> {
+    use base64::Engine;
+    let (scheme, rest) = header.trim().split_once(' ').unwrap_or((header, ""));
+    let token = if scheme.eq_ignore_ascii_case("bearer") {
+        Some(rest.trim().to_owned())
+    } else if scheme.eq_ignore_ascii_case("basic") {
+        base64::engine::general_purpose::STANDARD
+            .decode(rest.trim())
+            .ok()
+            .and_then(|pair| String::from_utf8(pair).ok())
+            .and_then(|pair| pair.split_once(':').map(|(_user, password)| password.to_owned()))
+    } else {
+        None
+    };
+    token
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| unauthorized("Authorization must be 'Bearer <token>' or 'Basic' with the token as the password"))
+}
+
 fn resolve(state: &State, parts: &Parts, need: Need) -> Result<Tenant, ApiError> {
     let requested = requested_tenant(parts)?;
     let or_default = |t: Option<String>| Tenant(t.unwrap_or_else(|| DEFAULT_TENANT.to_owned()));
@@ -67,15 +92,7 @@ fn resolve(state: &State, parts: &Parts, need: Need) -> Result<Tenant, ApiError>
     }
     let bearer = match parts.headers.get("authorization") {
         None => None,
-        Some(value) => {
-            let text = value.to_str().unwrap_or("");
-            let token = text.strip_prefix("Bearer ").or_else(|| text.strip_prefix("bearer ")).map(str::trim);
-            Some(
-                token
-                    .filter(|t| !t.is_empty())
-                    .ok_or_else(|| unauthorized("Authorization must be 'Bearer <token>'"))?,
-            )
-        }
+        Some(value) => Some(credential(value.to_str().unwrap_or(""))?),
     };
     let Some(bearer) = bearer else {
         return match need {
@@ -83,7 +100,7 @@ fn resolve(state: &State, parts: &Parts, need: Need) -> Result<Tenant, ApiError>
             _ => Err(unauthorized("this call needs 'Authorization: Bearer <token>' for its tenant")),
         };
     };
-    let Grant { tenant, scope } = state.auth.verify(bearer).map_err(|e| unauthorized(e.to_string()))?;
+    let Grant { tenant, scope } = state.auth.verify(&bearer).map_err(|e| unauthorized(e.to_string()))?;
     let tenant = match tenant {
         None => or_default(requested),
         Some(own) => {
@@ -119,3 +136,20 @@ macro_rules! extractor {
 extractor!(Open, Need::Nothing);
 extractor!(Reader, Need::Read);
 extractor!(Writer, Need::Write);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_and_basic_carry_the_token() {
+        assert_eq!(credential("Bearer abc").unwrap(), "abc");
+        assert_eq!(credential("bearer  abc ").unwrap(), "abc");
+        // base64("stacklens:s3cret:with:colons") and base64(":s3cret").
+        assert_eq!(credential("Basic c3RhY2tsZW5zOnMzY3JldDp3aXRoOmNvbG9ucw==").unwrap(), "s3cret:with:colons");
+        assert_eq!(credential("basic OnMzY3JldA==").unwrap(), "s3cret");
+        for bad in ["", "Bearer", "Bearer  ", "Token abc", "Basic", "Basic !!!", "Basic dXNlcg==", "Basic dXNlcjo="] {
+            assert_eq!(credential(bad).unwrap_err().code, "Unauthorized", "{bad:?}");
+        }
+    }
+}

@@ -16,16 +16,17 @@ use stacklens_core::ProfileKind;
 use super::access::Writer;
 use super::request::{check_name, check_text, parse_labels, read_held_body};
 use super::{ApiError, ErrorBody};
+use crate::budget::Reservation;
 use crate::intake::{file_profile_held, Intake};
-use crate::records::{now_millis, ordered_id, refs};
-use crate::state::State;
+use crate::records::{now_millis, ordered_id, refs, Tenant};
+use crate::state::{AppState, State};
 
 fn invalid(field: &str, message: impl Into<String>) -> ApiError {
     ApiError::bad_request("InvalidParameter", message).details(json!({ "field": field }))
 }
 
 /// Pyroscope's type suffixes of an application name (`app.cpu`, `app.inuse_space`, …).
-fn kind_of_suffix(suffix: &str) -> Option<ProfileKind> {
+pub(super) fn kind_of_suffix(suffix: &str) -> Option<ProfileKind> {
     Some(match suffix {
         "cpu" | "itimer" | "wall" => ProfileKind::Cpu,
         "inuse_objects" | "inuse_space" => ProfileKind::Memory,
@@ -138,12 +139,24 @@ pub async fn ingest(
         bytes = lines_to_folded(&bytes)?;
     }
     let intake = Intake { name: format!("{service}.{format}"), service, labels, claimed, index: true, at: Some(at) };
-    // Only the index holds a pushed profile, so retention removes it with its entry: the
-    // push holds it while it is filed, then lets go.
-    let holder = ordered_id("push");
-    let (_, record) = file_profile_held(&state, &tenant, bytes, held, intake, &holder).await?;
-    refs::release(&state.store, &tenant, &record.id, &holder).await?;
+    file_pushed(&state, &tenant, bytes, held, intake).await?;
     Ok(StatusCode::OK)
+}
+
+/// Files a pushed profile (of `/ingest` or the push API), its bytes counted by `held`.
+/// Only the index holds a pushed profile, so retention removes it with its entry: the
+/// push holds it while it is filed, then lets go.
+pub(super) async fn file_pushed(
+    state: &AppState,
+    tenant: &Tenant,
+    bytes: Bytes,
+    held: Reservation,
+    intake: Intake,
+) -> Result<(), ApiError> {
+    let holder = ordered_id("push");
+    let (_, record) = file_profile_held(state, tenant, bytes, held, intake, &holder).await?;
+    refs::release(&state.store, tenant, &record.id, &holder).await?;
+    Ok(())
 }
 
 #[cfg(test)]

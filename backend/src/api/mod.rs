@@ -11,6 +11,7 @@ mod docs;
 mod ingest;
 mod opened;
 mod profiles;
+mod push;
 mod ranges;
 mod request;
 mod samply;
@@ -57,6 +58,7 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(ranges::services))
         .routes(routes!(ranges::function_history))
         .routes(routes!(ingest::ingest))
+        .routes(routes!(push::push))
         .with_state(state)
         .split_for_parts();
     let router = docs::routes(router, doc.clone())

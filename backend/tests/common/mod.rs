@@ -105,6 +105,26 @@ impl Server {
     }
 
     pub fn start_on(port: u16, store: &str, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        Self::spawn(port, store, extra, env, None, "warn")
+    }
+
+    /// [`Server::start`] with the server's log (`RUST_LOG=info`, and every request)
+    /// written to `log`, for a test to show when it fails.
+    pub fn start_logged(store: &str, extra: &[&str], env: &[(&str, &str)], log: &Path) -> Server {
+        let file = std::fs::File::create(log).unwrap_or_else(|e| panic!("creating {}: {e}", log.display()));
+        Self::spawn(free_port(), store, extra, env, Some(file), "info,tower_http=debug")
+    }
+
+    /// Its output goes to `log_file` if given (else its log is dropped and its errors
+    /// shown), filtered by `log`.
+    fn spawn(
+        port: u16,
+        store: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        log_file: Option<std::fs::File>,
+        log: &str,
+    ) -> Server {
         let dist = temp_dir("dist");
         std::fs::write(dist.join("index.html"), "<!doctype html><title>stacklens test page</title>").unwrap();
         let listen = format!("127.0.0.1:{port}");
@@ -114,8 +134,11 @@ impl Server {
         let child = Command::new(env!("CARGO_BIN_EXE_stacklens"))
             .args(&args)
             .envs(env.iter().copied())
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
+            .env("RUST_LOG", log)
+            // A log file gets plain text.
+            .envs(log_file.as_ref().map(|_| ("NO_COLOR", "1")))
+            .stdout(log_file.as_ref().map_or_else(Stdio::null, |f| f.try_clone().unwrap().into()))
+            .stderr(log_file.map_or_else(Stdio::inherit, Stdio::from))
             .spawn()
             .unwrap();
         let base = format!("http://127.0.0.1:{port}");
@@ -252,6 +275,14 @@ impl Drop for Seaweed {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `data` gzipped (fast).
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
 }
 
 /// Status and JSON body; error bodies must have the API's error shape.

@@ -1,0 +1,296 @@
+//! Pyroscope's push API, `POST /push.v1.PusherService/Push` (Connect, protobuf), which
+//! the agents built on pyroscope-rs (pyroscope-io for Python, the `pyroscope` crate)
+//! send to, as Grafana Alloy's `pyroscope.write` does: series of pprof profiles, each
+//! with its labels (`service_name`, `__name__` for the profile type, the agent's tags).
+//! Every profile is filed as `/ingest` files one: held by its entry in its service's
+//! time index, at the profile's own time.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use axum::body::Body;
+use axum::extract::State as AxumState;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use prost::Message;
+use serde_json::json;
+use stacklens_core::ProfileKind;
+
+use super::access::Writer;
+use super::ingest::{file_pushed, kind_of_suffix};
+use super::request::{check_name, check_text, read_held_body, MAX_LABELS};
+use super::{ApiError, ErrorBody};
+use crate::budget::{BudgetError, Reservation};
+use crate::intake::Intake;
+use crate::state::{AppState, State};
+
+/// `push.v1` of Pyroscope's `api/push/v1/push.proto` (with `types.v1.LabelPair`).
+mod proto {
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct PushResponse {}
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct PushRequest {
+        #[prost(message, repeated, tag = "1")]
+        pub series: Vec<RawProfileSeries>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct RawProfileSeries {
+        #[prost(message, repeated, tag = "1")]
+        pub labels: Vec<LabelPair>,
+        #[prost(message, repeated, tag = "2")]
+        pub samples: Vec<RawSample>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct LabelPair {
+        #[prost(string, tag = "1")]
+        pub name: String,
+        #[prost(string, tag = "2")]
+        pub value: String,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct RawSample {
+        /// pprof, gzipped or not.
+        #[prost(bytes = "bytes", tag = "1")]
+        pub raw_profile: bytes::Bytes,
+        #[prost(string, tag = "2")]
+        pub id: String,
+    }
+}
+
+fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::bad_request("InvalidParameter", message).details(json!({ "field": "labels" }))
+}
+
+fn unsupported(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", message)
+}
+
+/// The profile type a `__name__` names: Pyroscope's (`process_cpu`, `memory`, `wall`, …)
+/// or an `/ingest` type suffix; `None` leaves it to the profile.
+fn kind_of_name(name: &str) -> Option<ProfileKind> {
+    match name {
+        "process_cpu" => Some(ProfileKind::Cpu),
+        "memory" => Some(ProfileKind::Memory),
+        other => kind_of_suffix(other),
+    }
+}
+
+/// What one series' labels say: its service, profile type and the labels it is filed with.
+#[derive(Debug, PartialEq)]
+struct SeriesLabels {
+    service: String,
+    kind: Option<ProfileKind>,
+    labels: BTreeMap<String, String>,
+}
+
+/// `service_name` names the service and `__name__` the type; other labels that start
+/// with `__` are Pyroscope's own (`__session_id__`, `__delta__`) and are not kept.
+fn series_labels(pairs: Vec<proto::LabelPair>) -> Result<SeriesLabels, ApiError> {
+    let (mut service, mut kind, mut labels) = (None, None, BTreeMap::new());
+    for proto::LabelPair { name, value } in pairs {
+        check_text("labels", &name, 128)?;
+        check_text("labels", &value, 512)?;
+        match name.as_str() {
+            "service_name" => service = Some(value),
+            "__name__" => kind = kind_of_name(&value),
+            _ if name.starts_with("__") => {}
+            "" => return Err(invalid("a label has no name")),
+            _ => {
+                labels.insert(name, value);
+            }
+        }
+    }
+    if labels.len() > MAX_LABELS {
+        return Err(invalid(format!("at most {MAX_LABELS} labels")));
+    }
+    let service = service
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| invalid("a series needs a service_name label (the agent's application name)"))?;
+    check_name("service_name", &service, 128)?;
+    Ok(SeriesLabels { service, kind, labels })
+}
+
+/// A gzip body inflated, or `None` when it inflates past `limit` bytes.
+fn inflate(bytes: &[u8], limit: u64) -> Result<Option<Bytes>, ApiError> {
+    let mut inflated = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes)
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut inflated)
+        .map_err(|e| ApiError::bad_request("BadBody", format!("cannot inflate the gzip body: {e}")))?;
+    Ok((inflated.len() as u64 <= limit).then(|| inflated.into()))
+}
+
+/// The size a gzip body gives in its trailer (of its last member, modulo 2^32): what
+/// is held in the memory budget for it before it is inflated, and the most it may
+/// inflate to.
+fn gzip_size(bytes: &[u8]) -> u64 {
+    bytes.len().checked_sub(4).map_or(0, |at| u32::from_le_bytes(bytes[at..].try_into().unwrap()) as u64)
+}
+
+/// The `PushRequest` of a request, Connect's unary protobuf (`application/proto`),
+/// gzipped (`Content-Encoding: gzip`) or not; with the memory that holds it (its
+/// profiles are slices of the decoded bytes).
+async fn push_request(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(proto::PushRequest, Reservation), ApiError> {
+    let text = |name| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("").trim().to_ascii_lowercase();
+    let content_type = text(header::CONTENT_TYPE);
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    if !["application/proto", "application/protobuf", "application/x-protobuf"].contains(&media) {
+        return Err(unsupported(format!(
+            "Content-Type '{content_type}' is not application/proto (Connect's protobuf, as the agents send it)"
+        )));
+    }
+    let gzip = match text(header::CONTENT_ENCODING).as_str() {
+        "" | "identity" => false,
+        "gzip" => true,
+        other => return Err(unsupported(format!("Content-Encoding '{other}' is not gzip or identity"))),
+    };
+    let (mut bytes, mut held) = read_held_body(state, headers, body).await?;
+    if gzip {
+        if !bytes.starts_with(&[0x1f, 0x8b]) {
+            return Err(ApiError::bad_request("BadBody", "Content-Encoding is gzip, but the body is not"));
+        }
+        let cap = state.budget.inflate_cap;
+        let size = gzip_size(&bytes);
+        if size > cap {
+            return Err(BudgetError::InflatesTooLarge { cap }.into());
+        }
+        // The inflated bytes are held instead of the compressed ones; the trailer's
+        // size bounds the inflation, so it cannot understate them.
+        let inflated_held = state.budget.hold(size).await?;
+        let compressed = std::mem::take(&mut bytes);
+        let inflated = tokio::task::spawn_blocking(move || inflate(&compressed, size))
+            .await
+            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", e.to_string()))??;
+        bytes = inflated.ok_or_else(|| {
+            ApiError::bad_request("BadBody", format!("the gzip body inflates past the {size} bytes its trailer gives"))
+        })?;
+        held = inflated_held;
+    }
+    let request = proto::PushRequest::decode(bytes)
+        .map_err(|e| ApiError::bad_request("BadBody", format!("not a push.v1.PushRequest: {e}")))?;
+    Ok((request, held))
+}
+
+/// Stores the profiles an agent pushes (Pyroscope's push API, as pyroscope-io and the
+/// Rust agent send them); 200 with Connect's empty `PushResponse`.
+#[utoipa::path(post, path = "/push.v1.PusherService/Push", tag = "ranges", operation_id = "Push",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant (X-Scope-OrgID too)"),
+        ("Content-Encoding" = Option<String>, Header, description = "gzip or none")),
+    request_body(content = Vec<u8>, content_type = "application/proto",
+        description = "push.v1.PushRequest: series of pprof profiles with their labels; service_name names the service, __name__ the type (process_cpu, wall, memory, …)"),
+    responses((status = 200, description = "stored (an empty PushResponse)"),
+        (status = 400, description = "InvalidParameter (no service_name, bad labels), InvalidProfile, BadBody", body = ErrorBody),
+        (status = 401, description = "Unauthorized: no or an invalid credential (Bearer, or Basic with the token as the password)", body = ErrorBody),
+        (status = 403, description = "Forbidden, InsufficientScope", body = ErrorBody),
+        (status = 413, description = "PayloadTooLarge, InflatesTooLarge, OverMemoryBudget", body = ErrorBody),
+        (status = 415, description = "UnsupportedMediaType: not application/proto, or an encoding other than gzip", body = ErrorBody),
+        (status = 422, description = "ProfileTypeMismatch: __name__ does not match the profile", body = ErrorBody),
+        (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn push(
+    AxumState(state): AxumState<State>,
+    Writer(tenant): Writer,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let (request, _held) = push_request(&state, &headers, body).await?;
+    // Every series' labels are checked before anything is stored.
+    let series = request
+        .series
+        .into_iter()
+        .map(|s| Ok((series_labels(s.labels)?, s.samples)))
+        .collect::<Result<Vec<_>, ApiError>>()?;
+    for (SeriesLabels { service, kind, labels }, samples) in series {
+        for sample in samples {
+            let intake = Intake {
+                name: format!("{service}.pprof"),
+                service: service.clone(),
+                labels: labels.clone(),
+                claimed: kind,
+                index: true,
+                at: None,
+            };
+            let held = state.budget.hold(sample.raw_profile.len() as u64).await?;
+            file_pushed(&state, &tenant, sample.raw_profile, held, intake).await?;
+        }
+    }
+    Ok(([(header::CONTENT_TYPE, "application/proto")], proto::PushResponse::default().encode_to_vec()).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(name: &str, value: &str) -> proto::LabelPair {
+        proto::LabelPair { name: name.into(), value: value.into() }
+    }
+
+    #[test]
+    fn labels_give_service_type_and_tags() {
+        // As pyroscope-io 1.4.0 sends them.
+        let got = series_labels(vec![
+            pair("__name__", "process_cpu"),
+            pair("team", "lens"),
+            pair("service_name", "checkout"),
+            pair("otel.scope.name", "com.grafana.pyroscope/python"),
+            pair("__session_id__", "4b1d"),
+        ])
+        .unwrap();
+        assert_eq!(
+            got,
+            SeriesLabels {
+                service: "checkout".into(),
+                kind: Some(ProfileKind::Cpu),
+                labels: BTreeMap::from([
+                    ("otel.scope.name".into(), "com.grafana.pyroscope/python".into()),
+                    ("team".into(), "lens".into())
+                ]),
+            }
+        );
+        for (name, kind) in [("memory", Some(ProfileKind::Memory)), ("wall", Some(ProfileKind::Cpu)), ("gpu", None)] {
+            let got = series_labels(vec![pair("service_name", "a"), pair("__name__", name)]).unwrap();
+            assert_eq!(got.kind, kind, "{name}");
+        }
+        for bad in [
+            vec![pair("team", "lens")],
+            vec![pair("service_name", "")],
+            vec![pair("service_name", "a/b")],
+            vec![pair("service_name", "a"), pair("", "x")],
+            vec![pair("service_name", "a"), pair("k", "line\nbreak")],
+        ] {
+            assert_eq!(series_labels(bad.clone()).unwrap_err().code, "InvalidParameter", "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn bodies_inflate_within_the_cap() {
+        use std::io::Write;
+        let request = proto::PushRequest {
+            series: vec![proto::RawProfileSeries {
+                labels: vec![pair("service_name", "a")],
+                samples: vec![proto::RawSample { raw_profile: Bytes::from_static(b"pprof"), id: "1".into() }],
+            }],
+        }
+        .encode_to_vec();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&request).unwrap();
+        let gzipped = Bytes::from(gz.finish().unwrap());
+        assert_eq!(gzip_size(&gzipped), request.len() as u64);
+        let plain = inflate(&gzipped, request.len() as u64).unwrap().unwrap();
+        let back = proto::PushRequest::decode(plain).unwrap();
+        assert_eq!(&back.series[0].samples[0].raw_profile[..], b"pprof");
+        // A trailer that understates the size: refused once the inflation passes it.
+        assert_eq!(inflate(&gzipped, 4).unwrap(), None);
+        assert_eq!(inflate(b"not gzip", 100).unwrap_err().code, "BadBody");
+        assert_eq!(gzip_size(b"ab"), 0);
+    }
+}
