@@ -1,5 +1,6 @@
 //! The JSON the server answers and the page reads, defined once for both: a session
-//! (a stored raw profile), a baseline, and a service's capture history.
+//! (a stored raw profile), a baseline, a service's capture history, and the time-range
+//! API's series, labels, services, function histories and range specs.
 
 use std::collections::BTreeMap;
 
@@ -100,4 +101,121 @@ pub struct HistoryPoint {
 pub struct History {
     /// Oldest first.
     pub captures: Vec<HistoryPoint>,
+}
+
+/// One point of a series.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SeriesPoint {
+    /// The step's start (milliseconds since the epoch).
+    pub t: u64,
+    /// The summed totals of the step's profiles.
+    pub value: i64,
+    /// Profiles in the step.
+    pub profiles: usize,
+}
+
+/// The points of one label value (or of everything, without groupBy).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SeriesLine {
+    pub labels: BTreeMap<String, String>,
+    pub points: Vec<SeriesPoint>,
+}
+
+/// Totals per step over a range (`GET /api/v1/profiling/series`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SeriesResponse {
+    pub from: String,
+    pub to: String,
+    pub step_seconds: u64,
+    pub sample_type: String,
+    pub unit: String,
+    pub series: Vec<SeriesLine>,
+}
+
+/// A label key or value, and how many profiles of the range carry it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LabelCount {
+    pub name: String,
+    pub profiles: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LabelList {
+    pub labels: Vec<LabelCount>,
+}
+
+/// A service and profile type with stored profiles.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SeriesName {
+    pub service: String,
+    pub profile_type: ProfileKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SeriesList {
+    pub series: Vec<SeriesName>,
+}
+
+/// A function's values in one step.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FunctionPoint {
+    /// The step's start (milliseconds since the epoch).
+    pub t: u64,
+    /// Self (flat) and total (cum) values of the function, summed over the step's profiles.
+    #[serde(rename = "self")]
+    pub flat: i64,
+    pub cum: i64,
+    /// The step's profiles' total.
+    pub total: i64,
+    /// Self and cum as % of the total.
+    pub self_share_pct: f64,
+    pub cum_share_pct: f64,
+    pub profiles: usize,
+}
+
+/// A function's trend over a range (`GET /api/v1/profiling/functions/{name}/history`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FunctionHistory {
+    pub function: String,
+    pub from: String,
+    pub to: String,
+    pub step_seconds: u64,
+    pub sample_type: String,
+    pub unit: String,
+    pub points: Vec<FunctionPoint>,
+}
+
+/// A time range of stored profiles, as one side of a range diff.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RangeSpec {
+    pub service: String,
+    pub profile_type: String,
+    /// RFC 3339, epoch seconds or ms, now, now-1h (a string or a number); default: to - 1h.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub from: Option<serde_json::Value>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub to: Option<serde_json::Value>,
+    /// Labels the profiles must all have.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
 }

@@ -492,7 +492,7 @@ test('a samply (Firefox Profiler) profile shows its flame graph and top table', 
   await page.close();
 });
 
-test('capture history: a trend chart per profile type from captures of a service', async (t) => {
+test('capture history: captures of a service on the range timeline, per profile type', async (t) => {
   if (!requireFixtures(t)) return;
   // A stand-in for a Go service's net/http/pprof handlers, serving real profiles:
   // the heap endpoint alternates between two snapshots.
@@ -523,21 +523,23 @@ test('capture history: a trend chart per profile type from captures of a service
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await page.goto(srv.base);
     await page.getByTestId('history-menu').locator('summary').click();
-    await page.getByTestId('history-service').fill('shop');
-    await page.getByTestId('history-load').click();
-    const memory = page.locator('[data-testid=history-type][data-type=memory]');
-    await memory.waitFor();
-    assert.equal(await memory.getByTestId('trend-point').count(), 2);
-    assert.equal(await memory.getByTestId('history-row').count(), 2);
-    // inuse_space totals (SOURCES.md): base 7,617,933 B, then compare 14,530,408 B, the
-    // largest at the top of the 90 px chart (y = 86 − 82 × total / largest).
-    const ys = await memory.getByTestId('trend-point').evaluateAll((els) => els.map((e) => e.getAttribute('cy')));
-    assert.deepEqual(ys, [(86 - (82 * 7617933) / 14530408).toFixed(1), '4.0']);
-    // Newest first, as pprof prints the totals ("… of 13.86MB total", "… of 7.27MB total").
-    const totals = await memory.getByTestId('history-row').evaluateAll((rows) => rows.map((r) => r.cells[2].textContent));
-    assert.deepEqual(totals, ['13.86MB', '7.27MB']);
-    assert.equal(await page.locator('[data-testid=history-type][data-type=goroutine]').getByTestId('trend-point').count(), 1);
-    assert.equal(await page.locator('[data-testid=history-type][data-type=cpu]').count(), 0);
+    // Captures land in the time index: the timeline lists each captured type of the service.
+    const select = page.getByTestId('range-series-select');
+    await select.waitFor();
+    const series = await select.locator('option').allTextContents();
+    assert.ok(series.includes('shop · memory') && series.includes('shop · goroutine'), series.join(', '));
+    assert.ok(!series.includes('shop · cpu'));
+    await select.selectOption({ label: 'shop · memory' });
+    // Both heap captures fall in the newest step: inuse_space totals (SOURCES.md) base
+    // 7,617,933 B and compare 14,530,408 B, summed; the hover says so.
+    const bars = page.locator('.range-bar');
+    await until('the memory timeline', async () => (await bars.count()) === 1 || undefined);
+    assert.equal(Number(await bars.first().getAttribute('data-value')), 7617933 + 14530408);
+    await bars.first().hover({ force: true });
+    const hover = page.getByTestId('range-hover');
+    await hover.waitFor();
+    assert.equal(await hover.getAttribute('data-profiles'), '2');
+    assert.match(await hover.textContent(), /inuse_space 21\.12MB · 2 profiles/);
     await screenshot(page, 'capture-history');
     await page.close();
   } finally {

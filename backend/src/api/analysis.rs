@@ -15,7 +15,7 @@ use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
 use super::access::Reader;
-use super::ranges::{RangeEcho, RangeSpec};
+use super::ranges::{spec_query, RangeEcho};
 use super::request::{parse_kind, read_json, required, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::budget::{ParseFailure, Parsed};
@@ -24,6 +24,7 @@ use crate::records::sessions::{self, SessionRecord};
 use crate::records::{baselines, captures, now_millis, now_rfc3339, Tenant};
 use crate::state::AppState;
 use crate::state::State;
+use stacklens_core::api::RangeSpec;
 
 /// Stacks an analysis returns, largest first.
 const TOP_STACKS: usize = 20;
@@ -220,8 +221,8 @@ impl DiffRequest {
         match (&self.base_id, &self.compare_id, &self.base, &self.compare) {
             (Some(_), Some(_), None, None) => Ok(Sides::Sessions),
             (None, None, Some(base), Some(compare)) => Ok(Sides::Ranges(Box::new((
-                base.query(tenant.clone(), "base")?,
-                compare.query(tenant.clone(), "compare")?,
+                spec_query(base, tenant.clone(), "base")?,
+                spec_query(compare, tenant.clone(), "compare")?,
             )))),
             _ => Err(invalid("a diff takes baseId and compareId, or base and compare ranges")),
         }

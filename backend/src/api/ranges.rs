@@ -8,10 +8,14 @@ use axum::extract::{Query, State as AxumState};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{json, Value};
 use stacklens_core::analysis::details::{details, DetailsOptions};
 use stacklens_core::analysis::top::{top, TopOptions, TopReport};
+use stacklens_core::api::{
+    FunctionHistory, FunctionPoint, LabelCount, LabelList, RangeSpec, SeriesLine, SeriesList, SeriesName, SeriesPoint,
+    SeriesResponse,
+};
 use stacklens_core::export::{export, ExportFormat, ExportOptions};
 use utoipa::ToSchema;
 
@@ -119,44 +123,22 @@ fn range_query(tenant: crate::records::Tenant, query: &HashMap<String, String>) 
     build_range(tenant, service, kind, from, to, labels, str::to_owned)
 }
 
-/// A time range of stored profiles, as one side of a diff.
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RangeSpec {
-    service: String,
-    profile_type: String,
-    /// RFC 3339, epoch seconds or ms, now, now-1h (a string or a number); default: to - 1h.
-    #[schema(value_type = Option<String>)]
-    from: Option<Value>,
-    #[schema(value_type = Option<String>)]
-    to: Option<Value>,
-    /// Labels the profiles must all have.
-    #[serde(default)]
-    labels: BTreeMap<String, String>,
-}
-
-impl RangeSpec {
-    pub fn query(&self, tenant: crate::records::Tenant, side: &str) -> Result<RangeQuery, ApiError> {
-        let text = |v: &Option<Value>| match v {
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(Value::Number(n)) => Some(n.to_string()),
-            _ => None,
-        };
-        let (from, to) = (text(&self.from), text(&self.to));
-        for (k, v) in &self.labels {
-            check_text(&format!("{side}.labels"), k, 128)?;
-            check_text(&format!("{side}.labels"), v, 512)?;
-        }
-        build_range(
-            tenant,
-            &self.service,
-            &self.profile_type,
-            from.as_deref(),
-            to.as_deref(),
-            self.labels.clone(),
-            |f| format!("{side}.{f}"),
-        )
+/// The range one side of a range diff names; `side` prefixes the fields a bad value
+/// is reported under.
+pub fn spec_query(spec: &RangeSpec, tenant: crate::records::Tenant, side: &str) -> Result<RangeQuery, ApiError> {
+    let text = |v: &Option<Value>| match v {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let (from, to) = (text(&spec.from), text(&spec.to));
+    for (k, v) in &spec.labels {
+        check_text(&format!("{side}.labels"), k, 128)?;
+        check_text(&format!("{side}.labels"), v, 512)?;
     }
+    build_range(tenant, &spec.service, &spec.profile_type, from.as_deref(), to.as_deref(), spec.labels.clone(), |f| {
+        format!("{side}.{f}")
+    })
 }
 
 /// A merged range, as a diff reports it.
@@ -283,37 +265,6 @@ pub async fn merge(
     .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", e.to_string()))?
 }
 
-/// One point of a series.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SeriesPoint {
-    /// The step's start (milliseconds since the epoch).
-    t: u64,
-    /// The summed totals of the step's profiles.
-    value: i64,
-    /// Profiles in the step.
-    profiles: usize,
-}
-
-/// The points of one label value (or of everything, without groupBy).
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SeriesLine {
-    labels: BTreeMap<String, String>,
-    points: Vec<SeriesPoint>,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SeriesResponse {
-    from: String,
-    to: String,
-    step_seconds: u64,
-    sample_type: String,
-    unit: String,
-    series: Vec<SeriesLine>,
-}
-
 /// The range's stored entries whose labels match.
 async fn entries(state: &State, range: &RangeQuery) -> Result<Vec<Entry>, ApiError> {
     Ok(range.series.range(&state.store, range.from, range.to, &range.labels, now_millis()).await?)
@@ -391,20 +342,6 @@ pub async fn series(
     }))
 }
 
-/// A label key or value, and how many profiles of the range carry it.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct LabelCount {
-    name: String,
-    profiles: usize,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct LabelList {
-    labels: Vec<LabelCount>,
-}
-
 fn counted(names: impl Iterator<Item = String>) -> Json<LabelList> {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for name in names {
@@ -452,21 +389,6 @@ pub async fn label_values(
     Ok(counted(entries.into_iter().filter_map(|mut e| e.labels.remove(&key))))
 }
 
-/// A service and profile type with stored profiles.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SeriesName {
-    service: String,
-    #[schema(value_type = String)]
-    profile_type: stacklens_core::ProfileKind,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SeriesList {
-    series: Vec<SeriesName>,
-}
-
 /// The services and profile types the tenant's time index holds.
 #[utoipa::path(get, path = "/api/v1/profiling/services", tag = "ranges", operation_id = "RangeServices",
     params(("X-Tenant-ID" = Option<String>, Header, description = "tenant")),
@@ -481,36 +403,6 @@ pub async fn services(
     Ok(Json(SeriesList {
         series: found.into_iter().map(|(service, profile_type)| SeriesName { service, profile_type }).collect(),
     }))
-}
-
-/// A function's values in one step.
-#[derive(Serialize, ToSchema, Clone, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct FunctionPoint {
-    /// The step's start (milliseconds since the epoch).
-    t: u64,
-    /// Self (flat) and total (cum) values of the function, summed over the step's profiles.
-    #[serde(rename = "self")]
-    flat: i64,
-    cum: i64,
-    /// The step's profiles' total.
-    total: i64,
-    /// Self and cum as % of the total.
-    self_share_pct: f64,
-    cum_share_pct: f64,
-    profiles: usize,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FunctionHistory {
-    function: String,
-    from: String,
-    to: String,
-    step_seconds: u64,
-    sample_type: String,
-    unit: String,
-    points: Vec<FunctionPoint>,
 }
 
 /// A step in milliseconds from `step` (seconds or a duration), or one that gives

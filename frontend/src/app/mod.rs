@@ -6,6 +6,7 @@ mod download;
 mod keys;
 mod local_store;
 mod meta;
+pub(crate) mod ranges;
 pub(crate) mod share;
 mod share_panel;
 mod sources;
@@ -134,10 +135,7 @@ pub fn App() -> impl IntoView {
             </button>
             <FileInput />
             <Tabs />
-            <details class="history-menu" data-testid="history-menu">
-                <summary>"Capture history"</summary>
-                <HistoryView tenant=state.tenant.get_value() />
-            </details>
+            <HistoryView />
         </header>
         <keys::ShortcutsHelp />
         <Progress />

@@ -9,9 +9,9 @@
 use gloo::net::http::{Request, RequestBuilder};
 use serde::de::DeserializeOwned;
 use serde_json::json;
-use stacklens_core::api::{BaselineList, BaselineResponse, History, HistoryPoint, SessionResponse};
+use stacklens_core::api::{BaselineList, BaselineResponse, SessionResponse};
 
-const API: &str = "/api/v1";
+pub(crate) const API: &str = "/api/v1";
 
 /// What a share link opens: one session or baseline, or a diff of two.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,7 +67,7 @@ fn ask_token(why: &str) -> Option<String> {
 }
 
 /// A request for `tenant`, carrying `token` when there is one.
-fn addressed(request: RequestBuilder, tenant: Option<&str>, token: Option<&str>) -> RequestBuilder {
+pub(crate) fn addressed(request: RequestBuilder, tenant: Option<&str>, token: Option<&str>) -> RequestBuilder {
     let request = match tenant {
         Some(t) => request.header("X-Tenant-ID", t),
         None => request,
@@ -88,23 +88,21 @@ fn explain(status: u16, message: String) -> String {
 }
 
 /// Sends the request `build` makes with the tab's token (`build` may leave it out); on
-/// 401 asks for a token once and sends again. The error is the API's message (or why
-/// the server was unreachable), with what to do about it.
-async fn call<T: DeserializeOwned>(
-    build: impl Fn(Option<&str>) -> Result<Request, gloo::net::Error>,
-) -> Result<T, String> {
+/// 401 asks for a token once and sends again. The answer's bytes, or the API's message
+/// (or why the server was unreachable) with what to do about it.
+pub(crate) async fn send(build: impl Fn(Option<&str>) -> Result<Request, gloo::net::Error>) -> Result<Vec<u8>, String> {
     let unreachable =
-        |e: gloo::net::Error| format!("the stacklens server cannot be reached ({e}); sharing needs `stacklens serve`");
+        |e: gloo::net::Error| format!("the stacklens server cannot be reached ({e}); this needs `stacklens serve`");
     let mut token = stored_token();
     let mut asked = false;
     loop {
         let response = build(token.as_deref()).map_err(unreachable)?.send().await.map_err(unreachable)?;
         let status = response.status();
-        let text = response.text().await.map_err(unreachable)?;
+        let bytes = response.binary().await.map_err(unreachable)?;
         if (200..300).contains(&status) {
-            return serde_json::from_str(&text).map_err(|e| format!("unexpected answer from the server: {e}"));
+            return Ok(bytes);
         }
-        let message = serde_json::from_str::<serde_json::Value>(&text)
+        let message = serde_json::from_slice::<serde_json::Value>(&bytes)
             .ok()
             .and_then(|v| v["message"].as_str().map(str::to_owned))
             .unwrap_or_else(|| format!("the server answered {status}"));
@@ -121,6 +119,14 @@ async fn call<T: DeserializeOwned>(
         }
         return Err(explain(status, message));
     }
+}
+
+/// [`send`], reading the answer as JSON.
+pub(crate) async fn call<T: DeserializeOwned>(
+    build: impl Fn(Option<&str>) -> Result<Request, gloo::net::Error>,
+) -> Result<T, String> {
+    let bytes = send(build).await?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("unexpected answer from the server: {e}"))
 }
 
 /// Where a session's raw bytes are; the tenant goes in the query so it is a plain link.
@@ -184,14 +190,4 @@ pub async fn resolve(target: &str, tenant: Option<&str>) -> Result<(String, Stri
         let name = if s.record.name.is_empty() { s.record.id.clone() } else { s.record.name };
         Ok((name, raw_url(&s.record.id, tenant)))
     }
-}
-
-/// A service's captures of one profile type, oldest first.
-pub async fn history(service: &str, profile_type: &str, tenant: Option<&str>) -> Result<Vec<HistoryPoint>, String> {
-    let url = format!(
-        "{API}/observability/profiling/history?service={}&profileType={}",
-        js_sys::encode_uri_component(service),
-        js_sys::encode_uri_component(profile_type)
-    );
-    call::<History>(|token| addressed(Request::get(&url), tenant, token).build()).await.map(|h| h.captures)
 }

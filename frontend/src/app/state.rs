@@ -4,8 +4,11 @@
 use std::rc::Rc;
 
 use leptos::prelude::*;
+use stacklens_core::analysis::diff::Mover;
 use stacklens_core::analysis::transforms::Transform;
 use stacklens_core::analysis::Filters;
+
+use super::ranges::RangeProfile;
 
 use super::url_state::HashState;
 use crate::worker::client::Client;
@@ -133,6 +136,11 @@ pub struct State {
     pub transforms: RwSignal<Vec<Transform>>,
     /// The time range chosen in the timeline (the active profile's sample times).
     pub range: RwSignal<Option<(i64, i64)>>,
+    /// Profiles merged from a time range of the server's (the capture history's
+    /// timeline), by profile id: a function's trend over time is offered for them.
+    pub range_profiles: RwSignal<Vec<(u32, RangeProfile)>>,
+    /// The server's top movers between two ranges opened as (base id, compare id).
+    pub range_movers: RwSignal<Option<(u32, u32, Vec<Mover>)>>,
     pub current: Memo<Option<Entry>>,
     pub filters: Memo<Filters>,
     pub shape: Memo<Shape>,
@@ -190,6 +198,8 @@ impl State {
             pending_compare: StoredValue::new(None),
             transforms,
             range,
+            range_profiles: RwSignal::new(Vec::new()),
+            range_movers: RwSignal::new(None),
             current: Memo::new(move |_| {
                 let id = active.get()?;
                 entries.with(|e| e.iter().find(|x| x.id == id).cloned())

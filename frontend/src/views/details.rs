@@ -8,6 +8,7 @@ use stacklens_core::analysis::summary::package_of;
 use stacklens_core::analysis::transforms::Transform;
 use stacklens_core::units::{format_value, percentage};
 
+use super::trend::FunctionTrend;
 use crate::app::state::{State, ViewKind};
 use crate::worker::protocol::{Request, Response};
 
@@ -165,6 +166,7 @@ pub fn DetailsPanel() -> impl IntoView {
                     <button data-testid="details-source" on:click=move |_| open_view(ViewKind::Source)>"lines"</button>
                     {transform_buttons(state, &name)}
                 </div>
+                <FunctionTrend name=name.clone() />
                 {move || super::answered(answer, move |d| details_view(state, d))}
             </aside>
         })

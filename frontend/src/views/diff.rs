@@ -5,6 +5,7 @@ use leptos::prelude::*;
 use stacklens_core::analysis::diff::DiffReport;
 
 use super::flame::{flame_panel, tree_key, TreeWindow};
+use super::movers::TopMovers;
 use super::table::DiffTable;
 use crate::app::state::{Answer, State};
 use crate::worker::protocol::{Request, Response, TreeKind};
@@ -61,6 +62,7 @@ pub fn DiffView() -> impl IntoView {
         super::answered(report, |report| {
             view! {
                 {flame_panel(state, window, state.zoom, state.span, Signal::derive(move || state.icicle.get()), true)}
+                <TopMovers />
                 <DiffTable report=report />
             }
             .into_any()

@@ -1,6 +1,7 @@
 //! One file per view; each asks the worker for core's report through the page's state
 //! and draws it.
 
+pub mod axes;
 pub mod details;
 pub mod diff;
 pub mod flame;
@@ -8,11 +9,13 @@ pub mod goroutines;
 pub mod graph;
 pub mod history;
 pub mod labels;
+pub mod movers;
 pub mod sandwich;
 pub mod source;
 pub mod split;
 pub mod table;
 pub mod timeline;
+pub mod trend;
 
 use leptos::prelude::*;
 

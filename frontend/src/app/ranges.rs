@@ -1,0 +1,114 @@
+//! The page's side of the server's time-range API: the services and types it holds, a
+//! series' totals per step, label values, a range's merged profile, two ranges' top
+//! movers and a function's history. The answers' types are core's (`stacklens_core::api`),
+//! the same the server writes.
+
+use std::collections::BTreeMap;
+
+use gloo::net::http::Request;
+use serde_json::json;
+use stacklens_core::analysis::diff::Mover;
+use stacklens_core::api::{FunctionHistory, LabelList, RangeSpec, SeriesList, SeriesName, SeriesResponse};
+
+use super::share::{addressed, call, send, API};
+
+/// One series over `[from, to)` (ms since the epoch) with the labels it must have.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RangeRef {
+    pub service: String,
+    pub profile_type: String,
+    pub labels: BTreeMap<String, String>,
+    pub from: u64,
+    pub to: u64,
+}
+
+/// A range's profile opened in the page: its range, and the timeline's window and step
+/// it was chosen on (a function's trend covers that window).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RangeProfile {
+    pub range: RangeRef,
+    pub window: (u64, u64),
+    pub step_ms: u64,
+}
+
+fn encoded(s: &str) -> String {
+    String::from(js_sys::encode_uri_component(s))
+}
+
+/// `k=v,k2=v2`, as the API's `labels` parameter takes them.
+pub fn label_text(labels: &BTreeMap<String, String>) -> String {
+    labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
+
+impl RangeRef {
+    /// The query string naming this range.
+    fn query(&self) -> String {
+        format!(
+            "service={}&profileType={}&from={}&to={}&labels={}",
+            encoded(&self.service),
+            encoded(&self.profile_type),
+            self.from,
+            self.to,
+            encoded(&label_text(&self.labels))
+        )
+    }
+
+    fn spec(&self) -> RangeSpec {
+        RangeSpec {
+            service: self.service.clone(),
+            profile_type: self.profile_type.clone(),
+            from: Some(json!(self.from)),
+            to: Some(json!(self.to)),
+            labels: self.labels.clone(),
+        }
+    }
+}
+
+async fn get<T: serde::de::DeserializeOwned>(url: String, tenant: Option<&str>) -> Result<T, String> {
+    call(|token| addressed(Request::get(&url), tenant, token).build()).await
+}
+
+pub async fn services(tenant: Option<&str>) -> Result<Vec<SeriesName>, String> {
+    get::<SeriesList>(format!("{API}/profiling/services"), tenant).await.map(|l| l.series)
+}
+
+pub async fn series(range: &RangeRef, step_ms: u64, tenant: Option<&str>) -> Result<SeriesResponse, String> {
+    get(format!("{API}/profiling/series?{}&step={}", range.query(), step_ms / 1000), tenant).await
+}
+
+/// Every `key=value` the range's profiles carry, with how many carry it.
+pub async fn label_values(range: &RangeRef, tenant: Option<&str>) -> Result<Vec<(String, usize)>, String> {
+    let keys: LabelList = get(format!("{API}/profiling/labels?{}", range.query()), tenant).await?;
+    let mut found = Vec::new();
+    for key in keys.labels {
+        let url = format!("{API}/profiling/labels/{}/values?{}", encoded(&key.name), range.query());
+        let values: LabelList = get(url, tenant).await?;
+        found.extend(values.labels.into_iter().map(|v| (format!("{}={}", key.name, v.name), v.profiles)));
+    }
+    Ok(found)
+}
+
+/// The range's profiles merged into one (gzipped pprof).
+pub async fn merged(range: &RangeRef, tenant: Option<&str>) -> Result<Vec<u8>, String> {
+    let url = format!("{API}/profiling/merge?{}&format=pprof", range.query());
+    send(|token| addressed(Request::get(&url), tenant, token).build()).await
+}
+
+/// The functions whose self share moved most from `base` to `compare`.
+pub async fn top_movers(base: &RangeRef, compare: &RangeRef, tenant: Option<&str>) -> Result<Vec<Mover>, String> {
+    let body = json!({ "base": base.spec(), "compare": compare.spec() });
+    let url = format!("{API}/profiling/diff");
+    let answer: serde_json::Value = call(|token| addressed(Request::post(&url), tenant, token).json(&body)).await?;
+    serde_json::from_value(answer["topMovers"].clone()).map_err(|e| format!("unexpected answer from the server: {e}"))
+}
+
+pub async fn function_history(
+    function: &str,
+    range: &RangeRef,
+    step_ms: u64,
+    tenant: Option<&str>,
+) -> Result<FunctionHistory, String> {
+    let url =
+        format!("{API}/profiling/functions/{}/history?{}&step={}", encoded(function), range.query(), step_ms / 1000);
+    get(url, tenant).await
+}
