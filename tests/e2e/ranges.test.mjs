@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  startServer, launchBrowser, fixtures, requireFixtures, pageTopTable, screenshot, until,
+  startServer, launchBrowser, fixtures, requireFixtures, pageTopTable, screenshot, screenshots, until,
 } from './harness.mjs';
 
 let server, browser;
@@ -25,8 +25,8 @@ const stepStart = (k) => from + k * STEP;
 /** What is pushed: [step, fixture, region]; each 30 s into its step. */
 const PUSHES = [
   [6, 'go/base/cpu.pb.gz', 'eu'],
-  [8, 'go/compare/cpu.pb.gz', 'us'],
-  [30, 'go/base/cpu.pb.gz', 'eu'],
+  [8, 'go/base/cpu.pb.gz', 'us'],
+  [30, 'go/compare/cpu.pb.gz', 'eu'],
   [32, 'go/compare/cpu.pb.gz', 'eu'],
   [50, 'go/compare/cpu.pb.gz', 'us'],
   [52, 'go/base/cpu.pb.gz', 'us'],
@@ -145,7 +145,7 @@ test('range timeline: hover, a dragged range merged, two ranges diffed, labels, 
   assert.equal(dots.length, SPAN / STEP);
   assert.deepEqual(dots, history.points.map((p) => ({ t: p.t, self: p.self, cum: p.cum })));
   assert.ok(dots.filter((d) => d.self > 0).length >= 2);
-  await screenshot(page, 'range-function-trend');
+  await page.getByTestId('details-panel').screenshot({ path: join(screenshots, 'range-function-trend-panel.png') });
   await page.getByTestId('details-close').click();
 
   // A second range (steps 30..32), compared with the first: the diff view and top movers.
@@ -176,6 +176,8 @@ test('range timeline: hover, a dragged range merged, two ranges diffed, labels, 
   const firstRegression = page.getByTestId('diff-row').first();
   assert.equal(await firstRegression.locator('[data-col=name]').getAttribute('data-value'), diff.regressions[0].name);
   assert.equal(Number(await firstRegression.locator('[data-col=flat]').getAttribute('data-value')), diff.regressions[0].flatDelta);
+  // The first range was open already: its tab is the base, not fetched again.
+  assert.equal(await page.getByTestId('profile-tab').count(), 2);
   await screenshot(page, 'range-diff-top-movers');
 
   // The label selector: region=eu only; the timeline's total is the label's share.
@@ -213,7 +215,9 @@ test('range timeline: light and dark, 1280×800 and 1920×1080, no overflow', as
       await page.goto(server.base);
       await openHistory(page);
       await page.locator('.range-bar').first().waitFor();
-      await dragSteps(page, 30, 34);
+      const ts = await page.locator('.range-bar').evaluateAll((els) => els.map((e) => e.dataset.t));
+      assert.deepEqual(ts, PUSHES.map(([k]) => String(stepStart(k))));
+      await dragSteps(page, 30, 50);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       assert.ok(overflow <= 0, `${colorScheme} ${width}x${height}: ${overflow}px wider than the window`);
       await screenshot(page, `range-timeline-${colorScheme}-${width}x${height}`);

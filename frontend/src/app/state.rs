@@ -130,7 +130,8 @@ pub struct State {
     pub sources: RwSignal<Vec<String>>,
     /// The tenant a share link names.
     pub tenant: StoredValue<Option<String>>,
-    /// "Compare with baseline": (the baseline's profile id, the profile compared with it).
+    /// A diff to open once both profiles are parsed: (base id, compared id) ("Compare
+    /// with baseline", or two ranges of the capture history).
     pub pending_compare: StoredValue<Option<(u32, u32)>>,
     /// The Firefox Profiler's stack transforms, in the order they were applied.
     pub transforms: RwSignal<Vec<Transform>>,
@@ -306,6 +307,20 @@ impl State {
         }
     }
 
+    /// Opens the diff of the pending pair once both are parsed; true when it did.
+    pub fn compare_pending(&self) -> bool {
+        let Some((baseline, compared)) = self.pending_compare.get_value() else { return false };
+        if !self.entries.with_untracked(|e| [baseline, compared].iter().all(|id| e.iter().any(|x| x.id == *id))) {
+            return false;
+        }
+        self.pending_compare.set_value(None);
+        self.base_id.set(Some(baseline));
+        self.compare_id.set(Some(compared));
+        self.active.set(Some(compared));
+        self.view_kind.set(ViewKind::Diff);
+        true
+    }
+
     fn on_worker_event(self, event: Response) {
         match event {
             Response::Progress { id, stage, fraction } => self.loading.update(|l| {
@@ -343,12 +358,8 @@ impl State {
             self.compare_id.set(Some(id));
         }
         self.active.set(Some(id));
-        if let Some((baseline, compared)) = self.pending_compare.get_value().filter(|&(b, _)| b == id) {
-            self.pending_compare.set_value(None);
-            self.base_id.set(Some(baseline));
-            self.compare_id.set(Some(compared));
-            self.active.set(Some(compared));
-            self.view_kind.set(ViewKind::Diff);
+        if self.pending_compare.get_value().is_some_and(|(b, c)| b == id || c == id) {
+            self.compare_pending();
         }
         self.zoom.set(self.wanted_zoom.get_value());
         if goroutine && wanted.is_empty() {

@@ -93,9 +93,19 @@ fn chart_x(svg: NodeRef<html::Div>, plot: &Plot, ev: &web_sys::MouseEvent) -> Op
     (rect.width() > 0.0).then(|| (f64::from(ev.client_x()) - rect.left()) * plot.width / rect.width())
 }
 
-/// Fetches a range's merged profile and opens it as a tab; its id.
+/// Fetches a range's merged profile and opens it as a tab; its id. A range already open
+/// (and not closed) is not fetched again.
 async fn open_range(state: State, shown: &Shown, range: (u64, u64)) -> Option<u32> {
     let profile = shown.profile(range);
+    let open = state.range_profiles.with_untracked(|l| {
+        l.iter().filter(|(_, p)| p.range == profile.range).map(|&(id, _)| id).find(|id| {
+            state.entries.with_untracked(|e| e.iter().any(|x| x.id == *id))
+                || state.loading.with_untracked(|l| l.iter().any(|x| x.id == *id))
+        })
+    });
+    if open.is_some() {
+        return open;
+    }
     let bytes = ranges::merged(&profile.range, state.tenant.get_value().as_deref()).await;
     let id = state.add(shown.name(range), bytes, false)?;
     state.range_profiles.update(|l| l.push((id, profile)));
@@ -300,7 +310,8 @@ pub fn HistoryView() -> impl IntoView {
         let (Some(s), Some(&range)) = (current(), selections.get_untracked().get(slot)) else { return };
         busy.set(true);
         spawn_local(async move {
-            if open_range(state, &s, range).await.is_some() {
+            if let Some(id) = open_range(state, &s, range).await {
+                state.active.set(Some(id));
                 state.view_kind.set(ViewKind::Flame);
                 close();
             }
@@ -321,11 +332,9 @@ pub fn HistoryView() -> impl IntoView {
                 Ok(list) => state.range_movers.set(Some((base_id, compare_id, list))),
                 Err(e) => state.report(format!("top movers: {e}")),
             }
-            // Whichever of the two is parsed last, base and compare are these two.
-            if !state.entries.with_untracked(|e| e.iter().any(|x| x.id == base_id)) {
-                state.pending_compare.set_value(Some((base_id, compare_id)));
-            }
-            state.view_kind.set(ViewKind::Diff);
+            // The diff opens when both are parsed (now, when both were open already).
+            state.pending_compare.set_value(Some((base_id, compare_id)));
+            state.compare_pending();
             busy.set(false);
             close();
         });

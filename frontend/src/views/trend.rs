@@ -47,7 +47,7 @@ fn chart(h: &FunctionHistory, step_ms: u64) -> AnyView {
                     class:empty=p.profiles == 0
                     cx=format!("{:.1}", mid(p.t))
                     cy=format!("{:.1}", plot.y(p.self_share_pct))
-                    r="2.5"
+                    r=if p.profiles == 0 { "1" } else { "2.5" }
                     data-t=p.t.to_string()
                     data-self=p.flat.to_string()
                     data-cum=p.cum.to_string()
