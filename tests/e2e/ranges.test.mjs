@@ -204,6 +204,17 @@ test('range timeline: hover, a dragged range merged, two ranges diffed, labels, 
     const [row] = await pageTopTable(page, 1);
     return row.name === euMerged.functions[0].name && row.flat === euMerged.functions[0].flat ? row : undefined;
   });
+
+  // A range without profiles: the server's NoProfiles message, in the page.
+  await openHistory(page);
+  await page.getByTestId('range-clear').click();
+  const [left, right] = [await bar(page, 6), await bar(page, 30)];
+  await page.mouse.move(left.x + 3 * left.width, left.y + left.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(right.x - 3 * right.width, left.y + left.height / 2, { steps: 4 });
+  await page.mouse.up();
+  await page.getByTestId('range-open').click();
+  await page.getByText('no stored profile matches the range').waitFor();
   await page.close();
 });
 
