@@ -237,6 +237,25 @@ test('range timeline: light and dark, 1280×800 and 1920×1080, no overflow', as
   }
 });
 
+test('range timeline: arrows and Enter select a range without a mouse', async (t) => {
+  if (!requireFixtures(t)) return;
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await page.goto(server.base);
+  const svg = await openHistory(page);
+  await page.locator('.range-bar').first().waitFor();
+  await svg.focus();
+  // The first arrow goes to the newest step; back to step 50, Enter, two back, Enter.
+  await page.keyboard.press('ArrowRight');
+  for (let i = SPAN / STEP - 1; i > 50; i -= 1) await page.keyboard.press('ArrowLeft');
+  assert.equal(Number(await page.getByTestId('range-hover').getAttribute('data-t')), stepStart(50));
+  await page.keyboard.press('Enter');
+  await page.keyboard.press('ArrowLeft');
+  await page.keyboard.press('ArrowLeft');
+  await page.keyboard.press('Enter');
+  assert.deepEqual(await selection(page, 'a'), [stepStart(48), stepStart(51)]);
+  await page.close();
+});
+
 test('range timeline: an empty index says so in the page', async () => {
   const empty = await startServer();
   try {

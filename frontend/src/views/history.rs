@@ -283,22 +283,56 @@ pub fn HistoryView() -> impl IntoView {
             });
         }
     };
-    let on_up = move |_| {
-        let Some((a, b)) = drag.get_untracked() else { return };
-        drag.set(None);
-        let Some(s) = current() else { return };
-        let plot = s.plot();
-        if (plot.x(a) - plot.x(b)).abs() < MIN_DRAG {
-            return;
-        }
-        let range = s.snap(a, b);
-        // A first range, then a second to compare with; a third starts over.
+    // A first range, then a second to compare with; a third starts over.
+    let select = move |range: (u64, u64)| {
         selections.update(|l| {
             if l.len() >= 2 {
                 l.clear();
             }
             l.push(range);
-        });
+        })
+    };
+    let on_up = move |_| {
+        let Some((a, b)) = drag.get_untracked() else { return };
+        drag.set(None);
+        let Some(s) = current() else { return };
+        let plot = s.plot();
+        if (plot.x(a) - plot.x(b)).abs() >= MIN_DRAG {
+            select(s.snap(a, b));
+        }
+    };
+    // The keyboard's way: arrows move through the steps, Enter marks where a range
+    // starts and then where it ends, Escape lets go.
+    let on_key = move |ev: web_sys::KeyboardEvent| {
+        let Some(s) = current() else { return };
+        let last = s.points.len().saturating_sub(1);
+        let at = |i: usize| (s.range.from + i as u64 * s.step_ms) as f64 + s.step_ms as f64 / 2.0;
+        let step = match ev.key().as_str() {
+            "ArrowLeft" => Some(-1),
+            "ArrowRight" => Some(1),
+            _ => None,
+        };
+        if let Some(step) = step {
+            ev.prevent_default();
+            let i = hover.get_untracked().map_or(last, |i| i.saturating_add_signed(step).min(last));
+            hover.set(Some(i));
+            drag.update(|d| {
+                if let Some(d) = d {
+                    d.1 = at(i);
+                }
+            });
+            return;
+        }
+        match (ev.key().as_str(), drag.get_untracked(), hover.get_untracked()) {
+            ("Enter" | " ", None, Some(i)) => drag.set(Some((at(i), at(i)))),
+            ("Enter" | " ", Some((a, b)), _) => {
+                drag.set(None);
+                select(s.snap(a, b));
+            }
+            ("Escape", Some(_), _) => drag.set(None),
+            _ => return,
+        }
+        ev.prevent_default();
     };
 
     let close = move || {
@@ -413,8 +447,14 @@ pub fn HistoryView() -> impl IntoView {
                 <div class="range-chart" node_ref=svg_ref>
                     <svg
                         data-testid="range-timeline"
-                        role="img"
-                        aria-label=format!("{} per {} s over time; drag to select a range", s.sample_type, s.step_ms / 1000)
+                        role="application"
+                        tabindex="0"
+                        aria-label=format!(
+                            "{} per {} s over time: drag to select a range, or arrows and Enter at its start and end",
+                            s.sample_type,
+                            s.step_ms / 1000
+                        )
+                        on:keydown=on_key
                         viewBox=plot.view_box()
                         data-total=total.to_string()
                         data-profiles=profiles.to_string()
