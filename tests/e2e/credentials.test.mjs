@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { startServer, launchBrowser, fixtures, requireFixtures, screenshot } from './harness.mjs';
@@ -91,5 +91,34 @@ test('a server with credentials: the page asks for a token once, keeps it for th
   assert.match((await errors(page))[before], /may only read\. The key or token entered does not allow this: click again to enter another/);
   assert.equal(await page.evaluate(() => sessionStorage.getItem('stacklens-token')), null, 'a refused token is forgotten');
   await screenshot(page, 'credentials-forbidden');
+  await page.close();
+});
+
+test('capture history with credentials: the timeline asks for the token once and reads the token\'s tenant', async (t) => {
+  if (!requireFixtures(t)) return;
+  const at = Math.floor(Date.now() / 1000) - 1800;
+  const pushed = await fetch(`${server.base}/ingest?name=${encodeURIComponent('vault.cpu{zone=a}')}&from=${at}&until=${at + 10}&format=pprof`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/octet-stream', authorization: `Bearer ${ACME_KEY}` },
+    body: readFileSync(join(fixtures, 'go/base/cpu.pb.gz')),
+  });
+  assert.equal(pushed.status, 200, await pushed.text());
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const dialogs = [];
+  page.on('dialog', async (d) => { dialogs.push(d.message()); await d.accept(ACME_KEY); });
+  await page.goto(server.base);
+  await page.getByTestId('history-menu').locator('summary').click();
+  await page.locator('.range-bar').first().waitFor();
+  assert.equal(await page.getByTestId('range-series-select').locator('option:checked').textContent(), 'vault · cpu');
+  assert.equal(dialogs.length, 1, 'asked once');
+  // A dragged range opens with the kept token.
+  const box = await page.locator('.range-bar').first().boundingBox();
+  await page.mouse.move(box.x + 1, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width - 1, box.y + box.height / 2, { steps: 4 });
+  await page.mouse.up();
+  await page.getByTestId('range-open').click();
+  await page.getByTestId('flamegraph').waitFor();
+  assert.equal(dialogs.length, 1, 'the token was asked for once');
   await page.close();
 });
