@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  root, startServer, launchBrowser, fixtures, requireFixtures, requireGo, goBinary, openPage, loadFixtures, setFilter,
+  root, stacklensBin, startServer, launchBrowser, fixtures, requireFixtures, requireGo, goBinary, openPage, loadFixtures, setFilter,
   pprofTable, pprofValue, pageTopTable, until,
 } from './harness.mjs';
 
@@ -93,7 +93,7 @@ test('pprof, folded and speedscope downloads of the profile on screen, with and 
 });
 
 /** `stacklens convert IN -o OUT` with the release binary the server runs. */
-const convert = (input, output) => execFileSync(join(root, 'target/release/stacklens'), ['convert', input, '-o', output]);
+const convert = (input, output) => execFileSync(stacklensBin, ['convert', input, '-o', output]);
 
 test('a converted SVG flame graph zooms on click and searches, and shows hostile names as text', async (t) => {
   if (!requireFixtures(t)) return;
@@ -183,7 +183,7 @@ test('converted speedscope JSON opens in speedscope itself with our numbers', as
   const loader = join(dir, 'load.js');
   const b64 = readFileSync(file).toString('base64');
   writeFileSync(loader, `speedscope.loadFileFromBase64(${JSON.stringify('cpu.speedscope.json')}, ${JSON.stringify(b64)})`);
-  const ours = JSON.parse(execFileSync(join(root, 'target/release/stacklens'),
+  const ours = JSON.parse(execFileSync(stacklensBin,
     ['top', join(fixtures, 'go/base/cpu.pb.gz'), '--format', 'json'], { encoding: 'utf8' }));
   const page = await browser.newPage({ viewport: { width: 1280, height: 2000 } });
   const logs = [];

@@ -10,6 +10,8 @@ import { chromium } from 'playwright-core';
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const fixtures = process.env.STACKLENS_FIXTURES || resolve(root, '../shared/fixtures');
 export const screenshots = resolve(root, 'test-results/screenshots');
+/** The release binary the tests run: STACKLENS_BIN, e.g. a build with another CARGO_TARGET_DIR. */
+export const stacklensBin = process.env.STACKLENS_BIN || join(root, 'target/release/stacklens');
 
 /**
  * True when the shared fixtures are present. When they are missing the test fails, unless
@@ -38,8 +40,7 @@ async function freePort() {
 /** Starts the server binary on a free port; resolves once /healthz answers. */
 export async function startServer(extraArgs = []) {
   const port = await freePort();
-  const bin = process.env.STACKLENS_BIN || join(root, 'target/release/stacklens');
-  const proc = spawn(bin, ['serve', '--listen', `127.0.0.1:${port}`, '--dist', join(root, 'dist'), '--store', 'memory://', ...extraArgs], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const proc = spawn(stacklensBin, ['serve', '--listen', `127.0.0.1:${port}`, '--dist', join(root, 'dist'), '--store', 'memory://', ...extraArgs], { stdio: ['ignore', 'inherit', 'inherit'] });
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 15000;
   for (;;) {

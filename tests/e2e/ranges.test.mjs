@@ -60,6 +60,12 @@ async function openHistory(page) {
   return svg;
 }
 
+/** The window the page shows, [from, to] (ms): the module's, unless a step ended since. */
+async function shownWindow(page) {
+  const svg = page.getByTestId('range-timeline');
+  return [Number(await svg.getAttribute('data-from')), Number(await svg.getAttribute('data-to'))];
+}
+
 /** The client-space box of the bar of step `k` (drawn when the step has profiles). */
 async function bar(page, k) {
   const found = page.locator(`.range-bar[data-t="${stepStart(k)}"]`);
@@ -94,7 +100,8 @@ test('range timeline: hover, a dragged range merged, two ranges diffed, labels, 
   assert.equal(await page.getByTestId('range-series-select').locator('option:checked').textContent(), 'checkout · cpu');
 
   // The timeline is the server's series: one bar per step with profiles, and the totals.
-  const series = await api(`series?${query([from, to])}&step=${STEP / 1000}`);
+  const pageRange = await shownWindow(page);
+  const series = await api(`series?${query(pageRange)}&step=${STEP / 1000}`);
   const points = series.series[0].points;
   const withProfiles = points.filter((p) => p.profiles > 0);
   assert.deepEqual(withProfiles.map((p) => p.t), PUSHES.map(([k]) => stepStart(k)));
@@ -139,7 +146,7 @@ test('range timeline: hover, a dragged range merged, two ranges diffed, labels, 
   await page.getByTestId('details-trend').click();
   const trend = page.getByTestId('function-trend');
   await trend.waitFor();
-  const history = await api(`functions/${encodeURIComponent(first.name)}/history?${query([from, to])}&step=${STEP / 1000}`);
+  const history = await api(`functions/${encodeURIComponent(first.name)}/history?${query(pageRange)}&step=${STEP / 1000}`);
   const dots = await trend.getByTestId('trend-point').evaluateAll((els) =>
     els.map((e) => ({ t: Number(e.dataset.t), self: Number(e.dataset.self), cum: Number(e.dataset.cum) })));
   assert.equal(dots.length, SPAN / STEP);
@@ -185,7 +192,7 @@ test('range timeline: hover, a dragged range merged, two ranges diffed, labels, 
   const labelSelect = page.getByTestId('range-label-select');
   await until('the label values', async () => (await labelSelect.locator('option').count()) > 2 || undefined);
   await labelSelect.selectOption('region=eu');
-  const eu = await api(`series?${query([from, to], 'region=eu')}&step=${STEP / 1000}`);
+  const eu = await api(`series?${query(await shownWindow(page), 'region=eu')}&step=${STEP / 1000}`);
   const euTotal = eu.series[0].points.reduce((s, p) => s + p.value, 0);
   await until('the eu total', async () => Number(await page.getByTestId('range-timeline').getAttribute('data-total')) === euTotal || undefined);
   assert.ok(euTotal < points.reduce((s, p) => s + p.value, 0));
@@ -245,14 +252,21 @@ test('range timeline: arrows and Enter select a range without a mouse', async (t
   await page.locator('.range-bar').first().waitFor();
   await svg.focus();
   // The first arrow goes to the newest step; back to step 50, Enter, two back, Enter.
+  const [, shownTo] = await shownWindow(page);
   await page.keyboard.press('ArrowRight');
-  for (let i = SPAN / STEP - 1; i > 50; i -= 1) await page.keyboard.press('ArrowLeft');
+  for (let t = shownTo - STEP; t > stepStart(50); t -= STEP) await page.keyboard.press('ArrowLeft');
   assert.equal(Number(await page.getByTestId('range-hover').getAttribute('data-t')), stepStart(50));
   await page.keyboard.press('Enter');
   await page.keyboard.press('ArrowLeft');
   await page.keyboard.press('ArrowLeft');
   await page.keyboard.press('Enter');
   assert.deepEqual(await selection(page, 'a'), [stepStart(48), stepStart(51)]);
+  // The last hour holds no profile: a zero per step, and the keys still work.
+  await page.getByTestId('range-window').selectOption({ label: 'last hour' });
+  await page.getByText('No profiles in this window.').waitFor();
+  await page.getByTestId('range-timeline').focus();
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await page.getByTestId('range-hover').getAttribute('data-profiles'), '0');
   await page.close();
 });
 

@@ -179,16 +179,16 @@ fn chart(shown: &Shown, hover: Option<usize>, selections: &[(u64, u64)], draggin
 }
 
 /// The value under the mouse: the hovered step's time, total and profile count.
-fn hover_line(shown: &Shown, i: usize) -> impl IntoView {
-    let p = shown.points[i].clone();
+fn hover_line(shown: &Shown, i: usize) -> Option<impl IntoView> {
+    let p = shown.points.get(i)?.clone();
     let with_date = needs_date((shown.range.to - shown.range.from) as f64);
     let when = format!("{}–{}", clock(p.t as f64, with_date), clock((p.t + shown.step_ms) as f64, false));
     let profiles = if p.profiles == 1 { "1 profile".to_owned() } else { format!("{} profiles", p.profiles) };
-    view! {
+    Some(view! {
         <p class="range-hover" data-testid="range-hover" data-t=p.t.to_string() data-value=p.value.to_string() data-profiles=p.profiles.to_string()>
             <b>{when}</b> " · " {shown.sample_type.clone()} " " {format_value(p.value, &shown.unit)} " · " {profiles}
         </p>
-    }
+    })
 }
 
 #[component]
@@ -232,10 +232,15 @@ pub fn HistoryView() -> impl IntoView {
         let mine = asked.get_value() + 1;
         asked.set_value(mine);
         shown.set(None);
+        hover.set(None);
+        drag.set(None);
         spawn_local(async move {
             let tenant = tenant();
+            // No line when the window holds no profile: a zero for every step then.
+            let zeros =
+                || (range.from..range.to).step_by(step as usize).map(|t| SeriesPoint { t, value: 0, profiles: 0 });
             let answer = ranges::series(&range, step, tenant.as_deref()).await.map(|s| Shown {
-                points: s.series.into_iter().next().map(|l| l.points).unwrap_or_default(),
+                points: s.series.into_iter().next().map(|l| l.points).unwrap_or_else(|| zeros().collect()),
                 range: range.clone(),
                 step_ms: step,
                 unit: s.unit,
@@ -304,8 +309,8 @@ pub fn HistoryView() -> impl IntoView {
     // The keyboard's way: arrows move through the steps, Enter marks where a range
     // starts and then where it ends, Escape lets go.
     let on_key = move |ev: web_sys::KeyboardEvent| {
-        let Some(s) = current() else { return };
-        let last = s.points.len().saturating_sub(1);
+        let Some(s) = current().filter(|s| !s.points.is_empty()) else { return };
+        let last = s.points.len() - 1;
         let at = |i: usize| (s.range.from + i as u64 * s.step_ms) as f64 + s.step_ms as f64 / 2.0;
         let step = match ev.key().as_str() {
             "ArrowLeft" => Some(-1),
@@ -456,6 +461,8 @@ pub fn HistoryView() -> impl IntoView {
                         )
                         on:keydown=on_key
                         viewBox=plot.view_box()
+                        data-from=s.range.from.to_string()
+                        data-to=s.range.to.to_string()
                         data-total=total.to_string()
                         data-profiles=profiles.to_string()
                         on:mousedown=on_down
@@ -469,7 +476,7 @@ pub fn HistoryView() -> impl IntoView {
                         {move || chart(&chart_s, hover.get(), &selections.get(), drag.get())}
                     </svg>
                 </div>
-                {move || hover.get().map(|i| hover_line(&hover_s, i))}
+                {move || hover.get().and_then(|i| hover_line(&hover_s, i))}
                 {(profiles == 0).then(|| view! { <p class="hint">"No profiles in this window."</p> })}
             }
             .into_any(),
