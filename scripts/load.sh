@@ -2,11 +2,16 @@
 # Load on a release `stacklens serve` on 127.0.0.1, once over a temp file:// folder and
 # once over SeaweedFS (s3://test): small and large uploads of distinct profiles, raw
 # GETs, diffs, then 1,000 uploads all in flight at once, read back and listed
-# (backend/examples/load.rs). Prints a Markdown table for BENCHMARKS.md.
+# (backend/examples/load/). Prints a Markdown table for BENCHMARKS.md.
+# With `history`: pushes a long history of one service, then measures listing pages and
+# one-hour range queries over it (backend/examples/load/history.rs).
 # Usage: scripts/load.sh [clients]        (default 64; LOAD_ARGS adds options for the tool)
+#        scripts/load.sh history [sessions]   (default 100000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-clients=${1:-64}
+mode=run
+if [ "${1:-}" = history ]; then mode=history; shift; fi
+clients=${1:-64} sessions=${1:-100000}
 fixtures=${STACKLENS_FIXTURES:-../shared/fixtures}
 weed=${STACKLENS_WEED:-.tools/seaweedfs/bin/weed}
 
@@ -57,7 +62,9 @@ measure() {
   server_pid=$!
   wait_for "stacklens serve" "http://127.0.0.1:$port/healthz"
   # shellcheck disable=SC2086 # LOAD_ARGS is a list of options
-  "$load" run --url "http://127.0.0.1:$port" --fixtures "$fixtures" --clients "$clients" \
+  local what=(run --fixtures "$fixtures" --clients "$clients")
+  [ "$mode" = history ] && what=(history --sessions "$sessions")
+  "$load" "${what[@]}" --url "http://127.0.0.1:$port" \
     --server-pid "$server_pid" ${weed_pid:+--store-pid "$weed_pid"} --label "$label" --json "$out" ${LOAD_ARGS:-} >&2
   stop "$server_pid"
   server_pid=''

@@ -225,6 +225,12 @@ pub fn run(args: ServeArgs, opened: Opened, listening: impl FnOnce(SocketAddr)) 
                  (use --token-file or --jwt-secret-file/--jwt-public-key)"
             );
         }
+        // Before serving, so that listings find entries an earlier version wrote.
+        match crate::records::refile_legacy_entries(&store).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!("refiled {n} index entries into time buckets"),
+            Err(e) => tracing::warn!("refiling index entries an earlier version wrote: {e}"),
+        }
         let state = std::sync::Arc::new(AppState {
             store,
             auth,

@@ -213,35 +213,106 @@ impl Store {
 
     /// Keys under `prefix` (relative to it), in ascending order, after `offset` if given.
     pub async fn list(&self, prefix: &str, offset: Option<&str>) -> Result<Vec<String>, StoreError> {
+        let mut keys = Vec::new();
+        self.scan(prefix, offset, |key| {
+            keys.push(key);
+            true
+        })
+        .await?;
+        Ok(keys)
+    }
+
+    /// Keys under `prefix` (relative to it) after `offset`, handed to `visit` in ascending
+    /// order until it returns false. Stores that list in order (S3, GCS, Azure, memory)
+    /// stop fetching pages there; a local folder has no order, so its names are read
+    /// whole first (by file type, without a stat per file, unlike LocalFileSystem).
+    pub async fn scan(
+        &self,
+        prefix: &str,
+        offset: Option<&str>,
+        mut visit: impl FnMut(String) -> bool + Send,
+    ) -> Result<(), StoreError> {
+        if let Some((folder, _)) = self.local_path(prefix) {
+            let offset = offset.map(str::to_owned);
+            let keys = self.bounded(blocking(move || local_keys(&folder, offset.as_deref()))).await?;
+            for key in keys {
+                if !visit(key) {
+                    break;
+                }
+            }
+            return Ok(());
+        }
         let base = self.path(prefix);
-        let stream = match offset {
+        let mut stream = match offset {
             Some(o) => self.inner.list_with_offset(Some(&base), &self.path(&format!("{prefix}/{o}"))),
             None => self.inner.list(Some(&base)),
         };
-        let metas: Vec<_> = self.bounded(async { Ok(stream.try_collect().await?) }).await?;
-        let mut keys: Vec<String> = metas
-            .into_iter()
-            .filter_map(|m| {
-                m.location
-                    .prefix_match(&base)
-                    .map(|rest| rest.map(|p| p.as_ref().to_owned()).collect::<Vec<_>>().join("/"))
-            })
-            .collect();
-        // Not every store lists in order.
-        keys.sort_unstable();
-        Ok(keys)
+        self.bounded(async {
+            while let Some(meta) = stream.try_next().await? {
+                let Some(rest) = meta.location.prefix_match(&base) else { continue };
+                if !visit(rest.map(|p| p.as_ref().to_owned()).collect::<Vec<_>>().join("/")) {
+                    break;
+                }
+            }
+            Ok(())
+        })
+        .await
     }
 
     /// The folders directly under `prefix` (their names), in ascending order: one
     /// listing of one level, whatever lies deeper.
     pub async fn list_folders(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        Ok(self.list_level(prefix).await?.folders)
+    }
+
+    /// The folders and the objects directly under `prefix` (their names), each in
+    /// ascending order: one listing of one level.
+    pub async fn list_level(&self, prefix: &str) -> Result<Level, StoreError> {
         let base = self.path(prefix);
         let listed = self.bounded(async { Ok(self.inner.list_with_delimiter(Some(&base)).await?) }).await?;
-        let mut folders: Vec<String> =
-            listed.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_owned)).collect();
-        folders.sort_unstable();
-        Ok(folders)
+        let names = |paths: Vec<Path>| {
+            let mut names: Vec<String> = paths.iter().filter_map(|p| p.filename().map(str::to_owned)).collect();
+            names.sort_unstable();
+            names
+        };
+        Ok(Level {
+            folders: names(listed.common_prefixes),
+            objects: names(listed.objects.into_iter().map(|meta| meta.location).collect()),
+        })
     }
+}
+
+/// One level of a folder: its subfolders and its own objects.
+pub struct Level {
+    pub folders: Vec<String>,
+    pub objects: Vec<String>,
+}
+
+/// The keys in a local folder and its subfolders after `offset`, sorted; staged writes
+/// (`name#digits`, LocalFileSystem's layout) are not objects yet.
+fn local_keys(folder: &std::path::Path, offset: Option<&str>) -> std::io::Result<Vec<String>> {
+    let staged =
+        |name: &str| name.split_once('#').is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    let mut keys = Vec::new();
+    let mut folders = vec![(folder.to_path_buf(), String::new())];
+    while let Some((folder, relative)) = folders.pop() {
+        let entries = match std::fs::read_dir(&folder) {
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            entries => entries?,
+        };
+        for entry in entries {
+            let entry = entry?;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
+            let key = if relative.is_empty() { name.clone() } else { format!("{relative}/{name}") };
+            if entry.file_type()?.is_dir() {
+                folders.push((entry.path(), key));
+            } else if !staged(&name) && offset.is_none_or(|o| key.as_str() > o) {
+                keys.push(key);
+            }
+        }
+    }
+    keys.sort_unstable();
+    Ok(keys)
 }
 
 /// `work` on tokio's blocking pool.

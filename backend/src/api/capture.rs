@@ -182,20 +182,18 @@ pub async fn history(
     let service = required(&query, "service")?;
     check_name("service", service, 128)?;
     let kind = parse_kind(required(&query, "profileType")?)?;
-    let bound = |name: &str| -> Result<Option<std::time::SystemTime>, ApiError> {
-        query.get(name).filter(|v| !v.is_empty()).map(|v| humantime::parse_rfc3339_weak(v)).transpose().map_err(|e| {
+    let bound = |name: &str, default: u64| -> Result<u64, ApiError> {
+        let Some(value) = query.get(name).filter(|v| !v.is_empty()) else { return Ok(default) };
+        let at = humantime::parse_rfc3339_weak(value).map_err(|e| {
             ApiError::bad_request("InvalidParameter", format!("{name} is not an RFC 3339 time: {e}"))
                 .details(json!({ "field": name }))
-        })
+        })?;
+        Ok(at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64))
     };
-    let (from, to) = (bound("from")?, bound("to")?);
+    let (from, to) = (bound("from", 0)?, bound("to", u64::MAX)?);
     let mut points = Vec::new();
-    for entry in captures::history(&state.store, &tenant, service, kind).await? {
+    for entry in captures::history(&state.store, &tenant, service, kind, from, to).await? {
         let started = entry.started;
-        let at = humantime::parse_rfc3339(&started.started_at).ok();
-        if from.is_some_and(|f| at.is_some_and(|a| a < f)) || to.is_some_and(|t| at.is_some_and(|a| a > t)) {
-            continue;
-        }
         let done = outcome(&state, &started, entry.done);
         let status = Done::status(done.as_ref());
         let done = done.unwrap_or_default();

@@ -4,6 +4,7 @@
 //! "Latest" is not stored (it would need an overwrite): it is the newest entry of a
 //! per-type-and-service index whose names are time-ordered.
 
+use futures::{StreamExt, TryStreamExt};
 use stacklens_core::analysis::summary::FunctionShare;
 pub use stacklens_core::api::BaselineRecord;
 use stacklens_core::ProfileKind;
@@ -90,14 +91,10 @@ pub async fn find(store: &Store, tenant: &Tenant, id: &str) -> Result<BaselineRe
 
 /// A tenant's baselines, newest first.
 pub async fn list(store: &Store, tenant: &Tenant) -> Result<Vec<BaselineRecord>> {
-    let mut baselines = Vec::new();
-    for name in store.list(&time_prefix(tenant), None).await?.iter().rev() {
-        let Some(id) = id_of(name) else { continue };
-        if let Some(record) = load(store, &record_key(tenant, id)).await? {
-            baselines.push(record);
-        }
-    }
-    Ok(baselines)
+    let names = store.list(&time_prefix(tenant), None).await?;
+    let keys: Vec<String> = names.iter().rev().filter_map(|name| Some(record_key(tenant, id_of(name)?))).collect();
+    let records = futures::stream::iter(keys).map(|key| async move { load(store, &key).await }).buffered(16);
+    Ok(records.try_collect::<Vec<_>>().await?.into_iter().flatten().collect())
 }
 
 /// Deletes a baseline: out of the indexes, then its record, then its pin (which

@@ -1,12 +1,14 @@
 //! Captures from running services. Records are create-only: `started.json`, then
-//! `done.json` with the outcome; a per-service-and-type index in start order serves
-//! history. A capture holds the sessions it stored (see [`super::refs`]).
+//! `done.json` with the outcome; a per-service-and-type index in start order, bucketed
+//! by time (see [`super::buckets`]), serves history for a time range. A capture
+//! holds the sessions it stored (see [`super::refs`]).
 
+use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use stacklens_core::analysis::summary::FunctionShare;
 use stacklens_core::ProfileKind;
 
-use super::{create, load, now_rfc3339, refs, valid_id, Kind, RecordError, Result, Tenant};
+use super::{buckets, create, load, now_rfc3339, refs, valid_id, Kind, RecordError, Result, Tenant};
 use crate::store::Store;
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -67,7 +69,11 @@ impl Done {
 
 /// Captures by service and type in time order (for history).
 fn history_prefix(tenant: &Tenant, service: &str, kind: ProfileKind) -> String {
-    tenant.key(&format!("captures-by/s{}/{kind}", hex::encode(service)))
+    format!("{}/s{}/{kind}", histories(tenant), hex::encode(service))
+}
+
+fn histories(tenant: &Tenant) -> String {
+    tenant.key("captures-by")
 }
 
 fn key(tenant: &Tenant, id: &str, part: &str) -> String {
@@ -78,9 +84,8 @@ fn key(tenant: &Tenant, id: &str, part: &str) -> String {
 pub async fn start(store: &Store, tenant: &Tenant, started: &Started) -> Result<()> {
     create(store, &key(tenant, &started.id, "started"), started).await?;
     let millis = super::millis_of(&started.started_at);
-    let indexed =
-        format!("{}/{millis:016x}-{}", history_prefix(tenant, &started.service, started.profile_type), started.id);
-    store.create(&indexed, bytes::Bytes::new()).await?;
+    let prefix = history_prefix(tenant, &started.service, started.profile_type);
+    store.create(&buckets::key(&prefix, &format!("{millis:016x}-{}", started.id)), bytes::Bytes::new()).await?;
     Ok(())
 }
 
@@ -109,27 +114,36 @@ pub struct CaptureEntry {
     pub done: Option<Done>,
 }
 
-/// When a service and type's captures started, with their index names, oldest first:
-/// a listing only, without reading the records.
-pub async fn times(store: &Store, tenant: &Tenant, service: &str, kind: ProfileKind) -> Result<Vec<(u64, String)>> {
-    let names = store.list(&history_prefix(tenant, service, kind), None).await?;
-    Ok(names
-        .into_iter()
-        .filter_map(|name| Some((u64::from_str_radix(name.split_once('-')?.0, 16).ok()?, name)))
-        .collect())
-}
-
-/// A service and type's captures, oldest first.
-pub async fn history(store: &Store, tenant: &Tenant, service: &str, kind: ProfileKind) -> Result<Vec<CaptureEntry>> {
+/// A service and type's captures that started from `from` to `to` (milliseconds since
+/// the epoch, inclusive), oldest first: only the index's buckets of that time are listed.
+pub async fn history(
+    store: &Store,
+    tenant: &Tenant,
+    service: &str,
+    kind: ProfileKind,
+    from: u64,
+    to: u64,
+) -> Result<Vec<CaptureEntry>> {
     let prefix = history_prefix(tenant, service, kind);
-    let mut entries = Vec::new();
-    for (millis, name) in times(store, tenant, service, kind).await? {
-        let Some((_, id)) = name.split_once('-') else { continue };
-        let Some(started) = load::<Started>(store, &key(tenant, id, "started")).await? else { continue };
-        let done: Option<Done> = load(store, &key(tenant, id, "done")).await?;
-        entries.push(CaptureEntry { millis, index: format!("{prefix}/{name}"), started, done });
-    }
-    Ok(entries)
+    let bucketed = store.list_folders(&prefix).await?;
+    let names = buckets::range(store, &prefix, &bucketed, &format!("{from:016x}"), &format!("{to:016x}")).await?;
+    let entries = futures::stream::iter(names).map(|name| {
+        let prefix = &prefix;
+        async move {
+            let Some((millis, id)) = name.split_once('-') else { return Ok(None) };
+            let (Ok(millis), true) = (u64::from_str_radix(millis, 16), valid_id(id, "cap")) else { return Ok(None) };
+            let (started_at, done_at) = (key(tenant, id, "started"), key(tenant, id, "done"));
+            let (started, done) =
+                futures::try_join!(load::<Started>(store, &started_at), load::<Done>(store, &done_at))?;
+            Ok::<_, RecordError>(started.map(|started| CaptureEntry {
+                millis,
+                index: buckets::key(prefix, &name),
+                started,
+                done,
+            }))
+        }
+    });
+    Ok(entries.buffered(16).try_collect::<Vec<_>>().await?.into_iter().flatten().collect())
 }
 
 /// Deletes a capture, and releases its sessions (removed unless something else holds them).
@@ -142,4 +156,21 @@ pub async fn forget(store: &Store, tenant: &Tenant, entry: &CaptureEntry) -> Res
     store.delete(&key(tenant, id, "done")).await?;
     store.delete(&key(tenant, id, "started")).await?;
     Ok(())
+}
+
+/// Files the history entries written before indexes had buckets
+/// (`captures-by/{service}/{type}/{name}`) into their buckets; run once as a server starts.
+pub async fn refile_legacy_entries(store: &Store, tenant: &Tenant) -> Result<usize> {
+    let mut refiled = 0;
+    for service in store.list_folders(&histories(tenant)).await? {
+        for kind in store.list_folders(&format!("{}/{service}", histories(tenant))).await? {
+            let prefix = format!("{}/{service}/{kind}", histories(tenant));
+            for name in store.list_level(&prefix).await?.objects.iter().filter(|name| buckets::timed(name)) {
+                store.create(&buckets::key(&prefix, name), bytes::Bytes::new()).await?;
+                store.delete(&format!("{prefix}/{name}")).await?;
+                refiled += 1;
+            }
+        }
+    }
+    Ok(refiled)
 }

@@ -4,6 +4,7 @@
 //! Everything here speaks object storage and [`RecordError`]; nothing knows HTTP.
 
 pub mod baselines;
+pub mod buckets;
 pub mod captures;
 pub mod leases;
 pub mod refs;
@@ -126,4 +127,123 @@ pub async fn load<T: DeserializeOwned>(store: &Store, key: &str) -> Result<Optio
 /// Creates a JSON record unless `key` exists; true when this call created it.
 pub async fn create<T: Serialize>(store: &Store, key: &str, record: &T) -> Result<bool> {
     Ok(store.create(key, Bytes::from(serde_json::to_vec(record)?)).await?)
+}
+
+/// Files index entries written in an earlier layout into the current one, for every
+/// tenant; a server runs it as it starts. Replicas doing it at once create the same
+/// objects (create-only) and delete the same ones.
+pub async fn refile_legacy_entries(store: &Store) -> Result<usize> {
+    let mut refiled = 0;
+    for tenant in store.list_folders("tenants").await? {
+        let tenant = Tenant(tenant);
+        refiled += sessions::refile_legacy_entries(store, &tenant).await?;
+        refiled += captures::refile_legacy_entries(store, &tenant).await?;
+    }
+    Ok(refiled)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use stacklens_core::ProfileKind;
+
+    use super::*;
+
+    fn session(service: &str, kind: ProfileKind) -> sessions::NewSession {
+        sessions::NewSession {
+            service: service.to_owned(),
+            name: "p".to_owned(),
+            labels: BTreeMap::new(),
+            profile_type: kind,
+            sample_types: vec!["samples".to_owned()],
+            sample_count: 1,
+            duration_seconds: 0.0,
+        }
+    }
+
+    /// Moves every object under `from` to the same name directly in `to`: the index
+    /// layout before buckets (and, for sessions, before names carried the type).
+    async fn unbucket(store: &Store, from: &str, to: &str, rename: impl Fn(&str) -> String) {
+        for key in store.list(from, None).await.unwrap() {
+            let body = store.get(&format!("{from}/{key}")).await.unwrap().unwrap();
+            let name = key.rsplit('/').next().unwrap();
+            store.create(&format!("{to}/{}", rename(name)), body).await.unwrap();
+            store.delete(&format!("{from}/{key}")).await.unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn entries_an_earlier_version_wrote_are_listed_after_refiling() {
+        let dir = std::env::temp_dir().join(format!("stacklens-refile-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let timeout = Duration::from_secs(10);
+        for store in [Store::open(dir.to_str().unwrap(), timeout).unwrap(), Store::open("memory://", timeout).unwrap()]
+        {
+            let tenant = Tenant("acme".to_owned());
+            let mut ids = Vec::new();
+            for (i, (service, kind)) in
+                [("shop", ProfileKind::Cpu), ("shop", ProfileKind::Memory), ("", ProfileKind::Cpu)]
+                    .into_iter()
+                    .enumerate()
+            {
+                let bytes = Bytes::from(vec![i as u8; 8]);
+                let (_, record) =
+                    sessions::store(&store, &tenant, bytes, session(service, kind), sessions::UPLOAD).await.unwrap();
+                ids.push(record.id);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            ids.reverse();
+            let started = captures::Started {
+                id: "cap-0123456789abcdef0123456789abcdef".to_owned(),
+                service: "shop".to_owned(),
+                profile_type: ProfileKind::Cpu,
+                started_at: now_rfc3339(),
+                duration_seconds: 1,
+                sample_rate: None,
+                slot: None,
+            };
+            captures::start(&store, &tenant, &started).await.unwrap();
+            let listed = |service: Option<&'static str>, kind: Option<ProfileKind>| {
+                let (store, tenant) = (&store, &tenant);
+                async move {
+                    let (page, _) = sessions::list(store, tenant, service, kind, 10, None).await.unwrap();
+                    page.into_iter().map(|r| r.id).collect::<Vec<_>>()
+                }
+            };
+            let history = || captures::history(&store, &tenant, "shop", ProfileKind::Cpu, 0, u64::MAX);
+            assert_eq!(listed(None, None).await, ids, "{}", store.description);
+
+            let by_time = tenant.key("sessions-by-time");
+            unbucket(&store, &by_time, &by_time, |name| name.split('.').next().unwrap().to_owned()).await;
+            for key in store.list(&tenant.key("sessions-by-service"), None).await.unwrap() {
+                store.delete(&format!("{}/{key}", tenant.key("sessions-by-service"))).await.unwrap();
+            }
+            let by_service = tenant.key(&format!("captures-by/s{}/cpu", hex::encode("shop")));
+            unbucket(&store, &by_service, &by_service, str::to_owned).await;
+            assert_eq!(listed(None, None).await, Vec::<String>::new(), "the old layout is not read");
+            assert_eq!(history().await.unwrap().len(), 0);
+
+            assert_eq!(refile_legacy_entries(&store).await.unwrap(), 4, "three sessions and a capture");
+            assert_eq!(listed(None, None).await, ids, "{}", store.description);
+            assert_eq!(listed(Some("shop"), None).await, ids[1..]);
+            assert_eq!(listed(Some("shop"), Some(ProfileKind::Cpu)).await, ids[2..]);
+            assert_eq!(listed(None, Some(ProfileKind::Cpu)).await, [ids[0].clone(), ids[2].clone()]);
+            assert_eq!(
+                history().await.unwrap().into_iter().map(|e| e.started.id).collect::<Vec<_>>(),
+                [started.id.as_str()]
+            );
+            assert_eq!(refile_legacy_entries(&store).await.unwrap(), 0, "once only");
+
+            // Deleting a session removes every entry of it.
+            let record = sessions::find(&store, &tenant, &ids[1]).await.unwrap();
+            sessions::delete(&store, &tenant, &record).await.unwrap();
+            assert_eq!(listed(Some("shop"), None).await, ids[2..]);
+            assert_eq!(listed(None, None).await, [ids[0].clone(), ids[2].clone()]);
+            let entries = store.list(&tenant.key("sessions-by-service"), None).await.unwrap();
+            assert_eq!(entries.len(), 1, "{entries:?}");
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

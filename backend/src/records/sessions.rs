@@ -4,20 +4,23 @@
 //! stored once. A deleted session is hidden at once (tombstone) and its bytes go when
 //! no baseline or capture refers to it any more (see [`super::refs`]).
 //!
-//! An upload stores four objects: the bytes, the record, and two copies of the record
-//! (the claim, found by content, and the index entry, listed by time), which on
-//! file:// are hard links and cost no file. The upload that creates a session holds it
+//! An upload stores four objects (five with a service): the bytes, the record, and
+//! copies of the record (the claim, found by content, and the index entries, listed by
+//! time, all of them and the service's), which on file:// are hard links and cost no
+//! file. The indexes are bucketed by time (see [`super::buckets`]) and their entries'
+//! names end with the profile type, so a page of a listing reads that page only. The upload that creates a session holds it
 //! without a reference object, until the session is deleted (see [`holds_its_upload`]).
 
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 pub use stacklens_core::api::SessionRecord;
 use stacklens_core::ProfileKind;
 
-use super::{load, millis_of, now_rfc3339, random_id, refs, valid_id, Kind, RecordError, Result, Tenant};
+use super::{buckets, load, millis_of, now_rfc3339, random_id, refs, valid_id, Kind, RecordError, Result, Tenant};
 use crate::store::Store;
 
 /// A new session's description; core has read the bytes already.
@@ -54,9 +57,49 @@ fn index_prefix(tenant: &Tenant) -> String {
     tenant.key("sessions-by-time")
 }
 
-/// Index entries sort newest first: the name starts with the inverted creation time.
-fn index_key(tenant: &Tenant, record: &SessionRecord) -> String {
-    format!("{}/{:016x}-{}", index_prefix(tenant), u64::MAX - millis_of(&record.created_at), record.id)
+fn service_index_prefix(tenant: &Tenant, service: &str) -> String {
+    tenant.key(&format!("sessions-by-service/s{}", hex::encode(service)))
+}
+
+/// Index entries sort newest first: the name starts with the inverted creation time,
+/// and ends with the profile type (listings filter by it without reading records).
+fn index_name(record: &SessionRecord) -> String {
+    format!("{}.{}", legacy_name(record), record.profile_type)
+}
+
+/// An entry's name before entries had buckets and types: `sessions-by-time/{name}`.
+fn legacy_name(record: &SessionRecord) -> String {
+    format!("{:016x}-{}", u64::MAX - millis_of(&record.created_at), record.id)
+}
+
+/// The index entries a session is listed by: among all, and among its service's.
+fn index_keys(tenant: &Tenant, record: &SessionRecord) -> Vec<String> {
+    let name = index_name(record);
+    let mut keys = vec![buckets::key(&index_prefix(tenant), &name)];
+    if !record.service.is_empty() {
+        keys.push(buckets::key(&service_index_prefix(tenant, &record.service), &name));
+    }
+    keys
+}
+
+/// Lists a session: its index entries, copies of its record (stored at `record_at`).
+async fn file_entries(store: &Store, tenant: &Tenant, record: &SessionRecord, described: Bytes) -> Result<()> {
+    let record_at = record_key(tenant, &record.id);
+    let filed = index_keys(tenant, record).into_iter().map(|key| {
+        let (described, record_at) = (described.clone(), &record_at);
+        async move { store.create_copy(&key, described, record_at).await }
+    });
+    futures::future::try_join_all(filed).await?;
+    Ok(())
+}
+
+/// Stops listing a session (also under the index layout before buckets).
+async fn forget_entries(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<()> {
+    let legacy = format!("{}/{}", index_prefix(tenant), legacy_name(record));
+    for key in index_keys(tenant, record).into_iter().chain([legacy]) {
+        store.delete(&key).await?;
+    }
+    Ok(())
 }
 
 /// Stores `bytes` as a session held by `holder`, or finds the session these bytes
@@ -80,8 +123,7 @@ pub async fn store(
                 if upload_holds || refs::hold(store, tenant, &id, holder).await? {
                     // Written again in case the run that stored it stopped before its index entry.
                     let described = Bytes::from(serde_json::to_vec(&record)?);
-                    let index = index_key(tenant, &record);
-                    store.create_copy(&index, described, &record_key(tenant, &id)).await?;
+                    file_entries(store, tenant, &record, described).await?;
                     return Ok((false, record));
                 }
             }
@@ -122,10 +164,9 @@ pub async fn store(
                 refs::hold_new(store, tenant, &record.id, holder).await
             },
         )?;
-        let index = index_key(tenant, &record);
         let (claimed, _) = futures::try_join!(
-            store.create_copy(&claim, described.clone(), &record_at),
-            store.create_copy(&index, described, &record_at)
+            async { Ok::<_, RecordError>(store.create_copy(&claim, described.clone(), &record_at).await?) },
+            file_entries(store, tenant, &record, described.clone())
         )?;
         if claimed {
             return Ok((true, record));
@@ -202,7 +243,7 @@ pub async fn raw(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Resu
 /// not keep what its owner deleted: its entries go.
 pub async fn delete(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<()> {
     store.create(&tombstone_key(tenant, &record.id), Bytes::new()).await?;
-    store.delete(&index_key(tenant, record)).await?;
+    forget_entries(store, tenant, record).await?;
     release_claim(store, tenant, &record.sha256, &record.id).await?;
     super::series::forget_session(store, tenant, &record.id).await?;
     refs::release(store, tenant, &record.id, UPLOAD).await
@@ -211,7 +252,7 @@ pub async fn delete(store: &Store, tenant: &Tenant, record: &SessionRecord) -> R
 /// Removes everything of a session that nothing refers to (called by [`refs`]).
 pub(super) async fn remove(store: &Store, tenant: &Tenant, id: &str) -> Result<()> {
     if let Some(record) = load::<SessionRecord>(store, &record_key(tenant, id)).await? {
-        store.delete(&index_key(tenant, &record)).await?;
+        forget_entries(store, tenant, &record).await?;
         release_claim(store, tenant, &record.sha256, id).await?;
     }
     store.delete(&record_key(tenant, id)).await?;
@@ -221,6 +262,7 @@ pub(super) async fn remove(store: &Store, tenant: &Tenant, id: &str) -> Result<(
 }
 
 /// One page of a tenant's sessions, newest first, and the cursor of the next page.
+/// Reads the page's entries only: a service's own index, the type from entry names.
 pub async fn list(
     store: &Store,
     tenant: &Tenant,
@@ -229,31 +271,47 @@ pub async fn list(
     limit: usize,
     cursor: Option<&str>,
 ) -> Result<(Vec<SessionRecord>, Option<String>)> {
-    let entries = store.list(&index_prefix(tenant), cursor).await?;
-    let mut page = Vec::new();
-    let mut next_cursor = None;
-    for entry in entries {
-        if page.len() == limit {
-            break;
-        }
-        next_cursor = Some(entry.clone());
-        let Some(record) = visible(store, tenant, &entry[17..]).await? else {
-            continue; // deleted meanwhile
-        };
-        if service.is_some_and(|s| s != record.service) || kind.is_some_and(|k| k != record.profile_type) {
-            continue;
-        }
-        page.push(record);
-    }
-    if page.len() < limit {
-        next_cursor = None;
-    }
+    let prefix = service.map_or_else(|| index_prefix(tenant), |s| service_index_prefix(tenant, s));
+    let bucketed = store.list_folders(&prefix).await?;
+    let suffix = kind.map(|k| format!(".{k}"));
+    let names = buckets::page(store, &prefix, &bucketed, cursor, limit, |name| {
+        suffix.as_ref().is_none_or(|s| name.ends_with(s.as_str()))
+    })
+    .await?;
+    let keys: Vec<String> = names.iter().map(|name| buckets::key(&prefix, name)).collect();
+    let records: Vec<Option<SessionRecord>> = futures::stream::iter(keys)
+        .map(|key| async move { load::<SessionRecord>(store, &key).await })
+        .buffered(16)
+        .try_collect()
+        .await?;
+    // An entry gone since the listing is a session deleted meanwhile.
+    let page = records.into_iter().flatten().collect();
+    let next_cursor = if names.len() == limit { names.last().cloned() } else { None };
     Ok((page, next_cursor))
 }
 
-/// Whether `cursor` is one [`list`] returned.
+/// Whether `cursor` is one [`list`] returned (or, without the type, returned before
+/// entry names carried it).
 pub fn valid_cursor(cursor: &str) -> bool {
-    cursor.len() == 16 + 1 + 37
-        && cursor[..16].bytes().all(|b| b.is_ascii_hexdigit())
-        && valid_id(&cursor[17..], "sess")
+    let (entry, kind) = cursor.split_at(cursor.len().min(16 + 1 + 37));
+    entry.len() == 16 + 1 + 37
+        && entry[..16].bytes().all(|b| b.is_ascii_hexdigit())
+        && entry.as_bytes()[16] == b'-'
+        && valid_id(&entry[17..], "sess")
+        && (kind.is_empty() || kind.strip_prefix('.').is_some_and(|k| ProfileKind::ALL.iter().any(|p| p.as_str() == k)))
+}
+
+/// Files the index entries written before indexes had buckets (`sessions-by-time/{name}`)
+/// into their buckets, with their service's entries; run once as a server starts.
+pub async fn refile_legacy_entries(store: &Store, tenant: &Tenant) -> Result<usize> {
+    let legacy = store.list_level(&index_prefix(tenant)).await?.objects;
+    for name in &legacy {
+        let key = format!("{}/{name}", index_prefix(tenant));
+        if let Some(record) = load::<SessionRecord>(store, &key).await? {
+            let described = Bytes::from(serde_json::to_vec(&record)?);
+            file_entries(store, tenant, &record, described).await?;
+        }
+        store.delete(&key).await?;
+    }
+    Ok(legacy.len())
 }

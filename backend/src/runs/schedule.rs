@@ -52,18 +52,15 @@ async fn tick(state: &State) -> Result<(), RecordError> {
 async fn expire(state: &State, tenant: &Tenant, schedule: &Schedule, now: u64) -> Result<(), RecordError> {
     let cutoff = now.saturating_sub((schedule.retention_days * 86_400_000.0) as u64);
     for &kind in &schedule.profile_types {
-        // Records are read only when something expired (this runs every tick).
-        let times = captures::times(&state.store, tenant, &schedule.service, kind).await?;
-        if times.iter().any(|(millis, _)| *millis < cutoff) {
-            for capture in captures::history(&state.store, tenant, &schedule.service, kind).await? {
-                // A capture still running keeps its records until its deadline passed.
-                let settled = capture.done.is_some()
-                    || capture.millis
-                        + super::capture::deadline_seconds(state, capture.started.duration_seconds) * 1000
-                        < now;
-                if capture.millis < cutoff && settled {
-                    captures::forget(&state.store, tenant, &capture).await?;
-                }
+        // Only what expired is read (this runs every tick): the index's buckets up to the cutoff.
+        let expired = captures::history(&state.store, tenant, &schedule.service, kind, 0, cutoff.saturating_sub(1));
+        for capture in expired.await? {
+            // A capture still running keeps its records until its deadline passed.
+            let settled = capture.done.is_some()
+                || capture.millis + super::capture::deadline_seconds(state, capture.started.duration_seconds) * 1000
+                    < now;
+            if settled {
+                captures::forget(&state.store, tenant, &capture).await?;
             }
         }
         // The time index's entries of the service go by the same retention, per hour.

@@ -1,12 +1,15 @@
 //! Load for a running `stacklens serve` on 127.0.0.1 (see scripts/load.sh and
 //! BENCHMARKS.md): uploads of distinct small and large CPU profiles, raw GETs, diffs of
 //! two stored CPU sessions, and a storm of uploads all in flight at once that are then
-//! read back and listed. Every phase stops by itself after a count or a time, whichever
-//! comes first, and every request has a timeout.
+//! read back and listed; and, with `history`, reads over a long history (see
+//! [`history`]). Every phase stops by itself after a count or a time, whichever comes
+//! first, and every request has a timeout.
 //!
 //! ```text
 //! cargo run --release -p stacklens-backend --example load -- run --url http://127.0.0.1:PORT \
 //!     --fixtures ../shared/fixtures --clients 64 --server-pid PID --label file:// --json out.json
+//! cargo run --release -p stacklens-backend --example load -- history --url http://127.0.0.1:PORT \
+//!     --sessions 100000 --server-pid PID --label file:// --json out.json
 //! cargo run --release -p stacklens-backend --example load -- table out-file.json out-s3.json
 //! ```
 //!
@@ -16,6 +19,8 @@
 //! inflate every member (core, `gzip -d`, Go's pprof), so each upload is a distinct, valid
 //! profile with the same samples, and making it costs the client a memcpy, not a deflate
 //! of the whole profile.
+
+mod history;
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
@@ -40,6 +45,8 @@ struct Cli {
 enum Command {
     /// Runs the phases against a server and prints what it measured.
     Run(RunArgs),
+    /// Pushes a long history, then measures listing pages and one-hour range queries.
+    History(history::HistoryArgs),
     /// A Markdown table (one column per run) from the JSON files `run --json` wrote.
     Table { files: Vec<PathBuf> },
 }
@@ -79,6 +86,13 @@ struct RunArgs {
     /// Longest any one request may take, in seconds.
     #[arg(long, default_value_t = 120)]
     request_timeout: u64,
+    #[command(flatten)]
+    reporting: Reporting,
+}
+
+/// The processes a run watches, and where its results go.
+#[derive(clap::Args)]
+struct Reporting {
     /// The server's pid, to read its peak RSS (VmHWM) from /proc.
     #[arg(long)]
     server_pid: Option<u32>,
@@ -186,6 +200,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Command::Run(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             runtime.block_on(run(args))
+        }
+        Command::History(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            runtime.block_on(history::run(args))
         }
         Command::Table { files } => {
             let reports = files
@@ -399,16 +417,16 @@ async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     let run_tag = format!("{:x}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis());
     let tenant = format!("load-{run_tag}");
     let limit = Duration::from_secs(args.seconds);
-    let watch = Watch { server: args.server_pid, store: args.store_pid };
+    let watch = Watch { server: args.reporting.server_pid, store: args.reporting.store_pid };
     let mut report = Report {
-        label: args.label.clone(),
+        label: args.reporting.label.clone(),
         url: base.clone(),
         clients: args.clients,
         large_clients: args.large_clients,
         load_before: std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_owned(),
         ..Report::default()
     };
-    println!("{} ({}), tenant {tenant}; load average before: {}", args.label, base, report.load_before);
+    println!("{} ({}), tenant {tenant}; load average before: {}", args.reporting.label, base, report.load_before);
 
     // Two stored CPU sessions for the diffs.
     let mut sessions = Vec::new();
@@ -498,7 +516,7 @@ async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     });
     let (analysis_phase, _) = phase("diffs", watch, args.clients, args.analysis, limit, prepare, check).await;
     report.phases.push(analysis_phase);
-    report.peak_rss_mib_phases = args.server_pid.and_then(peak_rss_mib);
+    report.peak_rss_mib_phases = args.reporting.server_pid.and_then(peak_rss_mib);
 
     if args.storm > 0 {
         let storm_tenant = format!("{tenant}-storm");
@@ -506,11 +524,11 @@ async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
             (0..args.storm).map(|i| Bytes::from(distinct(&small, &format!("load-{run_tag}-storm-{i}")))).collect();
         report.storm = Some(storm(&http, &base, &storm_tenant, bodies, args.clients, limit, watch).await);
     }
-    report.peak_rss_mib_end = args.server_pid.and_then(peak_rss_mib);
+    report.peak_rss_mib_end = args.reporting.server_pid.and_then(peak_rss_mib);
     if let (Some(a), Some(b)) = (report.peak_rss_mib_phases, report.peak_rss_mib_end) {
         println!("server peak RSS: {a:.0} MiB after the phases, {b:.0} MiB at the end");
     }
-    if let Some(path) = &args.json {
+    if let Some(path) = &args.reporting.json {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
     }
     Ok(())
@@ -683,19 +701,15 @@ fn table(reports: &[Report]) -> String {
     out.push_str(&format!("| --- |{}\n", " --- |".repeat(reports.len())));
     let Some(first) = reports.first() else { return out };
     let phase_of = |r: &Report, name: &str| r.phases.iter().find(|p| p.name == name).map(cell).unwrap_or("—".into());
-    let rows = [
-        ("small uploads", format!("uploads/s, small (19 KB `cpu.pb.gz`, distinct), {} clients", first.clients)),
-        (
-            "large uploads",
-            format!("uploads/s, large (14 MB `cpu.large.pb.gz`, distinct), {} clients", first.large_clients),
-        ),
-        ("raw GETs", format!("raw GETs/s (small, bytes checked), {} clients", first.clients)),
-        (
-            "diffs",
-            format!("analysis calls/s (`POST /api/v1/profiling/diff`, two cpu sessions), {} clients", first.clients),
-        ),
-    ];
-    for (name, title) in rows {
+    let title = |p: &Phase| match p.name.as_str() {
+        "small uploads" => format!("uploads/s, small (19 KB `cpu.pb.gz`, distinct), {} clients", p.clients),
+        "large uploads" => format!("uploads/s, large (14 MB `cpu.large.pb.gz`, distinct), {} clients", p.clients),
+        "raw GETs" => format!("raw GETs/s (small, bytes checked), {} clients", p.clients),
+        "diffs" => format!("analysis calls/s (`POST /api/v1/profiling/diff`, two cpu sessions), {} clients", p.clients),
+        other => format!("{other}, {} clients", p.clients),
+    };
+    for p in &first.phases {
+        let (name, title) = (&p.name, title(p));
         let cells: Vec<String> = reports.iter().map(|r| phase_of(r, name)).collect();
         out.push_str(&format!("| {title} | {} |\n", cells.join(" | ")));
     }
@@ -718,11 +732,14 @@ fn table(reports: &[Report]) -> String {
     let rss: Vec<String> = reports
         .iter()
         .map(|r| match (r.peak_rss_mib_phases, r.peak_rss_mib_end) {
-            (Some(a), Some(b)) => format!("{a:.0} MiB after the phases, {b:.0} MiB after the storm"),
+            (Some(a), Some(b)) => format!("{a:.0} MiB after the phases, {b:.0} MiB at the end"),
             _ => "—".into(),
         })
         .collect();
     out.push_str(&format!("| server peak RSS (VmHWM) | {} |\n", rss.join(" | ")));
+    if reports.iter().all(|r| r.storm.is_none()) {
+        return out;
+    }
     let storms: Vec<String> = reports
         .iter()
         .map(|r| match &r.storm {

@@ -1,0 +1,211 @@
+//! A long history, then what reading it costs (`load history`). Pushes N profiles of one
+//! service through Pyroscope's ingest API, one per 10 s of profiled time back from now
+//! (100,000 is 11.6 days), alternating two regions; then measures, each over `--reads`
+//! requests: the sessions listing's first page, pages deep in it (by cursors taken while
+//! walking it all, which also checks that it lists every push once), a service's page,
+//! and one-hour range queries over closed hours (a merge the first time, the same merge
+//! again, which the hour cache answers, a label-filtered merge and a series).
+
+use std::collections::HashSet;
+
+use super::*;
+
+#[derive(clap::Args)]
+pub struct HistoryArgs {
+    /// The server, e.g. http://127.0.0.1:8080 (no other host is accepted).
+    #[arg(long)]
+    url: String,
+    /// Profiles to push (0: read the history of `--tenant` only).
+    #[arg(long, default_value_t = 100_000)]
+    sessions: usize,
+    /// A tenant an earlier run seeded; by default a new one.
+    #[arg(long)]
+    tenant: Option<String>,
+    /// The newest pushed profile's time (UNIX seconds) in `--tenant`'s history.
+    #[arg(long)]
+    newest: Option<u64>,
+    /// Concurrent clients pushing.
+    #[arg(long, default_value_t = 32)]
+    clients: usize,
+    /// Concurrent clients reading (a few people at once: latency, not throughput).
+    #[arg(long, default_value_t = 4)]
+    read_clients: usize,
+    /// Requests per read measurement.
+    #[arg(long, default_value_t = 200)]
+    reads: usize,
+    /// Longest the pushes may take, in seconds.
+    #[arg(long, default_value_t = 1800)]
+    seconds: u64,
+    #[command(flatten)]
+    reporting: Reporting,
+}
+
+/// Seconds of profiled time per push.
+const STEP: u64 = 10;
+const PAGE: usize = 50;
+
+pub async fn run(args: HistoryArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let base = loopback(&args.url)?;
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(120))
+        .pool_max_idle_per_host(args.clients.max(1))
+        .build()?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
+    let tenant = args.tenant.clone().unwrap_or_else(|| format!("history-{now:x}"));
+    let newest = args.newest.unwrap_or(now / STEP * STEP);
+    let watch = Watch { server: args.reporting.server_pid, store: args.reporting.store_pid };
+    let mut report = Report {
+        label: args.reporting.label.clone(),
+        url: base.clone(),
+        clients: args.clients,
+        load_before: std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_owned(),
+        ..Report::default()
+    };
+    println!("tenant {tenant}, newest push at {newest}");
+
+    if args.sessions > 0 {
+        let count = args.sessions as u64;
+        let prepare: Prepare = {
+            let (http, base, tenant) = (http.clone(), base.clone(), tenant.clone());
+            Arc::new(move |i| {
+                let at = newest - (count - 1 - i as u64) * STEP;
+                let region = ["eu", "us"][i % 2];
+                // Distinct bytes per push (equal ones are stored once).
+                let body = format!("main;serve;handler{} {}\nmain;gc {}\n", i % 64, 100 + i % 7, 1 + i);
+                http.post(format!(
+                    "{base}/ingest?name=bench.cpu%7Bregion%3D{region}%7D&from={at}&until={}&format=folded",
+                    at + STEP
+                ))
+                .header("X-Tenant-ID", &tenant)
+                .body(body)
+            })
+        };
+        let check: Check = Arc::new(|_, status, body| match status {
+            200 => Outcome::Ok(None),
+            _ => Outcome::Failed(failure(status, body)),
+        });
+        let limit = Duration::from_secs(args.seconds);
+        let (pushes, _) = phase("pushes", watch, args.clients, args.sessions, limit, prepare, check).await;
+        report.phases.push(pushes);
+    }
+    report.peak_rss_mib_phases = args.reporting.server_pid.and_then(peak_rss_mib);
+
+    // Walk the whole listing, 1,000 a page: every push listed once; a cursor per page.
+    let list = {
+        let (http, base, tenant) = (http.clone(), base.clone(), tenant.clone());
+        move |query: String| http.get(format!("{base}/api/v1/profiles?{query}")).header("X-Tenant-ID", tenant.clone())
+    };
+    let (mut cursors, mut ids, mut cursor) = (Vec::new(), HashSet::new(), None::<String>);
+    let walked = Instant::now();
+    loop {
+        let after = cursor.as_ref().map(|c| format!("&cursor={c}")).unwrap_or_default();
+        let page: Value = list(format!("limit=1000{after}")).send().await?.error_for_status()?.json().await?;
+        for profile in page["profiles"].as_array().ok_or("a listing without profiles")? {
+            ids.insert(profile["id"].as_str().unwrap_or_default().to_owned());
+        }
+        match page["nextCursor"].as_str() {
+            Some(next) => {
+                cursors.push(next.to_owned());
+                cursor = Some(next.to_owned());
+            }
+            None => break,
+        }
+    }
+    println!(
+        "listed {} sessions in {} pages of 1,000 in {:.1} s",
+        ids.len(),
+        cursors.len() + 1,
+        walked.elapsed().as_secs_f64()
+    );
+    if args.sessions > 0 && ids.len() != args.sessions {
+        return Err(format!("pushed {} profiles, the listing shows {}", args.sessions, ids.len()).into());
+    }
+
+    let listed = |expected: usize| -> Check {
+        Arc::new(move |_, status, body| {
+            if status != 200 {
+                return Outcome::Failed(failure(status, body));
+            }
+            let count = serde_json::from_slice::<Value>(body).ok().and_then(|v| v["profiles"].as_array().map(Vec::len));
+            match count {
+                Some(n) if n == expected => Outcome::Ok(None),
+                other => Outcome::Failed(format!("{other:?} profiles")),
+            }
+        })
+    };
+    let reads = args.reads;
+    let measure = |name: &'static str, prepare: Prepare, check: Check| {
+        phase(name, watch, args.read_clients, reads, Duration::from_secs(300), prepare, check)
+    };
+    let first: Prepare = {
+        let list = list.clone();
+        Arc::new(move |_| list(format!("limit={PAGE}")))
+    };
+    report.phases.push(measure("listing: first page of 50", first, listed(PAGE)).await.0);
+    // The cursors with a whole page after them (the k-th follows (k + 1) × 1,000 sessions).
+    cursors.truncate(ids.len().saturating_sub(PAGE) / 1000);
+    if !cursors.is_empty() {
+        let deep: Prepare = {
+            let (list, cursors) = (list.clone(), cursors.clone());
+            Arc::new(move |i| list(format!("limit={PAGE}&cursor={}", cursors[i % cursors.len()])))
+        };
+        report.phases.push(measure("listing: a page of 50 deep in it", deep, listed(PAGE)).await.0);
+    }
+    let service: Prepare = {
+        let list = list.clone();
+        Arc::new(move |_| list(format!("service=bench&limit={PAGE}")))
+    };
+    report.phases.push(measure("listing: a service's first page of 50", service, listed(PAGE)).await.0);
+
+    // Closed hours of the history, newest first, each one a different hour.
+    let span = if args.sessions > 0 { args.sessions as u64 * STEP } else { ids.len() as u64 * STEP };
+    let oldest = newest + STEP - span;
+    let hours: Vec<u64> = (1..).map(|h| (newest / 3600 - h) * 3600).take_while(|&h| h >= oldest).collect();
+    if hours.is_empty() {
+        return Err("the history holds no whole hour".into());
+    }
+    println!("{} whole hours", hours.len());
+    let ranged = |path: &'static str, extra: &'static str| -> Prepare {
+        let (http, base, tenant, hours) = (http.clone(), base.clone(), tenant.clone(), hours.clone());
+        Arc::new(move |i| {
+            let from = hours[i % hours.len()];
+            http.get(format!(
+                "{base}/api/v1/profiling/{path}?service=bench&profileType=cpu&from={from}&to={}{extra}",
+                from + 3600
+            ))
+            .header("X-Tenant-ID", &tenant)
+        })
+    };
+    let merged = |expected: u64| -> Check {
+        Arc::new(move |_, status, body| {
+            if status != 200 {
+                return Outcome::Failed(failure(status, body));
+            }
+            match serde_json::from_slice::<Value>(body).ok().and_then(|v| v["profileCount"].as_u64()) {
+                Some(n) if n == expected => Outcome::Ok(None),
+                other => Outcome::Failed(format!("profileCount {other:?}")),
+            }
+        })
+    };
+    let series: Check = Arc::new(|_, status, body| match status {
+        200 => Outcome::Ok(None),
+        _ => Outcome::Failed(failure(status, body)),
+    });
+    let per_hour = 3600 / STEP;
+    report
+        .phases
+        .push(measure("merge of one hour (360 profiles), first time", ranged("merge", ""), merged(per_hour)).await.0);
+    report.phases.push(measure("merge of one hour, again (cached)", ranged("merge", ""), merged(per_hour)).await.0);
+    let eu = ranged("merge", "&labels=region%3Deu");
+    report.phases.push(measure("merge of one hour, region=eu (180 profiles)", eu, merged(per_hour / 2)).await.0);
+    report.phases.push(measure("series of one hour, step 1 min", ranged("series", "&step=60"), series).await.0);
+    report.peak_rss_mib_end = args.reporting.server_pid.and_then(peak_rss_mib);
+    if let (Some(a), Some(b)) = (report.peak_rss_mib_phases, report.peak_rss_mib_end) {
+        println!("server peak RSS: {a:.0} MiB after the pushes, {b:.0} MiB at the end");
+    }
+    if let Some(path) = &args.reporting.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
+    }
+    Ok(())
+}
