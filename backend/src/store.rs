@@ -224,23 +224,40 @@ impl Store {
 
     /// Keys under `prefix` (relative to it) after `offset`, handed to `visit` in ascending
     /// order until it returns false. Stores that list in order (S3, GCS, Azure, memory)
-    /// stop fetching pages there; a local folder has no order, so its names are read
-    /// whole first (by file type, without a stat per file, unlike LocalFileSystem).
+    /// stop fetching pages there. A local folder has no order: each folder's names are
+    /// read whole (without a stat per file, unlike LocalFileSystem) and sorted, and its
+    /// subfolders are walked in order, those wholly before `offset` skipped, so a scan
+    /// reads the folders it reaches.
     pub async fn scan(
         &self,
         prefix: &str,
         offset: Option<&str>,
         mut visit: impl FnMut(String) -> bool + Send,
     ) -> Result<(), StoreError> {
-        if let Some((folder, _)) = self.local_path(prefix) {
-            let offset = offset.map(str::to_owned);
-            let keys = self.bounded(blocking(move || local_keys(&folder, offset.as_deref()))).await?;
-            for key in keys {
-                if !visit(key) {
-                    break;
-                }
-            }
-            return Ok(());
+        if let Some((root, _)) = self.local_path(prefix) {
+            return self
+                .bounded(async {
+                    // Each open folder's key and its entries not yet visited, last first.
+                    let mut open = vec![(String::new(), blocking_entries(root.clone()).await?)];
+                    while let Some((folder, entries)) = open.last_mut() {
+                        let Some((name, is_folder)) = entries.pop() else {
+                            open.pop();
+                            continue;
+                        };
+                        let key = if folder.is_empty() { name } else { format!("{folder}/{name}") };
+                        if is_folder {
+                            // Keys in it start with "key/", and '\x7f' sorts after any of theirs.
+                            if offset.is_none_or(|o| o < format!("{key}/\x7f").as_str()) {
+                                let entries = blocking_entries(root.join(&key)).await?;
+                                open.push((key, entries));
+                            }
+                        } else if !staged(&key) && offset.is_none_or(|o| key.as_str() > o) && !visit(key) {
+                            break;
+                        }
+                    }
+                    Ok(())
+                })
+                .await;
         }
         let base = self.path(prefix);
         let mut stream = match offset {
@@ -288,31 +305,36 @@ pub struct Level {
     pub objects: Vec<String>,
 }
 
-/// The keys in a local folder and its subfolders after `offset`, sorted; staged writes
-/// (`name#digits`, LocalFileSystem's layout) are not objects yet.
-fn local_keys(folder: &std::path::Path, offset: Option<&str>) -> std::io::Result<Vec<String>> {
-    let staged =
-        |name: &str| name.split_once('#').is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-    let mut keys = Vec::new();
-    let mut folders = vec![(folder.to_path_buf(), String::new())];
-    while let Some((folder, relative)) = folders.pop() {
+/// Whether a local file is a write in progress (`name#digits`, LocalFileSystem's layout).
+fn staged(name: &str) -> bool {
+    name.rsplit('/')
+        .next()
+        .and_then(|n| n.split_once('#'))
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A local folder's entries (name, whether a folder), in descending key order: a
+/// folder's keys continue its name with '/', so it sorts as `name/`. None when it is gone.
+async fn blocking_entries(folder: PathBuf) -> Result<Vec<(String, bool)>, StoreError> {
+    blocking(move || {
         let entries = match std::fs::read_dir(&folder) {
-            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
             entries => entries?,
         };
+        let mut named = Vec::new();
         for entry in entries {
             let entry = entry?;
-            let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
-            let key = if relative.is_empty() { name.clone() } else { format!("{relative}/{name}") };
-            if entry.file_type()?.is_dir() {
-                folders.push((entry.path(), key));
-            } else if !staged(&name) && offset.is_none_or(|o| key.as_str() > o) {
-                keys.push(key);
+            if let Some(name) = entry.file_name().to_str() {
+                named.push((name.to_owned(), entry.file_type()?.is_dir()));
             }
         }
-    }
-    keys.sort_unstable();
-    Ok(keys)
+        fn sort_key((name, is_folder): &(String, bool)) -> impl Iterator<Item = u8> + '_ {
+            name.bytes().chain(is_folder.then_some(b'/'))
+        }
+        named.sort_unstable_by(|a, b| sort_key(b).cmp(sort_key(a)));
+        Ok(named)
+    })
+    .await
 }
 
 /// `work` on tokio's blocking pool.
@@ -603,6 +625,38 @@ mod tests {
         assert!(memory.create_copy("b", Bytes::from_static(b"x"), "a").await.unwrap());
         assert_eq!(memory.get("b").await.unwrap().unwrap(), Bytes::from_static(b"x"), "elsewhere a copy is a write");
         assert_eq!(memory.syncs(), 0, "only local folders are synced by stacklens");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn local_folders_list_in_the_order_object_stores_do() {
+        let dir = std::env::temp_dir().join(format!("stacklens-store-order-{}", std::process::id()));
+        let local = Store::open(dir.to_str().unwrap(), Duration::from_secs(10)).unwrap();
+        let memory = Store::open("memory://", Duration::from_secs(10)).unwrap();
+        for store in [&local, &memory] {
+            for key in ["x/b", "x/a/b", "x/a-c", "x/a.d", "x/a/a/z", "y"] {
+                store.create(key, Bytes::new()).await.unwrap();
+            }
+        }
+        for store in [&local, &memory] {
+            assert_eq!(
+                store.list("x", None).await.unwrap(),
+                ["a-c", "a.d", "a/a/z", "a/b", "b"],
+                "{}",
+                store.description
+            );
+            assert_eq!(store.list("x", Some("a.d")).await.unwrap(), ["a/a/z", "a/b", "b"]);
+            assert_eq!(store.list("x", Some("a/a/z")).await.unwrap(), ["a/b", "b"]);
+            let mut first = Vec::new();
+            store
+                .scan("x", Some("a-c"), |key| {
+                    first.push(key);
+                    first.len() < 2
+                })
+                .await
+                .unwrap();
+            assert_eq!(first, ["a.d", "a/a/z"]);
+        }
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -293,7 +293,7 @@ fn value_of(entry: &Entry, sample_index: &str) -> Option<usize> {
         ("groupBy" = Option<String>, Query, description = "a label key: one line per value"),
         ("sampleIndex" = Option<String>, Query, description = "sample type by name or index (default: each profile's default)")),
     responses((status = 200, body = SeriesResponse),
-        (status = 400, description = "InvalidParameter, InvalidProfileType", body = ErrorBody),
+        (status = 400, description = "InvalidParameter, InvalidProfileType, InvalidSampleIndex", body = ErrorBody),
         (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn series(

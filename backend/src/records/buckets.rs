@@ -5,8 +5,10 @@
 //! 1,900 buckets, two listing requests for the bucket names; a service captured every
 //! 10 s puts 1,700 entries in a bucket, two requests of a page each; and inverted times
 //! bucket the same way as plain ones (a prefix of the digits), so one scheme serves both
-//! orders. Stores that list in order read only the entries a page takes; a local folder
-//! reads its bucket's names (see [`Store::scan`]).
+//! orders. Stores that list in order read only the entries a page takes. Within a
+//! bucket, entries lie in a folder per 2^16 ms (about a minute), which costs an ordered
+//! listing nothing (a prefix of the name again) and keeps each folder of a local store,
+//! read whole, small: a burst of 100,000 uploads fills a few (see [`Store::scan`]).
 
 use super::Result;
 use crate::store::Store;
@@ -14,9 +16,25 @@ use crate::store::Store;
 /// How many leading hex digits of an entry's time name its bucket.
 pub const BUCKET_DIGITS: usize = 10;
 
+/// How many name its folder within the bucket.
+const FOLDER_DIGITS: usize = 12;
+
 /// The key of an entry named `name` (16 hex digits of time first) in the index at `prefix`.
 pub fn key(prefix: &str, name: &str) -> String {
-    format!("{prefix}/{}/{name}", &name[..BUCKET_DIGITS])
+    format!("{prefix}/{}/{}", &name[..BUCKET_DIGITS], within(name))
+}
+
+/// An entry's key inside its bucket.
+fn within(name: &str) -> String {
+    format!("{}/{name}", &name[..FOLDER_DIGITS])
+}
+
+/// An entry's name from its key inside its bucket.
+fn name_of(key: String) -> String {
+    match key.rsplit_once('/') {
+        Some((_, name)) => name.to_owned(),
+        None => key,
+    }
 }
 
 /// Whether `name` starts with 16 hex digits of time.
@@ -38,9 +56,10 @@ pub async fn page(
     let mut page = Vec::new();
     let first = after.map_or("", |a| &a[..BUCKET_DIGITS]);
     for bucket in buckets.iter().filter(|b| b.as_str() >= first) {
-        let offset = after.filter(|a| a.starts_with(bucket.as_str()));
+        let offset = after.filter(|a| a.starts_with(bucket.as_str())).map(within);
         store
-            .scan(&format!("{prefix}/{bucket}"), offset, |name| {
+            .scan(&format!("{prefix}/{bucket}"), offset.as_deref(), |key| {
+                let name = name_of(key);
                 if keep(&name) {
                     page.push(name);
                 }
@@ -60,9 +79,10 @@ pub async fn range(store: &Store, prefix: &str, buckets: &[String], from: &str, 
     let (first, last) = (&from[..BUCKET_DIGITS], &to[..BUCKET_DIGITS]);
     for bucket in buckets.iter().filter(|b| (first..=last).contains(&b.as_str())) {
         // Names after `from`'s digits sort after every earlier time's names.
-        let offset = previous(from).filter(|o| o.starts_with(bucket.as_str()));
+        let offset = previous(from).filter(|o| o.starts_with(bucket.as_str())).map(|o| within(&o));
         store
-            .scan(&format!("{prefix}/{bucket}"), offset.as_deref(), |name| {
+            .scan(&format!("{prefix}/{bucket}"), offset.as_deref(), |key| {
+                let name = name_of(key);
                 if name.get(..16).is_some_and(|time| time > to) {
                     return false;
                 }
