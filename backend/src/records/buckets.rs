@@ -123,9 +123,13 @@ mod tests {
     const BASE: u64 = 0x18c_0000_0000;
     const BUCKET: u64 = 1 << 24;
 
-    /// Entries in three buckets with an empty one between, two of them at the same time.
+    const FOLDER: u64 = 1 << 16;
+
+    /// Entries in three buckets with an empty one between, two of them at the same time,
+    /// the first bucket's in two of its folders.
     async fn filed(store: &Store) -> Vec<String> {
-        let times = [BASE + 1, BASE + 2, BASE + 2, BASE + BUCKET + 5, BASE + 3 * BUCKET, BASE + 3 * BUCKET + 7];
+        let times =
+            [BASE + 1, BASE + 2, BASE + 2, BASE + FOLDER, BASE + BUCKET + 5, BASE + 3 * BUCKET, BASE + 3 * BUCKET + 7];
         let names: Vec<String> = times.iter().enumerate().map(|(i, t)| format!("{t:016x}-e{i}")).collect();
         for name in names.iter().rev() {
             store.create(&key("index", name), Bytes::new()).await.unwrap();
@@ -168,9 +172,11 @@ mod tests {
             };
             assert_eq!(range(0, u64::MAX).await, names, "{}", store.description);
             assert_eq!(range(BASE + 2, BASE + 2).await, names[1..3], "both entries of one time");
-            assert_eq!(range(BASE + 2, BASE + BUCKET + 5).await, names[1..4]);
-            assert_eq!(range(BASE + BUCKET, BASE + 3 * BUCKET).await, names[3..5], "from a bucket's first time");
-            assert_eq!(range(BASE + 3, BASE + BUCKET + 4).await, Vec::<String>::new());
+            assert_eq!(range(BASE + 2, BASE + BUCKET + 5).await, names[1..5]);
+            assert_eq!(range(BASE + BUCKET, BASE + 3 * BUCKET).await, names[4..6], "from a bucket's first time");
+            assert_eq!(range(BASE + FOLDER, BASE + FOLDER).await, names[3..4], "from a folder's first time");
+            assert_eq!(range(BASE + 3, BASE + FOLDER - 1).await, Vec::<String>::new());
+            assert_eq!(range(BASE + FOLDER + 1, BASE + BUCKET + 4).await, Vec::<String>::new());
             assert_eq!(range(BASE + 2 * BUCKET, BASE + 3 * BUCKET - 1).await, Vec::<String>::new(), "an empty bucket");
         }
     }
