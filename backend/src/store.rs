@@ -314,7 +314,7 @@ fn staged(name: &str) -> bool {
 }
 
 /// A local folder's entries (name, whether a folder), in descending key order: a
-/// folder's keys continue its name with '/', so it sorts as `name/`. None when it is gone.
+/// folder's keys continue its name with '/', so it sorts as `name/`. Empty when it is gone.
 async fn blocking_entries(folder: PathBuf) -> Result<Vec<(String, bool)>, StoreError> {
     blocking(move || {
         let entries = match std::fs::read_dir(&folder) {

@@ -8,8 +8,9 @@
 //! copies of the record (the claim, found by content, and the index entries, listed by
 //! time, all of them and the service's), which on file:// are hard links and cost no
 //! file. The indexes are bucketed by time (see [`super::buckets`]) and their entries'
-//! names end with the profile type, so a page of a listing reads that page only. The upload that creates a session holds it
-//! without a reference object, until the session is deleted (see [`holds_its_upload`]).
+//! names end with the profile type, so a page of a listing reads that page only. The
+//! upload that creates a session holds it without a reference object, until the
+//! session is deleted (see [`holds_its_upload`]).
 
 use std::collections::BTreeMap;
 

@@ -11,6 +11,7 @@ use stacklens_core::analysis::diff::Mover;
 use stacklens_core::api::{FunctionHistory, LabelList, RangeSpec, SeriesList, SeriesName, SeriesResponse};
 
 use super::share::{addressed, call, send, API};
+use super::url_state::encode;
 
 /// One series over `[from, to)` (ms since the epoch) with the labels it must have.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,10 +32,6 @@ pub struct RangeProfile {
     pub step_ms: u64,
 }
 
-fn encoded(s: &str) -> String {
-    String::from(js_sys::encode_uri_component(s))
-}
-
 /// `k=v,k2=v2`, as the API's `labels` parameter takes them.
 pub fn label_text(labels: &BTreeMap<String, String>) -> String {
     labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
@@ -45,11 +42,11 @@ impl RangeRef {
     fn query(&self) -> String {
         format!(
             "service={}&profileType={}&from={}&to={}&labels={}",
-            encoded(&self.service),
-            encoded(&self.profile_type),
+            encode(&self.service),
+            encode(&self.profile_type),
             self.from,
             self.to,
-            encoded(&label_text(&self.labels))
+            encode(&label_text(&self.labels))
         )
     }
 
@@ -81,7 +78,7 @@ pub async fn label_values(range: &RangeRef, tenant: Option<&str>) -> Result<Vec<
     let keys: LabelList = get(format!("{API}/profiling/labels?{}", range.query()), tenant).await?;
     let mut found = Vec::new();
     for key in keys.labels {
-        let url = format!("{API}/profiling/labels/{}/values?{}", encoded(&key.name), range.query());
+        let url = format!("{API}/profiling/labels/{}/values?{}", encode(&key.name), range.query());
         let values: LabelList = get(url, tenant).await?;
         found.extend(values.labels.into_iter().map(|v| (format!("{}={}", key.name, v.name), v.profiles)));
     }
@@ -109,6 +106,6 @@ pub async fn function_history(
     tenant: Option<&str>,
 ) -> Result<FunctionHistory, String> {
     let url =
-        format!("{API}/profiling/functions/{}/history?{}&step={}", encoded(function), range.query(), step_ms / 1000);
+        format!("{API}/profiling/functions/{}/history?{}&step={}", encode(function), range.query(), step_ms / 1000);
     get(url, tenant).await
 }

@@ -11,6 +11,8 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use stacklens_core::api::{BaselineList, BaselineResponse, SessionResponse};
 
+use super::url_state::encode;
+
 pub(crate) const API: &str = "/api/v1";
 
 /// What a share link opens: one session or baseline, or a diff of two.
@@ -131,10 +133,9 @@ pub(crate) async fn call<T: DeserializeOwned>(
 
 /// Where a session's raw bytes are; the tenant goes in the query so it is a plain link.
 pub fn raw_url(session: &str, tenant: Option<&str>) -> String {
-    let encoded = |s: &str| String::from(js_sys::encode_uri_component(s));
     match tenant {
-        Some(t) => format!("{API}/profiles/{}/raw?tenant={}", encoded(session), encoded(t)),
-        None => format!("{API}/profiles/{}/raw", encoded(session)),
+        Some(t) => format!("{API}/profiles/{}/raw?tenant={}", encode(session), encode(t)),
+        None => format!("{API}/profiles/{}/raw", encode(session)),
     }
 }
 
@@ -179,7 +180,7 @@ pub async fn baselines(
 /// A share link target (session or baseline id) as a tab name and its raw bytes' URL;
 /// the link is the capability, so no credential is sent.
 pub async fn resolve(target: &str, tenant: Option<&str>) -> Result<(String, String), String> {
-    let encoded = String::from(js_sys::encode_uri_component(target));
+    let encoded = encode(target);
     if target.starts_with("base-") {
         let url = format!("{API}/profiling/baselines/{encoded}");
         let b: BaselineResponse = call(|_| addressed(Request::get(&url), tenant, None).build()).await?;

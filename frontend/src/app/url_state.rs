@@ -32,7 +32,8 @@ fn decode(s: &str) -> String {
     js_sys::decode_uri_component(&s.replace('+', " ")).map(String::from).unwrap_or_else(|_| s.to_owned())
 }
 
-fn encode(s: &str) -> String {
+/// `s` as one URL component.
+pub(crate) fn encode(s: &str) -> String {
     String::from(js_sys::encode_uri_component(s))
 }
 
