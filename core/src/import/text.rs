@@ -141,6 +141,60 @@ struct NoteFrame {
 /// and a few numbers).
 const MAX_MAP_LINE: usize = 16 << 10;
 
+/// A memory map's `$name` variables, substituted as pprof's `strings.Replacer` does: in
+/// one pass, left to right, the earliest definition winning where names overlap, and
+/// substituted text never scanned again. Values may still hold earlier values, so each
+/// definition can double a line: a line that outgrows any real entry is dropped.
+#[derive(Default)]
+struct MapVariables {
+    /// name (with its `$`) → (definition order, value); a name's first definition stays.
+    values: HashMap<String, (usize, String)>,
+    /// The names' lengths, so a `$` costs one lookup per distinct length.
+    lengths: std::collections::BTreeSet<usize>,
+}
+
+impl MapVariables {
+    fn define(&mut self, name: String, value: &str) {
+        self.lengths.insert(name.len());
+        let order = self.values.len();
+        self.values.entry(name).or_insert_with(|| (order, value.to_owned()));
+    }
+
+    /// `line` with its variables substituted; None when that would exceed MAX_MAP_LINE.
+    fn expand<'a>(&self, line: &'a str) -> Option<Cow<'a, str>> {
+        if self.values.is_empty() || !line.contains('$') {
+            return Some(Cow::Borrowed(line));
+        }
+        let mut out = String::with_capacity(line.len());
+        let mut rest = line;
+        while let Some(at) = rest.find('$') {
+            out.push_str(&rest[..at]);
+            rest = &rest[at..];
+            let earliest = self
+                .lengths
+                .iter()
+                .filter_map(|&n| self.values.get_key_value(rest.get(..n)?))
+                .min_by_key(|(_, (order, _))| *order);
+            let taken = match earliest {
+                Some((name, (_, value))) => {
+                    out.push_str(value);
+                    name.len()
+                }
+                None => {
+                    out.push('$');
+                    1
+                }
+            };
+            rest = &rest[taken..];
+            if out.len() > MAX_MAP_LINE {
+                return None;
+            }
+        }
+        out.push_str(rest);
+        (out.len() <= MAX_MAP_LINE).then_some(Cow::Owned(out))
+    }
+}
+
 /// Builds a profile from address stacks, deduplicating locations by address.
 pub(crate) struct AddressProfile {
     pub profile: Profile,
@@ -209,20 +263,11 @@ impl AddressProfile {
     }
 
     /// Parses a memory map section (`/proc/self/maps` lines or `start-limit: file`).
-    /// `name=value` lines define `$name` for the entries after them, as in pprof.
+    /// `name=value` lines define `$name` for the lines after them, as in pprof.
     pub fn memory_map<'a>(&mut self, lines: impl Iterator<Item = &'a str>) {
-        let mut vars: Vec<(String, String)> = Vec::new();
-        'lines: for line in lines {
-            let mut line = line.trim().to_owned();
-            for (name, value) in &vars {
-                // Values may name other variables, so each definition can double a line:
-                // a line that would outgrow any real mapping entry is skipped.
-                let grown = line.matches(name.as_str()).count().saturating_mul(value.len());
-                if line.len().saturating_add(grown) > MAX_MAP_LINE {
-                    continue 'lines;
-                }
-                line = line.replace(name.as_str(), value);
-            }
+        let mut vars = MapVariables::default();
+        for line in lines {
+            let Some(line) = vars.expand(line.trim()) else { continue };
             match parse_mapping_entry(&line) {
                 Some(m) => {
                     let filename = self.profile.strings.intern(&m.2);
@@ -238,7 +283,7 @@ impl AddressProfile {
                 }
                 None => {
                     if let Some((name, value)) = line.split_once('=') {
-                        vars.push((format!("${}", name.trim()), value.trim().to_owned()));
+                        vars.define(format!("${}", name.trim()), value.trim());
                     }
                 }
             }
