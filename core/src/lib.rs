@@ -10,10 +10,11 @@ pub mod import;
 mod kind;
 pub mod layout;
 pub mod model;
+mod parallel;
 pub mod report;
 pub mod units;
 
 pub use error::{Error, Result};
-pub use import::{parse, parse_with, parse_with_progress, ParseOptions, Stage};
+pub use import::{parse, parse_owned, parse_with, parse_with_progress, ParseOptions, Stage};
 pub use kind::ProfileKind;
 pub use model::Profile;

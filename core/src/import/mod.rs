@@ -131,18 +131,39 @@ pub fn parse_with(bytes: &[u8], options: &ParseOptions) -> Result<Profile> {
 
 /// [`parse_with`], reporting how far it got.
 pub fn parse_with_progress(bytes: &[u8], options: &ParseOptions, progress: Progress<'_>) -> Result<Profile> {
+    match inflate_if_gzip(bytes, options, progress)? {
+        Some(inflated) => parse_plain(&inflated, progress),
+        None => parse_plain(bytes, progress),
+    }
+}
+
+/// [`parse`] taking the bytes, so that gzip input is dropped once inflated: a caller
+/// that read a file for this (the CLI) does not hold it beside the model being built.
+pub fn parse_owned(bytes: Vec<u8>) -> Result<Profile> {
+    let progress = &mut |_, _| {};
+    match inflate_if_gzip(&bytes, &ParseOptions::default(), progress)? {
+        Some(inflated) => {
+            drop(bytes);
+            parse_plain(&inflated, progress)
+        }
+        None => parse_plain(&bytes, progress),
+    }
+}
+
+/// The inflated bytes when `bytes` is gzip, `None` when it is not.
+fn inflate_if_gzip(bytes: &[u8], options: &ParseOptions, progress: Progress<'_>) -> Result<Option<Vec<u8>>> {
     if bytes.is_empty() {
         return Err(Error::Empty);
     }
-    if gzip::is_gzip(bytes) {
-        let inflated = gzip::inflate(bytes, options.max_inflated_bytes, progress)?;
-        if inflated.is_empty() {
-            return Err(Error::Empty);
-        }
-        // One level only: a gzip inside a gzip is not a profile format anyone writes.
-        return parse_plain(&inflated, progress);
+    if !gzip::is_gzip(bytes) {
+        return Ok(None);
     }
-    parse_plain(bytes, progress)
+    let inflated = gzip::inflate(bytes, options.max_inflated_bytes, progress)?;
+    if inflated.is_empty() {
+        return Err(Error::Empty);
+    }
+    // One level only: a gzip inside a gzip is not a profile format anyone writes.
+    Ok(Some(inflated))
 }
 
 fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
