@@ -9,7 +9,7 @@ pub(crate) fn map_chunks<T: Sync, R: Send>(
     min_chunk: usize,
     work: impl Fn(&[T]) -> R + Sync,
 ) -> Vec<R> {
-    let parts = parts.min(cores()).min(items.len() / min_chunk.max(1)).max(1);
+    let parts = parts.min(self::parts(items.len(), min_chunk));
     if parts == 1 {
         return vec![work(items)];
     }
@@ -19,6 +19,32 @@ pub(crate) fn map_chunks<T: Sync, R: Send>(
         // A panic in a chunk is the caller's panic, as it would be on one thread.
         running.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
     })
+}
+
+/// `work(first, chunk)` over `out` cut into [`parts`] consecutive chunks, `first` being
+/// the index of the chunk's first item in `out`; each chunk's result in order.
+pub(crate) fn fill_chunks<T: Send, R: Send>(
+    out: &mut [T],
+    min_chunk: usize,
+    work: impl Fn(usize, &mut [T]) -> R + Sync,
+) -> Vec<R> {
+    let parts = parts(out.len(), min_chunk);
+    if parts == 1 {
+        return vec![work(0, out)];
+    }
+    let chunk = out.len().div_ceil(parts);
+    let work = &work;
+    std::thread::scope(|scope| {
+        let running: Vec<_> =
+            out.chunks_mut(chunk).enumerate().map(|(i, c)| scope.spawn(move || work(i * chunk, c))).collect();
+        running.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    })
+}
+
+/// How many chunks [`map_chunks`] would cut `len` items into: 1 where there are no
+/// threads, so a caller can keep its one-thread path (progress reports, say) there.
+pub(crate) fn parts(len: usize, min_chunk: usize) -> usize {
+    cores().min(len / min_chunk.max(1)).max(1)
 }
 
 #[cfg(not(target_arch = "wasm32"))]

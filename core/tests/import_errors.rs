@@ -144,6 +144,36 @@ fn location_id_out_of_range() {
     assert_eq!(err, Error::DanglingReference { what: "sample #0".into(), target: "location", id: 7 });
 }
 
+/// Natively, a profile's samples are decoded on several threads, 16,384 or more each:
+/// the error is still the first bad sample's, wherever the chunks are cut.
+#[test]
+fn the_first_bad_sample_is_named_among_many() {
+    let profile = |bad: &[(usize, u8)]| {
+        message(|m| {
+            header(m, &[]);
+            field_bytes(4, &message(|l| field_varint(1, 1, l)), m);
+            for i in 0..70_000 {
+                let location = bad.iter().find(|b| b.0 == i).map_or(1, |b| b.1);
+                field_bytes(
+                    2,
+                    &message(|s| {
+                        field_bytes(1, &[location], s);
+                        field_bytes(2, &[1], s);
+                    }),
+                    m,
+                );
+            }
+        })
+    };
+    assert_eq!(parse(&profile(&[])).unwrap().samples.len(), 70_000);
+    for bad in [[(69_999, 9), (69_998, 8)], [(40_000, 9), (60_000, 8)], [(2, 9), (69_000, 8)]] {
+        let err = parse(&profile(&bad)).unwrap_err();
+        let what = format!("sample #{}", bad[0].0.min(bad[1].0));
+        let id = if bad[0].0 < bad[1].0 { 9 } else { 8 };
+        assert_eq!(err, Error::DanglingReference { what, target: "location", id });
+    }
+}
+
 #[test]
 fn function_id_out_of_range() {
     let buf = message(|m| {
