@@ -1,26 +1,6 @@
 //! Work split over the machine's cores where there are threads (natively: the CLI and
 //! the server); in the browser's wasm32 build the same call runs on the calling thread.
 
-/// `work` over `items` cut into at most `parts` consecutive chunks (one per core, and
-/// none smaller than `min_chunk`), each chunk's result in order.
-pub(crate) fn map_chunks<T: Sync, R: Send>(
-    items: &[T],
-    parts: usize,
-    min_chunk: usize,
-    work: impl Fn(&[T]) -> R + Sync,
-) -> Vec<R> {
-    let parts = parts.min(self::parts(items.len(), min_chunk));
-    if parts == 1 {
-        return vec![work(items)];
-    }
-    let chunk = items.len().div_ceil(parts);
-    std::thread::scope(|scope| {
-        let running: Vec<_> = items.chunks(chunk).map(|c| scope.spawn(|| work(c))).collect();
-        // A panic in a chunk is the caller's panic, as it would be on one thread.
-        running.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-    })
-}
-
 /// `work(first, chunk)` over `out` cut into [`parts`] consecutive chunks, `first` being
 /// the index of the chunk's first item in `out`; each chunk's result in order.
 pub(crate) fn fill_chunks<T: Send, R: Send>(
@@ -41,8 +21,8 @@ pub(crate) fn fill_chunks<T: Send, R: Send>(
     })
 }
 
-/// How many chunks [`map_chunks`] would cut `len` items into: 1 where there are no
-/// threads, so a caller can keep its one-thread path (progress reports, say) there.
+/// How many chunks [`fill_chunks`] cuts `len` items into: 1 where there are no threads,
+/// so a caller can keep its one-thread path (progress reports, say) there.
 pub(crate) fn parts(len: usize, min_chunk: usize) -> usize {
     cores().min(len / min_chunk.max(1)).max(1)
 }

@@ -5,7 +5,6 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::frames::{Filters, FrameTable, Granularity, Stamps};
-use crate::model::Sample;
 use crate::{Profile, Result};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -101,62 +100,21 @@ impl<'a> NodeValues<'a> {
         ratio: f64,
     ) -> Result<Self> {
         let table = FrameTable::new(profile, granularity, filters)?;
-        let samples = &table.profile().samples;
-        let raw = |s: &Sample| s.values.get(sample_index).copied().unwrap_or(0);
-        // Chunks summed in any order give the sequential sums only when no sum can
-        // saturate: that holds when the sums of |value| fit.
-        let fits = samples
-            .iter()
-            .try_fold((0i64, 0i64), |(a, b), s| {
-                Some((a.checked_add(raw(s).checked_abs()?)?, b.checked_add(scale(raw(s), ratio).checked_abs()?)?))
-            })
-            .is_some();
-        let parts = if fits { usize::MAX } else { 1 };
-        let partial = crate::parallel::map_chunks(samples, parts, 1 << 14, |chunk| {
-            Sums::of(&table, chunk, |s| (raw(s), scale(raw(s), ratio)))
-        });
-        let mut sums = partial.into_iter().reduce(Sums::add).expect("at least one chunk");
-        Ok(NodeValues {
-            flat: std::mem::take(&mut sums.flat),
-            cum: std::mem::take(&mut sums.cum),
-            total: sums.total,
-            unfiltered_total: sums.unfiltered_total,
-            table,
-        })
-    }
-
-    /// pprof's `(inline)` markers for the shown nodes (see [`inline_marks`]).
-    fn inlining(&self, sample_index: usize, shown: &[u32], flat_sum: i64) -> Vec<Option<Inlining>> {
-        let names: Vec<&str> = shown.iter().map(|&n| self.table.name(n)).collect();
-        inline_marks(&[(self, sample_index, 1)], &names, flat_sum)
-    }
-}
-
-/// [`NodeValues`]' sums over some of the samples.
-struct Sums {
-    flat: Vec<i64>,
-    cum: Vec<i64>,
-    total: i64,
-    unfiltered_total: i64,
-}
-
-impl Sums {
-    /// `value` gives a sample's (raw, scaled) value: totals add raw, nodes scaled.
-    fn of(table: &FrameTable<'_>, samples: &[Sample], value: impl Fn(&Sample) -> (i64, i64)) -> Self {
         let n = table.node_count();
-        let mut sums = Sums { flat: vec![0; n], cum: vec![0; n], total: 0, unfiltered_total: 0 };
+        let mut v = NodeValues { flat: vec![0; n], cum: vec![0; n], total: 0, unfiltered_total: 0, table };
         let mut seen = Stamps::new(n);
-        for sample in samples {
-            let (raw, value) = value(sample);
-            sums.unfiltered_total = sums.unfiltered_total.saturating_add(raw.saturating_abs());
-            if value == 0 || !table.keeps(sample) {
+        for sample in &v.table.profile().samples {
+            let raw = sample.values.get(sample_index).copied().unwrap_or(0);
+            v.unfiltered_total = v.unfiltered_total.saturating_add(raw.saturating_abs());
+            let value = scale(raw, ratio);
+            if value == 0 || !v.table.keeps(sample) {
                 continue;
             }
-            sums.total = sums.total.saturating_add(raw.saturating_abs());
+            v.total = v.total.saturating_add(raw.saturating_abs());
             seen.next_sample();
             let mut parent: Option<u32> = None;
-            let cum = &mut sums.cum;
-            table.walk_root_first(sample, |node, _| {
+            let cum = &mut v.cum;
+            v.table.walk_root_first(sample, |node, _| {
                 // Recursion must not count a sample twice for one node.
                 if seen.first_visit(node) {
                     cum[node as usize] = cum[node as usize].saturating_add(value);
@@ -164,18 +122,16 @@ impl Sums {
                 parent = Some(node);
             });
             if let Some(leaf) = parent {
-                sums.flat[leaf as usize] = sums.flat[leaf as usize].saturating_add(value);
+                v.flat[leaf as usize] = v.flat[leaf as usize].saturating_add(value);
             }
         }
-        sums
+        Ok(v)
     }
 
-    fn add(mut self, other: Sums) -> Sums {
-        let pairs = self.flat.iter_mut().zip(other.flat).chain(self.cum.iter_mut().zip(other.cum));
-        pairs.for_each(|(a, b)| *a = a.saturating_add(b));
-        self.total = self.total.saturating_add(other.total);
-        self.unfiltered_total = self.unfiltered_total.saturating_add(other.unfiltered_total);
-        self
+    /// pprof's `(inline)` markers for the shown nodes (see [`inline_marks`]).
+    fn inlining(&self, sample_index: usize, shown: &[u32], flat_sum: i64) -> Vec<Option<Inlining>> {
+        let names: Vec<&str> = shown.iter().map(|&n| self.table.name(n)).collect();
+        inline_marks(&[(self, sample_index, 1)], &names, flat_sum)
     }
 }
 
@@ -336,47 +292,4 @@ pub fn top(profile: &Profile, options: &TopOptions) -> Result<TopReport> {
         node_cutoff: fraction_cutoff(values.unfiltered_total, options.node_fraction),
         functions,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::{Line, SourceFormat};
-
-    /// 40,000 samples over 50 functions, recursion included: enough for several chunks.
-    fn profile(value: impl Fn(usize) -> i64) -> Profile {
-        let mut p = Profile::new(SourceFormat::Built);
-        p.sample_types = vec![p.value_type("samples", "count")];
-        let locations: Vec<_> = (0..50)
-            .map(|i| {
-                let function = p.add_function(&format!("f{i}"), "", "", 0);
-                p.add_location(0, vec![Line { function, line: 0, column: 0 }])
-            })
-            .collect();
-        for i in 0..40_000 {
-            let stack = (0..1 + i % 9).map(|d| locations[(i * 7 + d * d) % 50]).collect();
-            p.samples.push(Sample { locations: stack, values: vec![value(i)], labels: Vec::new() });
-        }
-        p
-    }
-
-    /// Sums over chunks on several threads equal the sums over all samples on one,
-    /// and sums that could saturate are taken on one thread (chunks split at sample 20,000
-    /// would sum 20,000 + (MAX - 19,999) where one pass saturates first, then subtracts).
-    #[test]
-    fn chunked_sums_equal_one_pass() {
-        for p in [
-            profile(|i| (i % 13) as i64 - 4),
-            profile(|i| match i.cmp(&20_000) {
-                std::cmp::Ordering::Less => 1,
-                std::cmp::Ordering::Equal => i64::MAX,
-                std::cmp::Ordering::Greater => -1,
-            }),
-        ] {
-            let values = NodeValues::compute(&p, 0, Granularity::Functions, &Filters::default()).unwrap();
-            let one = Sums::of(&values.table, &p.samples, |s| (s.values[0], s.values[0]));
-            assert_eq!((values.flat, values.cum), (one.flat, one.cum));
-            assert_eq!((values.total, values.unfiltered_total), (one.total, one.unfiltered_total));
-        }
-    }
 }
