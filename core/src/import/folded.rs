@@ -153,18 +153,41 @@ fn py_spy_frame(frame: &str) -> Option<(&str, &str, i64)> {
     Some((if name.is_empty() { frame } else { name }, file, line.parse().ok()?))
 }
 
-#[derive(Default)]
-struct Builder {
-    functions: HashMap<(StrId, StrId), FunctionId>,
-    /// (lines innermost first, region) → location.
-    locations: HashMap<(Vec<(FunctionId, i64)>, Region), LocationId>,
-    regions: HashMap<Region, MappingId>,
+/// A frame's text as it resolved: its function, line, region and annotation.
+#[derive(Copy, Clone)]
+struct Resolved {
+    function: FunctionId,
+    line: i64,
+    region: Region,
+    inlined: bool,
 }
 
-impl Builder {
-    fn function(&mut self, p: &mut Profile, name: &str, file: &str) -> FunctionId {
-        let key = (p.strings.intern(name), p.strings.intern(file));
-        *self.functions.entry(key).or_insert_with(|| add_native_function(p, name, file, 0))
+#[derive(Default)]
+struct Builder<'a> {
+    /// Each distinct frame text, resolved once: a stack repeats its callers' frames, and
+    /// one lookup of the text costs less than parsing it and interning its name and file.
+    frames: HashMap<&'a str, Resolved>,
+    functions: HashMap<(StrId, StrId), FunctionId>,
+    /// Locations of one line (no inlining), the usual case: found without building a key.
+    single: HashMap<(FunctionId, i64, Region), LocationId>,
+    /// (lines innermost first, region) → location, for frames with inlined callees.
+    inlined: HashMap<(Vec<(FunctionId, i64)>, Region), LocationId>,
+    regions: HashMap<Region, MappingId>,
+    /// Scratch: the physical frame being read, its lines root first.
+    group: Vec<(FunctionId, i64)>,
+}
+
+impl<'a> Builder<'a> {
+    fn resolve(&mut self, p: &mut Profile, raw: &'a str) -> Resolved {
+        if let Some(&resolved) = self.frames.get(raw) {
+            return resolved;
+        }
+        let frame = parse_frame(raw);
+        let key = (p.strings.intern(frame.name), p.strings.intern(frame.file));
+        let function = *self.functions.entry(key).or_insert_with(|| add_native_function(p, frame.name, frame.file, 0));
+        let resolved = Resolved { function, line: frame.line, region: frame.region, inlined: frame.inlined };
+        self.frames.insert(raw, resolved);
+        resolved
     }
 
     fn mapping(&mut self, p: &mut Profile, region: Region) -> Option<MappingId> {
@@ -181,42 +204,50 @@ impl Builder {
         }))
     }
 
-    fn location(&mut self, p: &mut Profile, lines: Vec<(FunctionId, i64)>, region: Region) -> LocationId {
-        let key = (lines, region);
-        if let Some(&l) = self.locations.get(&key) {
+    /// The location of the physical frame in `self.group` (lines root first).
+    fn location(&mut self, p: &mut Profile, region: Region) -> LocationId {
+        let found = match *self.group.as_slice() {
+            [(function, line)] => self.single.get(&(function, line, region)),
+            _ => {
+                self.group.reverse(); // innermost first, as pprof stores inlining
+                self.inlined.get(&(self.group.clone(), region))
+            }
+        };
+        if let Some(&l) = found {
             return l;
         }
-        let model_lines = key.0.iter().map(|&(function, line)| Line { function, line, column: 0 }).collect();
+        let model_lines = self.group.iter().map(|&(function, line)| Line { function, line, column: 0 }).collect();
         let l = p.add_location(0, model_lines);
-        let mapping = self.mapping(p, region);
-        p.locations[l.0 as usize].mapping = mapping;
-        self.locations.insert(key, l);
+        p.locations[l.0 as usize].mapping = self.mapping(p, region);
+        match *self.group.as_slice() {
+            [(function, line)] => self.single.insert((function, line, region), l),
+            _ => self.inlined.insert((self.group.clone(), region), l),
+        };
         l
     }
 
     /// A root-first stack → leaf-first locations, inlined frames joined to their callers.
-    fn stack(&mut self, p: &mut Profile, stack: &str) -> Vec<LocationId> {
-        // Groups of (function, line), root first within the group's physical frame.
-        let mut groups: Vec<(Vec<(FunctionId, i64)>, Region)> = Vec::new();
-        for raw in stack.split(';') {
-            if raw.is_empty() {
-                continue;
+    fn stack(&mut self, p: &mut Profile, stack: &'a str) -> Vec<LocationId> {
+        let mut locations = Vec::new();
+        let mut region = Region::User;
+        self.group.clear();
+        for raw in stack.split(';').filter(|raw| !raw.is_empty()) {
+            let frame = self.resolve(p, raw);
+            // An inlined frame joins its caller's physical frame; any other starts one.
+            if !frame.inlined || self.group.is_empty() {
+                if !self.group.is_empty() {
+                    locations.push(self.location(p, region));
+                }
+                self.group.clear();
+                region = frame.region;
             }
-            let frame = parse_frame(raw);
-            let function = self.function(p, frame.name, frame.file);
-            match groups.last_mut() {
-                Some(group) if frame.inlined => group.0.push((function, frame.line)),
-                _ => groups.push((vec![(function, frame.line)], frame.region)),
-            }
+            self.group.push((frame.function, frame.line));
         }
-        groups
-            .into_iter()
-            .rev()
-            .map(|(mut lines, region)| {
-                lines.reverse(); // innermost first, as pprof stores inlining
-                self.location(p, lines, region)
-            })
-            .collect()
+        if !self.group.is_empty() {
+            locations.push(self.location(p, region));
+        }
+        locations.reverse();
+        locations
     }
 }
 
