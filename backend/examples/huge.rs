@@ -5,10 +5,15 @@
 //! ```text
 //! cargo run --release -p stacklens-backend --example huge -- OUT_DIR \
 //!     [--samples N] [--locations N] [--folded-bytes N]
+//! cargo run --release -p stacklens-backend --example huge -- OUT_DIR \
+//!     --goroutines DUMP [--count N]
 //! ```
 //!
-//! Writes `OUT_DIR/huge.pb` (uncompressed, as `go tool pprof` and speedscope take it too)
-//! and `OUT_DIR/huge.folded`, streaming: memory stays at the string table's size.
+//! The first writes `OUT_DIR/huge.pb` (uncompressed, as `go tool pprof` and speedscope
+//! take it too) and `OUT_DIR/huge.folded`, streaming: memory stays at the string table's
+//! size. The second writes `OUT_DIR/goroutines.txt`: the goroutines of a real `debug=2`
+//! dump (`../shared/fixtures/large/goroutine.large.debug2.txt`) repeated with new ids
+//! until there are N (1,000,000 by default).
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -224,15 +229,45 @@ fn write_folded(path: &Path, program: &Program, target: u64) -> std::io::Result<
     Ok(written)
 }
 
+/// Goroutine blocks of a `debug=2` dump, repeated in order with ids 1..=count.
+fn write_goroutines(path: &Path, dump: &str, count: u64) -> std::io::Result<Written> {
+    let blocks: Vec<&str> = dump
+        .split("\n\n")
+        .filter_map(|b| b.trim_matches('\n').strip_prefix("goroutine "))
+        .filter_map(|b| b.split_once(' ').map(|(_, rest)| rest))
+        .collect();
+    if blocks.is_empty() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "no goroutine blocks in the dump"));
+    }
+    let mut file = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    let mut bytes = 0;
+    for (id, block) in (1..=count).zip(blocks.iter().cycle()) {
+        let text = format!("goroutine {id} {block}\n\n");
+        file.write_all(text.as_bytes())?;
+        bytes += text.len() as u64;
+    }
+    file.flush()?;
+    Ok(Written { bytes, samples: count, total: count })
+}
+
 struct Args {
     out: PathBuf,
     samples: u64,
     locations: u64,
     folded_bytes: u64,
+    goroutines: Option<PathBuf>,
+    count: u64,
 }
 
 fn args() -> Result<Args, String> {
-    let mut args = Args { out: PathBuf::new(), samples: 3_000_000, locations: 1_000_000, folded_bytes: 1 << 30 };
+    let mut args = Args {
+        out: PathBuf::new(),
+        samples: 3_000_000,
+        locations: 1_000_000,
+        folded_bytes: 1 << 30,
+        goroutines: None,
+        count: 1_000_000,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut number = |what: &str| -> Result<u64, String> {
@@ -242,12 +277,16 @@ fn args() -> Result<Args, String> {
             "--samples" => args.samples = number("--samples")?,
             "--locations" => args.locations = number("--locations")?,
             "--folded-bytes" => args.folded_bytes = number("--folded-bytes")?,
+            "--count" => args.count = number("--count")?,
+            "--goroutines" => args.goroutines = Some(it.next().ok_or("--goroutines needs a dump")?.into()),
             _ if arg.starts_with('-') => return Err(format!("unknown option {arg}")),
             _ => args.out = PathBuf::from(arg),
         }
     }
     if args.out.as_os_str().is_empty() {
-        return Err("usage: huge OUT_DIR [--samples N] [--locations N] [--folded-bytes N]".into());
+        return Err("usage: huge OUT_DIR [--samples N] [--locations N] [--folded-bytes N]\n       \
+                    huge OUT_DIR --goroutines DUMP [--count N]"
+            .into());
     }
     Ok(args)
 }
@@ -256,6 +295,13 @@ fn main() -> std::process::ExitCode {
     let run = || -> Result<(), String> {
         let args = args()?;
         std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+        if let Some(dump) = &args.goroutines {
+            let text = std::fs::read_to_string(dump).map_err(|e| format!("{}: {e}", dump.display()))?;
+            let path = args.out.join("goroutines.txt");
+            let w = write_goroutines(&path, &text, args.count).map_err(|e| format!("{}: {e}", path.display()))?;
+            println!("{}: {} bytes, {} goroutines", path.display(), w.bytes, w.samples);
+            return Ok(());
+        }
         let program = Program::new(args.locations);
         let (pprof, folded) = (args.out.join("huge.pb"), args.out.join("huge.folded"));
         let w = write_pprof(&pprof, &program, args.samples).map_err(|e| format!("{}: {e}", pprof.display()))?;
@@ -308,6 +354,16 @@ mod tests {
         // Identical stacks become one sample.
         assert!(p.samples.len() as u64 <= folded.samples && p.samples.len() as u64 > folded.samples / 2);
         assert_eq!(p.total(0), folded.total as i64);
+
+        let dump = "goroutine 1 [running]:\nmain.main()\n\t/src/main.go:7 +0x1d\n\n\
+                    goroutine 8 [chan receive, 2 minutes]:\nmain.worker(0x0?)\n\t/src/w.go:12 +0x3b\n\
+                    created by main.main\n\t/src/main.go:5 +0x25\n";
+        write_goroutines(&dir.join("g.txt"), dump, 5).unwrap();
+        let p = stacklens_core::parse(&std::fs::read(dir.join("g.txt")).unwrap()).unwrap();
+        let ids: Vec<u64> = p.goroutines.iter().map(|g| g.id).collect();
+        assert_eq!(ids, [1, 2, 3, 4, 5]);
+        let states: Vec<&str> = p.goroutines.iter().map(|g| p.str(g.state)).collect();
+        assert_eq!(states, ["running", "chan receive", "running", "chan receive", "running"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
