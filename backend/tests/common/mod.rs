@@ -233,9 +233,19 @@ impl Seaweed {
             .unwrap();
         wait_until("SeaweedFS", || {
             let ok = |url: &str| reqwest::blocking::get(url).is_ok_and(|r| r.status().is_success());
-            ok("http://127.0.0.1:8333/healthz") && ok("http://127.0.0.1:8888/buckets/test/")
+            ok("http://127.0.0.1:8333/healthz") && ok("http://127.0.0.1:8888/buckets/test/") && Self::writes()
         });
         child
+    }
+
+    /// Whether a write goes through: after a restart, S3 and the filer answer before a
+    /// volume server has registered, and a write then waits (a CI run saw a 2 s timeout).
+    /// The probe file is outside the bucket, so no test sees it.
+    fn writes() -> bool {
+        let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
+        let probe = "http://127.0.0.1:8888/stacklens-probe/ready";
+        let written = http.put(probe).body("ready").send().is_ok_and(|r| r.status().is_success());
+        written && http.delete(probe).send().is_ok_and(|r| r.status().is_success())
     }
 
     /// Stops the server as an operator would (SIGTERM) and waits until it is gone.
