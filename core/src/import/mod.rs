@@ -131,23 +131,17 @@ pub fn parse_with(bytes: &[u8], options: &ParseOptions) -> Result<Profile> {
 
 /// [`parse_with`], reporting how far it got.
 pub fn parse_with_progress(bytes: &[u8], options: &ParseOptions, progress: Progress<'_>) -> Result<Profile> {
-    match inflate_if_gzip(bytes, options, progress)? {
-        Some(inflated) => parse_plain(&inflated, progress),
-        None => parse_plain(bytes, progress),
-    }
+    let inflated = inflate_if_gzip(bytes, options, progress)?;
+    parse_plain(inflated.as_deref().unwrap_or(bytes), progress)
 }
 
 /// [`parse`] taking the bytes, so that gzip input is dropped once inflated: a caller
 /// that read a file for this (the CLI) does not hold it beside the model being built.
 pub fn parse_owned(bytes: Vec<u8>) -> Result<Profile> {
     let progress = &mut |_, _| {};
-    match inflate_if_gzip(&bytes, &ParseOptions::default(), progress)? {
-        Some(inflated) => {
-            drop(bytes);
-            parse_plain(&inflated, progress)
-        }
-        None => parse_plain(&bytes, progress),
-    }
+    // Replacing the gzip bytes by their inflated form drops them before the parse.
+    let plain = inflate_if_gzip(&bytes, &ParseOptions::default(), progress)?.unwrap_or(bytes);
+    parse_plain(&plain, progress)
 }
 
 /// The inflated bytes when `bytes` is gzip, `None` when it is not.
