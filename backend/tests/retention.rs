@@ -194,11 +194,12 @@ fn scenario(backing: Backing, env: &[(&str, &str)]) {
     );
     assert_eq!(status, 201);
     until("C's captures to expire", PATIENCE, || history().as_array().unwrap().is_empty().then_some(()));
-    until("C's session to be removed", PATIENCE, || {
-        (get(&format!("/api/v1/profiles/{session_c}")).0 == 404).then_some(())
+    // The sweep removes the record, then the bytes: wait for both, not for the 404 alone.
+    until("C's bytes and record to be removed", PATIENCE, || {
+        (backing.session_stored(&session_c) == (false, false)).then_some(())
     });
+    assert_eq!(get(&format!("/api/v1/profiles/{session_c}")).0, 404);
     assert_eq!(raw(&session_c).status(), 404);
-    assert_eq!(backing.session_stored(&session_c), (false, false), "C's bytes and record are removed");
     assert_eq!(raw(&session_a).status(), 200, "A's uploader still holds it");
     assert_eq!(backing.session_stored(&session_a), (true, true));
 
