@@ -94,6 +94,17 @@ fn windows_are_cut_from_cached_whole_trees() {
     cache.retain(|k| *k != "d");
     assert_eq!(cache.len(), 2);
     assert!(cache.get_or_build("e", || Err("no".into())).is_err());
+
+    // The tree has 5 nodes (root, main, work, hot, idle): over a 4-node budget, each
+    // tree is dropped before the next is built.
+    let mut small = TreeCache::keeping(4);
+    small.get_or_build("a", build).expect("tree");
+    small.get_or_build("b", build).expect("tree");
+    assert_eq!(small.len(), 1, "the first tree was dropped for the second");
+    let mut roomy = TreeCache::keeping(10);
+    roomy.get_or_build("a", build).expect("tree");
+    roomy.get_or_build("b", build).expect("tree");
+    assert_eq!(roomy.len(), 2, "both fit in 10 nodes");
 }
 
 #[wasm_bindgen_test]

@@ -144,6 +144,13 @@ export async function until(what, probe, ms = 20000) {
   }
 }
 
+/** The analysis workers' WebAssembly memory in MB (`worker.js` exposes it); 0 while none runs. */
+export async function workerMemoryMB(page) {
+  let bytes = 0;
+  for (const w of page.workers()) bytes += await w.evaluate(() => self.stacklensMemory?.buffer.byteLength ?? 0).catch(() => 0);
+  return bytes / 1048576;
+}
+
 /** Waits until the page's top table starts with exactly `expected` (pprof's rows); returns what it shows. */
 export async function expectTopTable(page, expected, what) {
   let shown;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import {
   startServer, launchBrowser, fixtures, requireFixtures, requireGo, screenshot, openPage as open, loadFixtures as load,
-  keptFiles, pageTopTable, pprofTop, pprofShown, pprofFileTable, pprofValue, expectTopTable, canvasPixel, hslRgb, sameColour, hoverText, until,
+  keptFiles, pageTopTable, pprofTop, workerMemoryMB, pprofShown, pprofFileTable, pprofValue, expectTopTable, canvasPixel, hslRgb, sameColour, hoverText, until,
 } from './harness.mjs';
 
 let server, browser;
@@ -374,6 +374,21 @@ test('the large profile loads completely and its top row equals pprof', async (t
   const kept = (await pageTopTable(page, 200)).filter((r) => r.cum > cutoff).slice(0, 20);
   assert.deepEqual(kept, pprofFileTable('large/cpu.large.pprof-top.txt', 20), 'go tool pprof -top of the large profile');
   await screenshot(page, 'top-large');
+  // Issue 13's ceiling for the worker after the large profile (flame graph, zoom, search,
+  // top table), and closing it hands the memory back: the worker is replaced.
+  const held = await workerMemoryMB(page);
+  assert.ok(held > 100 && held <= 300, `the worker holds ${held} MB of WebAssembly memory`);
+  await page.getByTestId('profile-tab').locator('.tab-close').click();
+  const after = await until('the worker to give its memory back', async () => {
+    const mb = await workerMemoryMB(page);
+    return mb > 0 && mb < 32 ? mb : undefined;
+  });
+  assert.ok(after < held / 4, `${after} MB after closing, ${held} MB before`);
+  console.log(`worker memory: ${held} MB with the large profile, ${after} MB after closing it`);
+  // The new worker serves the next file.
+  await load(page, 'go/base/cpu.pb.gz');
+  await page.getByTestId('view-flame').click();
+  await assertRoot(await paintedFlame(page), '7.08s');
   await page.close();
 });
 

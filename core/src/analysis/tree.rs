@@ -136,17 +136,30 @@ impl Stacks {
     }
 
     fn build(self, sample_type: String, unit: String, diff: bool) -> CallTree {
-        let Stacks { mut names, mut files, frames, mut stacks, .. } = self;
-        // Rank names alphabetically so sorted stacks give name-ordered children.
+        let Stacks { mut names, mut files, frames: mut ranked, mut stacks, .. } = self;
+        // Rank names alphabetically so sorted stacks give name-ordered children; frames
+        // are ranked in place (a large profile has millions).
         let mut order: Vec<u32> = (0..names.len() as u32).collect();
         order.sort_unstable_by(|&a, &b| names[a as usize].cmp(&names[b as usize]));
         let mut rank = vec![0u32; names.len()];
         for (r, &n) in order.iter().enumerate() {
             rank[n as usize] = r as u32;
         }
-        let ranked: Vec<u32> = frames.iter().map(|&f| rank[f as usize]).collect();
+        for frame in &mut ranked {
+            *frame = rank[*frame as usize];
+        }
         let seq = |s: &(u32, u32, i64, bool)| &ranked[s.0 as usize..(s.0 + s.1) as usize];
         stacks.sort_unstable_by(|a, b| seq(a).cmp(seq(b)));
+        // Each stack adds a node per frame past the prefix it shares with the previous
+        // one. Counting first allocates the nodes once, at their size: growing by
+        // doubling held up to twice the tree (a page's WASM memory never shrinks).
+        let mut node_count = 1;
+        let mut previous: &[u32] = &[];
+        for s in &stacks {
+            let current = seq(s);
+            node_count += current.len() - common_prefix(previous, current);
+            previous = current;
+        }
 
         // Names are now referred to by rank; reorder the table to match.
         let sorted_names: Vec<String> = order.iter().map(|&n| std::mem::take(&mut names[n as usize])).collect();
@@ -156,13 +169,17 @@ impl Stacks {
         names.push("root".to_owned());
         files.push(String::new());
 
-        let mut nodes = vec![TreeNode { name: root_name, parent: ROOT, depth: 0, end: 0, self_value: 0, total: 0 }];
-        let mut base = if diff { vec![BaseValues::default()] } else { Vec::new() };
+        let mut nodes = Vec::with_capacity(node_count);
+        nodes.push(TreeNode { name: root_name, parent: ROOT, depth: 0, end: 0, self_value: 0, total: 0 });
+        let mut base = Vec::with_capacity(if diff { node_count } else { 0 });
+        if diff {
+            base.push(BaseValues::default());
+        }
         let mut path: Vec<u32> = vec![ROOT];
         let mut previous: &[u32] = &[];
         for s in &stacks {
             let current = seq(s);
-            let common = previous.iter().zip(current).take_while(|(a, b)| a == b).count();
+            let common = common_prefix(previous, current);
             while path.len() > common + 1 {
                 let done = path.pop().expect("path holds the root");
                 nodes[done as usize].end = nodes.len() as u32;
@@ -199,6 +216,11 @@ impl Stacks {
         let max_depth = nodes.iter().map(|n| n.depth).max().unwrap_or(0);
         CallTree { nodes, names, files, base, left_out_before: Vec::new(), sample_type, unit, max_depth }
     }
+}
+
+/// How many leading frames two stacks share.
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 impl CallTree {

@@ -180,10 +180,24 @@ impl Client {
         self.sources.borrow().iter().find(|s| s.0 == id).map(|s| s.2.clone())
     }
 
-    pub fn remove(&self, id: u32) {
-        self.sources.borrow_mut().retain(|s| s.0 != id);
-        self.send(&Request::Remove { id }, None);
+    /// Forgets a profile. A worker's WebAssembly memory only grows, so closing the last
+    /// profile, or a large one, replaces the worker (given the other profiles again),
+    /// which hands the memory back to the browser.
+    pub fn remove(self: &Rc<Self>, id: u32) {
+        let (size, others) = {
+            let sources = self.sources.borrow();
+            (sources.iter().find(|s| s.0 == id).map_or(0, |s| s.2.len()), sources.iter().any(|s| s.0 != id))
+        };
+        if !others || size >= Self::LARGE_SOURCE {
+            self.restart_without(Some(id));
+        } else {
+            self.sources.borrow_mut().retain(|s| s.0 != id);
+            self.send(&Request::Remove { id }, None);
+        }
     }
+
+    /// A profile this large (as loaded, often gzipped) takes tens of MB or more in the worker.
+    const LARGE_SOURCE: usize = 1 << 20;
 
     pub fn request(&self, request: Request, reply: impl FnOnce(Response, Option<Vec<u8>>) + 'static) {
         let seq = self.send(&request, None);

@@ -61,9 +61,11 @@ pub fn flame_window(tree: &CallTree, zoom_path: &[String], search: &str) -> (Cal
 }
 
 /// Whole call trees kept by the worker, newest last, so zooming and searching only cut
-/// new windows; a few at most, as a large profile's tree takes hundreds of MB.
+/// new windows; a few at most, and at most `kept_nodes` nodes while another is built, as
+/// a large profile's tree takes over a hundred MB and the worker's memory never shrinks.
 pub struct TreeCache<K> {
     entries: Vec<(K, Arc<CallTree>)>,
+    kept_nodes: usize,
 }
 
 impl<K: PartialEq> Default for TreeCache<K> {
@@ -74,9 +76,16 @@ impl<K: PartialEq> Default for TreeCache<K> {
 
 impl<K: PartialEq> TreeCache<K> {
     const CAPACITY: usize = 3;
+    /// 32 MB of nodes: small trees stay cached side by side, a large one is dropped
+    /// before the next is built.
+    pub const KEPT_NODES: usize = 1 << 20;
 
     pub const fn new() -> Self {
-        TreeCache { entries: Vec::new() }
+        Self::keeping(Self::KEPT_NODES)
+    }
+
+    pub const fn keeping(kept_nodes: usize) -> Self {
+        TreeCache { entries: Vec::new(), kept_nodes }
     }
 
     pub fn get_or_build(
@@ -90,8 +99,10 @@ impl<K: PartialEq> TreeCache<K> {
             self.entries.push(entry);
             return Ok(tree);
         }
-        // Evict first, so two large trees are never held while a third is built.
-        if self.entries.len() >= Self::CAPACITY {
+        // Evict first, so large trees are never held while another is built.
+        while self.entries.len() >= Self::CAPACITY
+            || self.entries.iter().map(|(_, t)| t.nodes.len()).sum::<usize>() > self.kept_nodes
+        {
             self.entries.remove(0);
         }
         let tree = build()?.0;
