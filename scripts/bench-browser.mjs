@@ -1,17 +1,22 @@
 // Browser benchmark (not a test): stacklens's page against speedscope (npm package,
 // same Debian Chromium, same run). For each input: time from file chosen to flame
-// graph painted, main-thread JS heap after load, and for stacklens the frame time while
-// zooming. Usage: node scripts/bench-browser.mjs [runs]  (after `trunk build --release`
-// and `cargo build --release -p stacklens-backend`; installs speedscope with --no-save).
+// graph painted, main-thread JS heap after load, for stacklens the frame time while
+// zooming and the worker's time per request, and the native CLI doing the same work
+// (`stacklens convert FILE -o flame.svg`, or `stacklens goroutines FILE`).
+// Usage: node scripts/bench-browser.mjs [runs] [fixture...]  (after `trunk build
+// --release` and `cargo build --release -p stacklens-backend`; installs speedscope with
+// --no-save).
 import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
 import { root, fixtures, startServer, launchBrowser } from '../tests/e2e/harness.mjs';
 
 const SPEEDSCOPE = '1.25.0';
 const runs = Number(process.argv[2] || 3);
-const inputs = ['large/cpu.large.pb.gz', 'go/base/cpu.pb.gz', 'large/goroutine.large.debug2.txt'];
+const inputs = process.argv.length > 3 ? process.argv.slice(3)
+  : ['large/cpu.large.pb.gz', 'go/base/cpu.pb.gz', 'large/goroutine.large.debug2.txt'];
 
 const ssDir = join(root, 'node_modules/speedscope/dist/release');
 if (!existsSync(ssDir)) {
@@ -68,6 +73,14 @@ async function stacklens(file) {
     }, null, { timeout: 120000, polling: 'raf' });
   }
   const ms = Date.now() - start;
+  // What the worker spent on each request (its User Timing measures), in ms.
+  const worker = {};
+  for (const w of page.workers()) {
+    for (const [name, ms] of await w.evaluate(() => performance.getEntriesByType('measure').map((m) => [m.name, m.duration]))) {
+      const key = name.replace('stacklens ', '');
+      worker[key] = (worker[key] ?? 0) + ms;
+    }
+  }
   let frame = null;
   if (!goroutines) {
     // Zoom in and out 20 times; frame time = main-thread work from the click until
@@ -92,7 +105,19 @@ async function stacklens(file) {
   const heap = await heapMB(page);
   const wasm = await wasmMB(page);
   await page.close();
-  return { ms, heap, frame, wasm };
+  return { ms, heap, frame, wasm, worker };
+}
+
+/**
+ * The native CLI doing the page's work on `file`, in ms: parse and draw the flame graph
+ * (`stacklens convert FILE -o flame.svg`), or analyse a goroutine dump.
+ */
+function cli(file) {
+  const args = file.includes('goroutine') ? ['goroutines', join(fixtures, file)]
+    : ['convert', join(fixtures, file), '-o', join(tmpdir(), 'stacklens-bench-flame.svg')];
+  const start = process.hrtime.bigint();
+  execFileSync(join(root, 'target/release/stacklens'), args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  return Number(process.hrtime.bigint() - start) / 1e6;
 }
 
 async function speedscope(file) {
@@ -115,21 +140,29 @@ async function speedscope(file) {
 }
 
 console.log(`Chromium ${browser.version()}, speedscope ${SPEEDSCOPE}, stacklens ${execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root }).toString().trim()}, median of ${runs} runs\n`);
-console.log('| input | size | stacklens: chosen → painted | speedscope: chosen → painted | stacklens JS heap | stacklens WASM memory (page + worker) | speedscope JS heap | stacklens zoom frame p50 / p95 |');
-console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
+console.log('| input | size | stacklens: chosen → painted | native CLI, same work (page ÷ CLI) | speedscope: chosen → painted | stacklens JS heap | stacklens WASM memory (page + worker) | speedscope JS heap | stacklens zoom frame p50 / p95 |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const file of inputs) {
   const ours = [];
   const theirs = [];
-  for (let i = 0; i < runs; i++) ours.push(await stacklens(file));
-  console.error(`${file}: stacklens ${ours.map((r) => r.ms).join(', ')} ms`);
-  for (let i = 0; i < runs; i++) theirs.push(await speedscope(file));
+  const native = [];
+  // Alternated, so both see the same machine.
+  for (let i = 0; i < runs; i++) {
+    ours.push(await stacklens(file));
+    native.push(cli(file));
+  }
+  console.error(`${file}: stacklens ${ours.map((r) => r.ms).join(', ')} ms; CLI ${native.map((ms) => ms.toFixed(0)).join(', ')} ms`);
+  for (const r of ours) console.error(`  worker: ${Object.entries(r.worker).map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`);
+  // STACKLENS_ONLY=1 compares builds of stacklens without waiting for speedscope.
+  for (let i = 0; i < runs && !process.env.STACKLENS_ONLY; i++) theirs.push(await speedscope(file));
   console.error(`${file}: speedscope ${theirs.map((r) => r.ms).join(', ')} ms`);
   const o = median(ours.map((r) => r.ms));
-  const t = theirs.every((r) => r.ms !== null) ? median(theirs.map((r) => r.ms)) : null;
+  const t = theirs.length && theirs.every((r) => r.ms !== null) ? median(theirs.map((r) => r.ms)) : null;
   const frame = ours[0].frame ? `${ours[0].frame.p50} / ${ours[0].frame.p95} ms` : 'n/a';
   const size = (statSync(join(fixtures, file)).size / 1048576).toFixed(1);
   const wasm = `${ours[0].wasm.main} + ${ours[0].wasm.worker} MB`;
-  console.log(`| ${file} | ${size} MB | ${o} ms | ${t === null ? 'cannot read it' : `${t} ms`} | ${ours[0].heap} MB | ${wasm} | ${theirs[0].heap ?? 'n/a'} MB | ${frame} |`);
+  const n = median(native);
+  console.log(`| ${file} | ${size} MB | ${o} ms | ${n.toFixed(0)} ms (${(o / n).toFixed(2)}×) | ${t === null ? 'cannot read it' : `${t} ms`} | ${ours[0].heap} MB | ${wasm} | ${theirs[0]?.heap ?? 'n/a'} MB | ${frame} |`);
 }
 await browser.close();
 await server.stop();

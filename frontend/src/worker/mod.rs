@@ -27,6 +27,7 @@ use session::{diff_profiles, diff_tree, flame_window, goroutine_growth, Loaded, 
 thread_local! {
     static PROFILES: RefCell<HashMap<u32, Loaded>> = RefCell::new(HashMap::new());
     static TREES: RefCell<TreeCache<TreeKey>> = const { RefCell::new(TreeCache::new()) };
+    static MEASURED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 fn scope() -> DedicatedWorkerGlobalScope {
@@ -186,6 +187,21 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
     }
 }
 
+/// Runs `f` as a User Timing measure named `stacklens NAME`, so DevTools' Performance
+/// panel and scripts/bench-browser.mjs see how long the worker took for each request.
+fn measured(name: &str, f: impl FnOnce()) {
+    let Some(performance) = scope().performance() else { return f() };
+    let start = format!("stacklens {name} started");
+    let _ = performance.mark(&start);
+    f();
+    let _ = performance.measure_with_start_mark(&format!("stacklens {name}"), &start);
+    performance.clear_marks_with_mark_name(&start);
+    // The timeline keeps every entry: keep the last thousand at most.
+    if MEASURED.with(|n| n.replace(n.get() + 1)) % 1000 == 999 {
+        performance.clear_measures();
+    }
+}
+
 /// Installs the message handler; called once by `worker.js` after the module loads.
 pub fn run() {
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(|e: MessageEvent| {
@@ -193,12 +209,12 @@ pub fn run() {
         let Some(json) = data.get(0).as_string() else { return };
         let bytes = data.get(1).dyn_into::<Uint8Array>().ok().map(|a| a.to_vec());
         match serde_json::from_str::<Envelope<Request>>(&json) {
-            Ok(envelope) => handle(envelope.seq, envelope.body, bytes),
+            Ok(envelope) => measured(envelope.body.name(), || handle(envelope.seq, envelope.body, bytes)),
             Err(e) => post(0, &Response::Failed { id: u32::MAX, message: format!("bad request: {e}") }, None),
         }
     });
     scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     post(0, &Response::Ready, None);
-    session::warm_up();
+    measured("warm-up", session::warm_up);
 }

@@ -129,6 +129,26 @@ pub enum Request {
     },
 }
 
+impl Request {
+    /// What the request asks, as the worker's User Timing names it (`stacklens tree`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Request::Parse { .. } => "parse",
+            Request::Remove { .. } => "remove",
+            Request::Top { .. } => "top",
+            Request::Tree { .. } => "tree",
+            Request::Diff { .. } => "diff",
+            Request::Goroutines { .. } => "goroutines",
+            Request::Source { .. } => "source",
+            Request::Graph { .. } => "graph",
+            Request::Details { .. } => "details",
+            Request::Labels { .. } => "labels",
+            Request::Timeline { .. } => "timeline",
+            Request::Export { .. } => "export",
+        }
+    }
+}
+
 /// pprof's `-nodefraction`, `-edgefraction` and `-nodecount`, and the node the graph
 /// is focused on (only the samples through it).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
