@@ -144,15 +144,15 @@ fn scenario(backing: Backing, env: &[(&str, &str)]) {
             .find(|c| c["status"] == "completed" && c["slot"].is_u64())
             .map(|c| c["sessionId"].as_str().unwrap().to_owned())
     });
+    // The sweep drops a capture from the listing, then its record: wait for both.
+    let expired = [first["id"].as_str().unwrap().to_owned(), second["id"].as_str().unwrap().to_owned()];
     until("A's and B's captures to expire", PATIENCE, || {
         let h = ids(&history());
-        (!h.contains(&first["id"].as_str().unwrap().to_owned())
-            && !h.contains(&second["id"].as_str().unwrap().to_owned()))
-        .then_some(())
+        expired
+            .iter()
+            .all(|id| !h.contains(id) && get(&format!("/api/v1/observability/profiling/{id}")).0 == 404)
+            .then_some(())
     });
-    for gone in [&first["id"], &second["id"]] {
-        assert_eq!(get(&format!("/api/v1/observability/profiling/{}", gone.as_str().unwrap())).0, 404);
-    }
     assert_eq!(backing.session_stored(&session_c), (true, true), "C's captures hold it");
     // The sessions the expired captures held are still held by the upload and the baseline.
     assert_eq!(backing.session_stored(&session_a), (true, true));
