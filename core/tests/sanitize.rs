@@ -179,3 +179,23 @@ fn pprof_reads_the_sanitized_file_with_the_same_totals() {
     assert_eq!(sums(&raw), sums(&original));
     assert_eq!(sums(&raw), totals(&p));
 }
+
+#[test]
+fn the_strip_list() {
+    let o = SanitizeOptions::strip("basenames, buildids,comments,labels=tenant,user_id").expect("valid");
+    assert_eq!(
+        o,
+        SanitizeOptions {
+            paths: Paths::BaseNames,
+            build_ids: true,
+            comments: true,
+            labels: Labels::Keys(vec!["tenant".into(), "user_id".into()]),
+            redact: None,
+        }
+    );
+    assert_eq!(SanitizeOptions::strip("labels=a,labels").expect("valid").labels, Labels::All);
+    assert_eq!(SanitizeOptions::strip("paths").expect("valid").paths, Paths::Remove);
+    assert!(!SanitizeOptions::strip("").expect("valid").removes_anything());
+    let e = SanitizeOptions::strip("paths,secrets").expect_err("unknown word");
+    assert!(e.contains("'secrets'") && e.contains("buildids"), "{e}");
+}

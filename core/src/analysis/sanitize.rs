@@ -43,6 +43,43 @@ pub struct SanitizeOptions {
     pub redact: Option<String>,
 }
 
+impl SanitizeOptions {
+    /// The CLI's `--strip` list, comma-separated: `paths` (or `basenames`), `buildids`,
+    /// `comments`, `labels` (all of them) or `labels=KEY,KEY…` (the words after `labels=`
+    /// that are not one of these are more keys).
+    pub fn strip(list: &str) -> std::result::Result<Self, String> {
+        let mut options = SanitizeOptions::default();
+        let mut keys: Option<Vec<String>> = None;
+        for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match word {
+                "paths" => options.paths = Paths::Remove,
+                "basenames" => options.paths = Paths::BaseNames,
+                "buildids" => options.build_ids = true,
+                "comments" => options.comments = true,
+                "labels" => options.labels = Labels::All,
+                _ => match (word.strip_prefix("labels="), keys.as_mut()) {
+                    (Some(key), _) => keys.get_or_insert_with(Vec::new).push(key.to_owned()),
+                    (None, Some(keys)) => keys.push(word.to_owned()),
+                    (None, None) => {
+                        return Err(format!(
+                            "cannot strip '{word}': choose from paths, basenames, buildids, comments, labels, labels=KEY,KEY"
+                        ))
+                    }
+                },
+            }
+        }
+        if let (Some(keys), false) = (keys, options.labels == Labels::All) {
+            options.labels = Labels::Keys(keys);
+        }
+        Ok(options)
+    }
+
+    /// Whether these options remove anything.
+    pub fn removes_anything(&self) -> bool {
+        *self != SanitizeOptions::default()
+    }
+}
+
 /// Returns a copy of `profile` without what `options` removes.
 pub fn sanitize(profile: &Profile, options: &SanitizeOptions) -> Result<Profile> {
     let redact = compile_regex("redact", &options.redact)?;
