@@ -13,6 +13,7 @@ use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineOptions};
 use stacklens_core::analysis::graph::{call_graph, GraphOptions};
 use stacklens_core::analysis::labels::label_summary;
 use stacklens_core::analysis::merge::Merger;
+use stacklens_core::analysis::sanitize::{sanitize, SanitizeOptions};
 use stacklens_core::analysis::source::{source, trim_source_path, SourceOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::{Filters, Granularity};
@@ -279,6 +280,21 @@ enum Command {
         #[arg(long)]
         raw_names: bool,
     },
+    /// Write a copy of a profile without what it gives away, for sharing: file paths,
+    /// build ids, comments, labels, function names. Totals and stacks stay the same.
+    Sanitize {
+        input: PathBuf,
+        /// Where to write the sanitized pprof ("-" for standard output).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// What to remove, comma-separated: paths (or basenames), buildids, comments,
+        /// labels (all) or labels=KEY,KEY…
+        #[arg(long, default_value = "")]
+        strip: String,
+        /// Function names this regex matches become redacted-HASH (the same name, the same hash).
+        #[arg(long, value_name = "REGEX")]
+        redact: Option<String>,
+    },
     /// Label keys with each value's total and share, like `go tool pprof -tags`.
     Tags {
         /// Profiles; several are merged as `go tool pprof A B…` merges them (the same sample
@@ -499,6 +515,16 @@ fn go_error_text(e: &std::io::Error) -> String {
     chars.next().map(|first| first.to_lowercase().chain(chars).collect()).unwrap_or_default()
 }
 
+/// Writes `bytes` to `path`, or to standard output for "-".
+fn write_output(path: &std::path::Path, bytes: &[u8]) -> Result<(), CliError> {
+    let written = if path.as_os_str() == "-" {
+        std::io::Write::write_all(&mut std::io::stdout().lock(), bytes)
+    } else {
+        std::fs::write(path, bytes)
+    };
+    written.map_err(|source| CliError::Write { path: path.to_owned(), source })
+}
+
 fn print_json(value: &impl serde::Serialize) {
     println!("{}", serde_json::to_string_pretty(value).expect("reports serialize"));
 }
@@ -654,13 +680,15 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 granularity,
                 filters: filters.filters(),
             };
-            let bytes = export(&profile, format, &options)?;
-            let written = if output.as_os_str() == "-" {
-                std::io::Write::write_all(&mut std::io::stdout().lock(), &bytes)
-            } else {
-                std::fs::write(&output, &bytes)
-            };
-            written.map_err(|source| CliError::Write { path: output.clone(), source })?;
+            write_output(&output, &export(&profile, format, &options)?)?;
+        }
+        Command::Sanitize { input, output, strip, redact } => {
+            let options = SanitizeOptions { redact, ..SanitizeOptions::strip(&strip).map_err(CliError::Usage)? };
+            if !options.removes_anything() {
+                return Err(CliError::Usage("nothing to remove: pass --strip or --redact".into()));
+            }
+            let clean = sanitize(&*load_merged(std::slice::from_ref(&input))?, &options)?;
+            write_output(&output, &export(&clean, ExportFormat::Pprof, &ExportOptions::default())?)?;
         }
         Command::Tags { files, sample_index, filters, format } => {
             let summary = label_summary(&*load_merged(&files)?, &sample_index.unwrap_or_default(), &filters.filters())?;

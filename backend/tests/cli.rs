@@ -548,6 +548,46 @@ fn convert_writes_what_top_reads_merges_files_and_names_its_errors() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+#[test]
+fn sanitize_writes_a_profile_without_paths_build_ids_or_labels_that_top_reads_the_same() {
+    let Some(fx) = fixtures() else { return };
+    let dir = std::env::temp_dir().join(format!("stacklens-cli-sanitize-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = fx.join("go/base/cpu.pb.gz");
+    let clean = dir.join("clean.pb.gz");
+    let (base_arg, clean_arg) = (base.to_str().unwrap(), clean.to_str().unwrap());
+    text(&["sanitize", base_arg, "-o", clean_arg, "--strip", "paths,buildids,comments,labels"]);
+    // The same top report, and no labels or source files left for tags and list to show.
+    assert_eq!(from_showing(&top_like_pprof(&clean, 20, &[])), from_showing(&top_like_pprof(&base, 20, &[])));
+    assert!(text(&["tags", base_arg]).contains("tenant"));
+    let tags = stacklens(&["tags", clean_arg]);
+    assert!(!String::from_utf8_lossy(&tags.stdout).contains("tenant"), "{tags:?}");
+    let list = text(&["list", "sha256.block", base_arg]);
+    assert!(list.contains("/crypto/sha256/sha256block_amd64.s"), "{list}");
+    let list = stacklens(&["list", "sha256.block", clean_arg]);
+    assert!(!String::from_utf8_lossy(&list.stdout).contains("sha256block_amd64"), "{list:?}");
+    // --redact renames matched functions; the totals stay.
+    let to_stdout = stacklens(&["sanitize", base_arg, "-o", "-", "--redact", "sha256"]);
+    assert!(to_stdout.status.success() && to_stdout.stdout.starts_with(&[0x1f, 0x8b]), "gzipped pprof on stdout");
+    text(&["sanitize", base_arg, "-o", clean_arg, "--redact", "sha256"]);
+    let top = json(&stacklens(&["top", clean_arg, "--format", "json"]));
+    let names: Vec<&str> = top["functions"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert!(names.iter().all(|n| !n.contains("sha256")) && names.iter().any(|n| n.starts_with("redacted-")));
+    let original = json(&stacklens(&["top", base_arg, "--format", "json"]));
+    assert_eq!(top["total"], original["total"]);
+    // Usage errors (exit 2): an unknown word, nothing to remove, a bad regex.
+    for (args, says) in [
+        (vec!["--strip", "paths,secrets"], "cannot strip 'secrets'"),
+        (vec![], "nothing to remove"),
+        (vec!["--redact", "("], "redact"),
+    ] {
+        let out = stacklens(&[&["sanitize", base_arg, "-o", clean_arg][..], &args].concat());
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{args:?}: {out:?}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// The fixture files as arguments.
 fn paths(f: &Path, files: &[&str]) -> Vec<String> {
     files.iter().map(|file| f.join(file).to_str().unwrap().to_owned()).collect()

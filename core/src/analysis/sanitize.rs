@@ -1,0 +1,153 @@
+//! What a profile gives away, and a copy without it: file paths, mappings' files and
+//! build ids, comments, labels, and function names a pattern matches. The copy has a new
+//! string table holding only the strings it still uses, so nothing removed survives in
+//! the bytes written from it; samples, values and stacks are unchanged.
+
+use serde::{Deserialize, Serialize};
+
+use super::frames::compile_regex;
+use crate::model::{Function, Label, LabelValue, Mapping, StrId, StringTable};
+use crate::{Profile, Result};
+
+/// What to do with file paths (functions' source files and mappings' files).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Paths {
+    #[default]
+    Keep,
+    /// `/home/alice/src/app/main.go` becomes `main.go`.
+    BaseNames,
+    Remove,
+}
+
+/// Which labels to remove from samples.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Labels {
+    #[default]
+    Keep,
+    All,
+    Keys(Vec<String>),
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SanitizeOptions {
+    pub paths: Paths,
+    pub build_ids: bool,
+    pub comments: bool,
+    pub labels: Labels,
+    /// Function names (and raw symbols) this regex matches become `redacted-` and a
+    /// hash of the name: the same name always gives the same hash, so one function stays
+    /// one frame. The hash hides a name from a reader, not from someone who guesses it.
+    pub redact: Option<String>,
+}
+
+impl SanitizeOptions {
+    /// The CLI's `--strip` list, comma-separated: `paths` (or `basenames`), `buildids`,
+    /// `comments`, `labels` (all of them) or `labels=KEY,KEY…` (the words after `labels=`
+    /// that are not one of these are more keys).
+    pub fn strip(list: &str) -> std::result::Result<Self, String> {
+        let mut options = SanitizeOptions::default();
+        let mut keys: Option<Vec<String>> = None;
+        for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match word {
+                "paths" => options.paths = Paths::Remove,
+                "basenames" => options.paths = Paths::BaseNames,
+                "buildids" => options.build_ids = true,
+                "comments" => options.comments = true,
+                "labels" => options.labels = Labels::All,
+                _ => match (word.strip_prefix("labels="), keys.as_mut()) {
+                    (Some(key), _) => keys.get_or_insert_with(Vec::new).push(key.to_owned()),
+                    (None, Some(keys)) => keys.push(word.to_owned()),
+                    (None, None) => {
+                        return Err(format!(
+                            "cannot strip '{word}': choose from paths, basenames, buildids, comments, labels, labels=KEY,KEY"
+                        ))
+                    }
+                },
+            }
+        }
+        if let (Some(keys), false) = (keys, options.labels == Labels::All) {
+            options.labels = Labels::Keys(keys);
+        }
+        Ok(options)
+    }
+
+    /// Whether these options remove anything.
+    pub fn removes_anything(&self) -> bool {
+        *self != SanitizeOptions::default()
+    }
+}
+
+/// Returns a copy of `profile` without what `options` removes.
+pub fn sanitize(profile: &Profile, options: &SanitizeOptions) -> Result<Profile> {
+    let redact = compile_regex("redact", &options.redact)?;
+    let old = &profile.strings;
+    // A new table starts with "" as id 0, which stands for every removed string.
+    let mut strings = StringTable::default();
+    let keep = |id: StrId, strings: &mut StringTable| strings.intern(old.get(id));
+    let path = |id: StrId, strings: &mut StringTable| match options.paths {
+        Paths::Keep => strings.intern(old.get(id)),
+        Paths::BaseNames => strings.intern(base_name(old.get(id))),
+        Paths::Remove => StrId(0),
+    };
+    let mut out = Profile { strings: StringTable::default(), ..profile.clone() };
+
+    for t in out.sample_types.iter_mut().chain(out.period_type.as_mut()) {
+        t.kind = keep(t.kind, &mut strings);
+        t.unit = keep(t.unit, &mut strings);
+    }
+    for f in &mut out.functions {
+        let Function { name, system_name, filename, .. } = f;
+        for n in [name, system_name] {
+            let text = old.get(*n);
+            *n = match &redact {
+                Some(re) if re.is_match(text) => strings.intern(&redacted(text)),
+                _ => strings.intern(text),
+            };
+        }
+        *filename = path(*filename, &mut strings);
+    }
+    for m in &mut out.mappings {
+        let Mapping { filename, build_id, .. } = m;
+        *filename = path(*filename, &mut strings);
+        *build_id = if options.build_ids { StrId(0) } else { keep(*build_id, &mut strings) };
+    }
+    let drop_label = |key: &str| match &options.labels {
+        Labels::Keep => false,
+        Labels::All => true,
+        Labels::Keys(keys) => keys.iter().any(|k| k == key),
+    };
+    for sample in &mut out.samples {
+        sample.labels.retain(|l| !drop_label(old.get(l.key)));
+        for Label { key, value } in &mut sample.labels {
+            *key = keep(*key, &mut strings);
+            match value {
+                LabelValue::Str(v) => *v = keep(*v, &mut strings),
+                LabelValue::Num { unit, .. } => *unit = keep(*unit, &mut strings),
+            }
+        }
+    }
+    for g in &mut out.goroutines {
+        g.state = keep(g.state, &mut strings);
+    }
+    out.comments =
+        if options.comments { Vec::new() } else { out.comments.iter().map(|&c| keep(c, &mut strings)).collect() };
+    for id in [&mut out.drop_frames, &mut out.keep_frames, &mut out.default_sample_type, &mut out.doc_url] {
+        *id = keep(*id, &mut strings);
+    }
+    out.strings = strings;
+    Ok(out)
+}
+
+/// The last component of a path, with either separator (`C:\src\a.rs` gives `a.rs`).
+fn base_name(path: &str) -> &str {
+    path.rsplit(['/', '\\']).next().unwrap_or(path)
+}
+
+/// `redacted-` and the FNV-1a hash of `name`: stable across runs and machines.
+fn redacted(name: &str) -> String {
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    format!("redacted-{hash:016x}")
+}
