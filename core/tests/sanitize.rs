@@ -3,7 +3,7 @@
 
 mod common;
 
-use stacklens_core::analysis::sanitize::{sanitize, Labels, Paths, SanitizeOptions};
+use stacklens_core::analysis::sanitize::{inventory, sanitize, Labels, Paths, SanitizeOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::export::pprof::encode;
 use stacklens_core::model::LabelValue;
@@ -198,4 +198,23 @@ fn the_strip_list() {
     assert!(!SanitizeOptions::strip("").expect("valid").removes_anything());
     let e = SanitizeOptions::strip("paths,secrets").expect_err("unknown word");
     assert!(e.contains("'secrets'") && e.contains("buildids"), "{e}");
+}
+
+#[test]
+fn the_inventory_says_what_sanitize_removes() {
+    let Some(p) = cpu() else { return };
+    let found = inventory(&p);
+    assert_eq!(found.label_keys, ["endpoint", "tenant"]);
+    assert!(found.paths > 0 && found.build_ids > 0, "{found:?}");
+    assert_eq!(found.functions, p.functions.len());
+    // Each root is a path's first three components, and they count every path at most once.
+    assert!(found.path_roots.iter().all(|(root, n)| *n > 0 && root.matches('/').count() <= 4), "{found:?}");
+    assert!(found.path_roots.iter().any(|(root, _)| root == "/usr/lib/go-1.19/"), "{found:?}");
+    assert!(found.path_roots.iter().map(|r| r.1).sum::<usize>() <= found.paths);
+    assert!(found.path_roots.windows(2).all(|w| w[0].1 >= w[1].1), "most first");
+    let clean = inventory(&sanitize(&p, &everything()).expect("sanitizes"));
+    assert_eq!((clean.paths, clean.build_ids, clean.comments), (0, 0, 0));
+    assert!(clean.label_keys.is_empty() && clean.path_roots.is_empty());
+    let base = inventory(&sanitize(&p, &SanitizeOptions { paths: Paths::BaseNames, ..Default::default() }).unwrap());
+    assert!(base.paths > 0 && base.path_roots.iter().all(|(root, _)| !root.contains('/')), "{base:?}");
 }

@@ -80,6 +80,52 @@ impl SanitizeOptions {
     }
 }
 
+/// What a profile gives away, for a reader to choose what to strip before sharing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Inventory {
+    /// Distinct source file paths of functions and files of mappings.
+    pub paths: usize,
+    /// Where they are: each path's first three folders (`/home/alice/src/`, or the path
+    /// when it is shorter) with how many paths are under them, most first, five at most.
+    pub path_roots: Vec<(String, usize)>,
+    pub build_ids: usize,
+    pub comments: usize,
+    /// Label keys on samples, sorted.
+    pub label_keys: Vec<String>,
+    pub functions: usize,
+}
+
+/// What [`sanitize`] could remove from `profile`.
+pub fn inventory(profile: &Profile) -> Inventory {
+    let files = profile.functions.iter().map(|f| f.filename).chain(profile.mappings.iter().map(|m| m.filename));
+    let mut paths: Vec<&str> = files.map(|id| profile.str(id)).filter(|p| !p.is_empty()).collect();
+    paths.sort_unstable();
+    paths.dedup();
+    let mut roots: std::collections::BTreeMap<String, usize> = Default::default();
+    for path in &paths {
+        // "/home/alice/src/app/main.go" splits as "/", "home/", "alice/", "src/", …
+        let leading = usize::from(path.starts_with(['/', '\\']));
+        let root: Vec<&str> = path.split_inclusive(['/', '\\']).take(3 + leading).collect();
+        *roots.entry(root.concat()).or_default() += 1;
+    }
+    let mut path_roots: Vec<(String, usize)> = roots.into_iter().collect();
+    path_roots.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    path_roots.truncate(5);
+    let mut label_keys: Vec<String> =
+        profile.samples.iter().flat_map(|s| &s.labels).map(|l| profile.str(l.key).to_owned()).collect();
+    label_keys.sort_unstable();
+    label_keys.dedup();
+    Inventory {
+        paths: paths.len(),
+        path_roots,
+        build_ids: profile.mappings.iter().filter(|m| !profile.str(m.build_id).is_empty()).count(),
+        comments: profile.comments.len(),
+        label_keys,
+        functions: profile.functions.len(),
+    }
+}
+
 /// Returns a copy of `profile` without what `options` removes.
 pub fn sanitize(profile: &Profile, options: &SanitizeOptions) -> Result<Profile> {
     let redact = compile_regex("redact", &options.redact)?;
