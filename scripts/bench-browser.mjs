@@ -11,7 +11,7 @@ import { createServer } from 'node:http';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
-import { root, fixtures, startServer, launchBrowser } from '../tests/e2e/harness.mjs';
+import { root, fixtures, startServer, launchBrowser, workerMemoryMB } from '../tests/e2e/harness.mjs';
 
 const SPEEDSCOPE = '1.25.0';
 const runs = Number(process.argv[2] || 3);
@@ -48,9 +48,7 @@ async function heapMB(page) {
 /** WebAssembly memory of the page and of its analysis worker, in MB. */
 async function wasmMB(page) {
   const main = await page.evaluate(() => window.__stacklensWasm?.memory.buffer.byteLength ?? 0);
-  let worker = 0;
-  for (const w of page.workers()) worker += await w.evaluate(() => self.stacklensMemory?.buffer.byteLength ?? 0);
-  return { main: (main / 1048576).toFixed(0), worker: (worker / 1048576).toFixed(0) };
+  return { main: (main / 1048576).toFixed(0), worker: (await workerMemoryMB(page)).toFixed(0) };
 }
 
 async function stacklens(file) {

@@ -112,10 +112,10 @@ pub fn inventory(profile: &Profile) -> Inventory {
     let mut path_roots: Vec<(String, usize)> = roots.into_iter().collect();
     path_roots.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     path_roots.truncate(5);
-    let mut label_keys: Vec<String> =
-        profile.samples.iter().flat_map(|s| &s.labels).map(|l| profile.str(l.key).to_owned()).collect();
-    label_keys.sort_unstable();
-    label_keys.dedup();
+    // Sorted and distinct before any is copied: a large profile has a label per sample.
+    let keys: std::collections::BTreeSet<&str> =
+        profile.samples.iter().flat_map(|s| &s.labels).map(|l| profile.str(l.key)).collect();
+    let label_keys = keys.into_iter().map(str::to_owned).collect();
     Inventory {
         paths: paths.len(),
         path_roots,
@@ -134,7 +134,7 @@ pub fn sanitize(profile: &Profile, options: &SanitizeOptions) -> Result<Profile>
     let mut strings = StringTable::default();
     let keep = |id: StrId, strings: &mut StringTable| strings.intern(old.get(id));
     let path = |id: StrId, strings: &mut StringTable| match options.paths {
-        Paths::Keep => strings.intern(old.get(id)),
+        Paths::Keep => keep(id, strings),
         Paths::BaseNames => strings.intern(base_name(old.get(id))),
         Paths::Remove => StrId(0),
     };

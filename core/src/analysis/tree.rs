@@ -153,13 +153,17 @@ impl Stacks {
         // Each stack adds a node per frame past the prefix it shares with the previous
         // one. Counting first allocates the nodes once, at their size: growing by
         // doubling held up to twice the tree (a page's WASM memory never shrinks).
-        let mut node_count = 1;
         let mut previous: &[u32] = &[];
-        for s in &stacks {
-            let current = seq(s);
-            node_count += current.len() - common_prefix(previous, current);
-            previous = current;
-        }
+        let commons: Vec<u32> = stacks
+            .iter()
+            .map(|s| {
+                let current = seq(s);
+                let common = common_prefix(previous, current);
+                previous = current;
+                common as u32
+            })
+            .collect();
+        let node_count = 1 + stacks.iter().zip(&commons).map(|(s, &common)| (s.1 - common) as usize).sum::<usize>();
 
         // Names are now referred to by rank; reorder the table to match.
         let sorted_names: Vec<String> = order.iter().map(|&n| std::mem::take(&mut names[n as usize])).collect();
@@ -176,10 +180,8 @@ impl Stacks {
             base.push(BaseValues::default());
         }
         let mut path: Vec<u32> = vec![ROOT];
-        let mut previous: &[u32] = &[];
-        for s in &stacks {
-            let current = seq(s);
-            let common = common_prefix(previous, current);
+        for (s, &common) in stacks.iter().zip(&commons) {
+            let (current, common) = (seq(s), common as usize);
             while path.len() > common + 1 {
                 let done = path.pop().expect("path holds the root");
                 nodes[done as usize].end = nodes.len() as u32;
@@ -207,7 +209,6 @@ impl Stacks {
             } else {
                 nodes[leaf].self_value = nodes[leaf].self_value.saturating_add(value);
             }
-            previous = current;
         }
         let end = nodes.len() as u32;
         for n in path {
