@@ -5,8 +5,12 @@
 // (`stacklens convert FILE -o flame.svg`, or `stacklens goroutines FILE`).
 // Usage: node scripts/bench-browser.mjs [runs] [fixture...]  (after `trunk build
 // --release` and `cargo build --release -p stacklens-backend`; installs speedscope with
-// --no-save).
+// --no-save). A fixture is a path under ../shared/fixtures or an absolute path (the
+// huge files of `cargo run --release -p stacklens-backend --example huge -- DIR`).
+// BENCH_TIMEOUT_S (default 120) bounds each load; the browser's peak memory is the sum
+// of its processes' proportional set sizes (PSS), sampled every 250 ms.
 import { execFileSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, resolve } from 'node:path';
@@ -36,6 +40,32 @@ const ssBase = `http://127.0.0.1:${ss.address().port}/`;
 const server = await startServer();
 const browser = await launchBrowser();
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const timeout = Number(process.env.BENCH_TIMEOUT_S || 120) * 1000;
+const path = (file) => resolve(fixtures, file);
+
+/** The summed PSS of every Chromium process, in MB (Linux /proc). */
+function chromiumMB() {
+  let kb = 0;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('chromium')) continue;
+      kb += Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
+    } catch { /* the process ended */ }
+  }
+  return kb / 1024;
+}
+
+/** Runs `work` while sampling the browser's memory; its result and the peak in MB. */
+async function withPeakMemory(work) {
+  let peak = chromiumMB();
+  const timer = setInterval(() => { peak = Math.max(peak, chromiumMB()); }, 250);
+  try {
+    return { ...(await work()), peakMB: peak.toFixed(0) };
+  } finally {
+    clearInterval(timer);
+    peak = Math.max(peak, chromiumMB());
+  }
+}
 
 async function heapMB(page) {
   const cdp = await page.context().newCDPSession(page);
@@ -58,17 +88,17 @@ async function stacklens(file) {
   await page.goto(server.base);
   await page.waitForSelector('body[data-worker-ready]');
   const start = Date.now();
-  await page.getByTestId('file-input').setInputFiles(join(fixtures, file));
+  await page.getByTestId('file-input').setInputFiles(path(file));
   const goroutines = file.includes('goroutine');
   if (goroutines) {
-    await page.getByTestId('goroutine-count').waitFor({ timeout: 120000 });
+    await page.getByTestId('goroutine-count').waitFor({ timeout });
   } else {
     await page.waitForFunction(() => {
       const c = document.querySelector('[data-testid=flamegraph]');
       if (!c || !c.width) return false;
       const d = c.getContext('2d').getImageData(0, c.height - 2, c.width, 1).data;
       return d.some((v, i) => i % 4 === 3 && v > 0);
-    }, null, { timeout: 120000, polling: 'raf' });
+    }, null, { timeout, polling: 'raf' });
   }
   const ms = Date.now() - start;
   // What the worker spent on each request (its User Timing measures), in ms.
@@ -111,8 +141,8 @@ async function stacklens(file) {
  * (`stacklens convert FILE -o flame.svg`), or analyse a goroutine dump.
  */
 function cli(file) {
-  const args = file.includes('goroutine') ? ['goroutines', join(fixtures, file)]
-    : ['convert', join(fixtures, file), '-o', join(tmpdir(), 'stacklens-bench-flame.svg')];
+  const args = file.includes('goroutine') ? ['goroutines', path(file)]
+    : ['convert', path(file), '-o', join(tmpdir(), 'stacklens-bench-flame.svg')];
   const start = process.hrtime.bigint();
   execFileSync(join(root, 'target/release/stacklens'), args, { stdio: ['ignore', 'ignore', 'inherit'] });
   return Number(process.hrtime.bigint() - start) / 1e6;
@@ -122,14 +152,17 @@ async function speedscope(file) {
   const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
   await page.goto(ssBase);
   const name = file.split('/').pop();
+  let crashed = false;
+  page.on('crash', () => { crashed = true; });
   const start = Date.now();
-  await page.locator('input[type=file]').setInputFiles(join(fixtures, file));
   try {
-    await page.waitForFunction((n) => document.title.startsWith(n), name, { timeout: 90000 });
+    await page.locator('input[type=file]').setInputFiles(path(file));
+    await page.waitForFunction((n) => document.title.startsWith(n), name, { timeout });
     await page.evaluate(() => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok))));
-  } catch {
-    await page.close();
-    return { ms: null, heap: null };
+  } catch (e) {
+    const failure = crashed ? 'its tab crashed' : `nothing after ${((Date.now() - start) / 1000).toFixed(0)} s (${e.message.split('\n')[0]})`;
+    await page.close().catch(() => {});
+    return { ms: null, heap: null, failure };
   }
   const ms = Date.now() - start;
   const heap = await heapMB(page);
@@ -138,29 +171,33 @@ async function speedscope(file) {
 }
 
 console.log(`Chromium ${browser.version()}, speedscope ${SPEEDSCOPE}, stacklens ${execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root }).toString().trim()}, median of ${runs} runs\n`);
-console.log('| input | size | stacklens: chosen → painted | native CLI, same work (page ÷ CLI) | speedscope: chosen → painted | stacklens JS heap | stacklens WASM memory (page + worker) | speedscope JS heap | stacklens zoom frame p50 / p95 |');
-console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+console.log('| input | size | stacklens: chosen → painted | native CLI, same work (page ÷ CLI) | speedscope: chosen → painted | stacklens JS heap | stacklens WASM memory (page + worker) | browser peak, stacklens / speedscope | speedscope JS heap | stacklens zoom frame p50 / p95 |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const file of inputs) {
   const ours = [];
   const theirs = [];
   const native = [];
   // Alternated, so both see the same machine.
   for (let i = 0; i < runs; i++) {
-    ours.push(await stacklens(file));
+    ours.push(await withPeakMemory(() => stacklens(file)));
     native.push(cli(file));
   }
   console.error(`${file}: stacklens ${ours.map((r) => r.ms).join(', ')} ms; CLI ${native.map((ms) => ms.toFixed(0)).join(', ')} ms`);
   for (const r of ours) console.error(`  worker: ${Object.entries(r.worker).map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`);
   // STACKLENS_ONLY=1 compares builds of stacklens without waiting for speedscope.
-  for (let i = 0; i < runs && !process.env.STACKLENS_ONLY; i++) theirs.push(await speedscope(file));
-  console.error(`${file}: speedscope ${theirs.map((r) => r.ms).join(', ')} ms`);
+  for (let i = 0; i < runs && !process.env.STACKLENS_ONLY; i++) theirs.push(await withPeakMemory(() => speedscope(file)));
+  console.error(`${file}: speedscope ${theirs.map((r) => r.ms ?? r.failure).join(', ')}; peak browser memory ${theirs.map((r) => r.peakMB).join(', ')} MB`);
+  console.error(`${file}: stacklens peak browser memory ${ours.map((r) => r.peakMB).join(', ')} MB`);
   const o = median(ours.map((r) => r.ms));
   const t = theirs.length && theirs.every((r) => r.ms !== null) ? median(theirs.map((r) => r.ms)) : null;
+  const failed = theirs.find((r) => r.ms === null)?.failure;
   const frame = ours[0].frame ? `${ours[0].frame.p50} / ${ours[0].frame.p95} ms` : 'n/a';
-  const size = (statSync(join(fixtures, file)).size / 1048576).toFixed(1);
+  const size = (statSync(path(file)).size / 1048576).toFixed(1);
   const wasm = `${ours[0].wasm.main} + ${ours[0].wasm.worker} MB`;
   const n = median(native);
-  console.log(`| ${file} | ${size} MB | ${o} ms | ${n.toFixed(0)} ms (${(o / n).toFixed(2)}×) | ${t === null ? 'cannot read it' : `${t} ms`} | ${ours[0].heap} MB | ${wasm} | ${theirs[0]?.heap ?? 'n/a'} MB | ${frame} |`);
+  const theirsShown = t !== null ? `${t} ms` : failed ? `failed: ${failed}` : 'n/a';
+  const peaks = `${median(ours.map((r) => Number(r.peakMB)))} / ${theirs.length ? median(theirs.map((r) => Number(r.peakMB))) : 'n/a'} MB`;
+  console.log(`| ${file} | ${size} MB | ${o} ms | ${n.toFixed(0)} ms (${(o / n).toFixed(2)}×) | ${theirsShown} | ${ours[0].heap} MB | ${wasm} | ${peaks} | ${theirs[0]?.heap ?? 'n/a'} MB | ${frame} |`);
 }
 await browser.close();
 await server.stop();

@@ -391,23 +391,25 @@ fn call_tree_and_layout_are_consistent() {
     assert_eq!(reversed, zoomed, "a window that is no part of the span shows all of it");
 }
 
+/// What a layout draws: name, depth, place and width to a thousandth of a pixel (a
+/// window adds left-out siblings' widths at once where the whole tree adds them one by
+/// one), and base values.
+fn drawn(tree: &CallTree, rects: &[stacklens_core::layout::Rect]) -> Vec<(String, u32, i64, i64, i64, i64)> {
+    rects
+        .iter()
+        .map(|r| {
+            let b = tree.base_values(r.node);
+            let px = |v: f64| (v * 1000.0).round() as i64;
+            (tree.name(r.node).to_owned(), r.depth, px(r.x), px(r.width), b.total, b.self_value)
+        })
+        .collect()
+}
+
 #[test]
 fn a_window_lays_out_like_the_whole_tree() {
     let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
     let plain = CallTree::build(&new, &TreeOptions::default()).unwrap();
     let diff = CallTree::build_diff(&base, &new, &TreeOptions::default()).unwrap();
-    // Positions are compared to a thousandth of a pixel: a window adds left-out
-    // siblings' widths at once where the whole tree adds them one by one.
-    let drawn = |tree: &CallTree, rects: &[stacklens_core::layout::Rect]| -> Vec<(String, u32, i64, i64, i64, i64)> {
-        rects
-            .iter()
-            .map(|r| {
-                let b = tree.base_values(r.node);
-                let px = |v: f64| (v * 1000.0).round() as i64;
-                (tree.name(r.node).to_owned(), r.depth, px(r.x), px(r.width), b.total, b.self_value)
-            })
-            .collect()
-    };
     for tree in [&plain, &diff] {
         let deflate =
             (0..tree.nodes.len() as u32).find(|&n| tree.name(n) == "compress/flate.(*compressor).deflate").unwrap();
@@ -432,6 +434,57 @@ fn a_window_lays_out_like_the_whole_tree() {
             );
             let back = CallTree::from_bytes(&window.to_bytes()).expect("a window is a valid tree");
             assert_eq!(back.nodes, window.nodes);
+        }
+    }
+}
+
+/// A tree built within a node budget is the whole tree without its narrowest subtrees:
+/// every node it keeps has the whole tree's values, and a window no finer than what it
+/// kept draws the same frames in the same places.
+#[test]
+fn a_pruned_tree_draws_like_the_whole_tree() {
+    let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
+    let whole = [
+        CallTree::build(&new, &TreeOptions::default()).unwrap(),
+        CallTree::build_diff(&base, &new, &TreeOptions::default()).unwrap(),
+    ];
+    for whole in whole {
+        let max_nodes = whole.nodes.len() / 4;
+        let options = TreeOptions { max_nodes: Some(max_nodes), ..TreeOptions::default() };
+        let pruned = if whole.base.is_empty() {
+            CallTree::build(&new, &options).unwrap()
+        } else {
+            CallTree::build_diff(&base, &new, &options).unwrap()
+        };
+        assert_eq!(whole.pruned_below, 0);
+        let min = pruned.pruned_below;
+        assert!(min > 0 && pruned.nodes.len() <= max_nodes, "{min}, {} nodes", pruned.nodes.len());
+        let wide = |n: u32| whole.nodes[n as usize].total.abs().max(whole.base_values(n).total.abs()) >= min;
+        let kept: Vec<u32> = (0..whole.nodes.len() as u32).filter(|&n| wide(n)).collect();
+        assert_eq!(kept.len(), pruned.nodes.len(), "exactly the nodes at least {min} wide");
+        // The next power-of-two finer cut would not have fitted.
+        let finer = (0..whole.nodes.len() as u32)
+            .filter(|&n| whole.nodes[n as usize].total.abs().max(whole.base_values(n).total.abs()) >= min / 2)
+            .count();
+        assert!(finer > max_nodes, "{finer} nodes at {}", min / 2);
+        for (i, &n) in kept.iter().enumerate() {
+            let path = |t: &CallTree, n: u32| t.path(n).iter().map(|&p| t.name(p).to_owned()).collect::<Vec<_>>();
+            assert_eq!(path(&pruned, i as u32), path(&whole, n));
+            let (a, b) = (pruned.nodes[i], whole.nodes[n as usize]);
+            assert_eq!((a.total, a.self_value, a.depth), (b.total, b.self_value, b.depth));
+            assert_eq!(pruned.base_values(i as u32), whole.base_values(n));
+        }
+        let deflate = |t: &CallTree| {
+            (0..t.nodes.len() as u32).find(|&n| t.name(n) == "compress/flate.(*compressor).deflate").unwrap()
+        };
+        for (zoom_whole, zoom_pruned) in [(ROOT, ROOT), (deflate(&whole), deflate(&pruned))] {
+            let width = 300.0;
+            let min_total = min.max((whole.nodes[zoom_whole as usize].total as f64 * 0.5 / width).floor() as i64);
+            let (a, at_a) = whole.window(zoom_whole, min_total, 30);
+            let (b, at_b) = pruned.window(zoom_pruned, min_total, 30);
+            let viewport = |zoom| Viewport { zoom, width_px: width, max_depth: 30, ..Viewport::default() };
+            assert_eq!(drawn(&b, &layout(&b, &viewport(at_b))), drawn(&a, &layout(&a, &viewport(at_a))));
+            assert_eq!(b.pruned_below, min);
         }
     }
 }

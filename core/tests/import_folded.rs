@@ -208,3 +208,45 @@ proptest! {
         }
     }
 }
+
+/// Both passes of [`folded::FoldedScan`] over `bytes` cut into pieces of `size`.
+fn parse_in_pieces(bytes: &[u8], size: usize) -> stacklens_core::Result<Profile> {
+    let mut scan = folded::FoldedScan::default();
+    for piece in bytes.chunks(size) {
+        scan.feed(piece)?;
+    }
+    let mut build = scan.finish()?;
+    for piece in bytes.chunks(size) {
+        build.feed(piece)?;
+    }
+    build.finish()
+}
+
+#[test]
+fn pieces_give_the_same_profile_as_the_whole() {
+    use stacklens_core::export::pprof::encode;
+    let mut inputs: Vec<Vec<u8>> = match fixtures() {
+        Some(dir) => FIXTURES.iter().map(|f| read(&dir.join(f))).collect(),
+        None => Vec::new(),
+    };
+    inputs.extend([
+        // CRLF, a last line without its newline, blank lines, two columns, decimals.
+        b"main;a 1.5 2\r\n\r\nmain;b 2.25 3\r\nmain;c 3 4".to_vec(),
+        // A multibyte character and an invalid byte, wherever the cut falls.
+        ["m\u{e9}thode;\u{1F600} 7\nmain;b".as_bytes(), b"\xff 1\n"].concat(),
+        b"main;f 10 12\nmain;g 5\n".to_vec(),
+        b"<module> (workload.py:53);main (workload.py:46) 391\njava;start_thread_[k];x_[i] 7\n".to_vec(),
+    ]);
+    for input in &inputs {
+        let whole = encode(&folded::parse(input).unwrap());
+        for size in [1, 3, 64, 4096, 1 << 20] {
+            let pieces = encode(&parse_in_pieces(input, size).unwrap());
+            assert!(pieces == whole, "pieces of {size} bytes differ from the whole ({} bytes)", input.len());
+        }
+    }
+    // Errors name the same line either way.
+    for bad in [&b"main;a 5\n\nmain;b five\n"[..], b"main;a 5\nmain;b 1.0000000001\n", b"\n\n"] {
+        let whole = folded::parse(bad).unwrap_err().to_string();
+        assert_eq!(parse_in_pieces(bad, 2).unwrap_err().to_string(), whole);
+    }
+}

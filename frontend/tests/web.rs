@@ -78,14 +78,16 @@ fn windows_are_cut_from_cached_whole_trees() {
     assert_eq!(built.get(), 1);
 
     let path = ["main".to_owned(), "work".to_owned()];
-    let (window, zoom, matched) = flame_window(&whole, &path, "HOT");
+    let (window, meta) = flame_window(&whole, &path, "HOT");
+    let zoom = meta.zoom;
     assert_eq!(window.name(zoom), "work");
     assert_eq!(window.nodes[zoom as usize].total, 30);
-    assert_eq!(matched, Some(("HOT".to_owned(), 30)), "the search matches case-insensitively in the whole tree");
+    assert_eq!(meta.matched, Some(("HOT".to_owned(), 30)), "the search matches case-insensitively in the whole tree");
+    assert_eq!((meta.pruned_below, meta.complete), (0, true), "a small tree has every node");
     let names: Vec<&str> = (0..window.nodes.len() as u32).map(|n| window.name(n)).collect();
     assert_eq!(names, ["root", "main", "work", "hot"], "ancestors, then the zoomed subtree; idle is outside");
-    let (stale, zoom, matched) = flame_window(&whole, &["main".to_owned(), "gone".to_owned()], "");
-    assert_eq!((stale.name(zoom), matched), ("main", None), "a stale path stops at its last frame");
+    let (stale, meta) = flame_window(&whole, &["main".to_owned(), "gone".to_owned()], "");
+    assert_eq!((stale.name(meta.zoom), meta.matched), ("main", None), "a stale path stops at its last frame");
 
     for key in ["b", "c", "d"] {
         cache.get_or_build(key, build).expect("tree");

@@ -5,7 +5,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { gunzipSync } from 'node:zlib';
 import { basename, join } from 'node:path';
 import {
@@ -276,6 +277,38 @@ test('folded stacks (py-spy): counts per leaf and per frame as the lines add up'
   assert.equal(sum(ref.flat.values()), 837);
   await expectFlatSum(page, 837, 'samples');
   await page.close();
+});
+
+test('folded stacks larger than a read slice: read line by line, counted as the lines add up', async (t) => {
+  if (!requireFixtures(t)) return;
+  // The worker reads files in 16 MiB slices, and folded stacks a line at a time in two
+  // passes: 40 MB of copies of the py-spy file, each under its own root frame with a
+  // multibyte name and its own counts, so lines and characters fall across slices.
+  const lines = text('tools/pyspy-workload-A.collapsed.txt').split('\n').filter((l) => l.trim());
+  const parts = [];
+  let size = 0;
+  for (let copy = 0; size < 40e6; copy++) {
+    for (const line of lines) {
+      const at = line.trimEnd().lastIndexOf(' ');
+      const out = `würker-${copy % 97};${line.slice(0, at)} ${Number(line.slice(at + 1)) + (copy % 5)}\n`;
+      parts.push(out);
+      size += Buffer.byteLength(out);
+    }
+  }
+  const content = parts.join('');
+  const dir = mkdtempSync(join(tmpdir(), 'stacklens-e2e-folded-'));
+  const file = join(dir, 'big.folded');
+  writeFileSync(file, content);
+  try {
+    const ref = foldedReference(content);
+    const page = await open(file, ['samples'], 'samples');
+    await expectRootTotal(page, ref.total, 'samples');
+    await showTop(page);
+    await expectTopTable(page, topRows(ref.flat, ref.cum, ROWS), 'counts per leaf, as the lines add up');
+    await page.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 /** CPython's own reading of a .pstats file: per function, [tottime ns, ncalls, name]; the total of tt. */

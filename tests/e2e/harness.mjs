@@ -208,9 +208,9 @@ export async function openPage(browser, base) {
   return { page, requests };
 }
 
-/** Opens fixture files (paths under the fixtures folder) with the page's file button. */
+/** Opens fixture files (paths under the fixtures folder, or absolute) with the page's file button. */
 export async function loadFixtures(page, ...files) {
-  await page.getByTestId('file-input').setInputFiles(files.map((f) => join(fixtures, f)));
+  await page.getByTestId('file-input').setInputFiles(files.map((f) => resolve(fixtures, f)));
 }
 
 /** Waits until the page's Cache Storage holds `n` kept files. */

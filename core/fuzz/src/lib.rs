@@ -151,7 +151,12 @@ impl Options {
     /// The same sample type, granularity and filters for a call tree.
     pub fn tree(&self) -> TreeOptions {
         let t = &self.top;
-        TreeOptions { sample_index: t.sample_index.clone(), granularity: t.granularity, filters: t.filters.clone() }
+        TreeOptions {
+            sample_index: t.sample_index.clone(),
+            granularity: t.granularity,
+            filters: t.filters.clone(),
+            ..TreeOptions::default()
+        }
     }
 
     /// The same sample type, granularity and filters for a diff.

@@ -16,9 +16,12 @@ pub struct TreeOptions {
     pub sample_index: String,
     pub granularity: Granularity,
     pub filters: Filters,
+    /// Build at most this many nodes: a tree that would have more leaves out its
+    /// narrowest subtrees (see [`CallTree::pruned_below`]). `None`: every node.
+    pub max_nodes: Option<usize>,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct TreeNode {
     /// Index into [`CallTree::names`]; the root's name is "root".
     pub name: u32,
@@ -53,6 +56,10 @@ pub struct CallTree {
     pub sample_type: String,
     pub unit: String,
     pub max_depth: u32,
+    /// Subtrees whose |total| is below this were left out to keep within
+    /// [`TreeOptions::max_nodes`] (0: none were). Their values stay in their parents'
+    /// totals and in [`CallTree::left_out_before`].
+    pub pruned_below: i64,
 }
 
 pub const ROOT: u32 = 0;
@@ -135,7 +142,7 @@ impl Stacks {
         self
     }
 
-    fn build(self, sample_type: String, unit: String, diff: bool) -> CallTree {
+    fn build(self, sample_type: String, unit: String, diff: bool, max_nodes: Option<usize>) -> CallTree {
         let Stacks { mut names, mut files, frames: mut ranked, mut stacks, .. } = self;
         // Rank names alphabetically so sorted stacks give name-ordered children; frames
         // are ranked in place (a large profile has millions).
@@ -172,6 +179,12 @@ impl Stacks {
         let mut names = sorted_names;
         names.push("root".to_owned());
         files.push(String::new());
+        if let Some(max_nodes) = max_nodes.filter(|&m| node_count > m) {
+            let sorted = Sorted { frames: &ranked, stacks: &stacks, commons: &commons, root_name, diff };
+            let mut tree = sorted.pruned(max_nodes);
+            (tree.names, tree.files, tree.sample_type, tree.unit) = (names, files, sample_type, unit);
+            return tree;
+        }
 
         let mut nodes = Vec::with_capacity(node_count);
         nodes.push(TreeNode { name: root_name, parent: ROOT, depth: 0, end: 0, self_value: 0, total: 0 });
@@ -215,7 +228,173 @@ impl Stacks {
             nodes[n as usize].end = end;
         }
         let max_depth = nodes.iter().map(|n| n.depth).max().unwrap_or(0);
-        CallTree { nodes, names, files, base, left_out_before: Vec::new(), sample_type, unit, max_depth }
+        CallTree {
+            nodes,
+            names,
+            files,
+            base,
+            left_out_before: Vec::new(),
+            sample_type,
+            unit,
+            max_depth,
+            pruned_below: 0,
+        }
+    }
+}
+
+/// Sorted stacks (root-first frame ranks) with each one's common prefix with the one
+/// before: a node of the whole tree is a run of stacks sharing a prefix, so its total is
+/// a difference of running sums and a narrow subtree is skipped without building it.
+struct Sorted<'a> {
+    frames: &'a [u32],
+    /// (start, len, value, from_base), sorted by frames.
+    stacks: &'a [(u32, u32, i64, bool)],
+    commons: &'a [u32],
+    root_name: u32,
+    diff: bool,
+}
+
+/// A node being walked: its index, its stacks `at..end` (those ending at it already
+/// consumed), its depth, and the value of children left out since the last one kept.
+struct Open {
+    node: u32,
+    at: usize,
+    end: usize,
+    depth: u32,
+    left_out: i64,
+}
+
+impl Sorted<'_> {
+    fn frame(&self, stack: usize, depth: u32) -> u32 {
+        self.frames[(self.stacks[stack].0 + depth) as usize]
+    }
+
+    /// The tree without the subtrees whose |total| (either side's, in a diff) is below
+    /// the smallest power-of-two fraction of the root's that keeps it within
+    /// `max_nodes` nodes.
+    fn pruned(&self, max_nodes: usize) -> CallTree {
+        // Running sums of each side's values; wrapping, as the difference of two is
+        // exact whenever the sum it stands for fits (pprof's sums are int64 too).
+        let running = |base: bool| -> Vec<i64> {
+            let mut sum = 0i64;
+            let mut out = Vec::with_capacity(self.stacks.len() + 1);
+            out.push(0);
+            for s in self.stacks {
+                if s.3 == base {
+                    sum = sum.wrapping_add(s.2);
+                }
+                out.push(sum);
+            }
+            out
+        };
+        let sums = [running(false), if self.diff { running(true) } else { Vec::new() }];
+        let widest = sums.iter().filter_map(|s| s.last()).map(|t| t.unsigned_abs()).max().unwrap_or(0);
+        // The most detail (the largest shift) whose tree still fits.
+        let (mut fits, mut too_big) = (0u32, 64u32);
+        while too_big - fits > 1 {
+            let shift = (fits + too_big) / 2;
+            if self.walk(&sums, (widest >> shift) as i64, max_nodes, |_, _, _| {}) <= max_nodes {
+                fits = shift;
+            } else {
+                too_big = shift;
+            }
+        }
+        let min_total = ((widest >> fits) as i64).max(1);
+        let mut tree = CallTree {
+            nodes: Vec::with_capacity(max_nodes),
+            names: Vec::new(),
+            files: Vec::new(),
+            base: Vec::new(),
+            left_out_before: Vec::with_capacity(max_nodes),
+            sample_type: String::new(),
+            unit: String::new(),
+            max_depth: 0,
+            pruned_below: min_total,
+        };
+        self.walk(&sums, min_total, usize::MAX, |tree_node, base, left_out| {
+            tree.max_depth = tree.max_depth.max(tree_node.depth);
+            match tree_node.end {
+                // A finished subtree: its end is now known.
+                u32::MAX => tree.nodes[tree_node.parent as usize].end = tree.nodes.len() as u32,
+                _ => {
+                    tree.nodes.push(tree_node);
+                    tree.left_out_before.push(left_out);
+                    if self.diff {
+                        tree.base.push(base);
+                    }
+                }
+            }
+        });
+        tree
+    }
+
+    /// Walks the tree's nodes whose |total| is at least `min_total` in pre-order, giving
+    /// each to `visit` with its base values and the value of the siblings left out just
+    /// before it, then a marker (`end == u32::MAX`, `parent` = the node) when its subtree
+    /// is done. Stops once past `limit` nodes; returns how many it visited.
+    fn walk(
+        &self,
+        sums: &[Vec<i64>; 2],
+        min_total: i64,
+        limit: usize,
+        mut visit: impl FnMut(TreeNode, BaseValues, i64),
+    ) -> usize {
+        let value = |side: &Vec<i64>, from: usize, to: usize| side.get(to).map_or(0, |t| t.wrapping_sub(side[from]));
+        let kept = |from: usize, to: usize| {
+            value(&sums[0], from, to).unsigned_abs() >= min_total as u64
+                || value(&sums[1], from, to).unsigned_abs() >= min_total as u64
+        };
+        let mut count = 0usize;
+        // Adds a node over stacks `at..end` at `depth`, with the stacks ending at it as its self value.
+        let open_node = |visit: &mut dyn FnMut(TreeNode, BaseValues, i64),
+                         name: u32,
+                         parent: u32,
+                         at: usize,
+                         end: usize,
+                         depth: u32,
+                         left_out: i64| {
+            let mut stop = at;
+            while stop < end && self.stacks[stop].1 == depth {
+                stop += 1;
+            }
+            let node = TreeNode {
+                name,
+                parent,
+                depth,
+                end: 0,
+                self_value: value(&sums[0], at, stop),
+                total: value(&sums[0], at, end),
+            };
+            let base = BaseValues { self_value: value(&sums[1], at, stop), total: value(&sums[1], at, end) };
+            visit(node, base, left_out);
+            Open { node: 0, at: stop, end, depth, left_out: 0 }
+        };
+        let mut path = vec![open_node(&mut visit, self.root_name, ROOT, 0, self.stacks.len(), 0, 0)];
+        count += 1;
+        while let Some(top) = path.last_mut() {
+            if top.at >= top.end || count > limit {
+                let done = path.pop().expect("a node is open");
+                visit(TreeNode { end: u32::MAX, parent: done.node, ..TreeNode::default() }, BaseValues::default(), 0);
+                continue;
+            }
+            // The child: the run of stacks sharing the frame at this depth.
+            let start = top.at;
+            let mut stop = start + 1;
+            while stop < top.end && self.commons[stop] > top.depth {
+                stop += 1;
+            }
+            top.at = stop;
+            if !kept(start, stop) {
+                top.left_out = top.left_out.wrapping_add(value(&sums[0], start, stop));
+                continue;
+            }
+            let (parent, depth, left_out) = (top.node, top.depth + 1, std::mem::take(&mut top.left_out));
+            let mut child = open_node(&mut visit, self.frame(start, top.depth), parent, start, stop, depth, left_out);
+            child.node = count as u32;
+            count += 1;
+            path.push(child);
+        }
+        count
     }
 }
 
@@ -238,6 +417,7 @@ impl CallTree {
             profile.sample_type_name(index).to_owned(),
             profile.sample_type_unit(index).to_owned(),
             false,
+            options.max_nodes,
         ))
     }
 
@@ -259,6 +439,7 @@ impl CallTree {
             compare.sample_type_name(compare_index).to_owned(),
             compare.sample_type_unit(compare_index).to_owned(),
             true,
+            options.max_nodes,
         ))
     }
 
@@ -409,7 +590,7 @@ impl CallTree {
             return None;
         }
         let max_depth = nodes.iter().map(|n| n.depth).max().unwrap_or(0);
-        Some(CallTree { nodes, names, files, base, left_out_before, sample_type, unit, max_depth })
+        Some(CallTree { nodes, names, files, base, left_out_before, sample_type, unit, max_depth, pruned_below: 0 })
     }
 
     /// The node reached by following child names from the root; stops at the deepest
@@ -442,6 +623,7 @@ impl CallTree {
             sample_type: self.sample_type.clone(),
             unit: self.unit.clone(),
             max_depth: 0,
+            pruned_below: self.pruned_below,
         };
         let mut name_map = vec![u32::MAX; self.names.len()];
         let mut push = |window: &mut CallTree, old: u32, parent: u32, left_out: i64| {
@@ -490,6 +672,8 @@ impl CallTree {
                 Some(p) => (p.1, std::mem::take(&mut p.2)),
                 None => (zoom_in_window.saturating_sub(1), 0),
             };
+            // A pruned tree's own left-out siblings come first.
+            let left_out = left_out.saturating_add(self.left_out_before(i));
             open.push((n.end, window.nodes.len() as u32, 0));
             push(&mut window, i, parent, left_out);
             i += 1;

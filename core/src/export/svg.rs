@@ -28,6 +28,7 @@ pub(super) fn svg(profile: &Profile, index: usize, options: &ExportOptions) -> R
             sample_index: index.to_string(),
             granularity: options.granularity,
             filters: options.filters.clone(),
+            ..TreeOptions::default()
         },
     )?;
     let viewport = Viewport { width_px: WIDTH, min_width_px: MIN_WIDTH, ..Viewport::default() };

@@ -30,7 +30,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::demangle::add_native_function;
-use super::text::{self, scaled_decimal, text_error};
+use super::text::{scaled_decimal, text_error};
 use crate::model::{FunctionId, Line, LocationId, Mapping, MappingId, Profile, Sample, SourceFormat, StrId};
 use crate::Result;
 
@@ -163,10 +163,10 @@ struct Resolved {
 }
 
 #[derive(Default)]
-struct Builder<'a> {
+struct Builder {
     /// Each distinct frame text, resolved once: a stack repeats its callers' frames, and
     /// one lookup of the text costs less than parsing it and interning its name and file.
-    frames: HashMap<&'a str, Resolved>,
+    frames: HashMap<Box<str>, Resolved>,
     functions: HashMap<(StrId, StrId), FunctionId>,
     /// Locations of one line (no inlining), the usual case: found without building a key.
     single: HashMap<(FunctionId, i64, Region), LocationId>,
@@ -177,8 +177,8 @@ struct Builder<'a> {
     group: Vec<(FunctionId, i64)>,
 }
 
-impl<'a> Builder<'a> {
-    fn resolve(&mut self, p: &mut Profile, raw: &'a str) -> Resolved {
+impl Builder {
+    fn resolve(&mut self, p: &mut Profile, raw: &str) -> Resolved {
         if let Some(&resolved) = self.frames.get(raw) {
             return resolved;
         }
@@ -186,10 +186,9 @@ impl<'a> Builder<'a> {
         let key = (p.strings.intern(frame.name), p.strings.intern(frame.file));
         let function = *self.functions.entry(key).or_insert_with(|| add_native_function(p, frame.name, frame.file, 0));
         let resolved = Resolved { function, line: frame.line, region: frame.region, inlined: frame.inlined };
-        self.frames.insert(raw, resolved);
+        self.frames.insert(raw.into(), resolved);
         resolved
     }
-
     fn mapping(&mut self, p: &mut Profile, region: Region) -> Option<MappingId> {
         let file = match region {
             Region::User => return None,
@@ -227,7 +226,7 @@ impl<'a> Builder<'a> {
     }
 
     /// A root-first stack → leaf-first locations, inlined frames joined to their callers.
-    fn stack(&mut self, p: &mut Profile, stack: &'a str) -> Vec<LocationId> {
+    fn stack(&mut self, p: &mut Profile, stack: &str) -> Vec<LocationId> {
         let mut locations = Vec::new();
         let mut region = Region::User;
         self.group.clear();
@@ -252,56 +251,160 @@ impl<'a> Builder<'a> {
 }
 
 pub fn parse(bytes: &[u8]) -> Result<Profile> {
-    let text = text::decode(bytes);
-    // First pass: the lines with content and how many counts each ends with.
-    let mut records: Vec<(usize, &str, usize)> = Vec::new();
-    for (n, line) in text::numbered(&text) {
+    let mut scan = FoldedScan::default();
+    scan.feed(bytes)?;
+    let mut build = scan.finish()?;
+    build.feed(bytes)?;
+    build.finish()
+}
+
+/// Splits bytes fed in pieces into numbered lines (a line cut between two pieces is
+/// joined), decoded as UTF-8 with invalid bytes replaced.
+#[derive(Default)]
+struct Lines {
+    /// The start of a line whose end is in a later piece.
+    partial: Vec<u8>,
+    number: usize,
+}
+
+impl Lines {
+    fn feed(&mut self, mut chunk: &[u8], each: &mut impl FnMut(usize, &str) -> Result<()>) -> Result<()> {
+        while let Some(end) = chunk.iter().position(|&b| b == b'\n') {
+            if self.partial.is_empty() {
+                self.line(&chunk[..end], each)?;
+            } else {
+                let mut line = std::mem::take(&mut self.partial);
+                line.extend_from_slice(&chunk[..end]);
+                self.line(&line, each)?;
+            }
+            chunk = &chunk[end + 1..];
+        }
+        self.partial.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    fn finish(&mut self, each: &mut impl FnMut(usize, &str) -> Result<()>) -> Result<()> {
+        let last = std::mem::take(&mut self.partial);
+        if last.is_empty() {
+            return Ok(());
+        }
+        self.line(&last, each)
+    }
+
+    fn line(&mut self, bytes: &[u8], each: &mut impl FnMut(usize, &str) -> Result<()>) -> Result<()> {
+        self.number += 1;
+        let line = String::from_utf8_lossy(bytes);
         let line = line.trim();
         if line.is_empty() {
-            continue;
+            return Ok(());
         }
-        let counts = trailing_counts(line);
-        if counts == 0 {
-            return Err(text_error(FORMAT, n, "expected 'frame;frame;… count' (no count at the end of the line)"));
-        }
-        records.push((n, line, counts));
+        each(self.number, line)
     }
-    let columns = records.iter().map(|r| r.2).min().ok_or_else(|| text_error(FORMAT, 1, "no stacks"))?;
+}
 
-    // Split stacks from counts; find each column's decimals.
-    let mut rows: Vec<(usize, &str, Vec<&str>)> = Vec::with_capacity(records.len());
-    let mut decimals = vec![0usize; columns];
-    for (n, line, _) in records {
-        let stack = strip_counts(line, columns);
-        let counts: Vec<&str> = line[stack.len()..].split_whitespace().collect();
-        for (d, count) in decimals.iter_mut().zip(&counts) {
-            // Its decimal digits, trailing zeros left out.
-            let frac = count.split_once('.').map_or("", |(_, f)| f).trim_end_matches('0').len();
-            if frac > MAX_DECIMALS {
-                return Err(text_error(FORMAT, n, format!("count {count} has more than {MAX_DECIMALS} decimals")));
+/// The first of two passes over folded stacks fed in pieces, for input too large to hold
+/// at once (the page reads a 1 GiB file in slices): which trailing tokens are counts is
+/// known only once every line is seen, so the bytes are read twice. [`parse`] is both
+/// passes over one buffer.
+#[derive(Default)]
+pub struct FoldedScan {
+    lines: Lines,
+    /// The fewest trailing counts of any line, once a line was seen.
+    columns: Option<usize>,
+    /// Per trailing count from the end (0 = last): its most decimals on any line, and
+    /// the first line (and count) where it has more than [`MAX_DECIMALS`].
+    decimals_from_end: Vec<(usize, Option<(usize, String)>)>,
+}
+
+impl FoldedScan {
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<()> {
+        let Self { lines, columns, decimals_from_end } = self;
+        lines.feed(chunk, &mut |n, line| scan_line(columns, decimals_from_end, n, line))
+    }
+
+    /// The count columns and their decimals; the bytes then go, from the start again,
+    /// to the returned [`FoldedBuild`].
+    pub fn finish(mut self) -> Result<FoldedBuild> {
+        let Self { lines, columns, decimals_from_end } = &mut self;
+        lines.finish(&mut |n, line| scan_line(columns, decimals_from_end, n, line))?;
+        let columns = columns.ok_or_else(|| text_error(FORMAT, 1, "no stacks"))?;
+        // Column i of `columns` is the (columns - 1 - i)-th count from the end.
+        let used = &decimals_from_end[..columns];
+        if let Some((line, count)) = used.iter().filter_map(|d| d.1.as_ref()).min_by_key(|bad| bad.0) {
+            return Err(text_error(FORMAT, *line, format!("count {count} has more than {MAX_DECIMALS} decimals")));
+        }
+        let decimals: Vec<usize> = used.iter().rev().map(|d| d.0).collect();
+        let mut profile = Profile::new(SourceFormat::Folded);
+        for (i, &d) in decimals.iter().enumerate() {
+            let kind = if columns == 1 { "samples".to_owned() } else { format!("samples_{}", i + 1) };
+            let unit = if d == 0 { "count".to_owned() } else { format!("count/{}", 10u64.pow(d as u32)) };
+            let vt = profile.value_type(&kind, &unit);
+            profile.sample_types.push(vt);
+            if d > 0 {
+                let comment =
+                    format!("{kind}: decimal counts, stored exactly in units of 1/{} count", 10u64.pow(d as u32));
+                let id = profile.strings.intern(&comment);
+                profile.comments.push(id);
             }
-            *d = (*d).max(frac);
         }
-        rows.push((n, stack, counts));
+        Ok(FoldedBuild { lines: Lines::default(), decimals, profile, builder: Builder::default() })
+    }
+}
+
+fn scan_line(
+    columns: &mut Option<usize>,
+    decimals_from_end: &mut Vec<(usize, Option<(usize, String)>)>,
+    n: usize,
+    line: &str,
+) -> Result<()> {
+    let counts = trailing_counts(line);
+    if counts == 0 {
+        return Err(text_error(FORMAT, n, "expected 'frame;frame;… count' (no count at the end of the line)"));
+    }
+    *columns = Some(columns.map_or(counts, |c| c.min(counts)));
+    if decimals_from_end.len() < counts {
+        decimals_from_end.resize(counts, (0, None));
+    }
+    let mut rest = line;
+    for (d, first_bad) in decimals_from_end.iter_mut().take(counts) {
+        let (stack, count) = split_last(rest).unwrap_or(("", rest));
+        // Its decimal digits, trailing zeros left out.
+        let frac = count.split_once('.').map_or("", |(_, f)| f).trim_end_matches('0').len();
+        if frac > MAX_DECIMALS && first_bad.is_none() {
+            *first_bad = Some((n, count.to_owned()));
+        }
+        *d = (*d).max(frac);
+        rest = stack;
+    }
+    Ok(())
+}
+
+/// The second pass of [`FoldedScan`]: the same bytes again, from the start.
+pub struct FoldedBuild {
+    lines: Lines,
+    decimals: Vec<usize>,
+    profile: Profile,
+    builder: Builder,
+}
+
+impl FoldedBuild {
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<()> {
+        let Self { lines, decimals, profile, builder } = self;
+        lines.feed(chunk, &mut |n, line| build_line(decimals, profile, builder, n, line))
     }
 
-    let mut p = Profile::new(SourceFormat::Folded);
-    for (i, &d) in decimals.iter().enumerate() {
-        let kind = if columns == 1 { "samples".to_owned() } else { format!("samples_{}", i + 1) };
-        let unit = if d == 0 { "count".to_owned() } else { format!("count/{}", 10u64.pow(d as u32)) };
-        let vt = p.value_type(&kind, &unit);
-        p.sample_types.push(vt);
-        if d > 0 {
-            let comment = format!("{kind}: decimal counts, stored exactly in units of 1/{} count", 10u64.pow(d as u32));
-            let id = p.strings.intern(&comment);
-            p.comments.push(id);
-        }
+    pub fn finish(mut self) -> Result<Profile> {
+        let Self { lines, decimals, profile, builder } = &mut self;
+        lines.finish(&mut |n, line| build_line(decimals, profile, builder, n, line))?;
+        Ok(self.profile)
     }
-    let mut b = Builder::default();
-    for (n, stack, counts) in rows {
-        let values = counts.iter().zip(&decimals).map(|(c, &d)| scaled(c, d, n)).collect::<Result<Vec<_>>>()?;
-        let locations = b.stack(&mut p, stack);
-        p.samples.push(Sample { locations, values, labels: Vec::new() });
-    }
-    Ok(p)
+}
+
+fn build_line(decimals: &[usize], p: &mut Profile, builder: &mut Builder, n: usize, line: &str) -> Result<()> {
+    let stack = strip_counts(line, decimals.len());
+    let values =
+        line[stack.len()..].split_whitespace().zip(decimals).map(|(c, &d)| scaled(c, d, n)).collect::<Result<_>>()?;
+    let locations = builder.stack(p, stack);
+    p.samples.push(Sample { locations, values, labels: Vec::new() });
+    Ok(())
 }

@@ -108,11 +108,16 @@ fn stem(name: &str) -> &str {
 }
 
 /// Saves `bytes` as a file through a temporary object URL and a download link.
-fn save(bytes: &[u8], name: &str, mime: &str) -> Result<(), wasm_bindgen::JsValue> {
+/// `bytes` as a browser `Blob` (one copy, out of the page's WebAssembly memory).
+pub fn blob(bytes: &[u8], mime: &str) -> Result<web_sys::Blob, wasm_bindgen::JsValue> {
     let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes));
     let options = web_sys::BlobPropertyBag::new();
     options.set_type(mime);
-    let blob = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &options)?;
+    web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &options)
+}
+
+fn save(bytes: &[u8], name: &str, mime: &str) -> Result<(), wasm_bindgen::JsValue> {
+    let blob = blob(bytes, mime)?;
     let url = web_sys::Url::create_object_url_with_blob(&blob)?;
     let document = web_sys::window().and_then(|w| w.document()).ok_or("no document")?;
     let link: web_sys::HtmlAnchorElement = document.create_element("a")?.dyn_into()?;

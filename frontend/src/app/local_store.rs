@@ -1,12 +1,12 @@
-//! Keeps the bytes of locally opened files in the browser's Cache Storage, per tab, so
+//! Keeps locally opened files in the browser's Cache Storage, per tab, so
 //! a reload restores them like the rest of the view (the hash names them). Nothing
 //! leaves the machine; a tab's files are forgotten when their tab is closed and 12
 //! hours have passed, or at once when the user removes them.
 
-use js_sys::{Array, Uint8Array};
+use js_sys::Array;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Cache, Request, Response};
+use web_sys::{Blob, Cache, Request, Response};
 
 const CACHE: &str = "stacklens-local-profiles";
 const PREFIX: &str = "/__stacklens/local/";
@@ -47,13 +47,13 @@ async fn keys(cache: &Cache) -> Vec<(Request, (String, f64, String))> {
         .collect()
 }
 
-/// Remembers a file opened in this tab.
-pub fn keep(name: String, mut bytes: Vec<u8>) {
+/// Remembers a file opened in this tab (the browser copies it; the page does not read it).
+pub fn keep(name: String, source: Blob) {
     wasm_bindgen_futures::spawn_local(async move {
         let (Some(tab), Some(cache)) = (tab(), open().await) else { return };
         let key =
             format!("{PREFIX}{tab}/{}/{}", js_sys::Date::now(), String::from(js_sys::encode_uri_component(&name)));
-        if let Ok(response) = Response::new_with_opt_u8_array(Some(&mut bytes)) {
+        if let Ok(response) = Response::new_with_opt_blob(Some(&source)) {
             let _ = JsFuture::from(cache.put_with_str(&key, &response)).await;
         }
     });
@@ -73,7 +73,7 @@ pub fn forget(name: String) {
 
 /// The bytes this tab kept for `names` (in that order; missing ones are skipped), after
 /// dropping other tabs' stale files.
-pub async fn restore(names: &[String]) -> Vec<(String, Vec<u8>)> {
+pub async fn restore(names: &[String]) -> Vec<(String, Blob)> {
     let (Some(tab), Some(cache)) = (tab(), open().await) else { return Vec::new() };
     let now = js_sys::Date::now();
     let mut mine = Vec::new();
@@ -89,9 +89,9 @@ pub async fn restore(names: &[String]) -> Vec<(String, Vec<u8>)> {
         let Some((_, request)) = mine.iter().rev().find(|(n, _)| n == name) else { continue };
         let Ok(found) = JsFuture::from(cache.match_with_request(request)).await else { continue };
         let Ok(response) = found.dyn_into::<Response>() else { continue };
-        let Ok(buffer) = response.array_buffer() else { continue };
-        if let Ok(buffer) = JsFuture::from(buffer).await {
-            restored.push((name.clone(), Uint8Array::new(&buffer).to_vec()));
+        let Ok(blob) = response.blob() else { continue };
+        if let Ok(blob) = JsFuture::from(blob).await.and_then(|b| b.dyn_into::<Blob>()) {
+            restored.push((name.clone(), blob));
         }
     }
     restored

@@ -50,7 +50,7 @@ fn landing(state: State, initial: &url_state::HashState) -> AnyView {
                     class="try-example"
                     data-testid="try-example"
                     on:click=move |_| {
-                        state.add("example: web service cpu".to_owned(), Ok(example_profile()), false);
+                        state.add_bytes("example: web service cpu".to_owned(), Ok(example_profile()), false);
                     }
                 >
                     "Try an example"

@@ -140,12 +140,12 @@ pub fn raw_url(session: &str, tenant: Option<&str>) -> String {
 }
 
 /// Uploads a profile's bytes; the same bytes always give the same session.
-pub async fn upload(bytes: &[u8], name: &str, tenant: Option<&str>) -> Result<SessionResponse, String> {
+pub async fn upload(source: &web_sys::Blob, name: &str, tenant: Option<&str>) -> Result<SessionResponse, String> {
     let url = format!("{API}/profiles?name={}", js_sys::encode_uri_component(name));
     call(|token| {
         addressed(Request::post(&url), tenant, token)
             .header("Content-Type", "application/octet-stream")
-            .body(js_sys::Uint8Array::from(bytes))
+            .body(source.clone())
     })
     .await
 }

@@ -14,9 +14,9 @@ use super::url_state;
 /// hands its session to `then`.
 fn with_session(state: State, then: impl FnOnce(SessionResponse) + 'static) {
     let Some(e) = state.current.get_untracked() else { return };
-    let Some(bytes) = state.client.with_value(|c| c.bytes(e.id)) else { return };
+    let Some(source) = state.client.with_value(|c| c.source(e.id)) else { return };
     spawn_local(async move {
-        match share::upload(&bytes, &e.name, state.tenant.get_value().as_deref()).await {
+        match share::upload(&source, &e.name, state.tenant.get_value().as_deref()).await {
             Ok(session) => then(session),
             Err(err) => state.report(format!("{}: cannot share: {err}", e.name)),
         }

@@ -11,18 +11,12 @@ use super::state::{State, ViewKind};
 use super::url_state::{self, HashState};
 use super::{local_store, share};
 
-/// Reads browser files and adds each (kept in the browser for a reload).
+/// Adds each browser file (kept in the browser for a reload). The page never reads it:
+/// the worker does, from the file itself.
 fn add_files(state: State, files: FileList) {
     for i in 0..files.length() {
         let Some(file) = files.get(i) else { continue };
-        let file = gloo::file::File::from(file);
-        spawn_local(async move {
-            let name = file.name();
-            let bytes = gloo::file::futures::read_as_bytes(&file)
-                .await
-                .map_err(|e| format!("{name}: cannot read the file: {e}"));
-            state.add(name, bytes, true);
-        });
+        state.add(file.name(), Ok(file.into()), true);
     }
 }
 
@@ -57,8 +51,8 @@ pub fn open_initial(state: State, initial: &HashState, link: Option<Route>) {
     if !initial.profiles.is_empty() {
         let names = initial.profiles.clone();
         spawn_local(async move {
-            for (name, bytes) in local_store::restore(&names).await {
-                state.add(name, Ok(bytes), false);
+            for (name, source) in local_store::restore(&names).await {
+                state.add(name, Ok(source), false);
             }
         });
     }
@@ -110,7 +104,7 @@ pub fn PastePanel() -> impl IntoView {
                 on:click=move |_| {
                     let text = text.get_untracked();
                     if !text.trim().is_empty() {
-                        state.add("pasted text".to_owned(), Ok(text.into_bytes()), true);
+                        state.add_bytes("pasted text".to_owned(), Ok(text.into_bytes()), true);
                     }
                 }
             >

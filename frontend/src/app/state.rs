@@ -13,6 +13,7 @@ use super::ranges::RangeProfile;
 use super::url_state::HashState;
 use crate::worker::client::Client;
 use crate::worker::protocol::{Request, Response, Shape, Summary};
+use web_sys::Blob;
 
 /// A parsed profile, as the page knows it.
 #[derive(Clone, PartialEq)]
@@ -268,8 +269,17 @@ impl State {
 
     /// Hands a profile's bytes to the worker; returns its id. Files opened here (not
     /// fetched) are kept in the browser so a reload brings them back.
-    pub fn add(&self, name: String, bytes: Result<Vec<u8>, String>, keep_locally: bool) -> Option<u32> {
-        let bytes = match bytes {
+    /// Opens bytes made or fetched in the page (copied once into a `Blob`).
+    pub fn add_bytes(&self, name: String, bytes: Result<Vec<u8>, String>, keep_locally: bool) -> Option<u32> {
+        let source = bytes.and_then(|b| {
+            super::download::blob(&b, "application/octet-stream").map_err(|e| format!("{name}: cannot keep it: {e:?}"))
+        });
+        self.add(name, source, keep_locally)
+    }
+
+    /// Opens a profile: its tab shows progress until the worker has parsed it.
+    pub fn add(&self, name: String, source: Result<Blob, String>, keep_locally: bool) -> Option<u32> {
+        let source = match source {
             Ok(b) => b,
             Err(e) => {
                 self.report(e);
@@ -283,14 +293,14 @@ impl State {
         let name = if taken == 0 { name } else { format!("{name} #{}", taken + 1) };
         let id = self.next_id.get_value();
         self.next_id.set_value(id + 1);
-        let size = bytes.len() as f64 / 1_048_576.0;
+        let size = source.size() / 1_048_576.0;
         self.loading.update(|l| {
             l.push(Loading { id, name: name.clone(), stage: format!("sending {size:.1} MB"), fraction: 0.02 })
         });
         if keep_locally {
-            super::local_store::keep(name.clone(), bytes.clone());
+            super::local_store::keep(name.clone(), source.clone());
         }
-        self.client.with_value(|c| c.parse(id, &name, bytes));
+        self.client.with_value(|c| c.parse(id, &name, source));
         Some(id)
     }
 

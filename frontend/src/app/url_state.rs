@@ -119,7 +119,7 @@ pub fn store(state: &HashState) {
 }
 
 /// Fetches a profile's bytes (CORS permitting); the error says why it failed.
-pub async fn fetch(url: &str) -> Result<Vec<u8>, String> {
+pub async fn fetch(url: &str) -> Result<web_sys::Blob, String> {
     let window = web_sys::window().ok_or("no window")?;
     let failed = |e: JsValue| format!("{url}: could not fetch ({})", e.as_string().unwrap_or_else(|| format!("{e:?}")));
     let response: web_sys::Response = wasm_bindgen_futures::JsFuture::from(window.fetch_with_str(url))
@@ -130,7 +130,6 @@ pub async fn fetch(url: &str) -> Result<Vec<u8>, String> {
     if !response.ok() {
         return Err(format!("{url}: the server answered {} {}", response.status(), response.status_text()));
     }
-    let buffer =
-        wasm_bindgen_futures::JsFuture::from(response.array_buffer().map_err(failed)?).await.map_err(failed)?;
-    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+    let blob = wasm_bindgen_futures::JsFuture::from(response.blob().map_err(failed)?).await.map_err(failed)?;
+    blob.dyn_into().map_err(failed)
 }

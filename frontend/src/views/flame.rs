@@ -29,6 +29,9 @@ pub struct FlameData {
     pub tree: SharedTree,
     pub zoom: u32,
     pub matched: Option<(String, i64)>,
+    /// What the worker's tree left out, from [`WindowMeta`].
+    pub pruned_below: i64,
+    pub complete: bool,
 }
 
 /// Stable colour per package: warm hues for code, hashed from the package path.
@@ -270,10 +273,28 @@ pub fn FlameGraph(
         })
     };
 
+    let pruned = move || data.with(|d| d.as_ref().map_or(0, |d| d.pruned_below));
     let matched = move || {
         search_hits.get().map(|(_, covered, total)| {
             let share = covered.map_or_else(|| "…".to_owned(), |c| percentage(c, total).trim().to_owned());
-            view! { <span class="matched" data-testid="search-matched" data-value=covered.map(|c| c.to_string())>"matched " {share}</span> }
+            // Matches inside left-out subtrees are not counted.
+            let at_least = if pruned() > 0 { "≥ " } else { "" };
+            view! { <span class="matched" data-testid="search-matched" data-value=covered.map(|c| c.to_string())>"matched " {at_least} {share}</span> }
+        })
+    };
+    // A tree too large to build whole leaves out its narrowest frames: say so, and say
+    // when the zoom is deep enough for that to show.
+    let pruning_note = move || {
+        data.with(|d| {
+            let d = d.as_ref().filter(|d| d.pruned_below > 0)?;
+            let root_total = d.tree.0.total();
+            let below = percentage(d.pruned_below, root_total).trim().to_owned();
+            let missing = if d.complete { "" } else { "; at this zoom some frames are missing" };
+            Some(view! {
+                <span class="pruned" data-testid="flame-pruned" data-complete=d.complete.to_string()>
+                    {format!("frames under {below} of the total are left out of this large profile's tree{missing}")}
+                </span>
+            })
         })
     };
 
@@ -281,6 +302,7 @@ pub fn FlameGraph(
         <div class="flame">
             {breadcrumb}
             {matched}
+            {pruning_note}
             <div class="flame-canvas">
                 <canvas
                     node_ref=canvas_ref
@@ -337,7 +359,13 @@ fn decode_tree(response: Response, bytes: Option<Vec<u8>>) -> Option<Result<Flam
         Response::Tree(Ok(meta)) => Some(
             bytes
                 .and_then(|b| CallTree::from_bytes(&b))
-                .map(|t| FlameData { tree: SharedTree(Arc::new(t)), zoom: meta.zoom, matched: meta.matched })
+                .map(|t| FlameData {
+                    tree: SharedTree(Arc::new(t)),
+                    zoom: meta.zoom,
+                    matched: meta.matched,
+                    pruned_below: meta.pruned_below,
+                    complete: meta.complete,
+                })
                 .ok_or_else(|| "the worker sent an unreadable tree".to_owned()),
         ),
         Response::Tree(Err(e)) => Some(Err(e)),

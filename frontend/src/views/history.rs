@@ -107,7 +107,7 @@ async fn open_range(state: State, shown: &Shown, range: (u64, u64)) -> Option<u3
         return open;
     }
     let bytes = ranges::merged(&profile.range, state.tenant.get_value().as_deref()).await;
-    let id = state.add(shown.name(range), bytes, false)?;
+    let id = state.add_bytes(shown.name(range), bytes, false)?;
     state.range_profiles.update(|l| l.push((id, profile)));
     Some(id)
 }

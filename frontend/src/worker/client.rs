@@ -10,7 +10,7 @@ use js_sys::{Array, Object, Reflect, Uint8Array};
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
+use web_sys::{Blob, ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
 
 use super::protocol::{Envelope, Request, Response};
 
@@ -28,13 +28,14 @@ type ErrorHandler = Closure<dyn FnMut(ErrorEvent)>;
 pub struct Client {
     worker: RefCell<Option<Worker>>,
     ready: Cell<bool>,
-    outbox: RefCell<Vec<(String, Option<Vec<u8>>)>>,
+    outbox: RefCell<Vec<(String, Option<Blob>)>>,
     next_seq: Cell<u64>,
     pending: RefCell<HashMap<u64, Reply>>,
     /// Progress, Parsed and Failed go here, keyed by profile id inside the message.
     on_event: RefCell<Rc<dyn Fn(Response)>>,
-    /// Each loaded profile's bytes, to repopulate a restarted worker.
-    sources: RefCell<Vec<(u32, String, Vec<u8>)>>,
+    /// Each loaded profile's bytes (a chosen file's own `Blob`: never copied into the
+    /// page), to repopulate a restarted worker.
+    sources: RefCell<Vec<(u32, String, Blob)>>,
     /// Profiles sent to parse and not yet Parsed or Failed, in the order the worker takes them.
     parsing: RefCell<Vec<u32>>,
     /// Bumped when the worker restarts: views depending on it ask again.
@@ -130,8 +131,8 @@ impl Client {
                     let _ = body.set_attribute("data-worker-ready", "true");
                 }
                 let queued = std::mem::take(&mut *self.outbox.borrow_mut());
-                for (json, bytes) in queued {
-                    self.post(&json, bytes);
+                for (json, source) in queued {
+                    self.post(&json, source);
                 }
             }
             body @ (Response::Parsed { id, .. } | Response::Failed { id, .. }) => {
@@ -147,36 +148,37 @@ impl Client {
         }
     }
 
-    fn post(&self, json: &str, bytes: Option<Vec<u8>>) {
+    /// Posts a request; a `Blob` goes by reference, its bytes are read in the worker.
+    fn post(&self, json: &str, source: Option<Blob>) {
         let Some(worker) = self.worker.borrow().clone() else { return };
         let message = Array::of1(&JsValue::from_str(json));
-        if let Some(b) = bytes {
-            message.push(&Uint8Array::from(b.as_slice()));
+        if let Some(blob) = source {
+            message.push(&blob);
         }
         let _ = worker.post_message(&message);
     }
 
-    fn send(&self, request: &Request, bytes: Option<Vec<u8>>) -> u64 {
+    fn send(&self, request: &Request, source: Option<Blob>) -> u64 {
         let seq = self.next_seq.get();
         self.next_seq.set(seq + 1);
         let json = serde_json::to_string(&Envelope { seq, body: request }).expect("requests serialize");
         if self.ready.get() {
-            self.post(&json, bytes);
+            self.post(&json, source);
         } else {
-            self.outbox.borrow_mut().push((json, bytes));
+            self.outbox.borrow_mut().push((json, source));
         }
         seq
     }
 
     /// Hands a profile to the worker; its outcome arrives as Parsed or Failed.
-    pub fn parse(&self, id: u32, name: &str, bytes: Vec<u8>) {
-        self.sources.borrow_mut().push((id, name.to_owned(), bytes.clone()));
+    pub fn parse(&self, id: u32, name: &str, source: Blob) {
+        self.sources.borrow_mut().push((id, name.to_owned(), source.clone()));
         self.parsing.borrow_mut().push(id);
-        self.send(&Request::Parse { id, name: name.to_owned() }, Some(bytes));
+        self.send(&Request::Parse { id, name: name.to_owned() }, Some(source));
     }
 
     /// The bytes a profile was loaded from (what Share uploads).
-    pub fn bytes(&self, id: u32) -> Option<Vec<u8>> {
+    pub fn source(&self, id: u32) -> Option<Blob> {
         self.sources.borrow().iter().find(|s| s.0 == id).map(|s| s.2.clone())
     }
 
@@ -186,7 +188,7 @@ impl Client {
     pub fn remove(self: &Rc<Self>, id: u32) {
         let (size, others) = {
             let sources = self.sources.borrow();
-            (sources.iter().find(|s| s.0 == id).map_or(0, |s| s.2.len()), sources.iter().any(|s| s.0 != id))
+            (sources.iter().find(|s| s.0 == id).map_or(0.0, |s| s.2.size()), sources.iter().any(|s| s.0 != id))
         };
         if !others || size >= Self::LARGE_SOURCE {
             self.restart_without(Some(id));
@@ -197,7 +199,7 @@ impl Client {
     }
 
     /// A profile this large (as loaded, often gzipped) takes tens of MB or more in the worker.
-    const LARGE_SOURCE: usize = 1 << 20;
+    const LARGE_SOURCE: f64 = 1_048_576.0;
 
     pub fn request(&self, request: Request, reply: impl FnOnce(Response, Option<Vec<u8>>) + 'static) {
         let seq = self.send(&request, None);
@@ -232,10 +234,10 @@ impl Client {
         self.parsing.borrow_mut().clear();
         self.sources.borrow_mut().retain(|s| Some(s.0) != id);
         self.spawn();
-        let again: Vec<(u32, String, Vec<u8>)> = self.sources.borrow().clone();
-        for (id, name, bytes) in again {
+        let again: Vec<(u32, String, Blob)> = self.sources.borrow().clone();
+        for (id, name, source) in again {
             self.parsing.borrow_mut().push(id);
-            self.send(&Request::Parse { id, name }, Some(bytes));
+            self.send(&Request::Parse { id, name }, Some(source));
         }
         self.generation.update(|g| *g += 1);
     }

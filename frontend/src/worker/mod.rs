@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use js_sys::{Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 use stacklens_core::analysis::details::{details, DetailsOptions};
 use stacklens_core::analysis::labels::label_summary;
@@ -19,9 +19,10 @@ use stacklens_core::{ProfileKind, Stage};
 
 pub mod client;
 pub mod protocol;
+mod reading;
 pub mod session;
 
-use protocol::{Envelope, Request, Response, Shape, Summary, TreeKey, TreeKind, WindowMeta};
+use protocol::{Envelope, Request, Response, Shape, Summary, TreeKey, TreeKind};
 use session::{diff_profiles, diff_tree, flame_window, goroutine_growth, Loaded, TreeCache};
 
 thread_local! {
@@ -74,43 +75,52 @@ fn transforms_only(shape: &Shape) -> Shape {
     Shape { transforms: shape.transforms.clone(), range: None }
 }
 
-fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
-    match request {
-        Request::Parse { id, name } => {
-            let bytes = bytes.unwrap_or_default();
-            let size = bytes.len() as f64 / 1_048_576.0;
-            post(seq, &Response::Progress { id, stage: format!("parsing {size:.1} MB"), fraction: 0.05 }, None);
-            // Inflating fills the bar to one half, decoding to 95%; building the
-            // first view does the rest.
-            let mut last = 0.0;
-            let mut report = |stage: Stage, fraction: f64| {
-                let (label, overall) = match stage {
-                    Stage::Inflating => ("inflating", 0.05 + 0.45 * fraction),
-                    Stage::Decoding => ("decoding", 0.5 + 0.45 * fraction),
-                };
-                if overall - last >= 0.02 {
-                    last = overall;
-                    post(
-                        seq,
-                        &Response::Progress { id, stage: format!("{label} {size:.1} MB"), fraction: overall },
-                        None,
-                    );
-                }
-            };
-            match Loaded::parse_reporting(&name, &bytes, &mut report) {
-                Ok(loaded) => {
-                    let (sample_types, default_sample) = loaded.sample_types();
-                    let kind = ProfileKind::of(&loaded.profile);
-                    let goroutine = kind == ProfileKind::Goroutine;
-                    let meta = meta(&loaded.profile);
-                    let summary =
-                        Summary { kind: kind.as_str().to_owned(), sample_types, default_sample, goroutine, meta };
-                    PROFILES.with(|p| p.borrow_mut().insert(id, loaded));
-                    post(seq, &Response::Parsed { id, summary }, None);
-                }
-                Err(message) => post(seq, &Response::Failed { id, message }, None),
-            }
+/// Reads and parses a profile, reporting progress: reading fills the bar to a tenth,
+/// inflating to one half, decoding to 95% (folded stacks, read line by line, go from
+/// reading to 95%); building the first view does the rest.
+fn parse(seq: u64, id: u32, name: &str, blob: &Blob) {
+    let size = blob.size() / 1_048_576.0;
+    let mut last = 0.0;
+    let mut report = |label: &str, overall: f64| {
+        if overall - last >= 0.02 {
+            last = overall;
+            post(seq, &Response::Progress { id, stage: format!("{label} {size:.1} MB"), fraction: overall }, None);
         }
+    };
+    let loaded = match reading::is_folded(blob) {
+        Ok(true) => reading::parse_folded(blob, &mut |done| report("reading folded stacks", 0.02 + 0.93 * done))
+            .map(|profile| Loaded::new(name, profile))
+            .map_err(|e| format!("{name}: {e}")),
+        Ok(false) => reading::read_all(blob, &mut |done| report("reading", 0.02 + 0.08 * done))
+            .map_err(|e| format!("{name}: {e}"))
+            .and_then(|bytes| {
+                Loaded::parse_reporting(name, &bytes, &mut |stage: Stage, fraction: f64| match stage {
+                    Stage::Inflating => report("inflating", 0.1 + 0.4 * fraction),
+                    Stage::Decoding => report("decoding", 0.5 + 0.45 * fraction),
+                })
+            }),
+        Err(e) => Err(format!("{name}: {e}")),
+    };
+    match loaded {
+        Ok(loaded) => {
+            let (sample_types, default_sample) = loaded.sample_types();
+            let kind = ProfileKind::of(&loaded.profile);
+            let goroutine = kind == ProfileKind::Goroutine;
+            let meta = meta(&loaded.profile);
+            let summary = Summary { kind: kind.as_str().to_owned(), sample_types, default_sample, goroutine, meta };
+            PROFILES.with(|p| p.borrow_mut().insert(id, loaded));
+            post(seq, &Response::Parsed { id, summary }, None);
+        }
+        Err(message) => post(seq, &Response::Failed { id, message }, None),
+    }
+}
+
+fn handle(seq: u64, request: Request, profile_bytes: Option<Blob>) {
+    match request {
+        Request::Parse { id, name } => match profile_bytes {
+            Some(blob) => parse(seq, id, &name, &blob),
+            None => post(seq, &Response::Failed { id, message: format!("{name}: no bytes came with it") }, None),
+        },
         Request::Remove { id } => {
             PROFILES.with(|p| p.borrow_mut().remove(&id));
             TREES.with(|t| t.borrow_mut().retain(|k| !k.involves(id)));
@@ -132,9 +142,7 @@ fn handle(seq: u64, request: Request, bytes: Option<Vec<u8>>) {
                 })
             });
             match whole.map(|tree| flame_window(&tree, &zoom, &search)) {
-                Ok((window, zoom, matched)) => {
-                    post(seq, &Response::Tree(Ok(WindowMeta { zoom, matched })), Some(window.to_bytes()))
-                }
+                Ok((window, meta)) => post(seq, &Response::Tree(Ok(meta)), Some(window.to_bytes())),
                 Err(e) => post(seq, &Response::Tree(Err(e)), None),
             }
         }
@@ -207,9 +215,9 @@ pub fn run() {
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(|e: MessageEvent| {
         let data: Array = e.data().unchecked_into();
         let Some(json) = data.get(0).as_string() else { return };
-        let bytes = data.get(1).dyn_into::<Uint8Array>().ok().map(|a| a.to_vec());
+        let source = data.get(1).dyn_into::<Blob>().ok();
         match serde_json::from_str::<Envelope<Request>>(&json) {
-            Ok(envelope) => measured(envelope.body.name(), || handle(envelope.seq, envelope.body, bytes)),
+            Ok(envelope) => measured(envelope.body.name(), || handle(envelope.seq, envelope.body, source)),
             Err(e) => post(0, &Response::Failed { id: u32::MAX, message: format!("bad request: {e}") }, None),
         }
     });

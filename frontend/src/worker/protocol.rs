@@ -188,8 +188,13 @@ impl TreeKey {
 pub struct WindowMeta {
     /// The zoomed node's index in the window.
     pub zoom: u32,
-    /// The search and the value it matches in the whole tree.
+    /// The search and the value it matches in the whole tree (at least that much when
+    /// the tree is pruned).
     pub matched: Option<(String, i64)>,
+    /// The worker's tree left out subtrees narrower than this (0: it has every node).
+    pub pruned_below: i64,
+    /// Whether the window has every frame it would have from the whole tree.
+    pub complete: bool,
 }
 
 /// What the page learns about a parsed profile.

@@ -18,7 +18,7 @@ use stacklens_core::layout::graph::{layout_call_graph, GraphLayoutOptions};
 use stacklens_core::report::dot::legend;
 use stacklens_core::{Error, Profile};
 
-use super::protocol::{GraphPruning, LaidOutGraph, Shape, Timeline};
+use super::protocol::{GraphPruning, LaidOutGraph, Shape, Timeline, WindowMeta};
 
 /// A profile the user loaded, under the name they gave it, and the last shape the views
 /// asked for (they ask many questions of one shape; a new shape replaces it).
@@ -50,14 +50,21 @@ pub fn search_matcher(needle: &str) -> impl Fn(&str) -> bool {
     move |name| name.to_lowercase().contains(&needle)
 }
 
-/// The window of `tree` zoomed at the node `zoom_path` names (from the root), its
-/// zoomed node, and what `search` matches in the whole tree.
-pub fn flame_window(tree: &CallTree, zoom_path: &[String], search: &str) -> (CallTree, u32, Option<(String, i64)>) {
+/// A tree of more nodes is built without its narrowest subtrees (32 bytes a node: 256 MB
+/// at most; the large CPU fixture's whole tree has 4.45 M nodes).
+pub const MAX_TREE_NODES: usize = 8 << 20;
+
+/// The window of `tree` zoomed at the node `zoom_path` names (from the root), and what
+/// the page learns with it: the zoomed node, what `search` matches in the whole tree,
+/// and whether pruning left anything out of it.
+pub fn flame_window(tree: &CallTree, zoom_path: &[String], search: &str) -> (CallTree, WindowMeta) {
     let zoom = tree.node_at_path(zoom_path);
     let min_total = tree.nodes[zoom as usize].total / (2 * WINDOW_PX);
     let (window, at) = tree.window(zoom, min_total, MAX_ROWS - 1);
     let matched = (!search.is_empty()).then(|| (search.to_owned(), tree.search(search_matcher(search)).1));
-    (window, at, matched)
+    let meta =
+        WindowMeta { zoom: at, matched, pruned_below: tree.pruned_below, complete: min_total >= tree.pruned_below };
+    (window, meta)
 }
 
 /// Whole call trees kept by the worker, newest last, so zooming and searching only cut
@@ -136,8 +143,12 @@ impl Loaded {
         progress: stacklens_core::import::Progress<'_>,
     ) -> Result<Self, String> {
         stacklens_core::parse_with_progress(bytes, &stacklens_core::ParseOptions::default(), progress)
-            .map(|profile| Loaded { name: name.to_owned(), profile: Rc::new(profile), shaped: RefCell::new(None) })
+            .map(|profile| Self::new(name, profile))
             .map_err(|e| format!("{name}: {e}"))
+    }
+
+    pub fn new(name: &str, profile: Profile) -> Self {
+        Loaded { name: name.to_owned(), profile: Rc::new(profile), shaped: RefCell::new(None) }
     }
 
     /// The profile with `shape` applied: the time range first, then the transforms.
@@ -173,8 +184,12 @@ impl Loaded {
     }
 
     pub fn tree(&self, shape: &Shape, sample_index: usize, filters: &Filters) -> Result<SharedTree, String> {
-        let options =
-            TreeOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TreeOptions::default() };
+        let options = TreeOptions {
+            sample_index: sample_index.to_string(),
+            filters: filters.clone(),
+            max_nodes: Some(MAX_TREE_NODES),
+            ..TreeOptions::default()
+        };
         CallTree::build(&*self.shaped(shape)?, &options).map(|t| SharedTree(Arc::new(t))).map_err(|e| e.to_string())
     }
 
@@ -187,8 +202,12 @@ impl Loaded {
         function: &str,
         side: Side,
     ) -> Result<SharedTree, String> {
-        let options =
-            TreeOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TreeOptions::default() };
+        let options = TreeOptions {
+            sample_index: sample_index.to_string(),
+            filters: filters.clone(),
+            max_nodes: Some(MAX_TREE_NODES),
+            ..TreeOptions::default()
+        };
         CallTree::sandwich(&*self.shaped(shape)?, &options, function, side)
             .map(|t| SharedTree(Arc::new(t)))
             .map_err(|e| e.to_string())
