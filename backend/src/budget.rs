@@ -251,8 +251,28 @@ impl Budget {
     }
 }
 
-/// Inflated bytes kept from the measuring pass, per input, at most.
+/// Inflated bytes kept from the measuring pass, per input, at least (when the budget
+/// has room), so a small profile is inflated once.
 const KEEP_INFLATED: u64 = 256 * 1024;
+
+/// Up to this much, a profile whose gzip trailer gives its inflated size keeps that
+/// many bytes from the measuring pass (reserved first), so the parse does not inflate
+/// it again: the second inflate of a 14 MB profile was a fifth of a diff's time. A
+/// trailer may lie (it is the size modulo 2^32): past what it said, nothing is kept.
+const KEEP_INFLATED_MAX: u64 = 64 << 20;
+
+/// How many inflated bytes of `bytes` (gzip) the measuring pass may keep.
+fn keep_limit(bytes: &[u8]) -> u64 {
+    let trailer = bytes
+        .len()
+        .checked_sub(4)
+        .and_then(|at| bytes.get(at..))
+        .map(|t| u64::from(u32::from_le_bytes(t.try_into().expect("four bytes"))));
+    match trailer {
+        Some(size) if size <= KEEP_INFLATED_MAX => size.max(KEEP_INFLATED),
+        _ => KEEP_INFLATED,
+    }
+}
 
 /// What the measuring task got to: the profiles, with the memory reserved for them
 /// beyond what the caller held; or what they need and their inflated sizes.
@@ -276,11 +296,12 @@ fn measure_and_parse(
     let mut sizes = Vec::with_capacity(inputs.len());
     for bytes in inputs {
         // Room for the inflated bytes is reserved before they are kept.
+        let limit = keep_limit(bytes).min(cap);
         let keep = bytes
             .starts_with(&GZIP_MAGIC)
-            .then(|| permits.clone().try_acquire_many_owned(Budget::units(KEEP_INFLATED)).ok())
+            .then(|| permits.clone().try_acquire_many_owned(Budget::units(limit)).ok())
             .flatten();
-        let (shape, inflated) = Shape::measure(bytes, cap, if keep.is_some() { KEEP_INFLATED } else { 0 })?;
+        let (shape, inflated) = Shape::measure(bytes, cap, if keep.is_some() { limit } else { 0 })?;
         if let (Some(k), Some(_)) = (keep, &inflated) {
             merge(&mut permit, k);
         }
@@ -392,7 +413,8 @@ impl Shape {
             return Ok((scan.finish(), None));
         }
         let mut decoder = flate2::read::MultiGzDecoder::new(bytes).take(cap.saturating_add(1));
-        let mut inflated = (keep > 0).then(Vec::new);
+        // Room for all of it at once: growing by doubling could hold twice what was reserved.
+        let mut inflated = (keep > 0).then(|| Vec::with_capacity(keep as usize));
         let mut buffer = vec![0u8; 64 * 1024];
         loop {
             match decoder.read(&mut buffer) {
@@ -402,6 +424,7 @@ impl Shape {
                     if scan.bytes > keep {
                         inflated = None;
                     }
+                    // `keep` bounds what is kept, so the buffer never grows past its room.
                     if let Some(kept) = &mut inflated {
                         kept.extend_from_slice(&buffer[..n]);
                     }
@@ -674,6 +697,27 @@ mod tests {
         assert!(matches!(size(&forged, 1 << 16), Err(BudgetError::InflatesTooLarge { .. })));
         let truncated = &bomb[..bomb.len() / 2];
         assert!(size(truncated, 1 << 30).unwrap() < 1 << 20);
+    }
+
+    /// The measuring pass keeps what the gzip trailer announces, up to its limit, and
+    /// nothing of a stream that inflates past what its trailer said.
+    #[test]
+    fn inflated_bytes_are_kept_as_far_as_the_trailer_says() {
+        let data: Vec<u8> = (0..3u32 << 20).map(|i| (i % 251) as u8).collect();
+        let honest = gzip(&data);
+        assert_eq!(keep_limit(&honest), 3 << 20);
+        let (shape, kept) = Shape::measure(&honest, 1 << 30, keep_limit(&honest)).unwrap();
+        assert_eq!((shape.bytes, kept.as_deref() == Some(&data[..])), (3 << 20, true));
+        let mut lying = honest.clone();
+        let n = lying.len();
+        lying[n - 4..].copy_from_slice(&(1u32 << 20).to_le_bytes());
+        assert_eq!(keep_limit(&lying), 1 << 20);
+        assert_eq!(Shape::measure(&lying, 1 << 30, keep_limit(&lying)).unwrap().1, None);
+        // Small or beyond the limit: the old quarter megabyte.
+        assert_eq!(keep_limit(&gzip(b"tiny")), KEEP_INFLATED);
+        let mut huge = honest;
+        huge[n - 4..].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(keep_limit(&huge), KEEP_INFLATED);
     }
 
     /// `samples` samples of `depth` frames each over `depth` locations.
