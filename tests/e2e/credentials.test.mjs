@@ -48,6 +48,7 @@ test('a server with credentials: the page asks for a token once, keeps it for th
 
   // No token, and the user declines to give one: the page says what to do.
   await page.getByTestId('share').click();
+  await page.getByTestId('share-upload').click();
   await page.getByTestId('error').first().waitFor();
   assert.equal(dialogs.length, 1, 'asked once');
   assert.match(dialogs[0], /Bearer/, 'the question carries the server\'s reason');
@@ -56,6 +57,7 @@ test('a server with credentials: the page asks for a token once, keeps it for th
   // The user enters the tenant's key: the share goes through as that tenant.
   answer = ACME_KEY;
   await page.getByTestId('share').click();
+  await page.getByTestId('share-upload').click();
   const link = await page.getByTestId('share-url').inputValue();
   assert.match(link, /^http:\/\/127\.0\.0\.1:\d+\/#\/s\/sess-[0-9a-f]{32}\?tenant=acme$/);
   assert.equal(dialogs.length, 2);

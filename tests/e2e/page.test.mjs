@@ -3,11 +3,13 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { execFileSync } from 'node:child_process';
+import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import {
   startServer, launchBrowser, fixtures, requireFixtures, requireGo, screenshot, openPage as open, loadFixtures as load,
-  keptFiles, pageTopTable, pprofTop, workerMemoryMB, pprofShown, pprofFileTable, pprofValue, expectTopTable, canvasPixel, hslRgb, sameColour, hoverText, until,
+  keptFiles, pageTopTable, pprofTop, workerMemoryMB, pprofShown, pprofFileTable, pprofValue, expectTopTable, canvasPixel, hslRgb, sameColour, hoverText, until, stacklensBin,
 } from './harness.mjs';
 
 let server, browser;
@@ -427,7 +429,9 @@ test('share: the link opens the same profile in a fresh browser; a saved baselin
   await page.getByTestId('view-top').click();
   const expected = pprofFileTable('go/base/cpu.pprof-top.txt', 10);
   await expectTopTable(page, expected, 'go tool pprof -top');
+  // Nothing left out in the panel: the profile is uploaded as opened.
   await page.getByTestId('share').click();
+  await page.getByTestId('share-upload').click();
   const link = page.getByTestId('share-url');
   await link.waitFor();
   const url = await link.inputValue();
@@ -463,6 +467,55 @@ test('share: the link opens the same profile in a fresh browser; a saved baselin
     assert.deepEqual(await diffDeltas(page, r.name), [r.flat, r.cum], `pprof -diff_base: ${r.name}`);
   }
   await screenshot(page, 'diff-against-baseline');
+  await page.close();
+});
+
+test('share panel: it lists what the profile gives away, previews what is uploaded, and uploads only that', async (t) => {
+  if (!requireFixtures(t)) return;
+  const { page } = await openPage();
+  await load(page, 'go/base/cpu.pb.gz');
+  await page.getByTestId('share').click();
+  const inventory = page.getByTestId('sanitize-inventory');
+  await until('the inventory', async () => ((await inventory.textContent()).includes('file paths') ? true : undefined));
+  const listed = await inventory.textContent();
+  assert.match(listed, /\d+ file paths \(\d+ under \/usr\/lib\/go-1\.19\/…/, listed);
+  assert.match(listed, /label keys: endpoint, tenant/, listed);
+  await page.getByTestId('strip-paths').selectOption('remove');
+  await page.locator('[data-testid=strip-label][data-key=tenant]').check();
+  // The preview is the sanitized profile's top table: pprof's numbers, unchanged.
+  const expected = pprofFileTable('go/base/cpu.pprof-top.txt', 10);
+  const preview = () => page.getByTestId('sanitize-row').evaluateAll((rows) => rows.map((r) => ({
+    flat: Number(r.querySelector('[data-col=flat]').dataset.value),
+    cum: Number(r.querySelector('[data-col=cum]').dataset.value),
+    name: r.querySelector('[data-col=name]').dataset.value,
+  })));
+  await until('the preview', async () => (JSON.stringify(await preview()) === JSON.stringify(expected) ? true : undefined));
+  await screenshot(page, 'share-sanitize-panel');
+  await page.getByTestId('share-upload').click();
+  const url = await page.getByTestId('share-url').inputValue();
+  const id = /#\/s\/(sess-[0-9a-f]{32})$/.exec(url)?.[1];
+  assert.ok(id, url);
+
+  // What the server holds: no path, no tenant label; the endpoint label and every value kept.
+  const raw = Buffer.from(await (await fetch(`${server.base}/api/v1/profiles/${id}/raw`)).arrayBuffer());
+  const plain = gunzipSync(raw);
+  const original = gunzipSync(readFileSync(join(fixtures, 'go/base/cpu.pb.gz')));
+  assert.ok(original.includes('/usr/lib/go-1.19/src') && original.includes('tenant'), 'the fixture has both');
+  assert.ok(!plain.includes('/usr/lib/go-1.19/src'), 'no file path was uploaded');
+  const dir = mkdtempSync(join(tmpdir(), 'stacklens-e2e-sanitized-'));
+  writeFileSync(join(dir, 'cpu.pb.gz'), raw);
+  const tags = execFileSync(stacklensBin, ['tags', join(dir, 'cpu.pb.gz')]).toString();
+  assert.match(tags, /endpoint/);
+  assert.doesNotMatch(tags, /tenant/);
+
+  // The link opens the sanitized profile with the same numbers.
+  const fresh = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const other = await fresh.newPage();
+  await other.goto(url);
+  await other.getByTestId('flamegraph').waitFor();
+  await other.getByTestId('view-top').click();
+  await expectTopTable(other, expected, 'the shared, sanitized profile');
+  await fresh.close();
   await page.close();
 });
 

@@ -7,6 +7,7 @@ mod keys;
 mod local_store;
 mod meta;
 pub(crate) mod ranges;
+mod sanitize_panel;
 pub(crate) mod share;
 mod share_panel;
 mod sources;

@@ -6,6 +6,7 @@ use leptos::task::spawn_local;
 
 use stacklens_core::api::{BaselineResponse, SessionResponse};
 
+use super::sanitize_panel::{SanitizePanel, Sanitized};
 use super::share;
 use super::state::State;
 use super::url_state;
@@ -15,10 +16,15 @@ use super::url_state;
 fn with_session(state: State, then: impl FnOnce(SessionResponse) + 'static) {
     let Some(e) = state.current.get_untracked() else { return };
     let Some(source) = state.client.with_value(|c| c.source(e.id)) else { return };
+    upload_then(state, e.name, source, then);
+}
+
+/// Uploads `source` as the profile `name`, then hands its session to `then`.
+fn upload_then(state: State, name: String, source: web_sys::Blob, then: impl FnOnce(SessionResponse) + 'static) {
     spawn_local(async move {
-        match share::upload(&source, &e.name, state.tenant.get_value().as_deref()).await {
+        match share::upload(&source, &name, state.tenant.get_value().as_deref()).await {
             Ok(session) => then(session),
-            Err(err) => state.report(format!("{}: cannot share: {err}", e.name)),
+            Err(err) => state.report(format!("{name}: cannot share: {err}")),
         }
     });
 }
@@ -80,14 +86,27 @@ pub fn SharePanel() -> impl IntoView {
     let baseline_list = RwSignal::new(None::<Vec<BaselineResponse>>);
     let (label, description, tags) =
         (RwSignal::new(String::new()), RwSignal::new(String::new()), RwSignal::new(String::new()));
-    let share_now = move |_| {
-        with_session(state, move |session| {
-            share_link.try_set(Some(session.share_url.clone()));
-            if let Some(w) = web_sys::window() {
-                let _ = w.navigator().clipboard().write_text(&session.share_url);
-            }
-        })
+    let choosing = RwSignal::new(false);
+    let linked = move |session: SessionResponse| {
+        share_link.try_set(Some(session.share_url.clone()));
+        if let Some(w) = web_sys::window() {
+            let _ = w.navigator().clipboard().write_text(&session.share_url);
+        }
     };
+    // Nothing left out: the profile as opened; else only the sanitized bytes.
+    let upload = Callback::new(move |chosen: Option<Sanitized>| {
+        choosing.set(false);
+        match chosen {
+            None => with_session(state, linked),
+            Some(s) => {
+                let Some(e) = state.current.get_untracked() else { return };
+                match super::download::blob(&s.bytes, "application/octet-stream") {
+                    Ok(blob) => upload_then(state, e.name, blob, linked),
+                    Err(err) => state.report(format!("{}: cannot share: {err:?}", e.name)),
+                }
+            }
+        }
+    });
     let save_baseline = move |_| {
         let label = label.get_untracked();
         if label.trim().is_empty() {
@@ -134,10 +153,15 @@ pub fn SharePanel() -> impl IntoView {
     };
     view! {
         <div class="share">
-            <button data-testid="share" title="upload this profile to the server and copy a link to it" on:click=share_now>
-                "Share"
+            <button
+                data-testid="share"
+                title="choose what to leave out, then upload this profile and copy a link to it"
+                on:click=move |_| choosing.update(|c| *c = !*c)
+            >
+                "Share…"
             </button>
             {link}
+            {move || choosing.get().then(|| view! { <SanitizePanel upload=upload /> })}
             <details class="baseline-menu" data-testid="baseline-menu">
                 <summary>"Baselines"</summary>
                 {text_input("label", "baseline-label", label)}

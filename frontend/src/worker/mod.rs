@@ -12,8 +12,10 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 use stacklens_core::analysis::details::{details, DetailsOptions};
 use stacklens_core::analysis::labels::label_summary;
+use stacklens_core::analysis::sanitize::{inventory, sanitize};
 use stacklens_core::analysis::source::{source, SourceOptions};
 use stacklens_core::analysis::summary::meta;
+use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::export::{export, ExportOptions};
 use stacklens_core::{ProfileKind, Stage};
 
@@ -184,6 +186,21 @@ fn handle(seq: u64, request: Request, profile_bytes: Option<Blob>) {
         Request::Timeline { id, sample, filters, shape, window, viewport, buckets } => {
             let report = with(id, |l| l.timeline(&shape, sample, filters, window, &viewport, buckets));
             post(seq, &Response::Timeline(report), None);
+        }
+        Request::Inventory { id } => {
+            post(seq, &Response::Inventory(with(id, |l| Ok(inventory(&l.profile)))), None);
+        }
+        Request::Sanitize { id, sample, options } => {
+            let sanitized = with(id, |l| {
+                let clean = sanitize(&l.profile, &options).map_err(|e| e.to_string())?;
+                let options = TopOptions { sample_index: sample.to_string(), ..TopOptions::default() };
+                let report = top(&clean, &options).map_err(|e| e.to_string())?;
+                Ok((report, stacklens_core::export::pprof::write(&clean)))
+            });
+            match sanitized {
+                Ok((report, bytes)) => post(seq, &Response::Sanitized(Ok(report)), Some(bytes)),
+                Err(e) => post(seq, &Response::Sanitized(Err(e)), None),
+            }
         }
         Request::Export { id, sample, filters, shape, format } => {
             let options = ExportOptions { sample_index: sample.to_string(), filters, ..ExportOptions::default() };

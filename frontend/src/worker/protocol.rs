@@ -7,6 +7,7 @@ use stacklens_core::analysis::diff::DiffReport;
 use stacklens_core::analysis::goroutines::{GoroutineComparison, GoroutineReport};
 use stacklens_core::analysis::graph::CallGraph;
 use stacklens_core::analysis::labels::LabelSummary;
+use stacklens_core::analysis::sanitize::{Inventory, SanitizeOptions};
 use stacklens_core::analysis::source::SourceReport;
 use stacklens_core::analysis::summary::ProfileMeta;
 use stacklens_core::analysis::timeline::{ChartViewport, Histogram, StackChart};
@@ -127,6 +128,17 @@ pub enum Request {
         shape: Shape,
         format: ExportFormat,
     },
+    /// What the profile gives away (paths, build ids, comments, labels), for the share panel.
+    Inventory {
+        id: u32,
+    },
+    /// The profile without what `options` removes: its top rows (the panel's preview)
+    /// and, after the message, its gzipped pprof bytes (what Share uploads).
+    Sanitize {
+        id: u32,
+        sample: usize,
+        options: SanitizeOptions,
+    },
 }
 
 impl Request {
@@ -145,6 +157,8 @@ impl Request {
             Request::Labels { .. } => "labels",
             Request::Timeline { .. } => "timeline",
             Request::Export { .. } => "export",
+            Request::Inventory { .. } => "inventory",
+            Request::Sanitize { .. } => "sanitize",
         }
     }
 }
@@ -236,6 +250,9 @@ pub enum Response {
     /// For `Export`, the file's bytes follow the message.
     Export(Result<(), String>),
     Timeline(Result<Timeline, String>),
+    Inventory(Result<Inventory, String>),
+    /// The sanitized profile's top rows; its gzipped pprof bytes follow the message.
+    Sanitized(Result<TopReport, String>),
 }
 
 /// The timeline view's answer: what it draws, or why the profile has no timeline.
