@@ -123,10 +123,10 @@ export function pprofShown(text) {
   return pprofValue(/Showing nodes accounting for (\S+),/.exec(text)[1]);
 }
 
-/** The first `n` rows of the page's top table: [{ flat, cum, name }] from the cells' raw values. */
-export async function pageTopTable(page, n) {
-  await page.getByTestId('top-row').first().waitFor();
-  return page.getByTestId('top-row').evaluateAll((rows, n) => rows.slice(0, n).map((r) => ({
+/** The first `n` rows of the page's top table (or of the table whose rows are `row`): [{ flat, cum, name }] from the cells' raw values. */
+export async function pageTopTable(page, n, row = 'top-row') {
+  await page.getByTestId(row).first().waitFor();
+  return page.getByTestId(row).evaluateAll((rows, n) => rows.slice(0, n).map((r) => ({
     flat: Number(r.querySelector('[data-col=flat]').dataset.value),
     cum: Number(r.querySelector('[data-col=cum]').dataset.value),
     name: r.querySelector('[data-col=name]').dataset.value,

@@ -484,11 +484,7 @@ test('share panel: it lists what the profile gives away, previews what is upload
   await page.locator('[data-testid=strip-label][data-key=tenant]').check();
   // The preview is the sanitized profile's top table: pprof's numbers, unchanged.
   const expected = pprofFileTable('go/base/cpu.pprof-top.txt', 10);
-  const preview = () => page.getByTestId('sanitize-row').evaluateAll((rows) => rows.map((r) => ({
-    flat: Number(r.querySelector('[data-col=flat]').dataset.value),
-    cum: Number(r.querySelector('[data-col=cum]').dataset.value),
-    name: r.querySelector('[data-col=name]').dataset.value,
-  })));
+  const preview = () => pageTopTable(page, expected.length, 'sanitize-row');
   await until('the preview', async () => (JSON.stringify(await preview()) === JSON.stringify(expected) ? true : undefined));
   await screenshot(page, 'share-sanitize-panel');
   await page.getByTestId('share-upload').click();
