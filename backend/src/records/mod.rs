@@ -1,11 +1,14 @@
 //! What the server stores and how it is found: tenants' keys, sessions (raw profiles),
-//! baselines, captures, schedules, samply runs, references that pin bytes, leases, and
-//! the time index of each service's profiles (series).
+//! encrypted blobs, baselines, captures, schedules, samply runs, references that pin
+//! bytes, leases, the time index of each service's profiles (series), and the index of
+//! links that expire.
 //! Everything here speaks object storage and [`RecordError`]; nothing knows HTTP.
 
 pub mod baselines;
+pub mod blobs;
 pub mod buckets;
 pub mod captures;
+pub mod expiring;
 pub mod leases;
 pub mod refs;
 pub mod samply;
@@ -16,6 +19,7 @@ pub mod sessions;
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use sha2::Digest;
 
 use crate::store::{Store, StoreError};
 
@@ -27,6 +31,12 @@ pub enum RecordError {
     Store(#[from] StoreError),
     #[error("a stored record is unreadable: {0}")]
     Corrupt(#[from] serde_json::Error),
+    /// The link's time is up (`at`, RFC 3339); retention removes what it alone kept.
+    #[error("the {what} '{id}' expired at {at}")]
+    Expired { what: Kind, id: String, at: String },
+    /// A session was asked for by the id of an encrypted blob, which the server cannot read.
+    #[error("'{id}' is an encrypted blob, which the server cannot read")]
+    EncryptedBlob { id: String },
 }
 
 /// The kinds of record an id can name.
@@ -35,6 +45,7 @@ pub enum Kind {
     Session,
     Baseline,
     Capture,
+    Blob,
 }
 
 impl std::fmt::Display for Kind {
@@ -43,6 +54,7 @@ impl std::fmt::Display for Kind {
             Kind::Session => "session",
             Kind::Baseline => "baseline",
             Kind::Capture => "capture",
+            Kind::Blob => "blob",
         })
     }
 }
@@ -101,7 +113,12 @@ pub fn ordered_id(prefix: &str) -> String {
 
 /// Now, as RFC 3339 with milliseconds (what records store).
 pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+    rfc3339(now_millis())
+}
+
+/// Milliseconds since the epoch as RFC 3339 with milliseconds.
+pub fn rfc3339(millis: u64) -> String {
+    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(millis)).to_string()
 }
 
 pub fn now_millis() -> u64 {
@@ -122,6 +139,22 @@ pub async fn load<T: DeserializeOwned>(store: &Store, key: &str) -> Result<Optio
         Some(bytes) => Ok(Some(serde_json::from_slice(&bytes)?)),
         None => Ok(None),
     }
+}
+
+/// A new delete token (256 random bits, hex) and its sha256, which is all that is stored.
+pub fn delete_token() -> (String, [u8; 32]) {
+    let mut bits = [0u8; 32];
+    getrandom::getrandom(&mut bits).expect("the operating system's random source");
+    let token = hex::encode(bits);
+    let digest = sha2::Sha256::digest(token.as_bytes()).into();
+    (token, digest)
+}
+
+/// Whether `token` hashes to `stored` (a sha256 in hex), compared in constant time.
+pub fn token_matches(stored: &str, token: &str) -> bool {
+    let given: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
+    let mut digest = [0u8; 32];
+    hex::decode_to_slice(stored, &mut digest).is_ok() && crate::auth::same_digest(&digest, &given)
 }
 
 /// Creates a JSON record unless `key` exists; true when this call created it.
@@ -160,6 +193,7 @@ mod tests {
             sample_types: vec!["samples".to_owned()],
             sample_count: 1,
             duration_seconds: 0.0,
+            expires: None,
         }
     }
 
@@ -189,9 +223,9 @@ mod tests {
                     .enumerate()
             {
                 let bytes = Bytes::from(vec![i as u8; 8]);
-                let (_, record) =
+                let stored =
                     sessions::store(&store, &tenant, bytes, session(service, kind), sessions::UPLOAD).await.unwrap();
-                ids.push(record.id);
+                ids.push(stored.record.id);
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
             ids.reverse();

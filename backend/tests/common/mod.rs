@@ -303,6 +303,20 @@ impl Backing {
         }
     }
 
+    /// The object at `key`, if there is one.
+    pub fn read(&self, key: &str) -> Option<Vec<u8>> {
+        match self {
+            Backing::Folder(dir) => std::fs::read(dir.join(key)).ok(),
+            Backing::Seaweed(prefix) => {
+                let url = format!("http://127.0.0.1:8888/buckets/test/{prefix}/{key}");
+                let response = reqwest::blocking::get(url).unwrap();
+                let status = response.status().as_u16();
+                assert!(status == 200 || status == 404, "the filer answered {status} for {key}");
+                (status == 200).then(|| response.bytes().unwrap().to_vec())
+            }
+        }
+    }
+
     pub fn has(&self, key: &str) -> bool {
         match self {
             Backing::Folder(dir) => dir.join(key).is_file(),
