@@ -280,4 +280,69 @@ mod tests {
         }
         let _ = std::fs::remove_dir_all(dir);
     }
+
+    /// Uploads of the same bytes share one link: later expiries extend it, shorter ones
+    /// do not shorten it, none makes it last; the sweep ends it only once the latest
+    /// expiry passed. Each upload's token revokes it; other strings do not.
+    #[tokio::test]
+    async fn uploads_of_the_same_bytes_extend_a_link_and_each_token_revokes_it() {
+        let store = Store::open("memory://", Duration::from_secs(10)).unwrap();
+        let tenant = Tenant("acme".to_owned());
+        let upload = |bytes: &'static [u8], expires: Option<u64>| {
+            let new = sessions::NewSession { expires, ..session("", ProfileKind::Cpu) };
+            sessions::store(&store, &tenant, Bytes::from_static(bytes), new, sessions::UPLOAD)
+        };
+        let now = now_millis();
+        let (soon, later) = (now + 300, now + 900);
+        let first = upload(b"extended", Some(soon)).await.unwrap();
+        let id = first.record.id.clone();
+        assert_eq!(first.record.expires_at, Some(rfc3339(soon)));
+        let shorter = upload(b"extended", Some(now + 100)).await.unwrap();
+        assert_eq!((shorter.created, &shorter.record.id), (false, &id));
+        assert_eq!(shorter.record.expires_at, Some(rfc3339(soon)), "not shortened");
+        let longer = upload(b"extended", Some(later)).await.unwrap();
+        assert_eq!(longer.record.expires_at, Some(rfc3339(later)));
+        let lasting = upload(b"lasting", Some(soon)).await.unwrap();
+        let made_lasting = upload(b"lasting", None).await.unwrap();
+        assert_eq!((&made_lasting.record.id, &made_lasting.record.expires_at), (&lasting.record.id, &None));
+        assert_eq!(sessions::find(&store, &tenant, &id).await.unwrap().expires_at, Some(rfc3339(later)));
+
+        tokio::time::sleep(Duration::from_millis(soon - now + 50)).await;
+        for session in [&id, &lasting.record.id] {
+            sessions::expire(&store, &tenant, session, now_millis()).await.unwrap();
+            assert!(sessions::find(&store, &tenant, session).await.is_ok(), "{session} lives on");
+        }
+        tokio::time::sleep(Duration::from_millis(later - soon)).await;
+        match sessions::find(&store, &tenant, &id).await {
+            Err(RecordError::Expired { what: Kind::Session, at, .. }) => assert_eq!(at, rfc3339(later)),
+            other => panic!("{:?}", other.map(|r| r.id)),
+        }
+        sessions::expire(&store, &tenant, &id, now_millis()).await.unwrap();
+        assert!(!sessions::exists(&store, &tenant, &id).await.unwrap(), "nothing else held it");
+        assert_eq!(store.list(&tenant.key(&format!("uploads/{id}")), None).await.unwrap(), Vec::<String>::new());
+
+        // Tokens: each upload's own revokes the shared link.
+        let lasting_id = &lasting.record.id;
+        for token in [&lasting.delete_token, &made_lasting.delete_token] {
+            let token = token.as_deref().unwrap();
+            assert!(sessions::revocable_by(&store, &tenant, lasting_id, token).await.unwrap());
+        }
+        let (stranger, _) = delete_token();
+        assert!(!sessions::revocable_by(&store, &tenant, lasting_id, &stranger).await.unwrap());
+        assert!(!sessions::revocable_by(&store, &tenant, lasting_id, "").await.unwrap());
+        let stored = store.get(&tenant.key(&format!("sessions/{lasting_id}.json"))).await.unwrap().unwrap();
+        let token = lasting.delete_token.unwrap();
+        assert!(!String::from_utf8_lossy(&stored).contains(&token), "only the hash is stored");
+        // Captures get no token.
+        let captured = sessions::store(
+            &store,
+            &tenant,
+            Bytes::from_static(b"captured"),
+            session("", ProfileKind::Cpu),
+            "cap-0123456789abcdef0123456789abcdef",
+        )
+        .await
+        .unwrap();
+        assert!(captured.delete_token.is_none());
+    }
 }
