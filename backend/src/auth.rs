@@ -148,8 +148,7 @@ impl Auth {
         // Every key is compared in full, so timing says nothing about which matched.
         let mut found = None;
         for key in keys.iter() {
-            let differs = key.sha256.iter().zip(given.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b));
-            if differs == 0 {
+            if same_digest(&key.sha256, &given) {
                 found = Some(key.tenant.clone());
             }
         }
@@ -158,6 +157,11 @@ impl Auth {
             None => Err(AuthError::Invalid("unknown token".into())),
         }
     }
+}
+
+/// Whether two digests are equal, in time that does not depend on where they differ.
+pub fn same_digest(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn verify_jwt(jwt: &Jwt, token: &str) -> Result<Grant, AuthError> {

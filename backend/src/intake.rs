@@ -10,7 +10,7 @@ use stacklens_core::ProfileKind;
 
 use crate::budget::{ParseFailure, Reservation};
 use crate::records::series::{Entry, Series};
-use crate::records::sessions::{self, NewSession, SessionRecord};
+use crate::records::sessions::{self, NewSession, Stored};
 use crate::records::{now_millis, RecordError, Tenant};
 use crate::state::AppState;
 
@@ -26,6 +26,8 @@ pub struct Intake {
     /// When the profile was taken (milliseconds since the epoch), for the time index;
     /// else the profile's own time, else now.
     pub at: Option<u64>,
+    /// When the session's link is to expire (milliseconds since the epoch); never when `None`.
+    pub expires: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -38,15 +40,15 @@ pub enum IntakeError {
     Record(#[from] RecordError),
 }
 
-/// Parses and stores `bytes`; `true` when a new session was created (else the session
-/// these bytes already are, now also held by `holder`).
+/// Parses and stores `bytes`: a new session, or the session these bytes already are,
+/// now also held by `holder` (see [`sessions::store`]).
 pub async fn file_profile(
     state: &AppState,
     tenant: &Tenant,
     bytes: Bytes,
     intake: Intake,
     holder: &str,
-) -> Result<(bool, SessionRecord), IntakeError> {
+) -> Result<Stored, IntakeError> {
     let held = state.budget.hold(bytes.len() as u64).await.map_err(ParseFailure::from)?;
     file_profile_held(state, tenant, bytes, held, intake, holder).await
 }
@@ -60,7 +62,7 @@ pub async fn file_profile_held(
     held: Reservation,
     intake: Intake,
     holder: &str,
-) -> Result<(bool, SessionRecord), IntakeError> {
+) -> Result<Stored, IntakeError> {
     let parsed = state.budget.parse_held(vec![bytes.clone()], held).await?;
     let profile = &parsed.profiles[0];
     let detected = ProfileKind::of(profile);
@@ -77,6 +79,7 @@ pub async fn file_profile_held(
         sample_types: (0..profile.sample_types.len()).map(|i| profile.sample_type_name(i).to_owned()).collect(),
         sample_count: sample_count(profile),
         duration_seconds: profile.duration_nanos as f64 / 1e9,
+        expires: intake.expires,
     };
     let indexed = (intake.index && !new.service.is_empty()).then(|| {
         let series = Series { tenant: tenant.clone(), service: new.service.clone(), kind: profile_type };
@@ -94,11 +97,11 @@ pub async fn file_profile_held(
     });
     // The model goes; the bytes stay counted while they are stored.
     let _bytes_held = parsed.keep(bytes.len() as u64);
-    let (created, record) = sessions::store(&state.store, tenant, bytes, new, holder).await?;
+    let stored = sessions::store(&state.store, tenant, bytes, new, holder).await?;
     // Profiles of a service go into its time index, each time they are sent.
     if let Some((series, mut entry)) = indexed {
-        entry.session_id = record.id.clone();
+        entry.session_id = stored.record.id.clone();
         series.add(&state.store, &entry).await?;
     }
-    Ok((created, record))
+    Ok(stored)
 }

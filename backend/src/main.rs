@@ -9,6 +9,7 @@ mod budget;
 mod cli;
 mod hyper_errors;
 mod intake;
+mod lifetime;
 mod merging;
 mod open;
 mod page;

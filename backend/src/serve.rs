@@ -89,9 +89,16 @@ pub struct ServeArgs {
     /// e.g. 30 or 0.5; kept until deleted without it. A baseline still pins its profile.
     #[arg(long, value_parser = parse_days)]
     retention_days: Option<Duration>,
-    /// Milliseconds between two retention passes over every tenant's index.
+    /// Milliseconds between two passes of the sweep that removes expired links and,
+    /// with --retention-days, old index entries.
     #[arg(long, default_value_t = 60_000, hide = true)]
     retention_tick_ms: u64,
+    /// The shortest `expiresIn` uploads and blobs may ask for, e.g. 1h, 30m.
+    #[arg(long, default_value = "1h", value_parser = crate::lifetime::parse)]
+    min_expires_in: Duration,
+    /// The longest `expiresIn` uploads and blobs may ask for, e.g. 365d, 30d.
+    #[arg(long, default_value = "365d", value_parser = crate::lifetime::parse)]
+    max_expires_in: Duration,
 }
 
 fn parse_days(text: &str) -> Result<Duration, String> {
@@ -179,7 +186,13 @@ pub fn router(page: &Page, state: State, cors_origins: &[String], timeout: Durat
             CorsLayer::new()
                 .allow_origin(origins)
                 .allow_methods([Method::GET, Method::POST, Method::DELETE])
-                .allow_headers([header::CONTENT_TYPE, header::AUTHORIZATION, HeaderName::from_static("x-tenant-id")]),
+                .allow_headers([
+                    header::CONTENT_TYPE,
+                    header::AUTHORIZATION,
+                    HeaderName::from_static("x-tenant-id"),
+                    HeaderName::from_static("x-stacklens-expires-in"),
+                    HeaderName::from_static("x-stacklens-delete-token"),
+                ]),
         );
     }
     app.layer(TraceLayer::new_for_http())
@@ -204,6 +217,9 @@ pub fn run(args: ServeArgs, opened: Opened, listening: impl FnOnce(SocketAddr)) 
         Some(path) => Targets::load(path).map_err(invalid_input)?,
         None => Targets::default(),
     };
+    if args.min_expires_in > args.max_expires_in {
+        return Err(invalid_input("--min-expires-in is longer than --max-expires-in"));
+    }
     let store = Store::open(&args.store, Duration::from_secs(args.store_timeout_secs.max(1))).map_err(invalid_input)?;
     let budget_total = args.memory_budget.map_or_else(budget::default_total, |b| b as u64);
     let inflate_cap = args.inflate_cap.map_or((args.max_upload as u64).saturating_mul(4), |c| c as u64);
@@ -242,16 +258,15 @@ pub fn run(args: ServeArgs, opened: Opened, listening: impl FnOnce(SocketAddr)) 
             schedule_tick: Duration::from_millis(args.schedule_tick_ms.max(10)),
             capture_grace: Duration::from_secs(args.capture_grace_secs),
             opened,
+            lifetimes: crate::lifetime::Limits { min: args.min_expires_in, max: args.max_expires_in },
         });
         tokio::spawn(reload_on_hangup(state.clone()));
         if !state.targets.targets.is_empty() {
             // Continuous captures run on every replica; leases keep slots single.
             tokio::spawn(crate::runs::schedule::run_forever(state.clone()));
         }
-        if let Some(retention) = args.retention_days {
-            let tick = Duration::from_millis(args.retention_tick_ms.max(10));
-            tokio::spawn(crate::runs::retention::run_forever(state.store.clone(), retention, tick));
-        }
+        let tick = Duration::from_millis(args.retention_tick_ms.max(10));
+        tokio::spawn(crate::runs::retention::run_forever(state.store.clone(), args.retention_days, tick));
         let app = router(&page, state, &args.cors_origins, request_timeout);
         listening(address);
         serve_connections(listener, app, Duration::from_secs(args.header_timeout_secs)).await;

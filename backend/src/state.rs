@@ -24,6 +24,8 @@ pub struct AppState {
     pub capture_grace: std::time::Duration,
     /// The profiles `stacklens open` serves (none for `serve`).
     pub opened: crate::open::Opened,
+    /// The `expiresIn` an upload or blob may ask for (`--min-expires-in`, `--max-expires-in`).
+    pub lifetimes: crate::lifetime::Limits,
 }
 
 pub type State = Arc<AppState>;

@@ -808,6 +808,9 @@ fn openapi_documents_every_route() {
         ("get", "/api/v1/profiles/{id}"),
         ("delete", "/api/v1/profiles/{id}"),
         ("get", "/api/v1/profiles/{id}/raw"),
+        ("post", "/api/v1/blobs"),
+        ("get", "/api/v1/blobs/{id}"),
+        ("delete", "/api/v1/blobs/{id}"),
         ("get", "/api/v1/opened/{index}/{name}"),
         ("get", "/api/v1/profiling/baselines"),
         ("post", "/api/v1/profiling/baselines"),
@@ -881,6 +884,10 @@ fn openapi_documents_every_route() {
         "InvalidSampleIndex",
         "NoProfiles",
         "UnsupportedMediaType",
+        "BlobNotFound",
+        "EncryptedBlob",
+        "Expired",
+        "InvalidDeleteToken",
     ];
     for (path, ops) in doc["paths"].as_object().unwrap() {
         for (method, op) in ops.as_object().unwrap() {
@@ -920,6 +927,7 @@ fn openapi_documents_every_route() {
         "GoroutineGroup",
         "StartCapture",
         "CaptureResponse",
+        "BlobResponse",
     ] {
         assert!(schemas.contains_key(name), "schema {name} missing");
     }

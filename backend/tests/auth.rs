@@ -1,7 +1,8 @@
 //! Credentials carry the tenant: API keys per tenant (plain and hashed), admin keys,
 //! HS256 and ES256 JWTs with tenant, exp and scope, on every route of a real server;
 //! share links as capabilities (ids unguessable, not derived from content); owners
-//! deleting what they shared; the token file re-read on SIGHUP.
+//! deleting what they shared, with a credential or the upload's delete token; blobs
+//! under the same rules as uploads; the token file re-read on SIGHUP.
 
 mod common;
 
@@ -57,7 +58,11 @@ fn is_open(method: &str, path: &str) -> bool {
     method == "get"
         && matches!(
             path,
-            "/healthz" | "/api/v1/profiles/{id}" | "/api/v1/profiles/{id}/raw" | "/api/v1/profiling/baselines/{id}"
+            "/healthz"
+                | "/api/v1/profiles/{id}"
+                | "/api/v1/profiles/{id}/raw"
+                | "/api/v1/profiling/baselines/{id}"
+                | "/api/v1/blobs/{id}"
         )
 }
 
@@ -74,7 +79,7 @@ fn routes(http: &Client, server: &Server) -> Vec<(String, String)> {
             routes.push((method.clone(), path.clone()));
         }
     }
-    assert_eq!(routes.len(), 28, "{routes:?}");
+    assert_eq!(routes.len(), 31, "{routes:?}");
     routes
 }
 
@@ -219,6 +224,87 @@ fn tenants_see_only_their_own_and_links_are_capabilities() {
     let left: Vec<PathBuf> =
         walk(&dir.join("store")).into_iter().filter(|p| p.to_string_lossy().contains(&id)).collect();
     assert_eq!(left, Vec::<PathBuf>::new());
+}
+
+/// The delete token an upload gets revokes its link without a credential, in its tenant
+/// only; a wrong one is refused; none and no credential is 401. Uploads of the same bytes
+/// share the link, so each one's token revokes it. Tokens are kept only as hashes.
+#[test]
+fn delete_tokens_revoke_links_without_a_credential() {
+    let Some(fx) = fixtures() else { return };
+    let cpu = std::fs::read(fx.join("go/base/cpu.pb.gz")).unwrap();
+    let dir = temp_dir("auth-delete-tokens");
+    let server = start(&dir);
+    let http = Client::new();
+    let url = |path: &str| format!("{}{path}", server.base);
+    let upload = || answer(http.post(url("/api/v1/profiles")).bearer_auth(ACME).body(cpu.clone()));
+    let (status, first) = upload();
+    assert_eq!(status, 201, "{first}");
+    let id = first["id"].as_str().unwrap().to_owned();
+    let token = first["deleteToken"].as_str().unwrap().to_owned();
+    let profile = url(&format!("/api/v1/profiles/{id}?tenant=acme"));
+    let code = |a: (u16, Value)| (a.0, a.1["error_code"].as_str().map(str::to_owned));
+    assert_eq!(code(answer(http.delete(&profile))), (401, Some("Unauthorized".into())));
+    let wrong = answer(http.delete(&profile).header("X-Stacklens-Delete-Token", "0".repeat(64)));
+    assert_eq!(code(wrong), (403, Some("InvalidDeleteToken".into())));
+    assert_eq!(
+        code(answer(http.delete(format!("{profile}&deleteToken=nope")))),
+        (403, Some("InvalidDeleteToken".into()))
+    );
+    // In another tenant the id names nothing.
+    let elsewhere = url(&format!("/api/v1/profiles/{id}?tenant=globex"));
+    assert_eq!(answer(http.delete(&elsewhere).header("X-Stacklens-Delete-Token", &token)).0, 404);
+    assert_eq!(http.get(&profile).send().unwrap().status(), 200, "still there");
+    // The same bytes again: the same session, a token of this upload's own.
+    let (status, again) = upload();
+    assert_eq!((status, &again["id"]), (200, &first["id"]));
+    let second = again["deleteToken"].as_str().unwrap().to_owned();
+    assert_ne!(second, token);
+    // Neither token is stored in clear, in any object's name or bytes.
+    for file in walk(&dir.join("store")) {
+        let path = file.to_string_lossy().into_owned();
+        let bytes = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+        for t in [&token, &second] {
+            assert!(!path.contains(t.as_str()) && !bytes.contains(t.as_str()), "{path} holds a delete token");
+        }
+    }
+    // The second upload's token revokes the link for everyone (as a query parameter here).
+    assert_eq!(answer(http.delete(format!("{profile}&deleteToken={second}"))).0, 204);
+    assert_eq!(code(answer(http.get(&profile))), (404, Some("ProfileNotFound".into())));
+    assert_eq!(answer(http.delete(&profile).header("X-Stacklens-Delete-Token", &token)).0, 404);
+    // A write credential still deletes without a token.
+    let (_, renewed) = upload();
+    let renewed = renewed["id"].as_str().unwrap();
+    let deleted = http.delete(url(&format!("/api/v1/profiles/{renewed}"))).bearer_auth(ACME).send().unwrap();
+    assert_eq!(deleted.status(), 204);
+
+    // Blobs: written under the rules of uploads, read by their id, revoked by their token.
+    let blob_body = b"\x00ciphertext\xff".to_vec();
+    let post_blob = |r: RequestBuilder| answer(r.body(blob_body.clone()));
+    assert_eq!(code(post_blob(http.post(url("/api/v1/blobs")))), (401, Some("Unauthorized".into())));
+    let other = post_blob(http.post(url("/api/v1/blobs")).bearer_auth(ACME).header("X-Tenant-ID", "globex"));
+    assert_eq!(code(other), (403, Some("Forbidden".into())));
+    let read_only = jwt(json!({"tenant": "acme", "exp": exp_in(600), "scope": "read"}));
+    assert_eq!(
+        code(post_blob(http.post(url("/api/v1/blobs")).bearer_auth(&read_only))),
+        (403, Some("InsufficientScope".into()))
+    );
+    let (status, blob) = post_blob(http.post(url("/api/v1/blobs")).bearer_auth(ACME));
+    assert_eq!(status, 201, "{blob}");
+    let blob_id = blob["id"].as_str().unwrap();
+    assert_eq!(blob["url"], url(&format!("/api/v1/blobs/{blob_id}?tenant=acme")));
+    let blob_token = blob["deleteToken"].as_str().unwrap();
+    let link = url(&format!("/api/v1/blobs/{blob_id}?tenant=acme"));
+    let read = http.get(&link).send().unwrap();
+    assert_eq!(read.status(), 200, "a link needs no credential");
+    assert_eq!(read.bytes().unwrap().as_ref(), blob_body.as_slice());
+    let (status, body) = answer(http.get(url(&format!("/api/v1/blobs/{blob_id}?tenant=globex"))));
+    assert_eq!((status, body["error_code"].as_str()), (404, Some("BlobNotFound")));
+    assert_eq!(code(answer(http.delete(&link))), (401, Some("Unauthorized".into())));
+    let wrong = answer(http.delete(&link).header("X-Stacklens-Delete-Token", &token));
+    assert_eq!(code(wrong), (403, Some("InvalidDeleteToken".into())));
+    assert_eq!(answer(http.delete(&link).header("X-Stacklens-Delete-Token", blob_token)).0, 204);
+    assert_eq!(code(answer(http.get(&link))), (404, Some("BlobNotFound".into())));
 }
 
 #[test]

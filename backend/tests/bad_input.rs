@@ -1275,6 +1275,9 @@ fn tenant_routes(session: &str) -> Vec<(&'static str, String, Vec<u8>)> {
         ("GET", format!("/api/v1/profiles/{session}"), vec![]),
         ("DELETE", format!("/api/v1/profiles/{session}"), vec![]),
         ("GET", format!("/api/v1/profiles/{session}/raw"), vec![]),
+        ("POST", "/api/v1/blobs".into(), b"ciphertext".to_vec()),
+        ("GET", "/api/v1/blobs/blob-0123456789abcdef0123456789abcdef".into(), vec![]),
+        ("DELETE", "/api/v1/blobs/blob-0123456789abcdef0123456789abcdef".into(), vec![]),
         ("GET", "/api/v1/opened/0/x".into(), vec![]),
         ("GET", "/api/v1/profiling/baselines".into(), vec![]),
         (
@@ -1347,6 +1350,51 @@ fn invalid_tenant_names() {
     invalid_tenants_scenario(&Env::folder(&[]));
 }
 
+// Rows: link lifetimes that are not one.
+
+fn bad_expires_in_scenario(env: &Env) {
+    // Not a lifetime, no time at all, not a whole number, no unit, an unknown unit, too
+    // long, shorter than --min-expires-in (1h by default), overflowing.
+    let bad = ["", "0h", "0d", "-1h", "+1h", "1.5h", "12", "1w", "12H", "12 h", "abc", "366d", "30m", "1e3s"];
+    let overflow = "99999999999999999999d";
+    env.unchanged("default", || {
+        for (path, body) in [("/api/v1/profiles", small_profile("expiry")), ("/api/v1/blobs", b"ciphertext".to_vec())] {
+            for value in bad.iter().chain([&overflow]) {
+                let encoded: String = url::form_urlencoded::byte_serialize(value.as_bytes()).collect();
+                let by_query = env.post(&format!("{path}?expiresIn={encoded}")).body(body.clone()).send().unwrap();
+                let by_header =
+                    env.post(path).header("X-Stacklens-Expires-In", *value).body(body.clone()).send().unwrap();
+                for (how, answer) in [("query", by_query), ("header", by_header)] {
+                    let (status, e) = json_of(answer);
+                    assert_eq!(
+                        (status, e["error_code"].as_str()),
+                        (400, Some("InvalidParameter")),
+                        "{path} {how} {value:?}: {e}"
+                    );
+                    assert_eq!(e["details"]["field"], "expiresIn", "{e}");
+                    assert_eq!((&e["details"]["min"], &e["details"]["max"]), (&json!("1h"), &json!("365d")));
+                    assert!(e["message"].as_str().unwrap().starts_with("expiresIn: "), "{e}");
+                }
+            }
+            // A header that is not UTF-8 is refused too, not taken as no expiry.
+            let answer = raw(
+                env.server.port,
+                "POST",
+                path.as_bytes(),
+                &[("X-Stacklens-Expires-In", b"1\xffh".as_slice())],
+                &body,
+            );
+            assert_eq!(answer.status, 400, "{path}");
+            assert_eq!(answer.error()["details"]["field"], "expiresIn");
+        }
+    });
+}
+
+#[test]
+fn bad_expires_in_values() {
+    bad_expires_in_scenario(&Env::folder(&[]));
+}
+
 // Rows: unknown routes and wrong methods.
 
 /// Every documented route: method and path (`{id}` stands for any id).
@@ -1357,6 +1405,9 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/profiles/{id}"),
     ("DELETE", "/api/v1/profiles/{id}"),
     ("GET", "/api/v1/profiles/{id}/raw"),
+    ("POST", "/api/v1/blobs"),
+    ("GET", "/api/v1/blobs/{id}"),
+    ("DELETE", "/api/v1/blobs/{id}"),
     ("GET", "/api/v1/opened/{index}/{name}"),
     ("GET", "/api/v1/profiling/baselines"),
     ("POST", "/api/v1/profiling/baselines"),

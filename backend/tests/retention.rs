@@ -5,11 +5,10 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{fixtures, free_port, stand_in, temp_dir, until, Seaweed, Server};
+use common::{fixtures, free_port, stand_in, temp_dir, until, Backing, Seaweed, Server};
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 
@@ -34,40 +33,6 @@ impl StandIn {
 
 /// How long a wait in these tests may take at most.
 const PATIENCE: Duration = Duration::from_secs(60);
-
-/// Where the server keeps its objects, looked at directly (not through the server).
-enum Backing {
-    Folder(PathBuf),
-    /// A prefix in SeaweedFS's bucket `test`, read through its filer.
-    Seaweed(String),
-}
-
-impl Backing {
-    fn url(&self) -> String {
-        match self {
-            Backing::Folder(dir) => format!("file://{}", dir.display()),
-            Backing::Seaweed(prefix) => format!("s3://test/{prefix}"),
-        }
-    }
-
-    fn has(&self, key: &str) -> bool {
-        match self {
-            Backing::Folder(dir) => dir.join(key).is_file(),
-            Backing::Seaweed(prefix) => {
-                let url = format!("http://127.0.0.1:8888/buckets/test/{prefix}/{key}");
-                let status = Client::new().head(url).send().unwrap().status().as_u16();
-                assert!(status == 200 || status == 404, "the filer answered {status} for {key}");
-                status == 200
-            }
-        }
-    }
-
-    /// Whether a session's raw bytes and its record are in the store.
-    fn session_stored(&self, session: &str) -> (bool, bool) {
-        let key = |ext: &str| format!("tenants/default/sessions/{session}.{ext}");
-        (self.has(&key("raw")), self.has(&key("json")))
-    }
-}
 
 fn scenario(backing: Backing, env: &[(&str, &str)]) {
     let store = &backing.url();

@@ -1,6 +1,6 @@
 //! The JSON the server answers and the page reads, defined once for both: a session
-//! (a stored raw profile), a baseline, a service's capture history, and the time-range
-//! API's series, labels, services, function histories and range specs.
+//! (a stored raw profile), an encrypted blob, a baseline, a service's capture history,
+//! and the time-range API's series, labels, services, function histories and range specs.
 
 use std::collections::BTreeMap;
 
@@ -29,6 +29,10 @@ pub struct SessionRecord {
     /// Whether an upload created the session: that upload holds it until it is deleted.
     #[serde(default)]
     pub created_by_upload: bool,
+    /// When the link expires (RFC 3339): the latest expiry any upload of these bytes asked
+    /// for; absent when it never does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
 }
 
 /// A session with the link that opens it.
@@ -39,6 +43,29 @@ pub struct SessionResponse {
     #[serde(flatten)]
     pub record: SessionRecord,
     pub share_url: String,
+    /// Uploads only: revokes the link without a credential (`DELETE` with
+    /// `X-Stacklens-Delete-Token`); the server keeps only its hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_token: Option<String>,
+}
+
+/// A stored encrypted blob: the server keeps its bytes exactly as sent and never reads them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BlobResponse {
+    /// 128 random bits: the link is a capability.
+    pub id: String,
+    /// Where its bytes are read (`GET`, no credential needed).
+    pub url: String,
+    /// Revokes the link without a credential (`DELETE` with `X-Stacklens-Delete-Token`);
+    /// the server keeps only its hash.
+    pub delete_token: String,
+    pub size: u64,
+    pub created_at: String,
+    /// When the link expires (RFC 3339); absent when it never does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
 }
 
 /// A labelled session whose top functions later profiles are compared with.

@@ -6,6 +6,8 @@
 //! - [`Open`]: reads by an unguessable id (share links); no credential needed.
 //! - [`Reader`]: listings, history, comparisons, analyses, capture status.
 //! - [`Writer`]: everything that stores or deletes.
+//! - [`Deleter`]: deleting an upload or a blob: a write credential, or the delete token
+//!   the upload was given.
 //!
 //! The credential is `Authorization: Bearer <token>`, or `Basic` with the token as the
 //! password (Pyroscope's Python and Rust agents send only basic auth).
@@ -24,6 +26,36 @@ pub struct Open(pub Tenant);
 pub struct Reader(pub Tenant);
 pub struct Writer(pub Tenant);
 
+/// Who deletes an uploaded session or a blob: a write credential as for [`Writer`], or,
+/// on a request without `Authorization`, the delete token its upload was given
+/// (`X-Stacklens-Delete-Token` or `?deleteToken=`), for the tenant the request names.
+/// The handler checks the token against the record ([`wrong_token`] when it does not match).
+pub enum Deleter {
+    Credential(Tenant),
+    Token { tenant: Tenant, token: String },
+}
+
+impl Deleter {
+    pub fn tenant(&self) -> &Tenant {
+        match self {
+            Deleter::Credential(tenant) | Deleter::Token { tenant, .. } => tenant,
+        }
+    }
+
+    /// The delete token to check, if the request is authorized by one.
+    pub fn token(&self) -> Option<&str> {
+        match self {
+            Deleter::Credential(_) => None,
+            Deleter::Token { token, .. } => Some(token),
+        }
+    }
+}
+
+/// A delete token that is not the one of the record it was sent for.
+pub fn wrong_token() -> ApiError {
+    ApiError::new(StatusCode::FORBIDDEN, "InvalidDeleteToken", "this is not the delete token of that link")
+}
+
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Need {
     Nothing,
@@ -36,17 +68,19 @@ fn tenant_name_error(tenant: &str) -> ApiError {
         .details(json!({ "tenant": tenant }))
 }
 
+/// The query parameter `name`, if the request has it.
+fn query_param(parts: &Parts, name: &str) -> Option<String> {
+    let query = parts.uri.query()?;
+    url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
+}
+
 /// The tenant the request names, if any.
 fn requested_tenant(parts: &Parts) -> Result<Option<String>, ApiError> {
-    let from_query = || {
-        let query = parts.uri.query()?;
-        url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "tenant").map(|(_, v)| v.into_owned())
-    };
     // X-Scope-OrgID: what Pyroscope's agents send for a tenant.
     let header = parts.headers.get("x-tenant-id").or_else(|| parts.headers.get("x-scope-orgid"));
     let tenant = match header {
         Some(value) => value.to_str().unwrap_or("").to_owned(),
-        None => match from_query() {
+        None => match query_param(parts, "tenant") {
             Some(t) => t,
             None => return Ok(None),
         },
@@ -136,6 +170,22 @@ macro_rules! extractor {
 extractor!(Open, Need::Nothing);
 extractor!(Reader, Need::Read);
 extractor!(Writer, Need::Write);
+
+impl FromRequestParts<State> for Deleter {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Self, ApiError> {
+        let header =
+            parts.headers.get("x-stacklens-delete-token").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let token = header.or_else(|| query_param(parts, "deleteToken")).filter(|t| !t.is_empty());
+        match token {
+            Some(token) if !parts.headers.contains_key("authorization") => {
+                Ok(Deleter::Token { tenant: resolve(state, parts, Need::Nothing)?, token })
+            }
+            _ => Ok(Deleter::Credential(resolve(state, parts, Need::Write)?)),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

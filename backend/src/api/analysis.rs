@@ -239,8 +239,9 @@ impl DiffRequest {
         (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody),
         (status = 404, description = "ProfileNotFound, BaselineNotFound, CaptureNotFound; NoProfiles (a range holds none)", body = ErrorBody),
         (status = 409, description = "CaptureNotCompleted", body = ErrorBody),
+        (status = 410, description = "Expired: a session whose link has expired", body = ErrorBody),
         (status = 413, description = "PayloadTooLarge, OverMemoryBudget", body = ErrorBody),
-        (status = 422, description = "ProfileTypeMismatch, CaptureFailed, AnalysisFailed, IncompatibleProfiles", body = ErrorBody),
+        (status = 422, description = "ProfileTypeMismatch, CaptureFailed, AnalysisFailed, IncompatibleProfiles, EncryptedBlob (the id of an encrypted blob, which the server cannot read)", body = ErrorBody),
         (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn diff_sessions(
@@ -362,7 +363,8 @@ impl Compared {
     responses((status = 200, body = AnalysisResponse),
         (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody),
         (status = 404, description = "ProfileNotFound", body = ErrorBody),
-        (status = 422, description = "ProfileTypeMismatch: not a goroutine profile; AnalysisFailed", body = ErrorBody),
+        (status = 410, description = "Expired: the session's link has expired", body = ErrorBody),
+        (status = 422, description = "ProfileTypeMismatch: not a goroutine profile; AnalysisFailed; EncryptedBlob (the id of an encrypted blob, which the server cannot read)", body = ErrorBody),
         (status = 413, description = "OverMemoryBudget: the profiles need more than the whole memory budget", body = ErrorBody),
         (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
     security((), ("bearer" = [])))]
@@ -465,7 +467,8 @@ pub struct CompareResponse {
         (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody),
         (status = 404, description = "ProfileNotFound, BaselineNotFound, CaptureNotFound", body = ErrorBody),
         (status = 409, description = "CaptureNotCompleted: a capture is still running", body = ErrorBody),
-        (status = 422, description = "ProfileTypeMismatch, CaptureFailed, AnalysisFailed", body = ErrorBody),
+        (status = 410, description = "Expired: a session whose link has expired", body = ErrorBody),
+        (status = 422, description = "ProfileTypeMismatch, CaptureFailed, AnalysisFailed, EncryptedBlob (the id of an encrypted blob, which the server cannot read)", body = ErrorBody),
         (status = 413, description = "OverMemoryBudget: the profiles need more than the whole memory budget", body = ErrorBody),
         (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
     security((), ("bearer" = [])))]

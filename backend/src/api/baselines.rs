@@ -66,8 +66,9 @@ fn invalid(field: &str, message: impl Into<String>) -> ApiError {
         (status = 401, description = "Unauthorized", body = ErrorBody),
         (status = 403, description = "Forbidden, InsufficientScope", body = ErrorBody),
         (status = 404, description = "ProfileNotFound: unknown sessionId", body = ErrorBody),
+        (status = 410, description = "Expired: the session's link has expired", body = ErrorBody),
         (status = 413, description = "PayloadTooLarge, OverMemoryBudget", body = ErrorBody),
-        (status = 422, description = "ProfileTypeMismatch, AnalysisFailed", body = ErrorBody),
+        (status = 422, description = "ProfileTypeMismatch, AnalysisFailed, EncryptedBlob (sessionId is the id of an encrypted blob, which the server cannot read)", body = ErrorBody),
         (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn create(

@@ -138,7 +138,15 @@ pub async fn ingest(
     } else if format == "lines" {
         bytes = lines_to_folded(&bytes)?;
     }
-    let intake = Intake { name: format!("{service}.{format}"), service, labels, claimed, index: true, at: Some(at) };
+    let intake = Intake {
+        name: format!("{service}.{format}"),
+        service,
+        labels,
+        claimed,
+        index: true,
+        at: Some(at),
+        expires: None,
+    };
     file_pushed(&state, &tenant, bytes, held, intake).await?;
     Ok(StatusCode::OK)
 }
@@ -154,8 +162,8 @@ pub(super) async fn file_pushed(
     intake: Intake,
 ) -> Result<(), ApiError> {
     let holder = ordered_id("push");
-    let (_, record) = file_profile_held(state, tenant, bytes, held, intake, &holder).await?;
-    refs::release(&state.store, tenant, &record.id, &holder).await?;
+    let stored = file_profile_held(state, tenant, bytes, held, intake, &holder).await?;
+    refs::release(&state.store, tenant, &stored.record.id, &holder).await?;
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 mod access;
 mod analysis;
 mod baselines;
+mod blobs;
 mod capture;
 mod docs;
 mod ingest;
@@ -40,6 +41,8 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(profiles::list, profiles::upload))
         .routes(routes!(profiles::record, profiles::delete))
         .routes(routes!(profiles::raw))
+        .routes(routes!(blobs::upload))
+        .routes(routes!(blobs::get, blobs::delete))
         .routes(routes!(opened::raw))
         .routes(routes!(baselines::list, baselines::create))
         .routes(routes!(baselines::record, baselines::delete))
@@ -76,7 +79,7 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
 
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    info(title = "stacklens", description = "Profiles, baselines and their analysis. Every error is {message, error_code, details}; \
+    info(title = "stacklens", description = "Profiles, encrypted blobs, baselines and their analysis. Every error is {message, error_code, details}; \
         any route may also answer 400 InvalidTenant, InvalidParameter (a path parameter that is not UTF-8) or BadRequest (not valid HTTP/1.1), 414 UriTooLong, 401 Unauthorized, 403 Forbidden, 405 MethodNotAllowed, 408 RequestTimeout, \
         431 RequestHeaderFieldsTooLarge, 503 StorageUnavailable or Busy (with Retry-After) and 504 StorageTimeout."),
     modifiers(&BearerAuth),
@@ -168,10 +171,23 @@ impl From<RecordError> for ApiError {
                     Kind::Session => "ProfileNotFound",
                     Kind::Baseline => "BaselineNotFound",
                     Kind::Capture => "CaptureNotFound",
+                    Kind::Blob => "BlobNotFound",
                 };
                 ApiError::new(StatusCode::NOT_FOUND, code, format!("unknown {what} id '{id}'"))
                     .details(json!({ "id": id }))
             }
+            RecordError::Expired { what, id, at } => {
+                ApiError::new(StatusCode::GONE, "Expired", format!("the link to {what} '{id}' expired at {at}"))
+                    .details(json!({ "id": id, "expiresAt": at }))
+            }
+            RecordError::EncryptedBlob { id } => ApiError::unprocessable(
+                "EncryptedBlob",
+                format!(
+                    "'{id}' is an encrypted blob: the server never has its key, so it cannot read or analyse it; \
+                     the page decrypts it with the key in its link (its bytes: /api/v1/blobs/{id})"
+                ),
+            )
+            .details(json!({ "id": id })),
             RecordError::Store(e @ StoreError::Timeout(limit)) => {
                 ApiError::new(StatusCode::GATEWAY_TIMEOUT, "StorageTimeout", e.to_string())
                     .details(json!({ "timeoutSeconds": limit.as_secs_f64() }))

@@ -218,6 +218,7 @@ pub async fn push(
                 claimed: kind,
                 index: true,
                 at: None,
+                expires: None,
             };
             let held = state.budget.hold(sample.raw_profile.len() as u64).await?;
             file_pushed(&state, &tenant, sample.raw_profile, held, intake).await?;

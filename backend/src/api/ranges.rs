@@ -23,8 +23,8 @@ use super::access::Reader;
 use super::request::{check_name, check_text, parse_kind, parse_labels, required, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::merging::{merge_range, visit_entries, MergeError, RangeQuery};
-use crate::records::now_millis;
 use crate::records::series::{Entry, Series, MAX_RANGE_MS};
+use crate::records::{now_millis, rfc3339};
 use crate::state::State;
 
 /// Rows of a merged top unless `limit` says otherwise.
@@ -165,10 +165,6 @@ impl RangeEcho {
             profile_count,
         }
     }
-}
-
-fn rfc3339(millis: u64) -> String {
-    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(millis)).to_string()
 }
 
 /// The merged top of a range.

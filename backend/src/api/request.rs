@@ -13,7 +13,8 @@ use stacklens_core::ProfileKind;
 
 use super::ApiError;
 use crate::budget::Reservation;
-use crate::records::Tenant;
+use crate::lifetime;
+use crate::records::{now_millis, Tenant};
 use crate::state::AppState;
 
 /// Largest JSON request body (JSON requests are small; profiles are raw bodies).
@@ -92,14 +93,40 @@ pub async fn read_json<T: serde::de::DeserializeOwned>(body: Body, what: &str) -
     serde_json::from_slice(&body).map_err(|e| ApiError::bad_request("InvalidRequest", format!("not {what}: {e}")))
 }
 
-/// A parameter from the query string, or else from an `X-Stacklens-…` header.
+/// A parameter from the query string, or else from an `X-Stacklens-…` header, named as
+/// the parameter or with its words split by dashes: `expiresIn` is `X-Stacklens-ExpiresIn`
+/// or `X-Stacklens-Expires-In`. A header that is not UTF-8 reads with replacement
+/// characters, for the parameter's own check to refuse (never as if it were absent).
 pub fn param(query: &HashMap<String, String>, headers: &HeaderMap, name: &str) -> Option<String> {
     query.get(name).cloned().or_else(|| {
-        headers
-            .get(format!("x-stacklens-{}", name.to_ascii_lowercase()))
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
+        let dashed: String = name
+            .chars()
+            .flat_map(|c| if c.is_ascii_uppercase() { vec!['-', c.to_ascii_lowercase()] } else { vec![c] })
+            .collect();
+        [name.to_ascii_lowercase(), dashed]
+            .iter()
+            .find_map(|header| headers.get(format!("x-stacklens-{header}")))
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
     })
+}
+
+/// When a link given `expiresIn` (`12h`, `7d`; the query or `X-Stacklens-Expires-In`)
+/// expires, in milliseconds since the epoch; `None` without one (it never does).
+pub fn expires_at(
+    state: &AppState,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Result<Option<u64>, ApiError> {
+    let Some(text) = param(query, headers, "expiresIn") else { return Ok(None) };
+    let limits = state.lifetimes;
+    let lifetime = limits.check(&text).map_err(|reason| {
+        ApiError::bad_request("InvalidParameter", format!("expiresIn: {reason}")).details(json!({
+            "field": "expiresIn",
+            "min": lifetime::format(limits.min),
+            "max": lifetime::format(limits.max),
+        }))
+    })?;
+    Ok(Some(now_millis().saturating_add(lifetime.as_millis() as u64)))
 }
 
 /// A query parameter that must be present and non-empty.
@@ -213,14 +240,23 @@ fn plain_authority(host: &str) -> Option<String> {
     plain.then(|| url.port().map_or_else(|| name.to_owned(), |port| format!("{name}:{port}")))
 }
 
+/// `url`, carrying the tenant when it is not the default one.
+fn for_tenant(url: String, tenant: &Tenant) -> String {
+    if tenant.is_default() {
+        url
+    } else {
+        format!("{url}?tenant={}", tenant.0)
+    }
+}
+
 /// A share link to a page route, carrying the tenant when it is not the default one.
 pub fn share_url(state: &AppState, headers: &HeaderMap, tenant: &Tenant, route: &str) -> String {
-    let base = public_base(state, headers);
-    if tenant.is_default() {
-        format!("{base}/#/{route}")
-    } else {
-        format!("{base}/#/{route}?tenant={}", tenant.0)
-    }
+    for_tenant(format!("{}/#/{route}", public_base(state, headers)), tenant)
+}
+
+/// Where a blob's bytes are read, carrying the tenant when it is not the default one.
+pub fn blob_url(state: &AppState, headers: &HeaderMap, tenant: &Tenant, blob: &str) -> String {
+    for_tenant(format!("{}/api/v1/blobs/{blob}", public_base(state, headers)), tenant)
 }
 
 /// The share link of a session's flame graph.

@@ -1,11 +1,14 @@
 //! What the server stores and how it is found: tenants' keys, sessions (raw profiles),
-//! baselines, captures, schedules, samply runs, references that pin bytes, leases, and
-//! the time index of each service's profiles (series).
+//! encrypted blobs, baselines, captures, schedules, samply runs, references that pin
+//! bytes, leases, the time index of each service's profiles (series), and the index of
+//! links that expire.
 //! Everything here speaks object storage and [`RecordError`]; nothing knows HTTP.
 
 pub mod baselines;
+pub mod blobs;
 pub mod buckets;
 pub mod captures;
+pub mod expiring;
 pub mod leases;
 pub mod refs;
 pub mod samply;
@@ -16,6 +19,7 @@ pub mod sessions;
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use sha2::Digest;
 
 use crate::store::{Store, StoreError};
 
@@ -27,6 +31,12 @@ pub enum RecordError {
     Store(#[from] StoreError),
     #[error("a stored record is unreadable: {0}")]
     Corrupt(#[from] serde_json::Error),
+    /// The link's time is up (`at`, RFC 3339); retention removes what it alone kept.
+    #[error("the {what} '{id}' expired at {at}")]
+    Expired { what: Kind, id: String, at: String },
+    /// A session was asked for by the id of an encrypted blob, which the server cannot read.
+    #[error("'{id}' is an encrypted blob, which the server cannot read")]
+    EncryptedBlob { id: String },
 }
 
 /// The kinds of record an id can name.
@@ -35,6 +45,7 @@ pub enum Kind {
     Session,
     Baseline,
     Capture,
+    Blob,
 }
 
 impl std::fmt::Display for Kind {
@@ -43,6 +54,7 @@ impl std::fmt::Display for Kind {
             Kind::Session => "session",
             Kind::Baseline => "baseline",
             Kind::Capture => "capture",
+            Kind::Blob => "blob",
         })
     }
 }
@@ -101,7 +113,12 @@ pub fn ordered_id(prefix: &str) -> String {
 
 /// Now, as RFC 3339 with milliseconds (what records store).
 pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+    rfc3339(now_millis())
+}
+
+/// Milliseconds since the epoch as RFC 3339 with milliseconds.
+pub fn rfc3339(millis: u64) -> String {
+    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(millis)).to_string()
 }
 
 pub fn now_millis() -> u64 {
@@ -122,6 +139,22 @@ pub async fn load<T: DeserializeOwned>(store: &Store, key: &str) -> Result<Optio
         Some(bytes) => Ok(Some(serde_json::from_slice(&bytes)?)),
         None => Ok(None),
     }
+}
+
+/// A new delete token (256 random bits, hex) and its sha256, which is all that is stored.
+pub fn delete_token() -> (String, [u8; 32]) {
+    let mut bits = [0u8; 32];
+    getrandom::getrandom(&mut bits).expect("the operating system's random source");
+    let token = hex::encode(bits);
+    let digest = sha2::Sha256::digest(token.as_bytes()).into();
+    (token, digest)
+}
+
+/// Whether `token` hashes to `stored` (a sha256 in hex), compared in constant time.
+pub fn token_matches(stored: &str, token: &str) -> bool {
+    let given: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
+    let mut digest = [0u8; 32];
+    hex::decode_to_slice(stored, &mut digest).is_ok() && crate::auth::same_digest(&digest, &given)
 }
 
 /// Creates a JSON record unless `key` exists; true when this call created it.
@@ -160,6 +193,7 @@ mod tests {
             sample_types: vec!["samples".to_owned()],
             sample_count: 1,
             duration_seconds: 0.0,
+            expires: None,
         }
     }
 
@@ -189,9 +223,9 @@ mod tests {
                     .enumerate()
             {
                 let bytes = Bytes::from(vec![i as u8; 8]);
-                let (_, record) =
+                let stored =
                     sessions::store(&store, &tenant, bytes, session(service, kind), sessions::UPLOAD).await.unwrap();
-                ids.push(record.id);
+                ids.push(stored.record.id);
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
             ids.reverse();
@@ -245,5 +279,70 @@ mod tests {
             assert_eq!(entries.len(), 1, "{entries:?}");
         }
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Uploads of the same bytes share one link: later expiries extend it, shorter ones
+    /// do not shorten it, none makes it last; the sweep ends it only once the latest
+    /// expiry passed. Each upload's token revokes it; other strings do not.
+    #[tokio::test]
+    async fn uploads_of_the_same_bytes_extend_a_link_and_each_token_revokes_it() {
+        let store = Store::open("memory://", Duration::from_secs(10)).unwrap();
+        let tenant = Tenant("acme".to_owned());
+        let upload = |bytes: &'static [u8], expires: Option<u64>| {
+            let new = sessions::NewSession { expires, ..session("", ProfileKind::Cpu) };
+            sessions::store(&store, &tenant, Bytes::from_static(bytes), new, sessions::UPLOAD)
+        };
+        let now = now_millis();
+        let (soon, later) = (now + 300, now + 900);
+        let first = upload(b"extended", Some(soon)).await.unwrap();
+        let id = first.record.id.clone();
+        assert_eq!(first.record.expires_at, Some(rfc3339(soon)));
+        let shorter = upload(b"extended", Some(now + 100)).await.unwrap();
+        assert_eq!((shorter.created, &shorter.record.id), (false, &id));
+        assert_eq!(shorter.record.expires_at, Some(rfc3339(soon)), "not shortened");
+        let longer = upload(b"extended", Some(later)).await.unwrap();
+        assert_eq!(longer.record.expires_at, Some(rfc3339(later)));
+        let lasting = upload(b"lasting", Some(soon)).await.unwrap();
+        let made_lasting = upload(b"lasting", None).await.unwrap();
+        assert_eq!((&made_lasting.record.id, &made_lasting.record.expires_at), (&lasting.record.id, &None));
+        assert_eq!(sessions::find(&store, &tenant, &id).await.unwrap().expires_at, Some(rfc3339(later)));
+
+        tokio::time::sleep(Duration::from_millis(soon - now + 50)).await;
+        for session in [&id, &lasting.record.id] {
+            sessions::expire(&store, &tenant, session, now_millis()).await.unwrap();
+            assert!(sessions::find(&store, &tenant, session).await.is_ok(), "{session} lives on");
+        }
+        tokio::time::sleep(Duration::from_millis(later - soon)).await;
+        match sessions::find(&store, &tenant, &id).await {
+            Err(RecordError::Expired { what: Kind::Session, at, .. }) => assert_eq!(at, rfc3339(later)),
+            other => panic!("{:?}", other.map(|r| r.id)),
+        }
+        sessions::expire(&store, &tenant, &id, now_millis()).await.unwrap();
+        assert!(!sessions::exists(&store, &tenant, &id).await.unwrap(), "nothing else held it");
+        assert_eq!(store.list(&tenant.key(&format!("uploads/{id}")), None).await.unwrap(), Vec::<String>::new());
+
+        // Tokens: each upload's own revokes the shared link.
+        let lasting_id = &lasting.record.id;
+        for token in [&lasting.delete_token, &made_lasting.delete_token] {
+            let token = token.as_deref().unwrap();
+            assert!(sessions::revocable_by(&store, &tenant, lasting_id, token).await.unwrap());
+        }
+        let (stranger, _) = delete_token();
+        assert!(!sessions::revocable_by(&store, &tenant, lasting_id, &stranger).await.unwrap());
+        assert!(!sessions::revocable_by(&store, &tenant, lasting_id, "").await.unwrap());
+        let stored = store.get(&tenant.key(&format!("sessions/{lasting_id}.json"))).await.unwrap().unwrap();
+        let token = lasting.delete_token.unwrap();
+        assert!(!String::from_utf8_lossy(&stored).contains(&token), "only the hash is stored");
+        // Captures get no token.
+        let captured = sessions::store(
+            &store,
+            &tenant,
+            Bytes::from_static(b"captured"),
+            session("", ProfileKind::Cpu),
+            "cap-0123456789abcdef0123456789abcdef",
+        )
+        .await
+        .unwrap();
+        assert!(captured.delete_token.is_none());
     }
 }

@@ -122,8 +122,9 @@ async fn fetch_and_store(
         claimed: Some(started.profile_type),
         index,
         at: Some(millis_of(&started.started_at)),
+        expires: None,
     };
-    file_profile(state, tenant, bytes, intake, &started.id).await.map(|(_, r)| r).map_err(|e| format!("{url}: {e}"))
+    file_profile(state, tenant, bytes, intake, &started.id).await.map(|s| s.record).map_err(|e| format!("{url}: {e}"))
 }
 
 /// Fetches, validates and stores one capture.

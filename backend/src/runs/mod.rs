@@ -1,7 +1,7 @@
 //! Background work: captures from services, samply recordings, the continuous
-//! schedule and the time index's retention. Every run is started through [`launch`], which holds the run's lease and
-//! always writes an outcome and gives the lease back, whether the work finished,
-//! failed or panicked.
+//! schedule, and the sweep of expired links and of the time index (retention). Every
+//! run is started through [`launch`], which holds the run's lease and always writes an
+//! outcome and gives the lease back, whether the work finished, failed or panicked.
 
 pub mod capture;
 pub mod retention;

@@ -138,9 +138,10 @@ async fn record(state: &AppState, tenant: &Tenant, pipeline: &Pipeline, run: &Ru
         claimed: None,
         index: true,
         at: None,
+        expires: None,
     };
     match file_profile(state, tenant, Bytes::from(bytes), intake, &run.id).await {
-        Ok((_, session)) => Done::stored(session.id),
+        Ok(stored) => Done::stored(stored.record.id),
         Err(e) => failed(format!("the recorded profile was not stored: {e}")),
     }
 }

@@ -287,6 +287,55 @@ impl Drop for Seaweed {
     }
 }
 
+/// Where a server keeps its objects, looked at directly (not through the server).
+pub enum Backing {
+    Folder(PathBuf),
+    /// A prefix in SeaweedFS's bucket `test`, read through its filer.
+    Seaweed(String),
+}
+
+impl Backing {
+    /// The `--store` URL.
+    pub fn url(&self) -> String {
+        match self {
+            Backing::Folder(dir) => format!("file://{}", dir.display()),
+            Backing::Seaweed(prefix) => format!("s3://test/{prefix}"),
+        }
+    }
+
+    /// The object at `key`, if there is one.
+    pub fn read(&self, key: &str) -> Option<Vec<u8>> {
+        match self {
+            Backing::Folder(dir) => std::fs::read(dir.join(key)).ok(),
+            Backing::Seaweed(prefix) => {
+                let url = format!("http://127.0.0.1:8888/buckets/test/{prefix}/{key}");
+                let response = reqwest::blocking::get(url).unwrap();
+                let status = response.status().as_u16();
+                assert!(status == 200 || status == 404, "the filer answered {status} for {key}");
+                (status == 200).then(|| response.bytes().unwrap().to_vec())
+            }
+        }
+    }
+
+    pub fn has(&self, key: &str) -> bool {
+        match self {
+            Backing::Folder(dir) => dir.join(key).is_file(),
+            Backing::Seaweed(prefix) => {
+                let url = format!("http://127.0.0.1:8888/buckets/test/{prefix}/{key}");
+                let status = reqwest::blocking::Client::new().head(url).send().unwrap().status().as_u16();
+                assert!(status == 200 || status == 404, "the filer answered {status} for {key}");
+                status == 200
+            }
+        }
+    }
+
+    /// Whether a session's raw bytes and its record are in the store.
+    pub fn session_stored(&self, session: &str) -> (bool, bool) {
+        let key = |ext: &str| format!("tenants/default/sessions/{session}.{ext}");
+        (self.has(&key("raw")), self.has(&key("json")))
+    }
+}
+
 /// `data` gzipped (fast).
 pub fn gzip(data: &[u8]) -> Vec<u8> {
     use std::io::Write;
