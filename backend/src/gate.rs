@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use bytes::Bytes;
 use clap::{ArgGroup, ValueEnum};
+use reqwest::StatusCode;
 use stacklens_core::analysis::gate::{Gate, GateConfig, GateReport, Run, Verdict};
 use stacklens_core::analysis::merge::Merger;
 use stacklens_core::api::{BaselineResponse, SessionResponse};
@@ -167,8 +168,8 @@ impl Remote {
             Some(token) => request.bearer_auth(token.trim()),
             None => request,
         };
-        self.runtime.block_on(crate::open::body_of(request.timeout(REQUEST_TIMEOUT))).map_err(|reason| {
-            let refused = reason.contains(" 401 ") || reason.contains(" 403 ");
+        self.runtime.block_on(crate::open::body_of(request.timeout(REQUEST_TIMEOUT))).map_err(|(status, reason)| {
+            let refused = status.is_some_and(|s| s == StatusCode::UNAUTHORIZED || s == StatusCode::FORBIDDEN);
             match (&self.token, refused) {
                 (None, true) => format!("{reason} (set {TOKEN_ENV} to a credential for this server)"),
                 (Some(_), true) => format!("{reason} (the credential in {TOKEN_ENV} was refused)"),
