@@ -53,7 +53,7 @@ impl Drop for GoService {
 }
 
 /// The Go service, built once per test binary (`Err`: Go is not installed).
-fn go_binary() -> Result<PathBuf, String> {
+pub fn go_binary() -> Result<PathBuf, String> {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
