@@ -217,10 +217,12 @@ impl Change {
     fn verdict(&self, t: &Thresholds) -> Verdict {
         let large = self.difference.abs() >= t.min_effect
             && self.relative.map_or(self.difference > 0.0, |r| r.abs() >= t.min_relative);
-        match () {
-            _ if self.difference == 0.0 || !large || self.p_value > t.alpha => Verdict::Unchanged,
-            _ if self.difference > 0.0 => Verdict::Regression,
-            _ => Verdict::Improvement,
+        if self.difference == 0.0 || !large || self.p_value > t.alpha {
+            Verdict::Unchanged
+        } else if self.difference > 0.0 {
+            Verdict::Regression
+        } else {
+            Verdict::Improvement
         }
     }
 }
