@@ -309,6 +309,12 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Fail a CI job on a regression: each function's and package's share of the total,
+    /// over several runs a side, tested for a change beyond run-to-run noise.
+    ///
+    /// Exit status 1 when a function or package regressed: its median share grew by at
+    /// least the minimum effect with a Mann–Whitney p-value at most alpha (see --config).
+    Gate(crate::gate::GateArgs),
     /// Goroutine counts by state, grouped stacks, blocked goroutines and growth.
     Goroutines {
         /// Goroutine dumps or profiles; several are merged (their goroutines counted together).
@@ -341,7 +347,8 @@ pub enum CliError {
     Parse { input: String, source: stacklens_core::Error },
     #[error("{0}")]
     Analysis(#[from] stacklens_core::Error),
-    /// A profile that cannot be merged with the ones before it (other sample types).
+    /// A profile that cannot be merged with (or compared to) the ones before it (other
+    /// sample types).
     #[error("{path}: {source}")]
     Merge { path: PathBuf, source: stacklens_core::Error },
     #[error("{0}")]
@@ -368,7 +375,7 @@ impl CliError {
 }
 
 /// A file's profile; its bytes are dropped once inflated (see `parse_owned`).
-fn load(path: &Path) -> Result<Profile, CliError> {
+pub(crate) fn load(path: &Path) -> Result<Profile, CliError> {
     let (input, bytes) = (path.display().to_string(), read(path)?);
     once_gzipped(&input, &bytes)?;
     stacklens_core::parse_owned(bytes).map_err(|source| CliError::Parse { input, source })
@@ -421,7 +428,7 @@ fn read(path: &Path) -> Result<Vec<u8>, CliError> {
 }
 
 /// The profile in `bytes`, read from `input` (a file or URL, named by errors).
-fn parse(input: &str, bytes: &[u8]) -> Result<Profile, CliError> {
+pub(crate) fn parse(input: &str, bytes: &[u8]) -> Result<Profile, CliError> {
     once_gzipped(input, bytes)?;
     stacklens_core::parse(bytes).map_err(|source| CliError::Parse { input: input.to_owned(), source })
 }
@@ -467,7 +474,7 @@ fn open(sources: &[OsString], listen: SocketAddr, no_browser: bool, dist: Option
 
 /// Report text with control characters other than newlines and tabs escaped (`\u{1b}`),
 /// so names in a profile cannot drive the terminal (or rewrite a CI log).
-fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
         return text.into();
     }
@@ -525,7 +532,7 @@ fn write_output(path: &std::path::Path, bytes: &[u8]) -> Result<(), CliError> {
     written.map_err(|source| CliError::Write { path: path.to_owned(), source })
 }
 
-fn print_json(value: &impl serde::Serialize) {
+pub(crate) fn print_json(value: &impl serde::Serialize) {
     println!("{}", serde_json::to_string_pretty(value).expect("reports serialize"));
 }
 
@@ -535,6 +542,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             crate::serve::run(serve, Opened::default(), |_| ()).map_err(|e| CliError::Serve(e.to_string()))?
         }
         Command::Open { sources, listen, no_browser, dist } => open(&sources, listen, no_browser, dist)?,
+        Command::Gate(gate) => return crate::gate::run(gate),
         Command::Top {
             files,
             sample_index,

@@ -1,12 +1,13 @@
 //! The `stacklens` binary: `serve` runs the web server; `open` (or `stacklens FILE…`)
 //! serves the page with given profiles, as `go tool pprof -http` does; `top`, `diff`,
-//! `list` and `goroutines` analyse profiles on the command line (for CI jobs). All
-//! analysis is stacklens-core.
+//! `list` and `goroutines` analyse profiles on the command line, and `gate` fails a CI
+//! job on a regression. All analysis is stacklens-core.
 
 mod api;
 mod auth;
 mod budget;
 mod cli;
+mod gate;
 mod hyper_errors;
 mod intake;
 mod lifetime;

@@ -63,13 +63,28 @@ pub fn fetch(url: &str) -> Result<Bytes, String> {
         .unwrap_or(0);
     let timeout = Duration::from_secs(seconds.saturating_add(crate::runs::capture::FETCH_SLACK_SECS));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-    runtime.block_on(async {
-        let response = reqwest::Client::new().get(url).timeout(timeout).send().await.map_err(|e| with_causes(&e))?;
-        if !response.status().is_success() {
-            return Err(format!("the server answered {}", response.status()));
-        }
-        response.bytes().await.map_err(|e| with_causes(&e))
-    })
+    runtime.block_on(body_of(reqwest::Client::new().get(url).timeout(timeout))).map_err(|(_, reason)| reason)
+}
+
+/// Sends `request` and gives the body of a success; else what went wrong: the
+/// connection's error, or the status (also given) with the start of what the server
+/// said (the message of a stacklens API error).
+pub async fn body_of(request: reqwest::RequestBuilder) -> Result<Bytes, (Option<reqwest::StatusCode>, String)> {
+    let response = request.send().await.map_err(|e| (None, with_causes(&e)))?;
+    let status = response.status();
+    if status.is_success() {
+        return response.bytes().await.map_err(|e| (None, with_causes(&e)));
+    }
+    let body = response.bytes().await.unwrap_or_default();
+    let said = match serde_json::from_slice::<serde_json::Value>(&body) {
+        Ok(error) => error["message"].as_str().map(str::to_owned),
+        Err(_) => std::str::from_utf8(&body).ok().and_then(|text| text.lines().next()).map(|line| line.to_owned()),
+    };
+    let reason = match said.map(|text| text.trim().chars().take(300).collect::<String>()).filter(|t| !t.is_empty()) {
+        Some(text) => format!("the server answered {status}: {text}"),
+        None => format!("the server answered {status}"),
+    };
+    Err((Some(status), reason))
 }
 
 /// reqwest's message with its causes, which say what went wrong (connection refused,

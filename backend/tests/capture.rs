@@ -7,10 +7,11 @@ mod common;
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::process::Command;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use common::goservice::GoService;
 use common::{
     fixtures, free_port, missing_prerequisite, read_pprof_top, stand_in, temp_dir, until, PprofTopRow, Server,
 };
@@ -24,68 +25,24 @@ const PATIENCE: Duration = Duration::from_secs(60);
 /// The Go service burns a core: one runs at a time in this test binary.
 static CPU_TURN: Mutex<()> = Mutex::new(());
 
-struct GoService {
-    child: Child,
-    /// Held until the service is gone (fields drop after `drop` has killed it).
+/// The Go service, with this binary's turn to run one.
+struct TurnedGoService {
+    service: GoService,
+    /// Held until the service is gone (fields drop in order).
     _turn: MutexGuard<'static, ()>,
 }
 
-impl GoService {
+impl TurnedGoService {
     fn pid(&self) -> u32 {
-        self.child.id()
+        self.service.pid()
     }
-}
-
-impl Drop for GoService {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The Go service, built once per test binary (`Err`: Go is not installed).
-fn go_binary() -> Result<PathBuf, String> {
-    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let go = ["/usr/bin/go", "/usr/lib/go/bin/go", "/usr/local/go/bin/go"]
-                .into_iter()
-                .map(PathBuf::from)
-                .find(|p| p.is_file())
-                .ok_or("Go is not installed (scripts/ensure-tools.sh installs golang-go)")?;
-            let dir = temp_dir("goservice");
-            let binary = dir.join("goservice");
-            let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/goservice/main.go");
-            let built = Command::new(go)
-                .args(["build", "-o", binary.to_str().unwrap(), source.to_str().unwrap()])
-                .env("GOCACHE", dir.join("cache"))
-                .env("GO111MODULE", "off")
-                .output()
-                .unwrap();
-            assert!(built.status.success(), "go build: {}", String::from_utf8_lossy(&built.stderr));
-            Ok(binary)
-        })
-        .clone()
 }
 
 /// Starts the Go service once no other runs, and waits until every busy function shows
 /// in its profiles; `None` (skip) without Go, except under CI=true.
-fn go_service(port: u16) -> Option<GoService> {
+fn go_service(port: u16) -> Option<TurnedGoService> {
     let turn = CPU_TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let binary = match go_binary() {
-        Ok(binary) => binary,
-        Err(why) => {
-            missing_prerequisite(&why);
-            return None;
-        }
-    };
-    let child = Command::new(binary).arg(format!("127.0.0.1:{port}")).stdout(Stdio::null()).spawn().unwrap();
-    let service = GoService { child, _turn: turn };
-    let ready = format!("http://127.0.0.1:{port}/ready");
-    until("the Go service to be ready", PATIENCE, || {
-        reqwest::blocking::get(&ready).is_ok_and(|r| r.status() == 200).then_some(())
-    });
-    Some(service)
+    Some(TurnedGoService { service: GoService::start(port, &[])?, _turn: turn })
 }
 
 fn post(http: &Client, server: &Server, body: Value) -> (u16, Value) {

@@ -65,6 +65,10 @@ pub enum Error {
 
     #[error("no node named '{0}' in this profile")]
     UnknownNode(String),
+
+    /// A gate that cannot run as configured (a bad threshold or rule, too few runs).
+    #[error("{0}")]
+    Gate(String),
 }
 
 impl Error {
@@ -90,6 +94,7 @@ impl Error {
             Error::NoMatchingFunction { .. } => "NoMatchingFunction",
             Error::InvalidTransform { .. } => "InvalidTransform",
             Error::UnknownNode(_) => "UnknownNode",
+            Error::Gate(_) => "InvalidGate",
         }
     }
 }

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod goservice;
+
 // The same fixture lookup as core's tests (CI=true fails loudly when it is missing).
 #[path = "../../../core/tests/common/mod.rs"]
 mod corpus;

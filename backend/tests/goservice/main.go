@@ -2,6 +2,10 @@
 // busy in recognisable functions (CPU, allocations, blocked goroutines, lock contention).
 // GET /ready answers 200 once every one of them has done enough work to show in its
 // profile (so tests poll for it instead of sleeping), 503 before.
+//
+// GOSERVICE_SLOW=allocate injects a slowdown for the gate's tests: allocate then also
+// writes over each buffer it allocates, in its own loop (its flat CPU time grows).
+// Unset, nothing changes.
 package main
 
 import (
@@ -34,10 +38,20 @@ func burnCPU() {
 	}
 }
 
+// slowAllocate: GOSERVICE_SLOW=allocate.
+var slowAllocate bool
+
 // allocate keeps allocating and holds on to part of it.
 func allocate() {
 	for i := 0; ; i++ {
 		b := make([]byte, 64<<10)
+		if slowAllocate {
+			for pass := 0; pass < 8; pass++ {
+				for j := range b {
+					b[j] += byte(j + pass)
+				}
+			}
+		}
 		if i%16 == 0 {
 			sink = append(sink, b)
 			if len(sink) > 64 {
@@ -75,6 +89,14 @@ func ready(w http.ResponseWriter, _ *http.Request) {
 }
 
 func main() {
+	switch slow := os.Getenv("GOSERVICE_SLOW"); slow {
+	case "":
+	case "allocate":
+		slowAllocate = true
+	default:
+		fmt.Fprintf(os.Stderr, "GOSERVICE_SLOW=%q: the only slowdown is \"allocate\"\n", slow)
+		os.Exit(2)
+	}
 	runtime.SetBlockProfileRate(1)
 	runtime.SetMutexProfileFraction(1)
 	go burnCPU()

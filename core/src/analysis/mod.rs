@@ -3,6 +3,7 @@
 pub mod details;
 pub mod diff;
 pub mod frames;
+pub mod gate;
 pub mod goroutines;
 pub mod graph;
 pub mod labels;

@@ -101,7 +101,7 @@ fn fit(name: &str, width: f64) -> String {
 
 /// Text for XML and HTML: markup characters and quotes as entities, control characters
 /// (which XML 1.0 forbids) as U+FFFD.
-pub(super) fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -1,0 +1,318 @@
+//! The gate's statistics and rules: Mann–Whitney p-values against values worked out by
+//! hand, the minimum effect, rules, and the checks on runs and thresholds.
+
+use stacklens_core::analysis::gate::mann_whitney::{normal_upper_tail, Tables};
+use stacklens_core::analysis::gate::{Alternative, Gate, GateConfig, GateReport, GateRow, Metric, Rule, Run, Verdict};
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1e-12)
+}
+
+fn test(base: &[f64], compare: &[f64]) -> (f64, f64, f64) {
+    let t = Tables::default().test(base, compare);
+    (t.u, t.p_greater, t.p_less)
+}
+
+#[test]
+fn exact_p_values_of_separated_samples_are_one_over_the_arrangements() {
+    // Every compare value above every base value: 1 of C(n1 + n2, n2) equally likely
+    // arrangements, so p = 1/20 for 3 and 3 runs (two-sided 1/10) and 1/252 for 5 and 5.
+    let t = Tables::default().test(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]);
+    assert_eq!(t.u, 9.0);
+    assert!(close(t.p_greater, 1.0 / 20.0), "{t:?}");
+    assert!(close(t.p_two_sided(), 0.1), "{t:?}");
+    assert_eq!(t.p_less, 1.0);
+    let (u, p, _) = test(&[1.0, 2.0, 3.0, 4.0, 5.0], &[6.0, 7.0, 8.0, 9.0, 10.0]);
+    assert_eq!(u, 25.0);
+    assert!(close(p, 1.0 / 252.0), "{p}");
+}
+
+#[test]
+fn exact_p_values_with_one_inversion_and_with_ties() {
+    // 4 and 4 runs, one pair inverted (5 > 4): U = 15 of 16. Of the 70 arrangements one
+    // gives U = 16 and one U = 15 (swap the middle pair), so P(U ≥ 15) = 2/70.
+    let (u, p, _) = test(&[1.0, 2.0, 3.0, 5.0], &[4.0, 6.0, 7.0, 8.0]);
+    assert_eq!(u, 15.0);
+    assert!(close(p, 2.0 / 70.0), "{p}");
+
+    // Ties: base 1 2 2, compare 2 3 4. Midranks 1 | 3 3 3 | 5 6, so compare's rank sum
+    // is 3 + 5 + 6 = 14 (U = 14 − 6 = 8). Of the 20 ways to pick three ranks from
+    // {1, 3, 3, 3, 5, 6}, a sum of 14 needs 5, 6 and one of the three 3s: p = 3/20.
+    let (u, p_greater, p_less) = test(&[1.0, 2.0, 2.0], &[2.0, 3.0, 4.0]);
+    assert_eq!(u, 8.0);
+    assert!(close(p_greater, 3.0 / 20.0), "{p_greater}");
+    assert_eq!(p_less, 1.0);
+
+    // A function absent from every base run (share 0, three ties) and in every compare run.
+    let (_, p, _) = test(&[0.0, 0.0, 0.0], &[0.5, 1.0, 1.5]);
+    assert!(close(p, 1.0 / 20.0), "{p}");
+    // The same values on both sides: no evidence at all.
+    assert_eq!(test(&[2.0; 3], &[2.0; 3]), (4.5, 1.0, 1.0));
+}
+
+#[test]
+fn normal_approximation_above_ten_runs_with_tie_correction() {
+    // 11 and 11 runs: base 1..=11, compare 6..=16, six values tied across the sides.
+    // U = 5.5 + 6.5 + 7.5 + 8.5 + 9.5 + 10.5 + 5 × 11 = 103; σ² = 121/12 · (23 − 6·(2³ − 2)
+    // / (22 · 21)) = 231.1309…; z = (103 − 60.5 − 0.5)/σ = 2.762614…; p = erfc(z/√2)/2
+    // = 0.0028670251436675 (Python's math.erfc).
+    let base: Vec<f64> = (1..=11).map(f64::from).collect();
+    let compare: Vec<f64> = (6..=16).map(f64::from).collect();
+    let (u, p, _) = test(&base, &compare);
+    assert_eq!(u, 103.0);
+    assert!((p - 0.0028670251436675393).abs() < 1e-12, "{p}");
+    // 12 and 12, separated: σ² = 144 · 25/12 = 300, z = 71.5/√300 = 4.128054…
+    let base: Vec<f64> = (0..12).map(f64::from).collect();
+    let compare: Vec<f64> = (12..24).map(f64::from).collect();
+    let (_, p, p_less) = test(&base, &compare);
+    assert!((p - 1.8292276769485504e-05).abs() < 1e-15, "{p}");
+    assert!((p_less - 0.9999857911661648).abs() < 1e-12, "{p_less}");
+    assert!((normal_upper_tail(1.959963984540054) - 0.025).abs() < 1e-12);
+}
+
+/// A run from folded stacks (`frame;frame value` lines).
+fn run(folded: &str) -> Run {
+    Run::of(&stacklens_core::parse(folded.as_bytes()).unwrap(), "").unwrap()
+}
+
+/// Runs in which `main.handle` calls `main.slow` (`slow` per mille) and `main.fast`.
+fn runs(slow: &[i64]) -> Vec<Run> {
+    slow.iter()
+        .map(|s| run(&format!("main.main;main.handle;main.slow {s}\nmain.main;main.handle;main.fast {}\n", 1000 - s)))
+        .collect()
+}
+
+fn gate(config: GateConfig, base: &[i64], compare: &[i64]) -> GateReport {
+    Gate::new(config).unwrap().compare(&runs(base), &runs(compare)).unwrap()
+}
+
+fn row<'a>(report: &'a GateReport, name: &str) -> &'a GateRow {
+    report.functions.iter().chain(&report.packages).find(|r| r.name == name).unwrap_or_else(|| panic!("no {name}"))
+}
+
+#[test]
+fn a_grown_flat_share_regresses_and_comes_before_its_callers() {
+    let report = gate(GateConfig::default(), &[100, 110, 120], &[200, 210, 190]);
+    assert!(!report.passed);
+    let slow = row(&report, "main.slow");
+    assert_eq!((slow.verdict, slow.metric), (Verdict::Regression, Some(Metric::Flat)));
+    assert_eq!((slow.flat.base_median, slow.flat.compare_median, slow.flat.difference), (11.0, 20.0, 9.0));
+    assert!(close(slow.flat.relative.unwrap(), 9.0 / 11.0 * 100.0));
+    assert!(close(slow.flat.p_value, 0.05));
+    assert_eq!(slow.flat.base, [10.0, 11.0, 12.0]);
+    let fast = row(&report, "main.fast");
+    assert_eq!((fast.verdict, fast.metric), (Verdict::Improvement, Some(Metric::Flat)));
+    // main.handle's cum is 100% in every run: unchanged; the package's flat is too.
+    assert_eq!(row(&report, "main.handle").verdict, Verdict::Unchanged);
+    assert_eq!(row(&report, "main").verdict, Verdict::Unchanged);
+    assert_eq!(report.functions[0].name, "main.slow");
+    assert_eq!((report.regression_count, report.improvement_count), (1, 1));
+    assert_eq!(report.total_per_second, None, "folded stacks have no duration");
+}
+
+#[test]
+fn a_cum_share_regresses_when_no_flat_one_did() {
+    // Time moves from main.fast into main.parse's two callees, half each: neither
+    // callee's flat grows by the 6 points asked, main.parse's cum does.
+    let runs = |parse: &[i64]| -> Vec<Run> {
+        parse
+            .iter()
+            .map(|p| {
+                run(&format!(
+                    "main.main;main.parse;main.a {}\nmain.main;main.parse;main.b {}\nmain.main;main.fast {}\n",
+                    p / 2,
+                    p / 2,
+                    100 - p
+                ))
+            })
+            .collect()
+    };
+    let config = GateConfig { min_effect: 6.0, ..GateConfig::default() };
+    let report = Gate::new(config).unwrap().compare(&runs(&[40, 42, 44]), &runs(&[50, 52, 54])).unwrap();
+    let parse = row(&report, "main.parse");
+    assert_eq!((parse.verdict, parse.metric), (Verdict::Regression, Some(Metric::Cum)));
+    assert_eq!(parse.deciding().difference, 10.0);
+    assert_eq!(row(&report, "main.a").verdict, Verdict::Unchanged, "+5 points, below 6");
+}
+
+#[test]
+fn the_minimum_effect_keeps_small_consistent_changes_from_failing() {
+    // Consistent (p = 0.05) but +0.5 points (10.1% → 10.6%): below the default 1 point.
+    let report = gate(GateConfig::default(), &[100, 101, 102], &[105, 106, 107]);
+    assert!(report.passed, "{:?}", row(&report, "main.slow"));
+    assert!(close(row(&report, "main.slow").flat.p_value, 0.05));
+    // +2 points but +2.9% of a 70% share: below the default 10%.
+    let report = gate(GateConfig::default(), &[690, 700, 710], &[715, 720, 730]);
+    assert!(report.passed);
+    assert_eq!(row(&report, "main.slow").flat.difference, 2.0);
+    // +9 points with the runs overlapping (U = 6 of 9): P(U ≥ 6) = 7/20.
+    let report = gate(GateConfig::default(), &[100, 110, 300], &[120, 200, 250]);
+    assert!(report.passed);
+    assert!(close(row(&report, "main.slow").flat.p_value, 0.35));
+    // The same change with lower thresholds fails.
+    let config = GateConfig { min_effect: 0.0, min_relative: 0.0, ..GateConfig::default() };
+    assert!(!gate(config, &[690, 700, 710], &[715, 720, 730]).passed);
+}
+
+fn rule(pattern: &str) -> Rule {
+    Rule { pattern: pattern.into(), ignore: false, alpha: None, min_effect: None, min_relative: None }
+}
+
+#[test]
+fn rules_set_thresholds_or_ignore_by_regex_the_first_match_deciding() {
+    let config = GateConfig {
+        rules: vec![
+            Rule { min_effect: Some(20.0), ..rule(r"\.slow$") },
+            Rule { ignore: true, ..rule("slow") },
+            Rule { ignore: true, ..rule("^main$") },
+        ],
+        ..GateConfig::default()
+    };
+    let report = gate(config, &[100, 110, 120], &[200, 210, 190]);
+    assert!(report.passed);
+    let slow = row(&report, "main.slow");
+    assert_eq!(slow.thresholds.min_effect, 20.0);
+    assert_eq!(slow.rule.as_deref(), Some(r"\.slow$"));
+    // The package "main" is ignored; no function is.
+    assert_eq!(report.ignored, 1);
+    assert!(report.packages.is_empty());
+
+    let config = GateConfig { rules: vec![Rule { ignore: true, ..rule("slow") }], ..GateConfig::default() };
+    let report = gate(config, &[100, 110, 120], &[200, 210, 190]);
+    assert!(report.passed);
+    assert!(report.functions.iter().all(|r| r.name != "main.slow"));
+}
+
+#[test]
+fn packages_sum_their_functions_flat_shares() {
+    let runs = |json: &[i64]| -> Vec<Run> {
+        json.iter()
+            .map(|j| {
+                run(&format!(
+                    "main.main;encoding/json.Marshal;encoding/json.encode {}\n\
+                     main.main;encoding/json.Marshal {}\nmain.main;main.work {}\n",
+                    j / 2,
+                    j / 2,
+                    100 - j
+                ))
+            })
+            .collect()
+    };
+    let report = Gate::new(GateConfig::default()).unwrap().compare(&runs(&[20, 22, 24]), &runs(&[40, 42, 44])).unwrap();
+    let json = row(&report, "encoding/json");
+    assert_eq!((json.verdict, json.flat.base_median, json.flat.compare_median), (Verdict::Regression, 22.0, 42.0));
+    assert_eq!(json.cum, None);
+    assert_eq!(report.packages.first().map(|r| r.name.as_str()), Some("encoding/json"));
+}
+
+#[test]
+fn two_sided_tests_double_the_p_value() {
+    let config = GateConfig { alternative: Alternative::TwoSided, alpha: 0.1, ..GateConfig::default() };
+    let report = gate(config, &[100, 110, 120], &[200, 210, 190]);
+    assert!(close(row(&report, "main.slow").flat.p_value, 0.1));
+    assert!(!report.passed);
+}
+
+#[test]
+fn too_few_runs_and_unreachable_alphas_are_refused() {
+    let gate = Gate::new(GateConfig::default()).unwrap();
+    let message = |r: Result<(), stacklens_core::Error>| r.unwrap_err().to_string();
+    assert!(message(gate.check_runs(1, 5)).contains("the base side has 1 run(s)"));
+    // 2 and 2 runs: at best 1/6.
+    let two = message(gate.check_runs(2, 2));
+    assert!(two.contains("smallest p-value the test can give is 0.1667, above alpha 0.05"), "{two}");
+    assert!(gate.check_runs(3, 3).is_ok());
+    let lenient = Gate::new(GateConfig { alpha: 0.2, ..GateConfig::default() }).unwrap();
+    assert!(lenient.check_runs(2, 2).is_ok());
+    let strict =
+        Gate::new(GateConfig { rules: vec![Rule { alpha: Some(0.01), ..rule("x") }], ..GateConfig::default() });
+    let strict = strict.unwrap();
+    assert!(message(strict.check_runs(3, 3)).contains("above rule 1's alpha 0.01"));
+    assert!(strict.check_runs(5, 5).is_ok());
+    assert!(gate.compare(&runs(&[1, 2]), &runs(&[3, 4])).is_err());
+}
+
+#[test]
+fn bad_configurations_are_refused_with_the_rule_named() {
+    let error = |config: GateConfig| Gate::new(config).err().expect("refused").to_string();
+    assert_eq!(error(GateConfig { alpha: 0.0, ..GateConfig::default() }), "alpha must be in (0, 1], not 0");
+    assert!(error(GateConfig { min_effect: -1.0, ..GateConfig::default() }).starts_with("min_effect"));
+    let bad_regex = error(GateConfig { rules: vec![rule("("), rule("x")], ..GateConfig::default() });
+    assert!(bad_regex.starts_with("rule 1 (match = \"(\"): invalid regex"), "{bad_regex}");
+    let both = error(GateConfig {
+        rules: vec![Rule { ignore: true, alpha: Some(0.1), ..rule("x") }],
+        ..GateConfig::default()
+    });
+    assert!(both.ends_with("ignore = true takes no thresholds"), "{both}");
+    let relative =
+        error(GateConfig { rules: vec![Rule { min_relative: Some(f64::NAN), ..rule("x") }], ..GateConfig::default() });
+    assert!(relative.starts_with("rule 1 (match = \"x\"): min_relative"), "{relative}");
+}
+
+#[test]
+fn configurations_refuse_unknown_keys() {
+    let parsed: GateConfig = serde_json::from_str(
+        r#"{"alpha": 0.1, "alternative": "two-sided", "rule": [{"match": "^runtime\\.", "ignore": true}]}"#,
+    )
+    .unwrap();
+    assert_eq!((parsed.alpha, parsed.min_effect, parsed.alternative), (0.1, 1.0, Alternative::TwoSided));
+    assert_eq!(parsed.rules[0].pattern, "^runtime\\.");
+    let unknown = serde_json::from_str::<GateConfig>(r#"{"alpah": 0.1}"#).unwrap_err().to_string();
+    assert!(unknown.contains("unknown field `alpah`"), "{unknown}");
+    let in_rule = serde_json::from_str::<GateConfig>(r#"{"rule": [{"match": "x", "min_efect": 2}]}"#);
+    assert!(in_rule.unwrap_err().to_string().contains("unknown field `min_efect`"));
+}
+
+#[test]
+fn runs_of_unknown_sample_types_or_without_samples_are_refused() {
+    let mut profile = stacklens_core::parse(b"main.main;main.alloc 10\n").unwrap();
+    assert_eq!(Run::of(&profile, "alloc_space").unwrap_err().code(), "UnknownSampleType");
+    profile.samples.clear();
+    assert_eq!(
+        Run::of(&profile, "").unwrap_err().to_string(),
+        "the profile's total of samples is 0: nothing to compare"
+    );
+}
+
+#[test]
+fn every_format_names_the_regressions() {
+    use stacklens_core::report::gate as render;
+    let mut report = gate(GateConfig::default(), &[100, 110, 120], &[200, 210, 190]);
+    report.diff_url = Some("http://stacklens:8080/#/diff/a/b".into());
+
+    let text = render::text(&report);
+    let regressions = "\nRegressions (1):\n  function main.slow  flat 11.00% → 20.00% (+9.00 pp, +82%), p = 0.050\n";
+    assert!(text.contains(regressions), "{text}");
+    let improvements = "\nImprovements (1):\n  function main.fast  flat 89.00% → 80.00% (-9.00 pp, -10%), p = 0.050\n";
+    assert!(text.contains(improvements), "{text}");
+    let end = "4 functions and 1 package tested, 0 ignored by rules: FAILED, 1 regression\n\
+               Diff view: http://stacklens:8080/#/diff/a/b\n";
+    assert!(text.ends_with(end), "{text}");
+
+    let markdown = render::markdown(&report);
+    assert!(markdown.starts_with("### stacklens gate: 1 regression\n"), "{markdown}");
+    let row = "| function `main.slow` | flat | 11.00% → 20.00% | +9.00 pp, +82% | 0.050 |";
+    assert!(markdown.contains(row), "{markdown}");
+    assert!(markdown.ends_with("\n[Open the diff view](http://stacklens:8080/#/diff/a/b)\n"));
+
+    assert_eq!(
+        render::github(&report),
+        "::error title=Profile regression%3A main.slow::function main.slow: flat 11.00%25 → 20.00%25 \
+         (+9.00 pp, +82%25), p = 0.050 (one-sided Mann–Whitney U (exact), 3 base runs vs 3 compare runs)\n"
+    );
+
+    let junit = render::junit(&report);
+    let head =
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"stacklens gate\" tests=\"5\" failures=\"1\">";
+    assert!(junit.starts_with(head), "{junit}");
+    let failure = "<testcase classname=\"stacklens.gate.function\" name=\"main.slow\">\n      \
+                   <failure type=\"regression\" message=\"function main.slow regressed: flat 11.00% → 20.00% \
+                   (+9.00 pp, +82%), p = 0.050\">";
+    assert!(junit.contains(failure), "{junit}");
+    assert!(junit.contains("base runs: 10.00, 11.00, 12.00\ncompare runs: 20.00, 21.00, 19.00\n"));
+    assert!(junit.contains("<testcase classname=\"stacklens.gate.function\" name=\"main.fast\"/>"));
+
+    let passing = gate(GateConfig::default(), &[100, 110, 120], &[100, 110, 120]);
+    assert!(render::github(&passing).starts_with("::notice title=stacklens gate::No regression: "));
+    assert!(render::markdown(&passing).starts_with("### stacklens gate: passed\n"));
+}
