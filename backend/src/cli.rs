@@ -376,9 +376,41 @@ impl CliError {
 
 /// A file's profile; its bytes are dropped once inflated (see `parse_owned`).
 pub(crate) fn load(path: &Path) -> Result<Profile, CliError> {
+    if is_folded(path)? {
+        return load_folded(path);
+    }
     let (input, bytes) = (path.display().to_string(), read(path)?);
     once_gzipped(&input, &bytes)?;
     stacklens_core::parse_owned(bytes).map_err(|source| CliError::Parse { input, source })
+}
+
+/// Whether the file is (uncompressed) folded stacks, from its first MiB.
+fn is_folded(path: &Path) -> Result<bool, CliError> {
+    use std::io::Read;
+    let failed = |source| CliError::Read { path: path.to_owned(), source };
+    let mut head = Vec::with_capacity(1 << 20);
+    std::fs::File::open(path).and_then(|f| f.take(1 << 20).read_to_end(&mut head)).map_err(failed)?;
+    Ok(stacklens_core::import::detect(&head) == stacklens_core::import::Format::Folded)
+}
+
+/// Folded stacks read twice in 16 MiB pieces, never whole (a 1 GiB file is not held
+/// beside its model).
+fn load_folded(path: &Path) -> Result<Profile, CliError> {
+    use std::io::Read;
+    let failed = |source| CliError::Read { path: path.to_owned(), source };
+    let mut buffer = vec![0u8; 16 << 20];
+    stacklens_core::import::folded::parse_twice(
+        |_, feed| {
+            let mut file = std::fs::File::open(path).map_err(failed)?;
+            loop {
+                match file.read(&mut buffer).map_err(failed)? {
+                    0 => return Ok(()),
+                    n => feed(&buffer[..n])?,
+                }
+            }
+        },
+        |source| CliError::Parse { input: path.display().to_string(), source },
+    )
 }
 
 /// The profiles in `files` as one: a single file as read, several merged as

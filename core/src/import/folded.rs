@@ -251,11 +251,21 @@ impl Builder {
 }
 
 pub fn parse(bytes: &[u8]) -> Result<Profile> {
+    parse_twice(|_, feed| feed(bytes), |e| e)
+}
+
+/// Folded stacks from input read twice in pieces ([`FoldedScan`], then its
+/// [`FoldedBuild`]): `read` is called for pass 0, then pass 1, and gives every piece, in
+/// order, to `feed`; `error` turns the parser's errors into the reader's.
+pub fn parse_twice<E>(
+    mut read: impl FnMut(usize, &mut dyn FnMut(&[u8]) -> std::result::Result<(), E>) -> std::result::Result<(), E>,
+    error: impl Fn(crate::Error) -> E,
+) -> std::result::Result<Profile, E> {
     let mut scan = FoldedScan::default();
-    scan.feed(bytes)?;
-    let mut build = scan.finish()?;
-    build.feed(bytes)?;
-    build.finish()
+    read(0, &mut |piece| scan.feed(piece).map_err(&error))?;
+    let mut build = scan.finish().map_err(&error)?;
+    read(1, &mut |piece| build.feed(piece).map_err(&error))?;
+    build.finish().map_err(&error)
 }
 
 /// Splits bytes fed in pieces into numbered lines (a line cut between two pieces is

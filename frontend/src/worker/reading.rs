@@ -4,7 +4,7 @@
 //! file stays a few MB in the worker).
 
 use js_sys::Uint8Array;
-use stacklens_core::import::folded::FoldedScan;
+use stacklens_core::import::folded::parse_twice;
 use stacklens_core::import::{detect, Format};
 use stacklens_core::Profile;
 use wasm_bindgen::JsValue;
@@ -68,19 +68,16 @@ pub fn is_folded(blob: &Blob) -> Result<bool, String> {
     Ok(detect(&head) == Format::Folded)
 }
 
-/// Folded stacks read twice, a slice at a time ([`FoldedScan`]): `progress` goes to 0.3
+/// Folded stacks read twice, a slice at a time ([`parse_twice`]): `progress` goes to 0.3
 /// over the first pass and to 1 over the second.
 pub fn parse_folded(blob: &Blob, progress: &mut dyn FnMut(f64)) -> Result<Profile, String> {
-    let text = |e: stacklens_core::Error| e.to_string();
-    let mut scan = FoldedScan::default();
-    for_each_slice(blob, |piece, done| {
-        progress(0.3 * done);
-        scan.feed(piece).map_err(text)
-    })?;
-    let mut build = scan.finish().map_err(text)?;
-    for_each_slice(blob, |piece, done| {
-        progress(0.3 + 0.7 * done);
-        build.feed(piece).map_err(text)
-    })?;
-    build.finish().map_err(text)
+    parse_twice(
+        |pass, feed| {
+            for_each_slice(blob, |piece, done| {
+                progress(if pass == 0 { 0.3 * done } else { 0.3 + 0.7 * done });
+                feed(piece)
+            })
+        },
+        |e| e.to_string(),
+    )
 }
