@@ -384,13 +384,14 @@ pub(crate) fn load(path: &Path) -> Result<Profile, CliError> {
     stacklens_core::parse_owned(bytes).map_err(|source| CliError::Parse { input, source })
 }
 
-/// Whether the file is (uncompressed) folded stacks, from its first MiB.
+/// Whether the file is (uncompressed) folded stacks, from its start.
 fn is_folded(path: &Path) -> Result<bool, CliError> {
     use std::io::Read;
     let failed = |source| CliError::Read { path: path.to_owned(), source };
-    let mut head = Vec::with_capacity(1 << 20);
-    std::fs::File::open(path).and_then(|f| f.take(1 << 20).read_to_end(&mut head)).map_err(failed)?;
-    Ok(stacklens_core::import::detect(&head) == stacklens_core::import::Format::Folded)
+    use stacklens_core::import::folded::{starts_folded, HEAD};
+    let mut head = Vec::with_capacity(HEAD);
+    std::fs::File::open(path).and_then(|f| f.take(HEAD as u64).read_to_end(&mut head)).map_err(failed)?;
+    Ok(starts_folded(&head))
 }
 
 /// Folded stacks read twice in 16 MiB pieces, never whole (a 1 GiB file is not held

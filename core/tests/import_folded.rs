@@ -238,12 +238,14 @@ fn pieces_give_the_same_profile_as_the_whole() {
         b"<module> (workload.py:53);main (workload.py:46) 391\njava;start_thread_[k];x_[i] 7\n".to_vec(),
     ]);
     for input in &inputs {
+        assert!(folded::starts_folded(&input[..input.len().min(folded::HEAD)]), "read in pieces by the page and CLI");
         let whole = encode(&folded::parse(input).unwrap());
         for size in [1, 3, 64, 4096, 1 << 20] {
             let pieces = encode(&parse_in_pieces(input, size).unwrap());
             assert!(pieces == whole, "pieces of {size} bytes differ from the whole ({} bytes)", input.len());
         }
     }
+    assert!(!folded::starts_folded(&encode(&folded::parse(&inputs[0]).unwrap())), "pprof is read whole");
     // Errors name the same line either way.
     for bad in [&b"main;a 5\n\nmain;b five\n"[..], b"main;a 5\nmain;b 1.0000000001\n", b"\n\n"] {
         let whole = folded::parse(bad).unwrap_err().to_string();

@@ -254,6 +254,15 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
     parse_twice(|_, feed| feed(bytes), |e| e)
 }
 
+/// How much of the start of an input [`starts_folded`] needs.
+pub const HEAD: usize = 1 << 20;
+
+/// Whether an input starting with `head` (its first [`HEAD`] bytes, or all of it) is
+/// uncompressed folded stacks, which [`parse_twice`] reads in pieces without holding it.
+pub fn starts_folded(head: &[u8]) -> bool {
+    super::detect(head) == super::Format::Folded
+}
+
 /// Folded stacks from input read twice in pieces ([`FoldedScan`], then its
 /// [`FoldedBuild`]): `read` is called for pass 0, then pass 1, and gives every piece, in
 /// order, to `feed`; `error` turns the parser's errors into the reader's.

@@ -4,17 +4,13 @@
 //! file stays a few MB in the worker).
 
 use js_sys::Uint8Array;
-use stacklens_core::import::folded::parse_twice;
-use stacklens_core::import::{detect, Format};
+use stacklens_core::import::folded::{parse_twice, starts_folded, HEAD};
 use stacklens_core::Profile;
 use wasm_bindgen::JsValue;
 use web_sys::{Blob, FileReaderSync};
 
 /// How much is read at a time.
 const SLICE: f64 = 16.0 * 1_048_576.0;
-
-/// Enough of the start of a file to tell its format.
-const HEAD: f64 = 1_048_576.0;
 
 fn js_error(context: &str, e: JsValue) -> String {
     let reason = js_sys::Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string());
@@ -28,18 +24,15 @@ fn read_range(reader: &FileReaderSync, blob: &Blob, from: f64, to: f64) -> Resul
     Ok(Uint8Array::new(&buffer))
 }
 
-/// Gives `each` the blob's bytes in order, a slice at a time, with the share read so far.
-fn for_each_slice(blob: &Blob, mut each: impl FnMut(&[u8], f64) -> Result<(), String>) -> Result<(), String> {
+/// Gives `each` the blob's slices in order (still in JavaScript memory: each caller copies
+/// them where it needs them), with the share read so far.
+fn for_each_slice(blob: &Blob, mut each: impl FnMut(Uint8Array, f64) -> Result<(), String>) -> Result<(), String> {
     let reader = FileReaderSync::new().map_err(|e| js_error("cannot read files here", e))?;
     let size = blob.size();
-    let mut scratch = Vec::new();
     let mut at = 0.0;
     while at < size {
         let end = (at + SLICE).min(size);
-        let piece = read_range(&reader, blob, at, end)?;
-        scratch.resize(piece.length() as usize, 0);
-        piece.copy_to(&mut scratch);
-        each(&scratch, end / size)?;
+        each(read_range(&reader, blob, at, end)?, end / size)?;
         at = end;
     }
     Ok(())
@@ -54,7 +47,10 @@ pub fn read_all(blob: &Blob, progress: &mut dyn FnMut(f64)) -> Result<Vec<u8>, S
         .try_reserve_exact(size as usize)
         .map_err(|_| format!("{:.0} MB is more than this browser tab can hold", size / 1_048_576.0))?;
     for_each_slice(blob, |piece, done| {
-        bytes.extend_from_slice(piece);
+        // Straight into the buffer's tail: one copy out of JavaScript.
+        let from = bytes.len();
+        bytes.resize(from + piece.length() as usize, 0);
+        piece.copy_to(&mut bytes[from..]);
         progress(done);
         Ok(())
     })?;
@@ -64,8 +60,8 @@ pub fn read_all(blob: &Blob, progress: &mut dyn FnMut(f64)) -> Result<Vec<u8>, S
 /// Whether the blob is folded stacks (uncompressed), the format read without holding it.
 pub fn is_folded(blob: &Blob) -> Result<bool, String> {
     let reader = FileReaderSync::new().map_err(|e| js_error("cannot read files here", e))?;
-    let head = read_range(&reader, blob, 0.0, blob.size().min(HEAD))?.to_vec();
-    Ok(detect(&head) == Format::Folded)
+    let head = read_range(&reader, blob, 0.0, blob.size().min(HEAD as f64))?.to_vec();
+    Ok(starts_folded(&head))
 }
 
 /// Folded stacks read twice, a slice at a time ([`parse_twice`]): `progress` goes to 0.3
@@ -73,9 +69,12 @@ pub fn is_folded(blob: &Blob) -> Result<bool, String> {
 pub fn parse_folded(blob: &Blob, progress: &mut dyn FnMut(f64)) -> Result<Profile, String> {
     parse_twice(
         |pass, feed| {
+            let mut scratch = Vec::new();
             for_each_slice(blob, |piece, done| {
                 progress(if pass == 0 { 0.3 * done } else { 0.3 + 0.7 * done });
-                feed(piece)
+                scratch.resize(piece.length() as usize, 0);
+                piece.copy_to(&mut scratch);
+                feed(&scratch)
             })
         },
         |e| e.to_string(),
