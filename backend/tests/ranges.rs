@@ -55,9 +55,11 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
     let (base, compare) = (fx.join("go/base/cpu.pb.gz"), fx.join("go/compare/cpu.pb.gz"));
     let (base, compare) = (base.to_str().unwrap(), compare.to_str().unwrap());
 
-    // Three hours ago, on an hour boundary: every hour of the range is closed.
+    // Three hours before the last closed hour's end, on an hour boundary: every hour of
+    // the range is closed (an hour closes 5 minutes after its end; 10 leaves room for the
+    // test's own run).
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let t0 = (now / HOUR - 3) * HOUR;
+    let t0 = ((now - 600) / HOUR - 3) * HOUR;
     let push = |name: &str, from: u64, content_type: &str, body: Vec<u8>, format: &str| {
         let url = api(&format!("/ingest?name={}&from={from}&until={}&format={format}", urlencode(name), from + 10));
         http.post(url).header("content-type", content_type).body(body).send().unwrap()

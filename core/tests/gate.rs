@@ -75,11 +75,17 @@ fn run(folded: &str) -> Run {
     Run::of(&stacklens_core::parse(folded.as_bytes()).unwrap(), "").unwrap()
 }
 
-/// Runs in which `main.handle` calls `main.slow` (`slow` per mille) and `main.fast`.
-fn runs(slow: &[i64]) -> Vec<Run> {
+/// Runs of `total` samples in which `main.handle` calls `main.slow` (`slow` of them)
+/// and `main.fast`.
+fn runs_of(slow: &[i64], total: i64) -> Vec<Run> {
     slow.iter()
-        .map(|s| run(&format!("main.main;main.handle;main.slow {s}\nmain.main;main.handle;main.fast {}\n", 1000 - s)))
+        .map(|s| run(&format!("main.main;main.handle;main.slow {s}\nmain.main;main.handle;main.fast {}\n", total - s)))
         .collect()
+}
+
+/// Runs of 1000 samples, `main.slow` taking `slow` of them.
+fn runs(slow: &[i64]) -> Vec<Run> {
+    runs_of(slow, 1000)
 }
 
 fn gate(config: GateConfig, base: &[i64], compare: &[i64]) -> GateReport {
@@ -149,9 +155,53 @@ fn the_minimum_effect_keeps_small_consistent_changes_from_failing() {
     let report = gate(GateConfig::default(), &[100, 110, 300], &[120, 200, 250]);
     assert!(report.passed);
     assert!(close(row(&report, "main.slow").flat.p_value, 0.35));
-    // The same change with lower thresholds fails.
+    // The same change with lower thresholds is still within sampling noise: 2,100 of
+    // 3,000 samples against 2,165 of 3,000. With ten times the samples it is not.
     let config = GateConfig { min_effect: 0.0, min_relative: 0.0, ..GateConfig::default() };
-    assert!(!gate(config, &[690, 700, 710], &[715, 720, 730]).passed);
+    let report = gate(config.clone(), &[690, 700, 710], &[715, 720, 730]);
+    assert!(report.passed);
+    let slow = &row(&report, "main.slow").flat;
+    assert!(close(slow.p_value, 0.05) && slow.sampling_p_value.unwrap() > 0.05, "{slow:?}");
+    assert_eq!(slow.samples, Some([2100, 2165]));
+    let ten_times = |v: &[i64]| runs_of(&v.iter().map(|s| s * 10).collect::<Vec<_>>(), 10_000);
+    let report = Gate::new(config).unwrap().compare(&ten_times(&[690, 700, 710]), &ten_times(&[715, 720, 730]));
+    assert!(!report.unwrap().passed);
+}
+
+#[test]
+fn a_rarely_sampled_function_a_few_samples_up_is_sampling_noise() {
+    // As a 2-second CPU capture of ~186 samples: 2 samples a run, then 4. Every compare
+    // run above every base run (p = 0.05) and +1.08 points, +100%: the runs alone would
+    // fail the gate. Pooled, 6 samples against 12 of 558 each: P(X ≥ 12 | 18 fair
+    // coins) = 31,180/2^18 = 0.119, not a regression.
+    let gate = Gate::new(GateConfig::default()).unwrap();
+    let report = gate.compare(&runs_of(&[2, 2, 2], 186), &runs_of(&[4, 4, 4], 186)).unwrap();
+    let slow = row(&report, "main.slow");
+    assert_eq!(slow.verdict, Verdict::Unchanged, "{slow:?}");
+    assert!(close(slow.flat.p_value, 0.05) && slow.flat.difference >= 1.0, "{slow:?}");
+    assert!(close(slow.flat.sampling_p_value.unwrap(), 31_180.0 / 262_144.0), "{slow:?}");
+    assert!(report.passed);
+    // The same shares from runs a hundred times longer are a regression.
+    let report = Gate::new(GateConfig::default())
+        .unwrap()
+        .compare(&runs_of(&[200, 200, 200], 18_600), &runs_of(&[400, 400, 400], 18_600))
+        .unwrap();
+    assert_eq!(row(&report, "main.slow").verdict, Verdict::Regression);
+    // Profiles without a count of samples are tested across runs only.
+    let heap = |slow: i64| {
+        let mut p =
+            stacklens_core::parse(format!("main.a;main.slow {slow}\nmain.a;main.fast {}\n", 186 - slow).as_bytes())
+                .unwrap();
+        let bytes = p.strings.intern("bytes");
+        p.sample_types[0].unit = bytes;
+        Run::of(&p, "").unwrap()
+    };
+    let report = Gate::new(GateConfig::default())
+        .unwrap()
+        .compare(&[heap(2), heap(2), heap(2)], &[heap(4), heap(4), heap(4)])
+        .unwrap();
+    let slow = row(&report, "main.slow");
+    assert_eq!((slow.verdict, slow.flat.sampling_p_value), (Verdict::Regression, None), "{slow:?}");
 }
 
 fn rule(pattern: &str) -> Rule {
@@ -281,9 +331,11 @@ fn every_format_names_the_regressions() {
     report.diff_url = Some("http://stacklens:8080/#/diff/a/b".into());
 
     let text = render::text(&report);
-    let regressions = "\nRegressions (1):\n  function main.slow  flat 11.00% → 20.00% (+9.00 pp, +82%), p = 0.050\n";
+    let regressions = "\nRegressions (1):\n  function main.slow  flat 11.00% → 20.00% (+9.00 pp, +82%), p = 0.050, \
+                       sampling p < 0.001\n";
     assert!(text.contains(regressions), "{text}");
-    let improvements = "\nImprovements (1):\n  function main.fast  flat 89.00% → 80.00% (-9.00 pp, -10%), p = 0.050\n";
+    let improvements = "\nImprovements (1):\n  function main.fast  flat 89.00% → 80.00% (-9.00 pp, -10%), p = 0.050, \
+                        sampling p < 0.001\n";
     assert!(text.contains(improvements), "{text}");
     let end = "4 functions and 1 package tested, 0 ignored by rules: FAILED, 1 regression\n\
                Diff view: http://stacklens:8080/#/diff/a/b\n";
@@ -291,14 +343,14 @@ fn every_format_names_the_regressions() {
 
     let markdown = render::markdown(&report);
     assert!(markdown.starts_with("### stacklens gate: 1 regression\n"), "{markdown}");
-    let row = "| function `main.slow` | flat | 11.00% → 20.00% | +9.00 pp, +82% | 0.050 |";
+    let row = "| function `main.slow` | flat | 11.00% → 20.00% | +9.00 pp, +82% | 0.050 | < 0.001 |";
     assert!(markdown.contains(row), "{markdown}");
     assert!(markdown.ends_with("\n[Open the diff view](http://stacklens:8080/#/diff/a/b)\n"));
 
     assert_eq!(
         render::github(&report),
         "::error title=Profile regression%3A main.slow::function main.slow: flat 11.00%25 → 20.00%25 \
-         (+9.00 pp, +82%25), p = 0.050 (one-sided Mann–Whitney U (exact), 3 base runs vs 3 compare runs)\n"
+         (+9.00 pp, +82%25), p = 0.050, sampling p < 0.001 (one-sided Mann–Whitney U (exact), 3 base runs vs 3 compare runs)\n"
     );
 
     let junit = render::junit(&report);
@@ -307,9 +359,10 @@ fn every_format_names_the_regressions() {
     assert!(junit.starts_with(head), "{junit}");
     let failure = "<testcase classname=\"stacklens.gate.function\" name=\"main.slow\">\n      \
                    <failure type=\"regression\" message=\"function main.slow regressed: flat 11.00% → 20.00% \
-                   (+9.00 pp, +82%), p = 0.050\">";
+                   (+9.00 pp, +82%), p = 0.050, sampling p &lt; 0.001\">";
     assert!(junit.contains(failure), "{junit}");
     assert!(junit.contains("base runs: 10.00, 11.00, 12.00\ncompare runs: 20.00, 21.00, 19.00\n"));
+    assert!(junit.contains("\nsamples pooled: 330 base, 600 compare\n"), "{junit}");
     assert!(junit.contains("<testcase classname=\"stacklens.gate.function\" name=\"main.fast\"/>"));
 
     let passing = gate(GateConfig::default(), &[100, 110, 120], &[100, 110, 120]);

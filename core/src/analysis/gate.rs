@@ -6,11 +6,14 @@
 //! that run's total, so runs of different lengths compare. For each name, the base
 //! runs' shares and the compare runs' shares go through the Mann–Whitney U test, and
 //! the effect is the change of the median share, in percentage points of the total and
-//! relative to the base median. A name regresses when both hold: p ≤ alpha (one-sided,
-//! "compare is larger", by default) and an effect of at least `min_effect` points and
-//! `min_relative` percent. The test says the change is not run-to-run noise; the
-//! minimum effect says it is large enough to matter, which also keeps the many names
-//! tested at once from failing builds on chance alone.
+//! relative to the base median. A name regresses when all hold: p ≤ alpha (one-sided,
+//! "compare is larger", by default), the same of the sampling test on the runs' pooled
+//! sample counts (when the profile counts samples: [`sampling`]), and an effect of at
+//! least `min_effect` points and `min_relative` percent. The rank test says the change
+//! is not run-to-run noise; the sampling test that it is not a handful of samples more
+//! by luck (short runs of a rarely sampled function separate by chance); the minimum
+//! effect says it is large enough to matter, which also keeps the many names tested at
+//! once from failing builds on chance alone.
 //!
 //! A function regresses on its flat share (its own code got slower, the most specific
 //! finding) or, failing that, on its cum share (something it calls got slower, spread
@@ -18,6 +21,7 @@
 //! are reported after the flat regressions, so the function whose flat grew comes first.
 
 pub mod mann_whitney;
+pub mod sampling;
 
 use std::collections::BTreeSet;
 
@@ -124,45 +128,82 @@ impl Rule {
     }
 }
 
-/// One run's shares of its total, in one sample type.
+/// A run's values in one sample type: the total, each function's flat and cum, and
+/// each package's flat (its functions' flat values summed).
+#[derive(Clone, Debug)]
+struct Tally {
+    total: i64,
+    functions: HashMap<String, (i64, i64)>,
+    packages: HashMap<String, i64>,
+}
+
+impl Tally {
+    fn of(profile: &Profile, sample_index: usize) -> Result<(Tally, String, String)> {
+        let report = top(profile, &TopOptions { sample_index: sample_index.to_string(), ..TopOptions::default() })?;
+        let mut packages: HashMap<String, i64> = HashMap::default();
+        for row in &report.functions {
+            let package = package_of(&row.name);
+            if !package.is_empty() {
+                *packages.entry(package.to_owned()).or_default() += row.flat;
+            }
+        }
+        let functions = report.functions.iter().map(|row| (row.name.clone(), (row.flat, row.cum))).collect();
+        Ok((Tally { total: report.total, functions, packages }, report.sample_type, report.unit))
+    }
+
+    fn value(&self, of: Of) -> i64 {
+        match of {
+            Of::Flat(name) => self.functions.get(name).map_or(0, |v| v.0),
+            Of::Cum(name) => self.functions.get(name).map_or(0, |v| v.1),
+            Of::Package(name) => self.packages.get(name).copied().unwrap_or(0),
+        }
+    }
+}
+
+/// A value a run has for a name.
+#[derive(Copy, Clone)]
+enum Of<'a> {
+    Flat(&'a str),
+    Cum(&'a str),
+    Package(&'a str),
+}
+
+/// One run of the gate, in one sample type.
 #[derive(Clone, Debug)]
 pub struct Run {
     sample_type: String,
     unit: String,
-    total: i64,
     duration_nanos: i64,
-    /// Flat and cum share of each function with a value, in percent.
-    functions: HashMap<String, (f64, f64)>,
-    /// Flat share of each package, in percent.
-    packages: HashMap<String, f64>,
+    values: Tally,
+    /// The same in the profile's count of samples (the sample type's own values when
+    /// they are counts, else the first sample type in unit "count"); `None` without one.
+    counts: Option<Tally>,
 }
 
 impl Run {
-    /// The shares of `profile` in the sample type `sample_type` names (see
+    /// The run of `profile` in the sample type `sample_type` names (see
     /// [`Profile::sample_index`]; "" for the profile's default).
     pub fn of(profile: &Profile, sample_type: &str) -> Result<Run> {
-        let report = top(profile, &TopOptions { sample_index: sample_type.to_owned(), ..TopOptions::default() })?;
-        if report.total == 0 {
-            return Err(Error::Gate(format!("the profile's total of {} is 0: nothing to compare", report.sample_type)));
+        let index = profile.sample_index(sample_type)?;
+        let (values, sample_type, unit) = Tally::of(profile, index)?;
+        if values.total == 0 {
+            return Err(Error::Gate(format!("the profile's total of {sample_type} is 0: nothing to compare")));
         }
-        let share = |value: i64| value as f64 * 100.0 / report.total as f64;
-        let mut packages: HashMap<String, f64> = HashMap::default();
-        for row in &report.functions {
-            let package = package_of(&row.name);
-            if !package.is_empty() {
-                *packages.entry(package.to_owned()).or_default() += share(row.flat);
+        let counts = if unit == "count" {
+            Some(values.clone())
+        } else {
+            match profile.sample_types.iter().position(|t| profile.str(t.unit) == "count") {
+                Some(i) => Some(Tally::of(profile, i)?.0),
+                None => None,
             }
-        }
-        let functions =
-            report.functions.iter().map(|row| (row.name.clone(), (share(row.flat), share(row.cum)))).collect();
-        Ok(Run {
-            sample_type: report.sample_type,
-            unit: report.unit,
-            total: report.total,
-            duration_nanos: profile.duration_nanos,
-            functions,
-            packages,
-        })
+        };
+        let counts = counts.filter(|c| c.total > 0);
+        Ok(Run { sample_type, unit, duration_nanos: profile.duration_nanos, values, counts })
+    }
+
+    /// `of`'s share of the run's total, in percent.
+    fn share(&self, of: Of) -> f64 {
+        self.values.value(of) as f64 * 100.0 / self.values.total as f64
     }
 
     /// An error unless this run is of `first`'s sample type.
@@ -178,7 +219,7 @@ impl Run {
 
     /// The run's total per second of its duration, when the profile says how long it took.
     fn total_per_second(&self) -> Option<f64> {
-        (self.duration_nanos > 0).then(|| self.total as f64 / (self.duration_nanos as f64 / 1e9))
+        (self.duration_nanos > 0).then(|| self.values.total as f64 / (self.duration_nanos as f64 / 1e9))
     }
 }
 
@@ -198,26 +239,57 @@ pub struct Change {
     /// The Mann–Whitney p-value, one-sided in the direction of the difference (or
     /// two-sided, as the alternative says).
     pub p_value: f64,
+    /// The sampling test's p-value on the pooled counts, the same way round; `None`
+    /// when the runs do not count samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_p_value: Option<f64>,
+    /// The samples of the name on each side, pooled over its runs, when counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<[i64; 2]>,
+}
+
+/// Counts pooled over a side's runs: the name's and the runs' totals.
+#[derive(Copy, Clone)]
+struct Pooled {
+    count: i64,
+    total: i64,
+}
+
+/// One-sided p-values (larger, smaller) turned into the alternative's, in the
+/// direction of `difference`.
+fn directed(alternative: Alternative, difference: f64, (greater, less): (f64, f64)) -> f64 {
+    match alternative {
+        Alternative::TwoSided => (2.0 * greater.min(less)).min(1.0),
+        Alternative::OneSided if difference < 0.0 => less,
+        Alternative::OneSided => greater,
+    }
 }
 
 impl Change {
-    fn new(base: Vec<f64>, compare: Vec<f64>, alternative: Alternative, tables: &mut Tables) -> Change {
+    fn new(
+        base: Vec<f64>,
+        compare: Vec<f64>,
+        counts: Option<(Pooled, Pooled)>,
+        alternative: Alternative,
+        tables: &mut Tables,
+    ) -> Change {
         let test = tables.test(&base, &compare);
         let (base_median, compare_median) = (median(&base), median(&compare));
         let difference = compare_median - base_median;
-        let p_value = match alternative {
-            Alternative::TwoSided => test.p_two_sided(),
-            Alternative::OneSided if difference < 0.0 => test.p_less,
-            Alternative::OneSided => test.p_greater,
-        };
+        let p_value = directed(alternative, difference, (test.p_greater, test.p_less));
+        let sampling_p_value = counts
+            .and_then(|(b, c)| sampling::test(b.count, b.total, c.count, c.total))
+            .map(|tails| directed(alternative, difference, tails));
+        let samples = counts.filter(|_| sampling_p_value.is_some()).map(|(b, c)| [b.count, c.count]);
         let relative = (base_median != 0.0).then(|| difference / base_median.abs() * 100.0);
-        Change { base, compare, base_median, compare_median, difference, relative, p_value }
+        Change { base, compare, base_median, compare_median, difference, relative, p_value, sampling_p_value, samples }
     }
 
     fn verdict(&self, t: &Thresholds) -> Verdict {
         let large = self.difference.abs() >= t.min_effect
             && self.relative.map_or(self.difference > 0.0, |r| r.abs() >= t.min_relative);
-        if self.difference == 0.0 || !large || self.p_value > t.alpha {
+        let significant = self.p_value <= t.alpha && self.sampling_p_value.is_none_or(|p| p <= t.alpha);
+        if self.difference == 0.0 || !large || !significant {
             Verdict::Unchanged
         } else if self.difference > 0.0 {
             Verdict::Regression
@@ -383,7 +455,8 @@ impl Gate {
         }
         let separated: (Vec<f64>, Vec<f64>) =
             ((0..base).map(|i| i as f64).collect(), (base..base + compare).map(|i| i as f64).collect());
-        let smallest = Change::new(separated.0, separated.1, self.config.alternative, &mut Tables::default()).p_value;
+        let smallest =
+            Change::new(separated.0, separated.1, None, self.config.alternative, &mut Tables::default()).p_value;
         let alphas = std::iter::once(("alpha".to_owned(), self.config.alpha)).chain(
             self.config
                 .rules
@@ -445,14 +518,21 @@ impl Gate {
         let alternative = self.config.alternative;
         let mut tables = Tables::default();
         let mut ignored = 0;
-        let mut change = |value: &dyn Fn(&Run) -> f64| {
-            Change::new(base.iter().map(value).collect(), compare.iter().map(value).collect(), alternative, &mut tables)
+        let pooled = |runs: &[Run], of: Of| -> Option<Pooled> {
+            runs.iter().try_fold(Pooled { count: 0, total: 0 }, |sum, run| {
+                let counts = run.counts.as_ref()?;
+                Some(Pooled { count: sum.count + counts.value(of), total: sum.total + counts.total })
+            })
+        };
+        let mut change = |of: Of| {
+            let counts = pooled(base, of).zip(pooled(compare, of));
+            let shares = |runs: &[Run]| runs.iter().map(|r| r.share(of)).collect();
+            Change::new(shares(base), shares(compare), counts, alternative, &mut tables)
         };
 
-        let names = base.iter().chain(compare).flat_map(|r| r.functions.keys());
+        let names = base.iter().chain(compare).flat_map(|r| r.values.functions.keys());
         let mut functions = self.test_names(names, &mut ignored, |name, thresholds| {
-            let flat = change(&|r: &Run| r.functions.get(name).map_or(0.0, |v| v.0));
-            let cum = change(&|r: &Run| r.functions.get(name).map_or(0.0, |v| v.1));
+            let (flat, cum) = (change(Of::Flat(name)), change(Of::Cum(name)));
             let (verdict, metric) = match (flat.verdict(&thresholds), cum.verdict(&thresholds)) {
                 (Verdict::Regression, _) => (Verdict::Regression, Some(Metric::Flat)),
                 (_, Verdict::Regression) => (Verdict::Regression, Some(Metric::Cum)),
@@ -462,16 +542,17 @@ impl Gate {
             };
             (verdict, metric, flat, Some(cum))
         });
-        let names = base.iter().chain(compare).flat_map(|r| r.packages.keys());
+        let names = base.iter().chain(compare).flat_map(|r| r.values.packages.keys());
         let mut packages = self.test_names(names, &mut ignored, |name, thresholds| {
-            let flat = change(&|r: &Run| r.packages.get(name).copied().unwrap_or(0.0));
+            let flat = change(Of::Package(name));
             let verdict = flat.verdict(&thresholds);
             (verdict, (verdict != Verdict::Unchanged).then_some(Metric::Flat), flat, None)
         });
 
-        let total_per_second = base.iter().chain(compare).all(|r| r.total_per_second().is_some()).then(|| TotalRate {
+        let rate = |runs: &[Run]| runs.iter().map(|r| r.total_per_second()).collect::<Option<Vec<f64>>>();
+        let total_per_second = rate(base).zip(rate(compare)).map(|(base, compare)| TotalRate {
             unit: first.unit.clone(),
-            change: change(&|r: &Run| r.total_per_second().unwrap_or(0.0)),
+            change: Change::new(base, compare, None, alternative, &mut tables),
         });
         for rows in [&mut functions, &mut packages] {
             rows.sort_by(|a, b| {

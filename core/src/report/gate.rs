@@ -36,16 +36,22 @@ fn metric(row: &GateRow) -> &'static str {
     }
 }
 
-/// `flat 0.52% → 18.30% (+17.78 pp, +3419%), p = 0.050`
+/// `p = 0.050, sampling p < 0.001` (the second when samples are counted).
+fn p_values(change: &Change) -> String {
+    let sampling = change.sampling_p_value.map_or_else(String::new, |p| format!(", sampling p {}", p_value(p)));
+    format!("p {}{sampling}", p_value(change.p_value))
+}
+
+/// `flat 0.52% → 18.30% (+17.78 pp, +3419%), p = 0.050, sampling p < 0.001`
 fn change_text(row: &GateRow) -> String {
     let change = row.deciding();
     format!(
-        "{} {} → {} ({}), p {}",
+        "{} {} → {} ({}), {}",
         metric(row),
         share(change.base_median),
         share(change.compare_median),
         effect(change),
-        p_value(change.p_value)
+        p_values(change)
     )
 }
 
@@ -66,7 +72,8 @@ fn test_text(r: &GateReport) -> String {
 fn criteria_text(r: &GateReport) -> String {
     let d = &r.defaults;
     format!(
-        "a regression is a median share (flat, else cum) up by at least {} pp and {}% with p ≤ {}",
+        "a regression is a median share (flat, else cum) up by at least {} pp and {}% with p ≤ {} across runs \
+         and, where samples are counted, in the runs' pooled samples",
         d.min_effect, d.min_relative, d.alpha
     )
 }
@@ -152,18 +159,20 @@ pub fn markdown(r: &GateReport) -> String {
     let _ = writeln!(out, "{}, {}; {}.\n", r.sample_type, test_text(r), criteria_text(r));
     let regressions: Vec<(&str, &GateRow)> = r.rows(Verdict::Regression).collect();
     if !regressions.is_empty() {
-        let _ = writeln!(out, "| Regressed | Share | Median | Change | p |\n| --- | --- | --- | --- | --- |");
+        let _ = writeln!(out, "| Regressed | Share | Median | Change | p (runs) | p (samples) |");
+        let _ = writeln!(out, "| --- | --- | --- | --- | --- | --- |");
         for (kind, row) in regressions.iter().take(MARKDOWN_ROWS) {
             let change = row.deciding();
             let _ = writeln!(
                 out,
-                "| {kind} {} | {} | {} → {} | {} | {} |",
+                "| {kind} {} | {} | {} → {} | {} | {} | {} |",
                 markdown_code(&row.name),
                 metric(row),
                 share(change.base_median),
                 share(change.compare_median),
                 effect(change),
-                p_value(change.p_value).trim_start_matches("= ")
+                p_value(change.p_value).trim_start_matches("= "),
+                change.sampling_p_value.map_or("–".to_owned(), |p| p_value(p).trim_start_matches("= ").to_owned())
             );
         }
         if regressions.len() > MARKDOWN_ROWS {
@@ -206,19 +215,22 @@ pub fn junit(r: &GateReport) -> String {
             let message = format!("{kind} {} regressed: {}", row.name, change_text(row));
             let t = &row.thresholds;
             let rule = row.rule.as_ref().map_or_else(String::new, |rule| format!(" (rule {rule})"));
+            let samples =
+                change.samples.map(|[base, compare]| format!("samples pooled: {base} base, {compare} compare"));
             let details = [
-                format!("{} share of each run's total, in percent", metric(row)),
-                format!("base runs: {}", values(&change.base)),
-                format!("compare runs: {}", values(&change.compare)),
-                format!(
+                Some(format!("{} share of each run's total, in percent", metric(row))),
+                Some(format!("base runs: {}", values(&change.base))),
+                Some(format!("compare runs: {}", values(&change.compare))),
+                samples,
+                Some(format!(
                     "{}; thresholds: p ≤ {}, at least {} pp and {}%{rule}",
                     test_text(r),
                     t.alpha,
                     t.min_effect,
                     t.min_relative
-                ),
+                )),
             ];
-            let details: Vec<String> = details.iter().map(|line| xml(line)).collect();
+            let details: Vec<String> = details.iter().flatten().map(|line| xml(line)).collect();
             let _ = writeln!(
                 out,
                 "{case}>\n      <failure type=\"regression\" message=\"{}\">{}</failure>\n    </testcase>",
