@@ -3,6 +3,7 @@
 use stacklens_core::analysis::timeline::{ChartViewport, Lane, StackBox, StackChart};
 use stacklens_core::analysis::transforms::Transform;
 use stacklens_core::analysis::Filters;
+use stacklens_frontend::app::encrypted::{open, seal, Link};
 use stacklens_frontend::views::timeline::{box_at, lane_tops, zoomed, Scale, MIN_SPAN};
 use stacklens_frontend::worker::protocol::{Shape, Timeline};
 use stacklens_frontend::worker::session::{
@@ -248,4 +249,40 @@ fn timeline_zoom_and_hit_testing() {
     let at = |x, y| box_at(&chart, &tops, &scale, x, y);
     assert_eq!((at(10.0, 40.0), at(150.0, 56.0), at(600.0, 60.0), at(300.0, 60.0)), (Some(0), Some(1), Some(2), None));
     assert_eq!((at(350.0, 95.0), at(350.0, 80.0), at(350.0, 10.0), at(450.0, 95.0)), (Some(3), None, None, None));
+}
+
+#[wasm_bindgen_test]
+async fn sealed_bytes_open_with_their_key_only() {
+    let profile = b"main;serve;parse_request 30\nmain;serve;write_response 10\n";
+    let (sealed, key) = seal("payments-prod.folded", profile).await.unwrap();
+    assert!(sealed.starts_with(b"SLE1"));
+    assert_eq!(sealed.len(), 4 + 12 + 4 + "payments-prod.folded".len() + profile.len() + 16);
+    let text = String::from_utf8_lossy(&sealed);
+    assert!(!text.contains("parse_request") && !text.contains("payments"), "{text}");
+    assert_eq!(key.len(), 43, "{key}");
+    let (name, opened) = open(&sealed, &key).await.unwrap();
+    assert_eq!((name.as_str(), opened.as_slice()), ("payments-prod.folded", profile.as_slice()));
+
+    // Two seals of one profile differ (fresh key and nonce).
+    let (again, other_key) = seal("payments-prod.folded", profile).await.unwrap();
+    assert_ne!((&again, &other_key), (&sealed, &key));
+    // Another key, a cut key, altered bytes, bytes of something else: each a message.
+    let wrong = open(&sealed, &other_key).await.unwrap_err();
+    assert!(wrong.starts_with("the link's key does not open this profile"), "{wrong}");
+    let cut = open(&sealed, &key[..20]).await.unwrap_err();
+    assert!(cut.starts_with("the link's key is not a key"), "{cut}");
+    let mut altered = sealed.clone();
+    *altered.last_mut().unwrap() ^= 1;
+    assert!(open(&altered, &key).await.unwrap_err().starts_with("the link's key does not open"));
+    let foreign = open(b"\x1f\x8b\x08\x00 not sealed", &key).await.unwrap_err();
+    assert!(foreign.contains("not an encrypted stacklens profile"), "{foreign}");
+}
+
+#[wasm_bindgen_test]
+fn links_and_sources_carry_blob_and_key() {
+    let link = Link { blob: "blob-0a1b".into(), key: "k3y_-".into() };
+    assert_eq!(link.url("http://127.0.0.1:8080", None), "http://127.0.0.1:8080/#/e/blob-0a1b/k3y_-");
+    assert_eq!(link.url("https://x", Some("team a")), "https://x/#/e/blob-0a1b/k3y_-?tenant=team%20a");
+    assert_eq!(Link::from_source(&link.source()), Some(link));
+    assert_eq!(Link::from_source("https://example.com/p.pb.gz"), None);
 }

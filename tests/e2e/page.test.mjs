@@ -515,6 +515,101 @@ test('share panel: it lists what the profile gives away, previews what is upload
   await page.close();
 });
 
+test('encrypted share: the server keeps bytes it cannot read, the link opens them elsewhere, a wrong key says so, the delete token revokes it', async (t) => {
+  if (!requireFixtures(t)) return;
+  const { page } = await openPage();
+  await load(page, 'go/base/cpu.pb.gz');
+  await page.getByTestId('share').click();
+  // Sanitized, then sealed: file paths removed.
+  await page.getByTestId('strip-paths').selectOption('remove');
+  const expected = pprofFileTable('go/base/cpu.pprof-top.txt', 10);
+  const preview = () => pageTopTable(page, expected.length, 'sanitize-row');
+  await until('the preview', async () => (JSON.stringify(await preview()) === JSON.stringify(expected) ? true : undefined));
+  await page.getByTestId('share-encrypt').check();
+  await page.getByTestId('share-expires').selectOption('7d');
+  const upload = page.waitForRequest((r) => r.method() === 'POST' && new URL(r.url()).pathname.startsWith('/api/'));
+  await page.getByTestId('share-upload').click();
+  const sent = await upload;
+  assert.equal(new URL(sent.url()).pathname, '/api/v1/blobs', 'only the blob route, which never parses');
+  assert.equal(new URL(sent.url()).searchParams.get('expiresIn'), '7d');
+  const url = await page.getByTestId('share-url').inputValue();
+  const [, id, key] = /#\/e\/(blob-[0-9a-f]{32})\/([A-Za-z0-9_-]{43})$/.exec(url) ?? [];
+  assert.ok(id && key, url);
+  const expiry = await page.getByTestId('share-expiry').textContent();
+  const days = (Date.parse(expiry.replace(/^expires /, '')) - Date.now()) / 86400e3;
+  assert.ok(days > 6.9 && days <= 7, expiry);
+
+  // What the server holds: not gzip, not a profile stacklens can read, no function or file name.
+  const stored = Buffer.from(await (await fetch(`${server.base}/api/v1/blobs/${id}`)).arrayBuffer());
+  assert.ok(stored.length > 1000, `${stored.length} bytes`);
+  assert.notDeepEqual([...stored.subarray(0, 2)], [0x1f, 0x8b], 'not gzip');
+  for (const name of [...expected.map((r) => r.name), 'cpu.pb.gz', 'runtime', 'compress/flate']) {
+    assert.ok(!stored.includes(name), `the stored bytes contain ${name}`);
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'stacklens-e2e-encrypted-'));
+  writeFileSync(join(dir, 'stored.bin'), stored);
+  const read = (() => {
+    try { execFileSync(stacklensBin, ['top', join(dir, 'stored.bin')], { stdio: 'pipe' }); return 0; } catch (e) { return e.status; }
+  })();
+  assert.equal(read, 4, 'stacklens top: not a profile');
+  // The session routes refuse it: it is no profile of theirs.
+  assert.equal((await fetch(`${server.base}/api/v1/profiles/${id}`)).status, 422);
+
+  // Another browser opens the link: the page fetches the blob and opens it with the
+  // fragment's key; the key is in no request.
+  const fresh = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const other = await fresh.newPage();
+  const seen = [];
+  other.on('request', (r) => seen.push(`${r.url()} ${JSON.stringify(r.headers())}`));
+  await other.goto(url);
+  await other.getByTestId('flamegraph').waitFor();
+  await other.getByTestId('view-top').click();
+  await expectTopTable(other, expected, 'the encrypted profile, opened');
+  assert.deepEqual(await other.getByTestId('profile-tab').locator('.tab-name').allTextContents(), ['cpu.pb.gz']);
+  assert.ok(seen.some((r) => r.includes(`/api/v1/blobs/${id}`)), 'the blob was fetched');
+  assert.ok(!seen.some((r) => r.includes(key)), 'the key reached no server');
+  await screenshot(other, 'share-encrypted-opened');
+  // A reload opens it again (the link stays in the address, key in the fragment).
+  await other.reload();
+  await expectTopTable(other, expected, 'the encrypted profile, after a reload');
+
+
+  // A key of the right shape but not this one: a message, no tab.
+  const wrongKey = (key[0] === 'A' ? 'B' : 'A') + key.slice(1);
+  const wrong = await fresh.newPage();
+  await wrong.goto(url.replace(key, wrongKey));
+  const refused = wrong.getByTestId('error').filter({ hasText: "the link's key does not open this profile" });
+  await refused.waitFor();
+  assert.equal(await wrong.getByTestId('profile-tab').count(), 0);
+  await screenshot(wrong, 'share-encrypted-wrong-key');
+
+  // The delete token revokes it: the blob is gone, and the link says so.
+  await page.getByTestId('share-delete').click();
+  await page.getByTestId('share-deleted').waitFor();
+  assert.equal((await fetch(`${server.base}/api/v1/blobs/${id}`)).status, 404);
+  const gone = await fresh.newPage();
+  await gone.goto(url);
+  await gone.getByTestId('error').filter({ hasText: 'the encrypted link' }).waitFor();
+  assert.equal(await gone.getByTestId('profile-tab').count(), 0);
+
+  // Sealed as opened (nothing left out): its own link opens the same numbers.
+  await page.getByTestId('share').click();
+  await page.getByTestId('share-encrypt').check();
+  await page.getByTestId('share-upload').click();
+  await until('the second link', async () => {
+    const second = await page.getByTestId('share-url').inputValue();
+    return second !== url && second.includes('/#/e/') ? second : undefined;
+  });
+  const asOpened = await fresh.newPage();
+  await asOpened.goto(await page.getByTestId('share-url').inputValue());
+  await asOpened.getByTestId('flamegraph').waitFor();
+  await asOpened.getByTestId('view-top').click();
+  await expectTopTable(asOpened, expected, 'the profile sealed as opened');
+  await asOpened.close();
+  await fresh.close();
+  await page.close();
+});
+
 test('a reload brings back the files opened in this tab; a removed file stays removed', async (t) => {
   if (!requireFixtures(t)) return;
   const { page, requests } = await openPage();

@@ -3,6 +3,7 @@
 //! profile; parsing and analysis run in the analysis worker.
 
 mod download;
+pub mod encrypted;
 mod keys;
 mod local_store;
 mod meta;

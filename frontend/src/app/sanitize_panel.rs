@@ -1,7 +1,8 @@
 //! What a share gives away, chosen before it happens (like the Firefox Profiler's
 //! upload panel): the profile's file paths, build ids, comments and label keys with
 //! what to leave out, function names to redact, and the top table of what will be
-//! uploaded. The worker sanitizes (core's `sanitize`); only its bytes leave the page.
+//! uploaded; then whether the link is encrypted and when it expires. The worker
+//! sanitizes (core's `sanitize`); only its bytes leave the page.
 
 use leptos::prelude::*;
 use stacklens_core::analysis::sanitize::{Inventory, Labels, Paths, SanitizeOptions};
@@ -68,15 +69,31 @@ fn preview(s: &Sanitized) -> impl IntoView {
     }
 }
 
-/// The panel for the active profile; `upload` gets the chosen options' sanitized
-/// profile, or `None` when nothing is left out (the profile is uploaded as opened).
+/// How the user chose to share.
+#[derive(Clone)]
+pub struct ShareChoice {
+    /// The sanitized profile, or `None` when nothing is left out (the profile is
+    /// uploaded as opened).
+    pub sanitized: Option<Sanitized>,
+    /// Seal it in the page; the key goes in the link only.
+    pub encrypt: bool,
+    /// `1h`, `7d`: when the link stops working; `None` for never.
+    pub expires_in: Option<String>,
+}
+
+/// How long a link may live, as the server's `expiresIn` takes it ("" for ever).
+const EXPIRIES: [(&str, &str); 5] =
+    [("", "never"), ("1h", "in an hour"), ("1d", "in a day"), ("7d", "in a week"), ("30d", "in 30 days")];
+
+/// The panel for the active profile; `upload` gets what the user chose.
 #[component]
-pub fn SanitizePanel(upload: Callback<Option<Sanitized>>) -> impl IntoView {
+pub fn SanitizePanel(upload: Callback<ShareChoice>) -> impl IntoView {
     let state = expect_context::<State>();
     let inventory = RwSignal::new(None::<Result<Inventory, String>>);
     let sanitized = RwSignal::new(None::<Result<Sanitized, String>>);
     let (paths, build_ids, comments) = (RwSignal::new(Paths::Keep), RwSignal::new(false), RwSignal::new(false));
     let (dropped_keys, redact) = (RwSignal::new(Vec::<String>::new()), RwSignal::new(String::new()));
+    let (encrypt, expires_in) = (RwSignal::new(false), RwSignal::new(String::new()));
     let options = Memo::new(move |_| SanitizeOptions {
         paths: paths.get(),
         build_ids: build_ids.get(),
@@ -135,15 +152,22 @@ pub fn SanitizePanel(upload: Callback<Option<Sanitized>>) -> impl IntoView {
     };
     let send = move |_| {
         let chosen = options.get_untracked();
+        let share = |sanitized| ShareChoice {
+            sanitized,
+            encrypt: encrypt.get_untracked(),
+            expires_in: Some(expires_in.get_untracked()).filter(|e| !e.is_empty()),
+        };
         if !chosen.removes_anything() {
-            return upload.run(None);
+            return upload.run(share(None));
         }
         match sanitized.get_untracked() {
-            Some(Ok(s)) if s.options == chosen => upload.run(Some(s)),
+            Some(Ok(s)) if s.options == chosen => upload.run(share(Some(s))),
             Some(Err(e)) => state.report(format!("cannot sanitize: {e}")),
             _ => state.report("the sanitized profile is not ready yet: click again in a moment".to_owned()),
         }
     };
+    let expiry_options =
+        EXPIRIES.iter().map(|(value, label)| view! { <option value=*value>{*label}</option> }).collect_view();
     let path_choice = move |ev| {
         paths.set(match event_target_value(&ev).as_str() {
             "basenames" => Paths::BaseNames,
@@ -180,6 +204,17 @@ pub fn SanitizePanel(upload: Callback<Option<Sanitized>>) -> impl IntoView {
                 Some(Err(e)) => view! { <p class="error" data-testid="sanitize-error">{e}</p> }.into_any(),
                 None => view! { <p>"…"</p> }.into_any(),
             }}
+            <div class="sanitize-options">
+                <label title="the page encrypts the profile (AES-256-GCM) and uploads only that; the key is in the link's #fragment, which browsers never send">
+                    <input type="checkbox" data-testid="share-encrypt" on:change=move |ev| encrypt.set(event_target_checked(&ev)) />
+                    "encrypt: the server keeps bytes it cannot read, the key is in the link only"
+                </label>
+                <label>"the link expires "
+                    <select data-testid="share-expires" on:change=move |ev| expires_in.set(event_target_value(&ev))>
+                        {expiry_options}
+                    </select>
+                </label>
+            </div>
             <button data-testid="share-upload" on:click=send>"Upload and copy link"</button>
         </div>
     }

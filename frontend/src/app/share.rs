@@ -1,6 +1,7 @@
 //! The page's side of the backend: sharing a profile, baselines, and opening share
-//! links (`#/s/{session}`, `#/b/{baseline}`, `#/diff/{a}/{b}`, with `?tenant=` for a
-//! tenant other than the default). Nothing here runs unless the user asks for it.
+//! links (`#/s/{session}`, `#/b/{baseline}`, `#/diff/{a}/{b}`, `#/e/{blob}/{key}`, with
+//! `?tenant=` for a tenant other than the default). Nothing here runs unless the user
+//! asks for it.
 //!
 //! A server with credentials answers 401 to listings and writes: the page then asks
 //! for an API key or token once and keeps it in this tab's sessionStorage (never in a
@@ -9,18 +10,21 @@
 use gloo::net::http::{Request, RequestBuilder};
 use serde::de::DeserializeOwned;
 use serde_json::json;
-use stacklens_core::api::{BaselineList, BaselineResponse, SessionResponse};
+use stacklens_core::api::{BaselineList, BaselineResponse, BlobResponse, SessionResponse};
 
 use super::url_state::encode;
 
 pub(crate) const API: &str = "/api/v1";
 
-/// What a share link opens: one session or baseline, or a diff of two.
+/// What a share link opens: one session or baseline, or a diff of two, or one
+/// encrypted blob and its key.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Route {
     pub targets: Vec<String>,
     pub diff: bool,
     pub tenant: Option<String>,
+    /// An encrypted link's key (its one target is the blob).
+    pub key: Option<String>,
 }
 
 /// The share link in a URL hash, if it is one.
@@ -29,12 +33,13 @@ pub fn route(hash: &str) -> Option<Route> {
     let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
     let tenant = query.split('&').find_map(|p| p.strip_prefix("tenant=")).filter(|t| !t.is_empty()).map(str::to_owned);
     let parts: Vec<&str> = path.split('/').collect();
-    let (targets, diff) = match parts.as_slice() {
-        ["s" | "b", id] => (vec![(*id).to_owned()], false),
-        ["diff", a, b] => (vec![(*a).to_owned(), (*b).to_owned()], true),
+    let (targets, diff, key) = match parts.as_slice() {
+        ["s" | "b", id] => (vec![(*id).to_owned()], false, None),
+        ["diff", a, b] => (vec![(*a).to_owned(), (*b).to_owned()], true, None),
+        ["e", blob, key] => (vec![(*blob).to_owned()], false, Some((*key).to_owned())),
         _ => return None,
     };
-    Some(Route { targets, diff, tenant })
+    Some(Route { targets, diff, tenant, key })
 }
 
 /// Where this tab keeps the credential the user entered.
@@ -93,8 +98,6 @@ fn explain(status: u16, message: String) -> String {
 /// 401 asks for a token once and sends again. The answer's bytes, or the API's message
 /// (or why the server was unreachable) with what to do about it.
 pub(crate) async fn send(build: impl Fn(Option<&str>) -> Result<Request, gloo::net::Error>) -> Result<Vec<u8>, String> {
-    let unreachable =
-        |e: gloo::net::Error| format!("the stacklens server cannot be reached ({e}); this needs `stacklens serve`");
     let mut token = stored_token();
     let mut asked = false;
     loop {
@@ -104,10 +107,7 @@ pub(crate) async fn send(build: impl Fn(Option<&str>) -> Result<Request, gloo::n
         if (200..300).contains(&status) {
             return Ok(bytes);
         }
-        let message = serde_json::from_slice::<serde_json::Value>(&bytes)
-            .ok()
-            .and_then(|v| v["message"].as_str().map(str::to_owned))
-            .unwrap_or_else(|| format!("the server answered {status}"));
+        let message = api_message(status, &bytes);
         if status == 401 || status == 403 {
             // A rejected token is of no more use; the next click asks again.
             forget_token();
@@ -121,6 +121,18 @@ pub(crate) async fn send(build: impl Fn(Option<&str>) -> Result<Request, gloo::n
         }
         return Err(explain(status, message));
     }
+}
+
+fn unreachable(e: gloo::net::Error) -> String {
+    format!("the stacklens server cannot be reached ({e}); this needs `stacklens serve`")
+}
+
+/// The API's message in an error answer, or its status.
+fn api_message(status: u16, bytes: &[u8]) -> String {
+    serde_json::from_slice::<serde_json::Value>(bytes)
+        .ok()
+        .and_then(|v| v["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("the server answered {status}"))
 }
 
 /// [`send`], reading the answer as JSON.
@@ -139,15 +151,73 @@ pub fn raw_url(session: &str, tenant: Option<&str>) -> String {
     }
 }
 
-/// Uploads a profile's bytes; the same bytes always give the same session.
-pub async fn upload(source: &web_sys::Blob, name: &str, tenant: Option<&str>) -> Result<SessionResponse, String> {
-    let url = format!("{API}/profiles?name={}", js_sys::encode_uri_component(name));
+/// `&expiresIn=…` when the link is to expire.
+fn expiry_param(expires_in: Option<&str>) -> String {
+    expires_in.map_or_else(String::new, |e| format!("&expiresIn={}", encode(e)))
+}
+
+/// Uploads a profile's bytes; the same bytes always give the same session. With
+/// `expires_in` (`1h`, `7d`) the link stops working after that long.
+pub async fn upload(
+    source: &web_sys::Blob,
+    name: &str,
+    expires_in: Option<&str>,
+    tenant: Option<&str>,
+) -> Result<SessionResponse, String> {
+    let url = format!("{API}/profiles?name={}{}", encode(name), expiry_param(expires_in));
     call(|token| {
         addressed(Request::post(&url), tenant, token)
             .header("Content-Type", "application/octet-stream")
             .body(source.clone())
     })
     .await
+}
+
+/// Uploads sealed bytes, which the server keeps as they are and never reads.
+pub async fn upload_blob(
+    sealed: &web_sys::Blob,
+    expires_in: Option<&str>,
+    tenant: Option<&str>,
+) -> Result<BlobResponse, String> {
+    let url = format!("{API}/blobs?{}", expiry_param(expires_in).trim_start_matches('&'));
+    call(|token| {
+        addressed(Request::post(&url), tenant, token)
+            .header("Content-Type", "application/octet-stream")
+            .body(sealed.clone())
+    })
+    .await
+}
+
+/// A blob's bytes; the link is the capability, so no credential is sent.
+pub async fn blob(id: &str, tenant: Option<&str>) -> Result<Vec<u8>, String> {
+    let url = format!("{API}/blobs/{}", encode(id));
+    send(|_| addressed(Request::get(&url), tenant, None).build()).await
+}
+
+/// What a delete token revokes: an uploaded session's link or an encrypted blob.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Shared {
+    Session(String),
+    Blob(String),
+}
+
+/// Revokes a shared link with the delete token its upload answered (no credential:
+/// the token is the right to delete).
+pub async fn delete(shared: &Shared, delete_token: &str, tenant: Option<&str>) -> Result<(), String> {
+    let url = match shared {
+        Shared::Session(id) => format!("{API}/profiles/{}", encode(id)),
+        Shared::Blob(id) => format!("{API}/blobs/{}", encode(id)),
+    };
+    let response = addressed(Request::delete(&url), tenant, None)
+        .header("X-Stacklens-Delete-Token", delete_token)
+        .send()
+        .await
+        .map_err(unreachable)?;
+    if response.ok() {
+        return Ok(());
+    }
+    let bytes = response.binary().await.map_err(unreachable)?;
+    Err(api_message(response.status(), &bytes))
 }
 
 pub async fn save_baseline(

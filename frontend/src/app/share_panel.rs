@@ -6,10 +6,11 @@ use leptos::task::spawn_local;
 
 use stacklens_core::api::{BaselineResponse, SessionResponse};
 
-use super::sanitize_panel::{SanitizePanel, Sanitized};
-use super::share;
+use super::encrypted::{self, js_error, Link};
+use super::sanitize_panel::{SanitizePanel, ShareChoice};
+use super::share::{self, Shared};
 use super::state::State;
-use super::url_state;
+use super::{download, url_state};
 
 /// Uploads the active profile (idempotent: the same bytes are the same session), then
 /// hands its session to `then`.
@@ -22,11 +23,61 @@ fn with_session(state: State, then: impl FnOnce(SessionResponse) + 'static) {
 /// Uploads `source` as the profile `name`, then hands its session to `then`.
 fn upload_then(state: State, name: String, source: web_sys::Blob, then: impl FnOnce(SessionResponse) + 'static) {
     spawn_local(async move {
-        match share::upload(&source, &name, state.tenant.get_value().as_deref()).await {
+        match share::upload(&source, &name, None, state.tenant.get_value().as_deref()).await {
             Ok(session) => then(session),
             Err(err) => state.report(format!("{name}: cannot share: {err}")),
         }
     });
+}
+
+/// A link shared from this panel, and how to take it back.
+#[derive(Clone)]
+struct SharedLink {
+    url: String,
+    expires_at: Option<String>,
+    /// What the delete token revokes, and the token (the server keeps only its hash).
+    revoke: Option<(Shared, String)>,
+}
+
+/// A blob's bytes (a profile to seal as opened).
+async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
+    let buffer = wasm_bindgen_futures::JsFuture::from(blob.array_buffer())
+        .await
+        .map_err(|e| js_error("cannot read the profile", e))?;
+    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+}
+
+/// Uploads the profile `id` (named `name`) as `choice` says: sanitized or as opened,
+/// sealed in the page or not, for ever or until it expires.
+async fn share_as_chosen(state: State, id: u32, name: &str, choice: ShareChoice) -> Result<SharedLink, String> {
+    let tenant = state.tenant.get_value();
+    let expires = choice.expires_in.as_deref();
+    let bytes_blob = |bytes: &[u8]| {
+        download::blob(bytes, "application/octet-stream").map_err(|e| js_error("cannot keep the bytes to upload", e))
+    };
+    let opened = || state.client.with_value(|c| c.source(id)).ok_or_else(|| "the profile was closed".to_owned());
+    if choice.encrypt {
+        let plain = match choice.sanitized {
+            Some(s) => s.bytes,
+            None => read_blob(&opened()?).await?,
+        };
+        let (sealed, key) = encrypted::seal(name, &plain).await?;
+        let stored = share::upload_blob(&bytes_blob(&sealed)?, expires, tenant.as_deref()).await?;
+        let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
+        let url = Link { blob: stored.id.clone(), key }.url(&origin, tenant.as_deref());
+        return Ok(SharedLink {
+            url,
+            expires_at: stored.expires_at,
+            revoke: Some((Shared::Blob(stored.id), stored.delete_token)),
+        });
+    }
+    let source = match &choice.sanitized {
+        Some(s) => bytes_blob(&s.bytes)?,
+        None => opened()?,
+    };
+    let session = share::upload(&source, name, expires, tenant.as_deref()).await?;
+    let revoke = session.delete_token.map(|token| (Shared::Session(session.record.id), token));
+    Ok(SharedLink { url: session.share_url, expires_at: session.record.expires_at, revoke })
 }
 
 /// Fetches the latest baseline of the active profile's type and opens the diff of the
@@ -81,32 +132,41 @@ fn baseline_table(list: Vec<BaselineResponse>) -> impl IntoView {
 #[component]
 pub fn SharePanel() -> impl IntoView {
     let state = expect_context::<State>();
-    let share_link = RwSignal::new(None::<String>);
+    let share_link = RwSignal::new(None::<SharedLink>);
+    let deleted = RwSignal::new(None::<String>);
     let baseline_saved = RwSignal::new(None::<String>);
     let baseline_list = RwSignal::new(None::<Vec<BaselineResponse>>);
     let (label, description, tags) =
         (RwSignal::new(String::new()), RwSignal::new(String::new()), RwSignal::new(String::new()));
     let choosing = RwSignal::new(false);
-    let linked = move |session: SessionResponse| {
-        share_link.try_set(Some(session.share_url.clone()));
-        if let Some(w) = web_sys::window() {
-            let _ = w.navigator().clipboard().write_text(&session.share_url);
-        }
-    };
-    // Nothing left out: the profile as opened; else only the sanitized bytes.
-    let upload = Callback::new(move |chosen: Option<Sanitized>| {
+    let upload = Callback::new(move |choice: ShareChoice| {
         choosing.set(false);
-        match chosen {
-            None => with_session(state, linked),
-            Some(s) => {
-                let Some(e) = state.current.get_untracked() else { return };
-                match super::download::blob(&s.bytes, "application/octet-stream") {
-                    Ok(blob) => upload_then(state, e.name, blob, linked),
-                    Err(err) => state.report(format!("{}: cannot share: {err:?}", e.name)),
+        let Some(e) = state.current.get_untracked() else { return };
+        spawn_local(async move {
+            match share_as_chosen(state, e.id, &e.name, choice).await {
+                Ok(link) => {
+                    if let Some(w) = web_sys::window() {
+                        let _ = w.navigator().clipboard().write_text(&link.url);
+                    }
+                    deleted.try_set(None);
+                    share_link.try_set(Some(link));
                 }
+                Err(err) => state.report(format!("{}: cannot share: {err}", e.name)),
             }
-        }
+        });
     });
+    let revoke = move |_| {
+        let Some(SharedLink { revoke: Some((shared, token)), .. }) = share_link.get_untracked() else { return };
+        spawn_local(async move {
+            match share::delete(&shared, &token, state.tenant.get_value().as_deref()).await {
+                Ok(()) => {
+                    share_link.try_set(None);
+                    deleted.try_set(Some("deleted from the server: the link no longer opens".to_owned()));
+                }
+                Err(err) => state.report(format!("cannot delete the shared copy: {err}")),
+            }
+        });
+    };
     let save_baseline = move |_| {
         let label = label.get_untracked();
         if label.trim().is_empty() {
@@ -141,10 +201,19 @@ pub fn SharePanel() -> impl IntoView {
         });
     };
     let link = move || {
-        share_link.get().map(|url| {
+        share_link.get().map(|SharedLink { url, expires_at, revoke: token }| {
+            let expiry = expires_at.map_or_else(|| "never expires".to_owned(), |at| format!("expires {at}"));
+            let token = token.map(|(_, token)| {
+                view! {
+                    <input class="share-url" readonly aria-label="delete token" title="keep it to delete the shared copy later (DELETE with X-Stacklens-Delete-Token)" data-testid="share-delete-token" prop:value=token />
+                    <button data-testid="share-delete" on:click=revoke>"Delete the shared copy"</button>
+                }
+            });
             view! {
                 <input class="share-url" readonly aria-label="share link" data-testid="share-url" prop:value=url.clone() />
                 <a href=url target="_blank">"open"</a>
+                <span data-testid="share-expiry">{expiry}</span>
+                {token}
             }
         })
     };
@@ -161,6 +230,7 @@ pub fn SharePanel() -> impl IntoView {
                 "Share…"
             </button>
             {link}
+            {move || deleted.get().map(|m| view! { <span data-testid="share-deleted">{m}</span> })}
             {move || choosing.get().then(|| view! { <SanitizePanel upload=upload /> })}
             <details class="baseline-menu" data-testid="baseline-menu">
                 <summary>"Baselines"</summary>

@@ -6,6 +6,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use web_sys::{DragEvent, FileList, HtmlInputElement};
 
+use super::encrypted::{self, Link};
 use super::share::Route;
 use super::state::{State, ViewKind};
 use super::url_state::{self, HashState};
@@ -20,9 +21,31 @@ fn add_files(state: State, files: FileList) {
     }
 }
 
+/// Fetches an encrypted link's blob and opens it in the page; the link goes in the
+/// address as a source (the key stays in the fragment), so a reload opens it again.
+fn open_encrypted(state: State, link: Link) {
+    spawn_local(async move {
+        let tenant = state.tenant.get_value();
+        let opened = match share::blob(&link.blob, tenant.as_deref()).await {
+            Ok(sealed) => encrypted::open(&sealed, &link.key).await,
+            Err(e) => Err(e),
+        };
+        match opened {
+            Ok((name, bytes)) => {
+                state.sources.update(|s| s.push(link.source()));
+                state.add_bytes(name, Ok(bytes), false);
+            }
+            Err(e) => state.report(format!("the encrypted link: {e}")),
+        }
+    });
+}
+
 /// Fetches what a share link names from the server, in order (a diff's base first);
 /// the raw bytes' URLs then go in the address like any `url=` source.
 fn open_link(state: State, link: Route) {
+    if let (Some(key), [blob]) = (&link.key, link.targets.as_slice()) {
+        return open_encrypted(state, Link { blob: blob.clone(), key: key.clone() });
+    }
     spawn_local(async move {
         let tenant = state.tenant.get_value();
         let mut fetched = Vec::new();
@@ -57,6 +80,10 @@ pub fn open_initial(state: State, initial: &HashState, link: Option<Route>) {
         });
     }
     for url in initial.urls.clone() {
+        if let Some(link) = Link::from_source(&url) {
+            open_encrypted(state, link);
+            continue;
+        }
         state.sources.update(|s| s.push(url.clone()));
         spawn_local(async move {
             let name = url.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or(&url).to_owned();
