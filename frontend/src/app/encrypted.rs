@@ -21,6 +21,10 @@ const NONCE: usize = 12;
 const TAG: usize = 16;
 const KEY_BYTES: usize = 32;
 
+/// The largest profile sealed in the page: sealing holds it twice (the bytes and
+/// WebCrypto's output), on top of what the tab already holds.
+pub const MAX_BYTES: f64 = 512.0 * 1024.0 * 1024.0;
+
 /// The source string an encrypted link becomes in the address (`url=`), so that a
 /// reload opens it again; never fetched as a URL.
 const SOURCE_PREFIX: &str = "encrypted:";

@@ -59,7 +59,18 @@ async fn share_as_chosen(state: State, id: u32, name: &str, choice: ShareChoice)
     if choice.encrypt {
         let plain = match choice.sanitized {
             Some(s) => s.bytes,
-            None => read_blob(&opened()?).await?,
+            None => {
+                let source = opened()?;
+                if source.size() > encrypted::MAX_BYTES {
+                    return Err(format!(
+                        "{:.0} MiB is too large to encrypt in the page (at most {:.0} MiB): leave something out \
+                         (the sanitized profile is much smaller), or share it unencrypted",
+                        source.size() / 1048576.0,
+                        encrypted::MAX_BYTES / 1048576.0
+                    ));
+                }
+                read_blob(&source).await?
+            }
         };
         let (sealed, key) = encrypted::seal(name, &plain).await?;
         let stored = share::upload_blob(&bytes_blob(&sealed)?, expires, tenant.as_deref()).await?;
