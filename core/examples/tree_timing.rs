@@ -1,7 +1,8 @@
 //! How long a call tree within the page's node budget takes to build:
 //! `cargo run --release -p stacklens-core --example tree_timing FILE [MAX_NODES [RUNS]]`
 //! (MAX_NODES default 8,388,608, the worker's; RUNS default 3). For a profile whose
-//! whole tree is larger (the `huge` example's huge.pb), this is the pruned build.
+//! whole tree is larger (the `huge` example's huge.pb), this is the pruned build, and
+//! it names the node with the most left out under it (a zoom there needs more detail).
 
 use std::time::{Duration, Instant};
 
@@ -33,5 +34,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         tree.nodes.len(),
         tree.pruned_below,
     );
+    // Where a zoom passes the kept detail: the node with the most left out under it.
+    let left_out = |n: u32| {
+        let node = tree.nodes[n as usize];
+        node.total - node.self_value - tree.children(n).map(|c| tree.nodes[c as usize].total).sum::<i64>()
+    };
+    if let Some(widest) = (1..tree.nodes.len() as u32).filter(|&n| left_out(n) > 0).max_by_key(|&n| left_out(n)) {
+        let path: Vec<&str> = tree.path(widest).iter().map(|&n| tree.name(n)).collect();
+        println!("most left out ({}) under: {}", left_out(widest), path.join(";"));
+    }
     Ok(())
 }

@@ -489,6 +489,59 @@ fn a_pruned_tree_draws_like_the_whole_tree() {
     }
 }
 
+/// A tree of the stacks through one node's path is that node's subtree of the whole
+/// tree, node for node with the same values (and base values in a diff); the path's
+/// ancestors carry only the node's value.
+#[test]
+fn a_tree_below_a_path_is_that_nodes_subtree() {
+    let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
+    let build = |options: &TreeOptions, diff: bool| {
+        if diff {
+            CallTree::build_diff(&base, &new, options).unwrap()
+        } else {
+            CallTree::build(&new, options).unwrap()
+        }
+    };
+    for diff in [false, true] {
+        let whole = build(&TreeOptions::default(), diff);
+        let node = (0..whole.nodes.len() as u32)
+            .find(|&n| whole.name(n) == "compress/flate.(*compressor).deflate")
+            .expect("the fixture calls deflate");
+        let path: Vec<String> = whole.path(node).iter().map(|&n| whole.name(n).to_owned()).collect();
+        assert!(path.len() > 3, "{path:?}");
+        let below = build(&TreeOptions { below: path.clone(), ..TreeOptions::default() }, diff);
+        let at = below.node_at_path(&path);
+        assert_eq!(below.path(at).len(), path.len());
+        let subtree = |t: &CallTree, n: u32| -> Vec<(String, u32, i64, i64, i64, i64)> {
+            let depth = t.nodes[n as usize].depth;
+            (n..t.nodes[n as usize].end)
+                .map(|i| {
+                    let (node, b) = (t.nodes[i as usize], t.base_values(i));
+                    (t.name(i).to_owned(), node.depth - depth, node.total, node.self_value, b.total, b.self_value)
+                })
+                .collect()
+        };
+        assert_eq!(subtree(&below, at), subtree(&whole, node), "diff: {diff}");
+        assert_eq!(below.nodes.len() as u32, at + below.nodes[at as usize].end - at, "only the path above it");
+        assert_eq!(below.total(), whole.nodes[node as usize].total);
+        // Within a budget it is pruned against its own width, finer than the whole's.
+        let max_nodes = (below.nodes.len() - path.len()) / 3;
+        let pruned =
+            build(&TreeOptions { below: path.clone(), max_nodes: Some(max_nodes), ..TreeOptions::default() }, diff);
+        let whole_pruned = build(&TreeOptions { max_nodes: Some(max_nodes), ..TreeOptions::default() }, diff);
+        assert!(pruned.pruned_below > 0 && pruned.nodes.len() <= max_nodes, "{}", pruned.pruned_below);
+        assert!(
+            pruned.pruned_below < whole_pruned.pruned_below,
+            "{} {}",
+            pruned.pruned_below,
+            whole_pruned.pruned_below
+        );
+        // A path no stack has: an empty tree.
+        let nowhere = build(&TreeOptions { below: vec!["no such function".into()], ..TreeOptions::default() }, diff);
+        assert_eq!((nowhere.nodes.len(), nowhere.total()), (1, 0));
+    }
+}
+
 #[test]
 fn diff_tree_carries_both_profiles() {
     let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };

@@ -7,7 +7,7 @@ use stacklens_frontend::app::encrypted::{open, seal, Link};
 use stacklens_frontend::views::timeline::{box_at, lane_tops, zoomed, Scale, MIN_SPAN};
 use stacklens_frontend::worker::protocol::{Shape, Timeline};
 use stacklens_frontend::worker::session::{
-    diff_profiles, diff_tree, flame_window, tiny_cpu_profile, Loaded, TreeCache,
+    detail_path, detail_window, diff_profiles, diff_tree, flame_window, tiny_cpu_profile, Loaded, TreeCache,
 };
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
@@ -249,6 +249,51 @@ fn timeline_zoom_and_hit_testing() {
     let at = |x, y| box_at(&chart, &tops, &scale, x, y);
     assert_eq!((at(10.0, 40.0), at(150.0, 56.0), at(600.0, 60.0), at(300.0, 60.0)), (Some(0), Some(1), Some(2), None));
     assert_eq!((at(350.0, 95.0), at(350.0, 80.0), at(350.0, 10.0), at(450.0, 95.0)), (Some(3), None, None, None));
+}
+
+/// A zoom past what a pruned tree kept gets the zoomed subtree built alone: every frame,
+/// a zoom deeper than the pruned tree goes, and the ancestors' values from the whole.
+#[wasm_bindgen_test]
+fn zooming_past_a_pruned_trees_detail_builds_the_subtree_alone() {
+    let none = Shape::default();
+    let loaded = Loaded::parse("small.pb", &tiny_cpu_profile()).expect("parses");
+    let tree = |below: Vec<String>, max_nodes| loaded.tree_below(&none, 1, &Filters::default(), below, max_nodes);
+    let names = |t: &stacklens_core::analysis::tree::CallTree| -> Vec<(String, i64)> {
+        (0..t.nodes.len() as u32).map(|n| (t.name(n).to_owned(), t.nodes[n as usize].total)).collect()
+    };
+    let at = |path: &[&str]| path.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // root 40, main 40, work 30, hot 30, idle 10: within 4 nodes the cut is 20 (idle goes).
+    let mut cache = TreeCache::keeping(4);
+    let whole = cache.get_or_build("whole", || tree(Vec::new(), 4)).expect("tree");
+    assert_eq!((whole.nodes.len(), whole.pruned_below), (4, 20));
+    let zoom = at(&["main", "work"]);
+    let (_, meta) = flame_window(&whole, &zoom, "");
+    assert!(!meta.complete, "the window at work could miss frames under 20");
+    let path = detail_path(&whole, &zoom, &meta).expect("past the kept detail");
+    assert_eq!(path, zoom);
+    // Built beside the whole tree, which the cache keeps.
+    let detail = cache.get_or_build_keeping("detail", whole.nodes.len(), || tree(path.clone(), 4)).expect("tree");
+    assert_eq!(cache.len(), 2, "the whole tree stays");
+    assert_eq!(detail.total(), 30, "only the stacks through main;work");
+    let (window, meta) = detail_window(&whole, &detail, &path, &zoom, meta);
+    assert!(meta.complete);
+    assert_eq!((window.name(meta.zoom), meta.pruned_below), ("work", 20));
+    let expected = [("root", 40), ("main", 40), ("work", 30), ("hot", 30)];
+    assert_eq!(names(&window), expected.map(|(n, v)| (n.to_owned(), v)), "the ancestors' values are the whole's");
+
+    // Within 3 nodes the whole tree stops at main; a zoom at work goes on in the subtree.
+    let whole = tree(Vec::new(), 3).expect("tree").0;
+    assert_eq!(names(&whole), [("root".to_owned(), 40), ("main".to_owned(), 40)]);
+    let (_, meta) = flame_window(&whole, &zoom, "");
+    let path = detail_path(&whole, &zoom, &meta).expect("past the kept detail");
+    assert_eq!(path, at(&["main"]));
+    let detail = tree(path.clone(), 100).expect("tree").0;
+    let (window, meta) = detail_window(&whole, &detail, &path, &zoom, meta);
+    assert_eq!(window.name(meta.zoom), "work");
+    // A complete window, or one at the root, needs nothing more.
+    let full = tree(Vec::new(), 100).expect("tree").0;
+    let (_, meta) = flame_window(&full, &zoom, "");
+    assert_eq!(detail_path(&full, &zoom, &meta), None);
 }
 
 #[wasm_bindgen_test]

@@ -19,6 +19,9 @@ pub struct TreeOptions {
     /// Build at most this many nodes: a tree that would have more leaves out its
     /// narrowest subtrees (see [`CallTree::pruned_below`]). `None`: every node.
     pub max_nodes: Option<usize>,
+    /// Only the stacks through this call path (root first, node names): the subtree of
+    /// one node, at full detail when the whole tree had to leave some out. Empty: all.
+    pub below: Vec<String>,
 }
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -99,6 +102,12 @@ impl Stacks {
             }
             ids.push(id);
         }
+        // The path as name ids; a name no frame has leaves no stack through it.
+        let Some(below) =
+            options.below.iter().map(|name| self.name_index.get(name).copied()).collect::<Option<Vec<u32>>>()
+        else {
+            return Ok(());
+        };
         for sample in table.kept_samples() {
             let value = sample.values.get(index).copied().unwrap_or(0);
             if value == 0 {
@@ -106,6 +115,10 @@ impl Stacks {
             }
             let start = self.frames.len() as u32;
             table.walk_root_first(sample, |node, _| self.frames.push(ids[node as usize]));
+            if !self.frames[start as usize..].starts_with(&below) {
+                self.frames.truncate(start as usize);
+                continue;
+            }
             self.stacks.push((start, self.frames.len() as u32 - start, value, base));
         }
         Ok(())

@@ -25,11 +25,15 @@ mod reading;
 pub mod session;
 
 use protocol::{Envelope, Request, Response, Shape, Summary, TreeKey, TreeKind};
-use session::{diff_profiles, diff_tree, flame_window, goroutine_growth, Loaded, TreeCache};
+use session::{
+    detail_path, detail_window, diff_profiles, diff_tree, flame_window, goroutine_growth, Loaded, TreeCache,
+    MAX_TREE_NODES, MIN_DETAIL_NODES,
+};
 
 thread_local! {
     static PROFILES: RefCell<HashMap<u32, Loaded>> = RefCell::new(HashMap::new());
-    static TREES: RefCell<TreeCache<TreeKey>> = const { RefCell::new(TreeCache::new()) };
+    /// Whole trees, and zoomed subtrees built alone (keyed by their path; empty: whole).
+    static TREES: RefCell<TreeCache<(TreeKey, Vec<String>)>> = const { RefCell::new(TreeCache::new()) };
     static MEASURED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
@@ -125,7 +129,7 @@ fn handle(seq: u64, request: Request, profile_bytes: Option<Blob>) {
         },
         Request::Remove { id } => {
             PROFILES.with(|p| p.borrow_mut().remove(&id));
-            TREES.with(|t| t.borrow_mut().retain(|k| !k.involves(id)));
+            TREES.with(|t| t.borrow_mut().retain(|k| !k.0.involves(id)));
         }
         Request::Top { id, sample, filters, shape } => {
             post(seq, &Response::Top(with(id, |l| l.top(&shape, sample, &filters))), None)
@@ -133,17 +137,31 @@ fn handle(seq: u64, request: Request, profile_bytes: Option<Blob>) {
         Request::Tree { id, sample, filters, shape, kind, zoom, search } => {
             let key = TreeKey { id, sample, filters: filters.clone(), shape: shape.clone(), kind: kind.clone() };
             let whole = TREES.with(|t| {
-                t.borrow_mut().get_or_build(key, || match kind {
+                t.borrow_mut().get_or_build((key.clone(), Vec::new()), || match &kind {
                     TreeKind::Plain => with(id, |l| l.tree(&shape, sample, &filters)),
                     TreeKind::DiffAgainst(base) => {
-                        with_two(base, id, |b, c| diff_tree(b, c, &transforms_only(&shape), sample, &filters))
+                        with_two(*base, id, |b, c| diff_tree(b, c, &transforms_only(&shape), sample, &filters))
                     }
                     TreeKind::Sandwich(function, side) => {
-                        with(id, |l| l.sandwich(&shape, sample, &filters, &function, side))
+                        with(id, |l| l.sandwich(&shape, sample, &filters, function, *side))
                     }
                 })
             });
-            match whole.map(|tree| flame_window(&tree, &zoom, &search)) {
+            let window = whole.and_then(|whole| {
+                let (window, meta) = flame_window(&whole, &zoom, &search);
+                // Zoomed past what a pruned tree kept: the zoomed subtree, built alone.
+                let Some(path) = detail_path(&whole, &zoom, &meta).filter(|_| kind == TreeKind::Plain) else {
+                    return Ok((window, meta));
+                };
+                let budget = MAX_TREE_NODES.saturating_sub(whole.nodes.len()).max(MIN_DETAIL_NODES);
+                let detail = TREES.with(|t| {
+                    t.borrow_mut().get_or_build_keeping((key, path.clone()), whole.nodes.len(), || {
+                        with(id, |l| l.tree_below(&shape, sample, &filters, path.clone(), budget))
+                    })
+                })?;
+                Ok(detail_window(&whole, &detail, &path, &zoom, meta))
+            });
+            match window {
                 Ok((window, meta)) => post(seq, &Response::Tree(Ok(meta)), Some(window.to_bytes())),
                 Err(e) => post(seq, &Response::Tree(Err(e)), None),
             }

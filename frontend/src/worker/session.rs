@@ -12,7 +12,7 @@ use stacklens_core::analysis::graph::{call_graph, GraphOptions};
 use stacklens_core::analysis::timeline::{histogram, restrict, stack_chart, ChartViewport, TimelineOptions};
 use stacklens_core::analysis::top::{top, TopOptions, TopReport};
 use stacklens_core::analysis::transforms::apply;
-use stacklens_core::analysis::tree::{CallTree, Side, TreeOptions};
+use stacklens_core::analysis::tree::{CallTree, Side, TreeOptions, ROOT};
 use stacklens_core::analysis::Filters;
 use stacklens_core::layout::graph::{layout_call_graph, GraphLayoutOptions};
 use stacklens_core::report::dot::legend;
@@ -54,6 +54,10 @@ pub fn search_matcher(needle: &str) -> impl Fn(&str) -> bool {
 /// at most; the large CPU fixture's whole tree has 4.45 M nodes).
 pub const MAX_TREE_NODES: usize = 8 << 20;
 
+/// A zoomed subtree's detail is built within what its whole tree left of
+/// [`MAX_TREE_NODES`], and at least this many nodes.
+pub const MIN_DETAIL_NODES: usize = 1 << 20;
+
 /// The window of `tree` zoomed at the node `zoom_path` names (from the root), and what
 /// the page learns with it: the zoomed node, what `search` matches in the whole tree,
 /// and whether pruning left anything out of it.
@@ -65,6 +69,39 @@ pub fn flame_window(tree: &CallTree, zoom_path: &[String], search: &str) -> (Cal
     let meta =
         WindowMeta { zoom: at, matched, pruned_below: tree.pruned_below, complete: min_total >= tree.pruned_below };
     (window, meta)
+}
+
+/// Where a window of `tree` zoomed at `zoom_path` goes deeper than `tree` kept: the
+/// root-first path of the deepest node of `zoom_path` that `tree` has, whose subtree
+/// built alone has every frame the window lacks ([`detail_window`]); `None` when the
+/// window is complete or at the root.
+pub fn detail_path(tree: &CallTree, zoom_path: &[String], meta: &WindowMeta) -> Option<Vec<String>> {
+    let zoom = tree.node_at_path(zoom_path);
+    (!meta.complete && zoom != ROOT).then(|| tree.path(zoom).iter().map(|&n| tree.name(n).to_owned()).collect())
+}
+
+/// The window at `zoom_path` cut from `detail`, the tree of only the stacks through
+/// `path` (a prefix of `zoom_path`), instead of from the pruned `whole`: every frame the
+/// zoom can show, and a zoom deeper than `whole` kept. The root and the ancestors above
+/// `path`'s node take their values from `whole` (in `detail` they carry only that
+/// node's); the search and the whole tree's pruning stay `meta`'s.
+pub fn detail_window(
+    whole: &CallTree,
+    detail: &CallTree,
+    path: &[String],
+    zoom_path: &[String],
+    meta: WindowMeta,
+) -> (CallTree, WindowMeta) {
+    let zoom = detail.node_at_path(zoom_path);
+    let min_total = detail.nodes[zoom as usize].total / (2 * WINDOW_PX);
+    let (mut window, at) = detail.window(zoom, min_total, MAX_ROWS - 1);
+    let above = std::iter::once(ROOT).chain(whole.path(whole.node_at_path(path))).take(path.len());
+    for (node, from) in window.nodes[..at as usize].iter_mut().zip(above) {
+        let whole_node = whole.nodes[from as usize];
+        (node.total, node.self_value) = (whole_node.total, whole_node.self_value);
+    }
+    window.pruned_below = whole.pruned_below;
+    (window, WindowMeta { zoom: at, complete: min_total >= detail.pruned_below, ..meta })
 }
 
 /// Whole call trees kept by the worker, newest last, so zooming and searching only cut
@@ -100,6 +137,17 @@ impl<K: PartialEq> TreeCache<K> {
         key: K,
         build: impl FnOnce() -> Result<SharedTree, String>,
     ) -> Result<Arc<CallTree>, String> {
+        self.get_or_build_keeping(key, self.kept_nodes, build)
+    }
+
+    /// [`TreeCache::get_or_build`], keeping up to `kept_nodes` nodes of the newest trees
+    /// while building (a zoomed subtree's detail is built beside its whole tree).
+    pub fn get_or_build_keeping(
+        &mut self,
+        key: K,
+        kept_nodes: usize,
+        build: impl FnOnce() -> Result<SharedTree, String>,
+    ) -> Result<Arc<CallTree>, String> {
         if let Some(i) = self.entries.iter().position(|(k, _)| *k == key) {
             let entry = self.entries.remove(i);
             let tree = entry.1.clone();
@@ -108,7 +156,7 @@ impl<K: PartialEq> TreeCache<K> {
         }
         // Evict first, so large trees are never held while another is built.
         while self.entries.len() >= Self::CAPACITY
-            || self.entries.iter().map(|(_, t)| t.nodes.len()).sum::<usize>() > self.kept_nodes
+            || self.entries.iter().map(|(_, t)| t.nodes.len()).sum::<usize>() > kept_nodes
         {
             self.entries.remove(0);
         }
@@ -184,10 +232,24 @@ impl Loaded {
     }
 
     pub fn tree(&self, shape: &Shape, sample_index: usize, filters: &Filters) -> Result<SharedTree, String> {
+        self.tree_below(shape, sample_index, filters, Vec::new(), MAX_TREE_NODES)
+    }
+
+    /// The tree of the stacks through `below` (root first; empty: all of them), within
+    /// `max_nodes` nodes.
+    pub fn tree_below(
+        &self,
+        shape: &Shape,
+        sample_index: usize,
+        filters: &Filters,
+        below: Vec<String>,
+        max_nodes: usize,
+    ) -> Result<SharedTree, String> {
         let options = TreeOptions {
             sample_index: sample_index.to_string(),
             filters: filters.clone(),
-            max_nodes: Some(MAX_TREE_NODES),
+            max_nodes: Some(max_nodes),
+            below,
             ..TreeOptions::default()
         };
         CallTree::build(&*self.shaped(shape)?, &options).map(|t| SharedTree(Arc::new(t))).map_err(|e| e.to_string())
