@@ -41,7 +41,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     if let Some(widest) = (1..tree.nodes.len() as u32).filter(|&n| left_out(n) > 0).max_by_key(|&n| left_out(n)) {
         let path: Vec<&str> = tree.path(widest).iter().map(|&n| tree.name(n)).collect();
-        println!("most left out ({}) under: {}", left_out(widest), path.join(";"));
+        let total = tree.nodes[widest as usize].total;
+        println!("most left out ({} of its {total}) under: {}", left_out(widest), path.join(";"));
     }
     Ok(())
 }
