@@ -313,7 +313,9 @@ enum Command {
     /// over several runs a side, tested for a change beyond run-to-run noise.
     ///
     /// Exit status 1 when a function or package regressed: its median share grew by at
-    /// least the minimum effect with a Mann–Whitney p-value at most alpha (see --config).
+    /// least the minimum effect with a Mann–Whitney p-value at most alpha across runs and,
+    /// when samples are counted, a sampling p-value at most alpha on the pooled samples
+    /// (see --config). Give 5 runs a side, base and change captured alternately.
     Gate(crate::gate::GateArgs),
     /// Goroutine counts by state, grouped stacks, blocked goroutines and growth.
     Goroutines {
