@@ -175,9 +175,9 @@ pub struct Run {
     unit: String,
     duration_nanos: i64,
     values: Tally,
-    /// The same in the profile's count of samples (the sample type's own values when
-    /// they are counts, else the first sample type in unit "count"); `None` without one.
-    counts: Option<Tally>,
+    /// The same in the first sample type in unit "count", when `values` are not counts
+    /// themselves (see [`Run::counts`]).
+    other_counts: Option<Tally>,
 }
 
 impl Run {
@@ -189,16 +189,21 @@ impl Run {
         if values.total == 0 {
             return Err(Error::Gate(format!("the profile's total of {sample_type} is 0: nothing to compare")));
         }
-        let counts = if unit == "count" {
-            Some(values.clone())
-        } else {
-            match profile.sample_types.iter().position(|t| profile.str(t.unit) == "count") {
-                Some(i) => Some(Tally::of(profile, i)?.0),
-                None => None,
-            }
+        let other_counts = match profile.sample_types.iter().position(|t| profile.str(t.unit) == "count") {
+            Some(i) if unit != "count" => Some(Tally::of(profile, i)?.0).filter(|c| c.total > 0),
+            _ => None,
         };
-        let counts = counts.filter(|c| c.total > 0);
-        Ok(Run { sample_type, unit, duration_nanos: profile.duration_nanos, values, counts })
+        Ok(Run { sample_type, unit, duration_nanos: profile.duration_nanos, values, other_counts })
+    }
+
+    /// The run in the profile's count of samples: the sample type's own values when they
+    /// are counts, else the first sample type in unit "count"; `None` without one.
+    fn counts(&self) -> Option<&Tally> {
+        if self.unit == "count" {
+            Some(&self.values)
+        } else {
+            self.other_counts.as_ref()
+        }
     }
 
     /// `of`'s share of the run's total, in percent.
@@ -520,7 +525,7 @@ impl Gate {
         let mut ignored = 0;
         let pooled = |runs: &[Run], of: Of| -> Option<Pooled> {
             runs.iter().try_fold(Pooled { count: 0, total: 0 }, |sum, run| {
-                let counts = run.counts.as_ref()?;
+                let counts = run.counts()?;
                 Some(Pooled { count: sum.count + counts.value(of), total: sum.total + counts.total })
             })
         };

@@ -11,9 +11,11 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use js_sys::{Array, Object, Uint8Array};
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AesGcmParams, CryptoKey, SubtleCrypto};
+
+use crate::{js_bytes, js_error};
 
 /// What the sealed bytes start with: format 1.
 const MAGIC: &[u8; 4] = b"SLE1";
@@ -55,16 +57,6 @@ impl Link {
     }
 }
 
-/// `what: ` and the message of a JavaScript error.
-pub(crate) fn js_error(what: &str, e: JsValue) -> String {
-    let detail = e
-        .dyn_ref::<js_sys::Error>()
-        .map(|e| String::from(e.message()))
-        .or_else(|| e.as_string())
-        .unwrap_or_else(|| format!("{e:?}"));
-    format!("{what}: {detail}")
-}
-
 /// The browser's WebCrypto, which exists only on secure pages (https, localhost).
 fn subtle() -> Result<(web_sys::Crypto, SubtleCrypto), String> {
     let crypto = web_sys::window().ok_or("no window")?.crypto().map_err(|e| js_error("no WebCrypto", e))?;
@@ -100,11 +92,6 @@ fn gcm(nonce: &[u8]) -> AesGcmParams {
     AesGcmParams::new_with_u8_array("AES-GCM", &Uint8Array::from(nonce))
 }
 
-async fn bytes_of(promise: Result<js_sys::Promise, JsValue>) -> Result<Vec<u8>, JsValue> {
-    let buffer = JsFuture::from(promise?).await?;
-    Ok(Uint8Array::new(&buffer).to_vec())
-}
-
 /// Seals `profile` (named `name`) with a fresh key: the bytes to upload and the key, as
 /// it goes in the link.
 pub async fn seal(name: &str, profile: &[u8]) -> Result<(Vec<u8>, String), String> {
@@ -117,7 +104,7 @@ pub async fn seal(name: &str, profile: &[u8]) -> Result<(Vec<u8>, String), Strin
     plain.extend_from_slice(name.as_bytes());
     plain.extend_from_slice(profile);
     let params = gcm(&nonce);
-    let sealed = bytes_of(subtle.encrypt_with_object_and_u8_array(&params, &key, &plain))
+    let sealed = js_bytes(subtle.encrypt_with_object_and_u8_array(&params, &key, &plain))
         .await
         .map_err(|e| js_error("cannot encrypt", e))?;
     let mut out = Vec::with_capacity(MAGIC.len() + NONCE + sealed.len());
@@ -141,7 +128,7 @@ pub async fn open(sealed: &[u8], key: &str) -> Result<(String, Vec<u8>), String>
     let (subtle, (nonce, ciphertext)) = (subtle()?.1, body.split_at(NONCE));
     let key = import(&subtle, &raw_key).await?;
     let params = gcm(nonce);
-    let plain = bytes_of(subtle.decrypt_with_object_and_u8_array(&params, &key, ciphertext)).await.map_err(|_| {
+    let plain = js_bytes(subtle.decrypt_with_object_and_u8_array(&params, &key, ciphertext)).await.map_err(|_| {
         // GCM's tag: a wrong key and altered bytes fail alike, and say nothing more.
         "the link's key does not open this profile (the link was altered, or the stored bytes were): \
          ask for the link again"

@@ -6,11 +6,12 @@ use leptos::task::spawn_local;
 
 use stacklens_core::api::{BaselineResponse, SessionResponse};
 
-use super::encrypted::{self, js_error, Link};
+use super::encrypted::{self, Link};
 use super::sanitize_panel::{SanitizePanel, ShareChoice};
 use super::share::{self, Shared};
 use super::state::State;
 use super::{download, url_state};
+use crate::{js_bytes, js_error};
 
 /// Uploads the active profile (idempotent: the same bytes are the same session), then
 /// hands its session to `then`.
@@ -39,14 +40,6 @@ struct SharedLink {
     revoke: Option<(Shared, String)>,
 }
 
-/// A blob's bytes (a profile to seal as opened).
-async fn read_blob(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
-    let buffer = wasm_bindgen_futures::JsFuture::from(blob.array_buffer())
-        .await
-        .map_err(|e| js_error("cannot read the profile", e))?;
-    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
-}
-
 /// Uploads the profile `id` (named `name`) as `choice` says: sanitized or as opened,
 /// sealed in the page or not, for ever or until it expires.
 async fn share_as_chosen(state: State, id: u32, name: &str, choice: ShareChoice) -> Result<SharedLink, String> {
@@ -69,7 +62,7 @@ async fn share_as_chosen(state: State, id: u32, name: &str, choice: ShareChoice)
                         encrypted::MAX_BYTES / 1048576.0
                     ));
                 }
-                read_blob(&source).await?
+                js_bytes(Ok(source.array_buffer())).await.map_err(|e| js_error("cannot read the profile", e))?
             }
         };
         let (sealed, key) = encrypted::seal(name, &plain).await?;

@@ -6,16 +6,12 @@
 use js_sys::Uint8Array;
 use stacklens_core::import::folded::{parse_twice, starts_folded, HEAD};
 use stacklens_core::Profile;
-use wasm_bindgen::JsValue;
 use web_sys::{Blob, FileReaderSync};
+
+use crate::js_error;
 
 /// How much is read at a time.
 const SLICE: f64 = 16.0 * 1_048_576.0;
-
-fn js_error(context: &str, e: JsValue) -> String {
-    let reason = js_sys::Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string());
-    format!("{context}: {}", reason.unwrap_or_else(|| format!("{e:?}")))
-}
 
 /// `blob[from..to]`, as read by the browser.
 fn read_range(reader: &FileReaderSync, blob: &Blob, from: f64, to: f64) -> Result<Uint8Array, String> {

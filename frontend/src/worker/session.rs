@@ -245,14 +245,8 @@ impl Loaded {
         below: Vec<String>,
         max_nodes: usize,
     ) -> Result<SharedTree, String> {
-        let options = TreeOptions {
-            sample_index: sample_index.to_string(),
-            filters: filters.clone(),
-            max_nodes: Some(max_nodes),
-            below,
-            ..TreeOptions::default()
-        };
-        CallTree::build(&*self.shaped(shape)?, &options).map(|t| SharedTree(Arc::new(t))).map_err(|e| e.to_string())
+        let options = TreeOptions { max_nodes: Some(max_nodes), below, ..tree_options(sample_index, filters) };
+        shared(CallTree::build(&*self.shaped(shape)?, &options))
     }
 
     /// Callers or callees of one function (the sandwich view).
@@ -264,15 +258,7 @@ impl Loaded {
         function: &str,
         side: Side,
     ) -> Result<SharedTree, String> {
-        let options = TreeOptions {
-            sample_index: sample_index.to_string(),
-            filters: filters.clone(),
-            max_nodes: Some(MAX_TREE_NODES),
-            ..TreeOptions::default()
-        };
-        CallTree::sandwich(&*self.shaped(shape)?, &options, function, side)
-            .map(|t| SharedTree(Arc::new(t)))
-            .map_err(|e| e.to_string())
+        shared(CallTree::sandwich(&*self.shaped(shape)?, &tree_options(sample_index, filters), function, side))
     }
 
     /// The stack chart of `window` (the whole span when `None`) and the histogram of the
@@ -457,11 +443,24 @@ pub fn diff_tree(
     sample_index: usize,
     filters: &Filters,
 ) -> Result<SharedTree, String> {
-    let options =
-        TreeOptions { sample_index: sample_index.to_string(), filters: filters.clone(), ..TreeOptions::default() };
-    CallTree::build_diff(&*base.shaped(transforms)?, &*compare.shaped(transforms)?, &options)
-        .map(|t| SharedTree(Arc::new(t)))
-        .map_err(|e| e.to_string())
+    // Whole: diff trees are not pruned.
+    let options = TreeOptions { max_nodes: None, ..tree_options(sample_index, filters) };
+    shared(CallTree::build_diff(&*base.shaped(transforms)?, &*compare.shaped(transforms)?, &options))
+}
+
+/// The page's sample type and filters, within [`MAX_TREE_NODES`].
+fn tree_options(sample_index: usize, filters: &Filters) -> TreeOptions {
+    TreeOptions {
+        sample_index: sample_index.to_string(),
+        filters: filters.clone(),
+        max_nodes: Some(MAX_TREE_NODES),
+        ..TreeOptions::default()
+    }
+}
+
+/// A built tree as the worker keeps it, or core's error as the page shows it.
+fn shared(tree: stacklens_core::Result<CallTree>) -> Result<SharedTree, String> {
+    tree.map(|t| SharedTree(Arc::new(t))).map_err(|e| e.to_string())
 }
 
 pub fn goroutine_growth(base: &Loaded, later: &Loaded) -> Result<GoroutineComparison, String> {
