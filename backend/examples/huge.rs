@@ -338,7 +338,7 @@ mod tests {
         assert_eq!(p.total(0), pprof.total as i64);
         assert_eq!(p.total(1), (pprof.total * PERIOD) as i64);
         assert!(p.samples.iter().all(|s| (4..=46).contains(&s.locations.len())));
-        let leaf = p.location(p.samples[0].locations[0]);
+        let leaf = p.location(p.samples.sample(0).locations[0]);
         let function = p.function(leaf.lines[0].function);
         let index = (leaf.address - 0x40_0000) / 16;
         assert_eq!(p.str(function.name), program.name(program.function_of(index)));

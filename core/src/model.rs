@@ -4,6 +4,10 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+mod samples;
+pub use samples::{Iter as SamplesIter, SampleRef, Samples};
+pub(crate) use samples::{PartWriter, SampleSizes};
+
 /// Index of a string in [`Profile::strings`]. Index 0 is always the empty string.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StrId(pub u32);
@@ -97,6 +101,7 @@ pub struct Label {
     pub value: LabelValue,
 }
 
+/// A sample as built by importers; a profile holds its samples flat ([`Samples`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sample {
     /// Leaf first, as in pprof.
@@ -104,6 +109,12 @@ pub struct Sample {
     /// One value per entry of [`Profile::sample_types`].
     pub values: Vec<i64>,
     pub labels: Vec<Label>,
+}
+
+impl Sample {
+    pub fn view(&self) -> SampleRef<'_> {
+        SampleRef { locations: &self.locations, values: &self.values, labels: &self.labels }
+    }
 }
 
 /// The stretch of time a sample stands for, in nanoseconds since the profile's time
@@ -269,7 +280,7 @@ pub struct CreatedBy {
 pub struct Profile {
     pub strings: StringTable,
     pub sample_types: Vec<ValueType>,
-    pub samples: Vec<Sample>,
+    pub samples: Samples,
     /// When each sample was taken, for formats that record it: either empty, or one
     /// entry per sample (entry `i` is sample `i`'s). Times count from an origin the
     /// importer chooses (the recording's start where the format gives one, else its
@@ -299,7 +310,7 @@ impl Profile {
         Self {
             strings: StringTable::default(),
             sample_types: Vec::new(),
-            samples: Vec::new(),
+            samples: Samples::new(),
             sample_times: Vec::new(),
             mappings: Vec::new(),
             locations: Vec::new(),
@@ -390,8 +401,8 @@ impl Profile {
         let mut times = std::mem::take(&mut self.sample_times).into_iter();
         let in_step = times.len() == self.samples.len();
         let mut kept_times = Vec::with_capacity(times.len());
-        // `retain_mut` visits every sample once, in order.
-        self.samples.retain_mut(|sample| {
+        // `retain` visits every sample once, in order.
+        self.samples.retain(|sample| {
             let time = times.next();
             let kept = keep(sample);
             if kept {

@@ -322,7 +322,8 @@ fn built() -> Profile {
             [1, 10],
             vec![label(endpoint, orders), label(size, LabelValue::Num { value: 64, unit: bytes })],
         ),
-    ];
+    ]
+    .into();
     p
 }
 

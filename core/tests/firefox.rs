@@ -22,7 +22,7 @@ fn samply_processed_profile() {
     let threads: std::collections::BTreeSet<&str> = p
         .samples
         .iter()
-        .flat_map(|s| &s.labels)
+        .flat_map(|s| s.labels)
         .filter_map(|l| match l.value {
             LabelValue::Str(v) if p.str(l.key) == "thread" => Some(p.str(v)),
             _ => None,

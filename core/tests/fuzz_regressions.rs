@@ -98,7 +98,7 @@ fn memory_map_variables_cannot_grow_lines_exponentially() {
     assert_eq!(p.source, SourceFormat::Threadz);
     assert_eq!((p.samples.len(), p.mappings.len()), (1, 1));
     assert_eq!(p.str(p.mappings[0].filename), "/usr/lib/app");
-    let location = p.location(p.samples[0].locations[0]);
+    let location = p.location(p.samples.sample(0).locations[0]);
     assert_eq!((location.address, location.mapping.map(|m| m.0)), (0x400fff, Some(0)));
     // The fuzzer's inputs: a threadz text whose memory map defines `$` over and over
     // (target `parse`), and the same in the bodies of `count_text` and `threadz_text`,
@@ -141,7 +141,7 @@ fn folded_stacks_with_a_unicode_space_before_the_count_parse() {
     assert_eq!(p.source, SourceFormat::Folded);
     assert_eq!((p.samples.len(), p.total(0)), (1, 7));
     let names: Vec<&str> =
-        p.samples[0].locations.iter().map(|&l| p.line_function_name(&p.location(l).lines[0])).collect();
+        p.samples.sample(0).locations.iter().map(|&l| p.line_function_name(&p.location(l).lines[0])).collect();
     assert_eq!(names, ["work", "main"]);
 }
 

@@ -14,7 +14,7 @@ use std::io::Read;
 use common::{fixtures, read};
 use serde_json::Value;
 use stacklens_core::analysis::top::{top, TopOptions};
-use stacklens_core::model::{LabelValue, Profile, Sample, SourceFormat};
+use stacklens_core::model::{LabelValue, Profile, SampleRef, SourceFormat};
 use stacklens_core::{parse, Error};
 
 const TRACING: &str = "thirdparty/firefox-profiler/chrome-tracing.json.gz";
@@ -26,7 +26,7 @@ fn flat(p: &Profile) -> BTreeMap<String, i64> {
     report.functions.iter().filter(|f| f.flat != 0).map(|f| (f.name.clone(), f.flat)).collect()
 }
 
-fn label<'a>(p: &Profile, s: &'a Sample, key: &str) -> Option<&'a LabelValue> {
+fn label<'a>(p: &Profile, s: SampleRef<'a>, key: &str) -> Option<&'a LabelValue> {
     s.labels.iter().find(|l| p.str(l.key) == key).map(|l| &l.value)
 }
 
@@ -214,7 +214,7 @@ fn begin_end_and_complete_events_nest_per_thread() {
     let p = parse(NESTED.as_bytes()).unwrap();
     assert_eq!(stacks(&p), nested_stacks());
     assert_eq!(per_thread(&p), named(&[("App main (1:7)", 100_000), ("App (1:8)", 2_250)]));
-    let tid = label(&p, &p.samples[0], "tid");
+    let tid = label(&p, p.samples.sample(0), "tid");
     assert!(matches!(tid, Some(LabelValue::Num { value: 7, .. })), "{tid:?}");
     assert_eq!(comments(&p), Vec::<&str>::new());
     assert_eq!(p.duration_nanos, 100_000);
@@ -280,7 +280,7 @@ fn string_ids_are_labels_too() {
         {"ph": "X", "name": "poll", "pid": "gpu", "tid": "io", "ts": 1, "dur": 2}]}"#;
     let p = parse(doc.as_bytes()).unwrap();
     assert_eq!(per_thread(&p), named(&[("IO (gpu:io)", 2_000)]));
-    let tid = label(&p, &p.samples[0], "tid").unwrap();
+    let tid = label(&p, p.samples.sample(0), "tid").unwrap();
     assert!(matches!(tid, LabelValue::Str(s) if p.str(*s) == "io"), "{tid:?}");
 }
 

@@ -304,7 +304,7 @@ fn legacy_text_errors_name_the_line() {
 #[test]
 fn progress_is_reported_per_stage_and_grows() {
     let mut p = deep_profile(10);
-    let stack = p.samples[0].locations.clone();
+    let stack = p.samples.sample(0).locations.to_vec();
     for i in 0..30_000 {
         p.samples.push(Sample { locations: stack.iter().rev().copied().collect(), values: vec![i], labels: vec![] });
     }
@@ -328,7 +328,7 @@ fn huge_goroutine_counts_saturate_instead_of_overflowing() {
     // Three stacks of i64::MAX goroutines each: more than a u64 holds.
     let mut p = deep_profile(3);
     p.sample_types = vec![p.value_type("goroutine", "count")];
-    let leaves: Vec<_> = p.samples[0].locations.clone();
+    let leaves: Vec<_> = p.samples.sample(0).locations.to_vec();
     p.samples =
         leaves.iter().map(|&leaf| Sample { locations: vec![leaf], values: vec![i64::MAX], labels: vec![] }).collect();
     let p = parse(&encode(&p)).unwrap();
@@ -347,11 +347,12 @@ fn huge_goroutine_counts_saturate_instead_of_overflowing() {
 #[test]
 fn huge_values_saturate_instead_of_overflowing() {
     let mut p = deep_profile(3);
-    let stack = p.samples[0].locations.clone();
+    let stack = p.samples.sample(0).locations.to_vec();
     p.samples = vec![
         Sample { locations: stack.clone(), values: vec![i64::MAX], labels: vec![] },
         Sample { locations: stack, values: vec![i64::MAX], labels: vec![] },
-    ];
+    ]
+    .into();
     let p = parse(&encode(&p)).unwrap();
     let r = top(&p, &TopOptions::default()).unwrap();
     assert_eq!(r.total, i64::MAX);
@@ -407,10 +408,10 @@ fn packed_and_unpacked_repeated_fields_decode_alike_in_any_field_order() {
     });
     let p = parse(&buf).unwrap();
     assert_eq!(p.samples.len(), 2);
-    assert_eq!(p.samples[0].locations.len(), 2);
-    assert_eq!(p.samples[0].values, vec![7]);
-    assert_eq!(p.samples[1].locations.len(), 1);
-    assert_eq!(p.samples[1].values, vec![5]);
+    assert_eq!(p.samples.sample(0).locations.len(), 2);
+    assert_eq!(p.samples.sample(0).values, vec![7]);
+    assert_eq!(p.samples.sample(1).locations.len(), 1);
+    assert_eq!(p.samples.sample(1).values, vec![5]);
     assert_eq!(p.strings.get(p.functions[0].name), "main");
 }
 

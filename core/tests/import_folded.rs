@@ -124,12 +124,12 @@ fn gzip_and_detection_from_bytes_only() {
 #[test]
 fn inline_frames_join_their_caller() {
     let p = parse(b"main;helper_[i];leaf 3\nmain;leaf 2\n").unwrap();
-    assert_eq!(p.samples[0].locations.len(), 2);
-    let caller = p.location(p.samples[0].locations[1]);
+    assert_eq!(p.samples.sample(0).locations.len(), 2);
+    let caller = p.location(p.samples.sample(0).locations[1]);
     let names: Vec<&str> = caller.lines.iter().map(|l| p.line_function_name(l)).collect();
     assert_eq!(names, ["helper", "main"], "innermost first");
     // The same physical frame without inlining is another location.
-    assert_ne!(p.samples[1].locations[1], p.samples[0].locations[1]);
+    assert_ne!(p.samples.sample(1).locations[1], p.samples.sample(0).locations[1]);
     let report = top(&p, &TopOptions::default()).unwrap();
     let cum: BTreeMap<&str, i64> = report.functions.iter().map(|f| (f.name.as_str(), f.cum)).collect();
     assert_eq!((cum["main"], cum["helper"], cum["leaf"]), (5, 3, 5));

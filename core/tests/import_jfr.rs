@@ -548,7 +548,7 @@ fn a_small_recording_of_two_chunks_with_every_measure() {
             .collect();
         assert_eq!(frames, [("com.example.App.park", 20), ("com.example.App.work", 11)]);
         for s in &p.samples {
-            let [label] = &s.labels[..] else { panic!("labels {:?}", s.labels) };
+            let [label] = s.labels else { panic!("labels {:?}", s.labels) };
             let LabelValue::Str(thread) = label.value else { panic!("{label:?}") };
             assert_eq!((p.str(label.key), p.str(thread)), ("thread", "main"));
         }

@@ -283,7 +283,7 @@ fn dhat_keeps_bytes_and_blocks_per_program_point() {
     }
     assert_eq!((p.total(0), p.total(1)), (21642, 133), "the fixture's tb and tbk sums");
     // Frames keep their file, line and address.
-    let leaf = p.location(p.samples[0].locations[0]);
+    let leaf = p.location(p.samples.sample(0).locations[0]);
     let function = p.function(leaf.lines[0].function);
     let shown = (p.str(function.name), p.str(function.filename), leaf.lines[0].line, leaf.address);
     assert_eq!(shown, ("<alloc::alloc::Global as core::alloc::Allocator>::allocate", "alloc.rs", 226, 0x1084fcbbb));

@@ -225,13 +225,13 @@ fn header_block_and_kernel_user_unknown_frames() {
     assert!(mapping_of("Lorg/mozilla/javascript/ScriptableObject;.getSlot").starts_with("/tmp/perf-"));
     // `[unknown] ([unknown])`: a location with its address and no function or mapping.
     assert!(p.locations.iter().any(|l| l.lines.is_empty() && l.mapping.is_none() && l.address != 0));
-    let comm = p.samples[0].labels.iter().find(|l| p.str(l.key) == "comm").unwrap();
+    let comm = p.samples.sample(0).labels.iter().find(|l| p.str(l.key) == "comm").unwrap();
     assert!(matches!(comm.value, LabelValue::Str(s) if p.str(s) == "ab"));
 
     let (p, _) = load(&dir, "thirdparty/flamegraph/example-perf-stacks.txt.gz");
     assert_eq!(p.total(0), 1315);
     assert_eq!(hottest(&flat_by_function(&p, "samples")), ("Lorg/mozilla/javascript/ScriptableObject;.createSlot", 91));
-    let tid = p.samples[0].labels.iter().find(|l| p.str(l.key) == "tid").unwrap();
+    let tid = p.samples.sample(0).labels.iter().find(|l| p.str(l.key) == "tid").unwrap();
     assert!(matches!(tid.value, LabelValue::Num { value: 977, .. }));
 }
 

@@ -52,7 +52,7 @@ fn fixture_matches_its_sampled_functions() {
     assert!(p.samples.iter().any(|s| s.locations.len() == 1 && s.values == [2546]));
     // Objects hold until the next one: fork_exit under zfs_lz4_compress is in the kernel.
     let kernel = p.mappings.iter().position(|m| p.str(m.filename) == "/boot/kernel/kernel").unwrap();
-    let fork_exit = p.samples[0].locations.last().unwrap();
+    let fork_exit = p.samples.sample(0).locations.last().unwrap();
     assert_eq!(p.location(*fork_exit).mapping.map(|m| m.0 as usize), Some(kernel));
 }
 

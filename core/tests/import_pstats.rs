@@ -242,7 +242,7 @@ fn small_stats_become_stacks() {
         .map(|s| {
             (
                 s.locations.iter().map(|&l| label(&p, p.function(p.location(l).lines[0].function))).collect(),
-                s.values.clone(),
+                s.values.to_vec(),
             )
         })
         .collect();

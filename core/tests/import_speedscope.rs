@@ -28,7 +28,7 @@ fn threads(p: &Profile) -> Vec<String> {
     let mut out: Vec<String> = p
         .samples
         .iter()
-        .flat_map(|s| &s.labels)
+        .flat_map(|s| s.labels)
         .filter_map(|l| match l.value {
             LabelValue::Str(v) if p.str(l.key) == "thread" => Some(p.str(v).to_owned()),
             _ => None,

@@ -58,7 +58,7 @@ fn raw_stacks_match_the_recorded_figures() {
     assert_eq!(p.total(0), counted);
     check(&p, &json);
     // Leaf first: the hottest stack ends in Object#d.
-    let leaf = p.location(p.samples[0].locations[0]);
+    let leaf = p.location(p.samples.sample(0).locations[0]);
     assert_eq!(p.line_function_name(&leaf.lines[0]), "Object#d");
 }
 

@@ -164,7 +164,7 @@ fn cpuprofile_spot_checks() {
     assert_eq!(hottest(&flat(&p, 0)), ("d", 28));
     let d = p.functions.iter().find(|f| p.str(f.name) == "d").unwrap();
     assert_eq!(d.start_line, 14); // lineNumber 13, 0-based
-    let first = p.samples[0].labels.iter().find(|l| p.str(l.key) == "timestamp").unwrap();
+    let first = p.samples.sample(0).labels.iter().find(|l| p.str(l.key) == "timestamp").unwrap();
     assert!(matches!(first.value, LabelValue::Num { value: 163_140_610_861_000, .. }));
 
     // The same program recorded by Node 10 in the old shape (head tree, timestamps):
@@ -245,7 +245,7 @@ fn chrome_trace_matches_its_file() {
     assert_eq!(per_profile.into_iter().collect::<Vec<_>>(), [("6543 0x2".to_owned(), 1600)]);
     let threads: std::collections::BTreeSet<String> = timestamps(&p).into_iter().map(|(t, _)| t).collect();
     assert_eq!(threads.into_iter().collect::<Vec<_>>(), ["Renderer CrRendererMain (6543:259)"]);
-    let tid = p.samples[0].labels.iter().find(|l| p.str(l.key) == "tid").unwrap();
+    let tid = p.samples.sample(0).labels.iter().find(|l| p.str(l.key) == "tid").unwrap();
     assert!(matches!(tid.value, LabelValue::Num { value: 259, .. }));
     // The file has 7 negative deltas: samples are put in time order first.
     assert_monotonic(&p);
@@ -336,7 +336,7 @@ fn cpuprofile_without_samples_uses_hit_counts() {
     let p = parse(doc.as_bytes()).unwrap();
     assert_eq!(p.sample_types.len(), 1);
     assert_eq!(flat(&p, 0), BTreeMap::from([("f".to_owned(), 7)]));
-    let line = p.location(p.samples[0].locations[0]).lines[0];
+    let line = p.location(p.samples.sample(0).locations[0]).lines[0];
     assert_eq!((line.line, line.column), (5, 3));
 }
 

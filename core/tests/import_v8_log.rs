@@ -87,7 +87,7 @@ fn moved_and_deleted_code_is_followed() {
     let p = parse(log.as_bytes()).unwrap();
     assert_eq!(flat_by_name(&p, 0), BTreeMap::from([("fib".into(), 2), ("(unknown)".into(), 2)]));
     // An unknown pc with the top of stack in fib: fib is its caller.
-    let frameless = &p.samples[2].locations;
+    let frameless = p.samples.sample(2).locations;
     assert_eq!(frameless.len(), 2);
     assert_eq!(p.line_function_name(&p.location(frameless[1]).lines[0]), "fib");
     let fib = p.functions.iter().find(|f| p.str(f.name) == "fib").unwrap();

@@ -6,7 +6,12 @@ use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::model::SourceFormat;
 
 fn names(p: &stacklens_core::Profile, sample: usize) -> Vec<String> {
-    p.samples[sample].locations.iter().map(|l| p.line_function_name(&p.location(*l).lines[0]).to_owned()).collect()
+    p.samples
+        .sample(sample)
+        .locations
+        .iter()
+        .map(|l| p.line_function_name(&p.location(*l).lines[0]).to_owned())
+        .collect()
 }
 
 #[test]
@@ -20,9 +25,9 @@ fn java_heapz_is_unsampled_and_named() {
     );
     // Average 262144 B at a 512 KiB sampling rate: scale = 1 / (1 - e^-0.5).
     let scale = 1.0 / (1.0 - (-0.5f64).exp());
-    assert_eq!(p.samples[0].values, vec![(2.0 * scale) as i64, (524288.0 * scale) as i64]);
+    assert_eq!(p.samples.sample(0).values, vec![(2.0 * scale) as i64, (524288.0 * scale) as i64]);
     assert_eq!(names(&p, 0), ["com.example.Cache.put", "java.lang.Thread.run"]);
-    let line = p.location(p.samples[0].locations[0]).lines[0];
+    let line = p.location(p.samples.sample(0).locations[0]).lines[0];
     assert_eq!((p.str(p.function(line.function).filename), line.line), ("Cache.java", 42));
     assert_eq!(p.locations.len(), 2, "unreferenced frame ids are not locations");
 }
@@ -32,7 +37,7 @@ fn java_contentionz_scales_by_period() {
     let text = "--- contentionz 1 ---\nformat = java\nresolution = microseconds\nsampling period = 100\nms since reset = 6019923\n  2000 3 @ 0x00000001\n0x00000001 java.lang.Object.wait (Native Method)\n";
     let p = stacklens_core::parse(text.as_bytes()).unwrap();
     assert_eq!(p.source, SourceFormat::JavaText);
-    assert_eq!(p.samples[0].values, vec![300, 200_000]);
+    assert_eq!(p.samples.sample(0).values, vec![300, 200_000]);
     assert_eq!(p.duration_nanos, 6_019_923_000_000);
     // "(Native Method)" is a path without a line: the base name is kept as the file.
     assert_eq!(names(&p, 0), ["java.lang.Object.wait"]);
@@ -51,7 +56,7 @@ fn java_binary_cpu_profile() {
     assert_eq!(p.source, SourceFormat::LegacyCpu);
     assert_eq!(p.period, 10_000_000);
     assert_eq!(p.samples.len(), 2);
-    assert_eq!(p.samples[0].values, vec![5, 50_000_000]);
+    assert_eq!(p.samples.sample(0).values, vec![5, 50_000_000]);
     assert_eq!(names(&p, 0), ["com.example.Work.hot", "GC"]);
     assert_eq!(names(&p, 1), ["GC"]);
 }

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::export::pprof::encode;
-use stacklens_core::model::{Label, LabelValue, Line, Profile, Sample, SourceFormat};
+use stacklens_core::model::{Label, LabelValue, Line, Profile, Sample, SampleRef, SourceFormat};
 use stacklens_core::parse;
 
 /// Headers that steer random bytes into each text importer.
@@ -90,7 +90,7 @@ proptest! {
         prop_assert_eq!(back.samples.len(), p.samples.len());
         for (a, b) in p.samples.iter().zip(&back.samples) {
             prop_assert_eq!(&a.values, &b.values);
-            let names = |prof: &Profile, s: &Sample| -> Vec<String> {
+            let names = |prof: &Profile, s: SampleRef<'_>| -> Vec<String> {
                 s.locations.iter().map(|l| prof.line_function_name(&prof.location(*l).lines[0]).to_owned()).collect()
             };
             prop_assert_eq!(names(&p, a), names(&back, b));

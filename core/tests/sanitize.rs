@@ -116,7 +116,7 @@ fn sample_texts(p: &Profile) -> Vec<(Vec<u32>, Vec<i64>, Vec<String>)> {
     };
     p.samples
         .iter()
-        .map(|s| (s.locations.iter().map(|l| l.0).collect(), s.values.clone(), s.labels.iter().map(label).collect()))
+        .map(|s| (s.locations.iter().map(|l| l.0).collect(), s.values.to_vec(), s.labels.iter().map(label).collect()))
         .collect()
 }
 

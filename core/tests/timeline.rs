@@ -13,7 +13,9 @@ use stacklens_core::analysis::frames::Filters;
 use stacklens_core::analysis::merge::merge;
 use stacklens_core::analysis::timeline::{self, ChartViewport, StackChart, TimelineOptions};
 use stacklens_core::analysis::transforms;
-use stacklens_core::model::{Label, LabelValue, Line, LocationId, Profile, Sample, SampleTime, SourceFormat};
+use stacklens_core::model::{
+    Label, LabelValue, Line, LocationId, Profile, Sample, SampleRef, SampleTime, SourceFormat,
+};
 use stacklens_core::{parse, Error};
 
 const MS: f64 = 1e6;
@@ -34,7 +36,7 @@ fn check_times(p: &Profile, mut expected: Vec<i64>) {
     let mut kept = 0;
     for (from, to) in [(start, mid), (mid, end + 1)] {
         let r = timeline::restrict(p, from, to).unwrap();
-        let inside: Vec<(&Sample, &SampleTime)> =
+        let inside: Vec<(SampleRef<'_>, &SampleTime)> =
             p.samples.iter().zip(&p.sample_times).filter(|(_, t)| (from..to).contains(&t.start)).collect();
         assert_eq!(r.samples.len(), expected.iter().filter(|t| (from..to).contains(t)).count());
         assert_eq!(r.samples.iter().zip(&r.sample_times).collect::<Vec<_>>(), inside);

@@ -53,7 +53,7 @@ fn stacks(p: &Profile) -> Vec<(String, Vec<i64>)> {
                 .flat_map(|l| p.location(*l).lines.iter().rev())
                 .map(|line| p.line_function_name(line))
                 .collect();
-            (names.join(";"), s.values.clone())
+            (names.join(";"), s.values.to_vec())
         })
         .collect()
 }
@@ -131,9 +131,9 @@ fn untouched_stacks_keep_their_locations_and_samples_their_values_and_labels() {
     let input = profile(&[("a;in+out;c", 1), ("a;b", 2)]);
     let out = apply(&input, &[Transform::MergeFunction { name: "b".into() }]).unwrap();
     // The first stack does not change: the same locations, so its inlining stays.
-    assert_eq!(out.samples[0].locations, input.samples[0].locations);
+    assert_eq!(out.samples.sample(0).locations, input.samples.sample(0).locations);
     assert_eq!(stacks(&out), [("a;out;in;c".to_owned(), vec![1, 10]), ("a".to_owned(), vec![2, 20])]);
-    let labels = |p: &Profile| p.samples.iter().map(|s| s.labels.clone()).collect::<Vec<_>>();
+    let labels = |p: &Profile| p.samples.iter().map(|s| s.labels.to_vec()).collect::<Vec<_>>();
     assert_eq!(labels(&out), labels(&input));
     // A line taken out of its location gets one of its own, with a new id.
     let out = apply(&input, &[Transform::MergeFunction { name: "in".into() }]).unwrap();

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::frames::{CompiledFilters, Filters, FrameTable, Granularity, Stamps};
 use super::labels::{LabelKeySummary, LabelTally};
-use crate::model::{LocationId, Profile, Sample};
+use crate::model::{LocationId, Profile, SampleRef};
 use crate::{Error, Result};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -134,7 +134,7 @@ impl Calls {
 impl<'p> Sums<'p> {
     /// Adds a kept sample that contains the target: its values in every sample type, and,
     /// weighed by its value at `index`, the calls into and out of the target and its labels.
-    fn add(&mut self, table: &FrameTable, sample: &Sample, index: usize) {
+    fn add(&mut self, table: &FrameTable, sample: SampleRef<'_>, index: usize) {
         let value = sample.values.get(index).copied().unwrap_or(0);
         self.calls.next_sample();
         // Stacks are deep and their locations scattered in memory, so only the target's
@@ -209,7 +209,7 @@ pub fn details(profile: &Profile, options: &DetailsOptions) -> Result<FunctionDe
         found: false,
     };
     for sample in &kept.samples {
-        for (total, value) in sums.totals.iter_mut().zip(&sample.values) {
+        for (total, value) in sums.totals.iter_mut().zip(sample.values) {
             *total = total.saturating_add(value.saturating_abs());
         }
         if sample.locations.iter().any(|l| sums.holds_target[l.0 as usize]) && table.keeps(sample) {

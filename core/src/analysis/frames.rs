@@ -11,7 +11,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::labels::{with_label_frames, CompiledTagFilters, TagVerdicts};
-use crate::model::{Line, Location, LocationId, Profile, Sample};
+use crate::model::{Line, Location, LocationId, Profile, SampleRef};
 use crate::{Error, Result};
 
 /// What one report node stands for, as pprof's `-granularity`.
@@ -150,6 +150,9 @@ impl Filters {
     }
 }
 
+/// [`FrameTable::single`] of a location with no node or several.
+const SEVERAL: u32 = u32::MAX;
+
 /// Per-location node lists and filter verdicts for one profile, as the filters see it
 /// (with their label frames: walk [`FrameTable::profile`]'s samples, not the original's).
 pub struct FrameTable<'a> {
@@ -162,6 +165,9 @@ pub struct FrameTable<'a> {
     origins: Vec<(LocationId, Option<u32>)>,
     /// For each location: (start, len) of its nodes in `nodes`.
     locations: Vec<(u32, u32)>,
+    /// For each location: its node when it has exactly one (not inlined: the usual
+    /// case, walked without reading `nodes`), else [`SEVERAL`].
+    single: Vec<u32>,
     nodes: Vec<u32>,
     /// Whether each node in `nodes` is an inlined call (not the location's outermost line).
     inlined: Vec<bool>,
@@ -187,6 +193,7 @@ impl<'a> FrameTable<'a> {
             files: Vec::new(),
             origins: Vec::new(),
             locations: Vec::with_capacity(profile.locations.len()),
+            single: Vec::with_capacity(profile.locations.len()),
             nodes: Vec::with_capacity(profile.locations.len()),
             inlined: Vec::with_capacity(profile.locations.len()),
             focus_hit: Vec::with_capacity(profile.locations.len()),
@@ -228,7 +235,9 @@ impl<'a> FrameTable<'a> {
                 *table.inlined.last_mut().expect("a line was kept") = false;
             }
             table.hides_locations |= table.nodes.len() == start as usize;
-            table.locations.push((start, table.nodes.len() as u32 - start));
+            let len = table.nodes.len() as u32 - start;
+            table.locations.push((start, len));
+            table.single.push(if len == 1 { table.nodes[start as usize] } else { SEVERAL });
         }
         table.profile = labelled;
         Ok(table)
@@ -299,7 +308,7 @@ impl<'a> FrameTable<'a> {
 
     /// pprof's verdict on a sample of [`FrameTable::profile`]: focus/ignore, then
     /// tagfocus/tagignore, and whether hide/show left it any frame.
-    pub fn keeps(&self, sample: &Sample) -> bool {
+    pub fn keeps(&self, sample: SampleRef<'_>) -> bool {
         if self.has_ignore && sample.locations.iter().any(|l| self.ignore_hit[l.0 as usize]) {
             return false;
         }
@@ -311,15 +320,16 @@ impl<'a> FrameTable<'a> {
     }
 
     /// The samples of [`FrameTable::profile`] that [`FrameTable::keeps`].
-    pub fn kept_samples(&self) -> impl Iterator<Item = &Sample> {
-        self.profile.samples.iter().filter(|s| self.keeps(s))
+    pub fn kept_samples(&self) -> impl Iterator<Item = SampleRef<'_>> {
+        self.profile.samples.iter().filter(|&s| self.keeps(s))
     }
 
     /// Calls `visit(node, inlined)` for a sample's frames from the root to the leaf.
-    pub fn walk_root_first(&self, sample: &Sample, mut visit: impl FnMut(u32, bool)) {
+    pub fn walk_root_first(&self, sample: SampleRef<'_>, mut visit: impl FnMut(u32, bool)) {
         for location in sample.locations.iter().rev() {
-            for (node, inlined) in self.nodes(location.0).rev() {
-                visit(node, inlined);
+            match self.single[location.0 as usize] {
+                SEVERAL => self.nodes(location.0).rev().for_each(|(node, inlined)| visit(node, inlined)),
+                node => visit(node, false),
             }
         }
     }

@@ -618,7 +618,7 @@ impl SampleTags {
         let bytes_unit = profile
             .samples
             .iter()
-            .flat_map(|s| &s.labels)
+            .flat_map(|s| s.labels)
             .find_map(|l| match l.value {
                 LabelValue::Num { unit, .. } if Some(l.key.0 as usize) == bytes && unit.0 != 0 => {
                     Some(profile.str(unit))
@@ -630,7 +630,7 @@ impl SampleTags {
         let mut tag_ids: HashMap<String, u32> = HashMap::default();
         let mut set_ids: HashMap<&[Label], u32> = HashMap::default();
         for &(sample, ..) in samples {
-            let labels = &profile.samples[sample as usize].labels[..];
+            let labels = profile.samples.sample(sample as usize).labels;
             if let Some(&set) = set_ids.get(labels) {
                 tags.set_of_sample.push(set);
                 continue;

@@ -11,7 +11,9 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::frames::{compile_regex, Filters, FrameTable, Granularity};
-use crate::model::{Function, FunctionId, Label, LabelValue, Line, Location, LocationId, Profile, Sample, StrId};
+use crate::model::{
+    Function, FunctionId, Label, LabelValue, Line, Location, LocationId, Profile, SampleRef, Samples, StrId,
+};
 use crate::units::{format_value, percentage_value, scale_to};
 use crate::{Error, Result};
 
@@ -21,7 +23,7 @@ fn is_blank(label: &Label) -> bool {
 }
 
 /// A sample's labels as pprof sees them.
-fn labels(sample: &Sample) -> impl Iterator<Item = &Label> {
+fn labels(sample: SampleRef<'_>) -> impl Iterator<Item = &Label> + '_ {
     sample.labels.iter().filter(|l| !is_blank(l))
 }
 
@@ -194,7 +196,7 @@ enum SampleTest {
 }
 
 impl SampleTest {
-    fn matches(&self, sample: &Sample) -> bool {
+    fn matches(&self, sample: SampleRef<'_>) -> bool {
         match self {
             SampleTest::Strings(sets) => sets.iter().all(|set| {
                 labels(sample).any(|l| matches!(l.value, LabelValue::Str(value) if set.contains(&(l.key, value))))
@@ -244,7 +246,7 @@ pub(crate) struct TagVerdicts {
 }
 
 impl TagVerdicts {
-    pub(crate) fn keeps(&self, sample: &Sample) -> bool {
+    pub(crate) fn keeps(&self, sample: SampleRef<'_>) -> bool {
         self.focus.as_ref().is_none_or(|f| f.matches(sample))
             && !self.ignore.as_ref().is_some_and(|i| i.matches(sample))
     }
@@ -280,7 +282,9 @@ pub fn add_label_frames(profile: &Profile, root_keys: &[String], leaf_keys: &[St
     let mut next_function = profile.functions.iter().map(|f| f.id).max().unwrap_or(0).saturating_add(1);
     let mut frames: HashMap<(String, &str), LocationId> = HashMap::default();
     let (roots, leaves) = (label_keys(root_keys), label_keys(leaf_keys));
-    for (i, sample) in profile.samples.iter().enumerate() {
+    let mut samples = Samples::new();
+    let mut stack = Vec::new();
+    for sample in &profile.samples {
         let mut frame = |key| {
             let name = label_values(profile, sample, key).join(",");
             *frames.entry((name, key)).or_insert_with_key(|(name, key)| {
@@ -306,9 +310,11 @@ pub fn add_label_frames(profile: &Profile, root_keys: &[String], leaf_keys: &[St
         // Stacks are leaf first: the last leaf key goes first, the first root key last.
         let leaf_frames: Vec<LocationId> = leaves.iter().rev().map(|k| frame(k)).collect();
         let root_frames: Vec<LocationId> = roots.iter().rev().map(|k| frame(k)).collect();
-        let stack = &mut out.samples[i].locations;
-        *stack = leaf_frames.into_iter().chain(stack.drain(..)).chain(root_frames).collect();
+        stack.clear();
+        stack.extend(leaf_frames.into_iter().chain(sample.locations.iter().copied()).chain(root_frames));
+        samples.push_ref(SampleRef { locations: &stack, ..sample });
     }
+    out.samples = samples;
     out
 }
 
@@ -328,7 +334,7 @@ pub(crate) fn with_label_frames<'a>(profile: &'a Profile, filters: &Filters) -> 
 
 /// pprof's `formatLabelValues`: a sample's string values of `key`, then its numbers,
 /// each in the unit it names.
-fn label_values(profile: &Profile, sample: &Sample, key: &str) -> Vec<String> {
+fn label_values(profile: &Profile, sample: SampleRef<'_>, key: &str) -> Vec<String> {
     let of_key = || labels(sample).filter(move |l| profile.str(l.key) == key);
     let strings = of_key().filter_map(|l| match l.value {
         LabelValue::Str(value) => Some(profile.str(value).to_owned()),
@@ -390,7 +396,7 @@ pub fn label_summary(profile: &Profile, sample_index: &str, filters: &Filters) -
     let table = FrameTable::new(profile, Granularity::Functions, filters)?;
     let kept = table.profile();
     let mut tally = LabelTally::new(kept, index);
-    kept.samples.iter().filter(|s| table.keeps(s)).for_each(|s| tally.add(s));
+    kept.samples.iter().filter(|&s| table.keeps(s)).for_each(|s| tally.add(s));
     tally.summary(profile.total(index), filters)
 }
 
@@ -418,7 +424,7 @@ impl<'p> LabelTally<'p> {
         }
     }
 
-    pub(crate) fn add(&mut self, sample: &Sample) {
+    pub(crate) fn add(&mut self, sample: SampleRef<'_>) {
         let value = sample.values.get(self.index).copied().unwrap_or(0);
         self.kept_total = self.kept_total.saturating_add(value);
         self.keys_seen.clear();

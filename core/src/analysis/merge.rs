@@ -171,14 +171,14 @@ impl Merger {
             key_labels.sort_unstable();
             match self.samples.entry(SampleKey { locations: stack, labels: key_labels }) {
                 Entry::Occupied(merged) => {
-                    for (sum, value) in out.samples[*merged.get()].values.iter_mut().zip(&sample.values) {
+                    for (sum, value) in out.samples.values_mut(*merged.get()).iter_mut().zip(sample.values) {
                         *sum = sum.saturating_add(*value);
                     }
                 }
                 Entry::Vacant(new) => {
                     let locations = new.key().locations.clone();
                     new.insert(out.samples.len());
-                    out.samples.push(Sample { locations, values: sample.values.clone(), labels });
+                    out.samples.push(Sample { locations, values: sample.values.to_vec(), labels });
                 }
             }
         }

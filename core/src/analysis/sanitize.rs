@@ -114,7 +114,7 @@ pub fn inventory(profile: &Profile) -> Inventory {
     path_roots.truncate(5);
     // Sorted and distinct before any is copied: a large profile has a label per sample.
     let keys: std::collections::BTreeSet<&str> =
-        profile.samples.iter().flat_map(|s| &s.labels).map(|l| profile.str(l.key)).collect();
+        profile.samples.iter().flat_map(|s| s.labels).map(|l| profile.str(l.key)).collect();
     let label_keys = keys.into_iter().map(str::to_owned).collect();
     Inventory {
         paths: paths.len(),
@@ -165,7 +165,7 @@ pub fn sanitize(profile: &Profile, options: &SanitizeOptions) -> Result<Profile>
         Labels::All => true,
         Labels::Keys(keys) => keys.iter().any(|k| k == key),
     };
-    for sample in &mut out.samples {
+    out.samples.retain(|sample| {
         sample.labels.retain(|l| !drop_label(old.get(l.key)));
         for Label { key, value } in &mut sample.labels {
             *key = keep(*key, &mut strings);
@@ -174,7 +174,8 @@ pub fn sanitize(profile: &Profile, options: &SanitizeOptions) -> Result<Profile>
                 LabelValue::Num { unit, .. } => *unit = keep(*unit, &mut strings),
             }
         }
-    }
+        true
+    });
     for g in &mut out.goroutines {
         g.state = keep(g.state, &mut strings);
     }

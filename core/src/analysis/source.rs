@@ -199,7 +199,7 @@ pub fn source(profile: &Profile, options: &SourceOptions) -> Result<SourceReport
             continue;
         }
         seen.next_sample();
-        for location in &sample.locations {
+        for location in sample.locations {
             for &node in nodes.of(location.0).iter().filter(|&&n| n != UNLISTED) {
                 if seen.first_visit(node) {
                     cum[node as usize] = cum[node as usize].saturating_add(value);

@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::frames::{Filters, FrameTable, Granularity};
-use crate::model::{Label, LabelValue, Profile, Sample, SampleTime, StrId};
+use crate::model::{Label, LabelValue, Profile, SampleRef, SampleTime, StrId};
 use crate::{Error, Result};
 
 /// The first start and the last end of the samples' times, `None` without times.
@@ -148,20 +148,20 @@ impl<'a> Selection<'a> {
         Ok(Self { profile, table, index, start, end })
     }
 
-    fn value(&self, sample: &Sample) -> i64 {
+    fn value(&self, sample: SampleRef<'_>) -> i64 {
         sample.values.get(self.index).copied().unwrap_or(0)
     }
 
     /// Samples with a value that the filters keep (as the filters see them, with their
     /// label frames), with their times.
-    fn kept(&self) -> impl Iterator<Item = (usize, &Sample, SampleTime)> + '_ {
+    fn kept(&self) -> impl Iterator<Item = (usize, SampleRef<'_>, SampleTime)> + '_ {
         self.table
             .profile()
             .samples
             .iter()
             .zip(&self.profile.sample_times)
             .enumerate()
-            .filter(|(_, (s, _))| self.value(s) != 0 && self.table.keeps(s))
+            .filter(|&(_, (s, _))| self.value(s) != 0 && self.table.keeps(s))
             .map(|(i, (s, &t))| (i, s, t))
     }
 
@@ -187,7 +187,7 @@ pub fn stack_chart(profile: &Profile, options: &TimelineOptions, viewport: &Char
     // (lane, start, end, sample) of the samples in the window.
     let mut drawn: Vec<(u32, i64, i64, usize)> = Vec::new();
     for (i, sample, time) in selection.kept() {
-        let lane = lanes.of(profile, &sample.labels);
+        let lane = lanes.of(profile, sample.labels);
         let mut depth = 0;
         table.walk_root_first(sample, |_, _| depth += 1);
         let rows = &mut lanes.list[lane as usize].depth;
@@ -204,7 +204,7 @@ pub fn stack_chart(profile: &Profile, options: &TimelineOptions, viewport: &Char
     let mut lane_of_open = u32::MAX;
     for &(lane, start, end, i) in &drawn {
         frames.clear();
-        table.walk_root_first(&profile.samples[i], |node, _| frames.push(node));
+        table.walk_root_first(profile.samples.sample(i), |node, _| frames.push(node));
         frames.truncate(max_rows);
         // A box goes on while its frame and all its callers' do, without a visible gap.
         let follows =

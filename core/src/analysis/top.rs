@@ -100,38 +100,89 @@ impl<'a> NodeValues<'a> {
         ratio: f64,
     ) -> Result<Self> {
         let table = FrameTable::new(profile, granularity, filters)?;
-        let n = table.node_count();
-        let mut v = NodeValues { flat: vec![0; n], cum: vec![0; n], total: 0, unfiltered_total: 0, table };
-        let mut seen = Stamps::new(n);
-        for sample in &v.table.profile().samples {
-            let raw = sample.values.get(sample_index).copied().unwrap_or(0);
-            v.unfiltered_total = v.unfiltered_total.saturating_add(raw.saturating_abs());
-            let value = scale(raw, ratio);
-            if value == 0 || !v.table.keeps(sample) {
-                continue;
-            }
-            v.total = v.total.saturating_add(raw.saturating_abs());
-            seen.next_sample();
-            let mut parent: Option<u32> = None;
-            let cum = &mut v.cum;
-            v.table.walk_root_first(sample, |node, _| {
-                // Recursion must not count a sample twice for one node.
-                if seen.first_visit(node) {
-                    cum[node as usize] = cum[node as usize].saturating_add(value);
+        let parts = crate::parallel::each(sample_ranges(&table, sample_index, ratio), |range| {
+            let mut v = Sums::new(table.node_count());
+            let mut seen = Stamps::new(table.node_count());
+            for sample in table.profile().samples.iter_range(range) {
+                let raw = sample.values.get(sample_index).copied().unwrap_or(0);
+                v.unfiltered_total = v.unfiltered_total.saturating_add(raw.saturating_abs());
+                let value = scale(raw, ratio);
+                if value == 0 || !table.keeps(sample) {
+                    continue;
                 }
-                parent = Some(node);
-            });
-            if let Some(leaf) = parent {
-                v.flat[leaf as usize] = v.flat[leaf as usize].saturating_add(value);
+                v.total = v.total.saturating_add(raw.saturating_abs());
+                seen.next_sample();
+                let mut parent: Option<u32> = None;
+                table.walk_root_first(sample, |node, _| {
+                    // Recursion must not count a sample twice for one node.
+                    if seen.first_visit(node) {
+                        v.cum[node as usize] = v.cum[node as usize].saturating_add(value);
+                    }
+                    parent = Some(node);
+                });
+                if let Some(leaf) = parent {
+                    v.flat[leaf as usize] = v.flat[leaf as usize].saturating_add(value);
+                }
             }
-        }
-        Ok(v)
+            v
+        });
+        let sums = parts.into_iter().fold(Sums::new(table.node_count()), Sums::add);
+        Ok(NodeValues {
+            table,
+            flat: sums.flat,
+            cum: sums.cum,
+            total: sums.total,
+            unfiltered_total: sums.unfiltered_total,
+        })
     }
 
     /// pprof's `(inline)` markers for the shown nodes (see [`inline_marks`]).
     fn inlining(&self, sample_index: usize, shown: &[u32], flat_sum: i64) -> Vec<Option<Inlining>> {
         let names: Vec<&str> = shown.iter().map(|&n| self.table.name(n)).collect();
         inline_marks(&[(self, sample_index, 1)], &names, flat_sum)
+    }
+}
+
+/// Sums over some of the samples, added up by [`Sums::add`].
+struct Sums {
+    flat: Vec<i64>,
+    cum: Vec<i64>,
+    total: i64,
+    unfiltered_total: i64,
+}
+
+impl Sums {
+    fn new(nodes: usize) -> Sums {
+        Sums { flat: vec![0; nodes], cum: vec![0; nodes], total: 0, unfiltered_total: 0 }
+    }
+
+    fn add(mut self, other: Sums) -> Sums {
+        for (a, b) in self.flat.iter_mut().zip(other.flat).chain(self.cum.iter_mut().zip(other.cum)) {
+            *a = a.saturating_add(b);
+        }
+        self.total = self.total.saturating_add(other.total);
+        self.unfiltered_total = self.unfiltered_total.saturating_add(other.unfiltered_total);
+        self
+    }
+}
+
+/// Fewest samples worth a thread of their own in a walk.
+const SAMPLES_PER_THREAD: usize = 1 << 15;
+
+/// The table's samples cut into stretches to sum on separate threads: a thread a core
+/// when no sum of values can saturate (then sums added in any order are the same as
+/// the one-thread sums), else one stretch, so saturation stays where it was.
+fn sample_ranges(table: &FrameTable<'_>, sample_index: usize, ratio: f64) -> Vec<std::ops::Range<usize>> {
+    let samples = &table.profile().samples;
+    let fits = ratio == 1.0
+        && samples
+            .iter()
+            .try_fold(0i64, |sum, s| sum.checked_add(s.values.get(sample_index).copied().unwrap_or(0).checked_abs()?))
+            .is_some();
+    if fits {
+        crate::parallel::ranges(samples.len(), SAMPLES_PER_THREAD)
+    } else {
+        std::iter::once(0..samples.len()).collect()
     }
 }
 
@@ -154,33 +205,42 @@ pub(crate) fn inline_marks(
     let row_of: HashMap<&str, u32> = shown.iter().enumerate().map(|(i, &name)| (name, i as u32)).collect();
     // Each edge: whether every call along it is inline, and its weight.
     let mut edges: HashMap<(u32, u32), (bool, i64)> = HashMap::default();
-    let mut seen_in_sample: HashSet<(u32, u32)> = HashSet::default();
     for &(values, sample_index, sign) in sources {
         let table = &values.table;
         let position: Vec<u32> =
             (0..table.node_count() as u32).map(|n| row_of.get(table.name(n)).copied().unwrap_or(u32::MAX)).collect();
-        for sample in table.kept_samples() {
-            let value = sample.values.get(sample_index).copied().unwrap_or(0);
-            if value == 0 {
-                continue;
-            }
-            let weight = value.saturating_mul(sign);
-            seen_in_sample.clear();
-            let mut parent: Option<u32> = None;
-            table.walk_root_first(sample, |node, inlined| {
-                let shown_at = position[node as usize];
-                if shown_at == u32::MAX {
-                    return;
+        let parts = crate::parallel::each(sample_ranges(table, sample_index, 1.0), |range| {
+            let mut edges: HashMap<(u32, u32), (bool, i64)> = HashMap::default();
+            let mut seen_in_sample: HashSet<(u32, u32)> = HashSet::default();
+            for sample in table.profile().samples.iter_range(range).filter(|&s| table.keeps(s)) {
+                let value = sample.values.get(sample_index).copied().unwrap_or(0);
+                if value == 0 {
+                    continue;
                 }
-                if let Some(p) = parent.filter(|&p| p != shown_at) {
-                    if seen_in_sample.insert((p, shown_at)) {
-                        let (all_inline, sum) = edges.entry((p, shown_at)).or_insert((true, 0));
-                        *all_inline &= inlined;
-                        *sum = sum.saturating_add(weight);
+                let weight = value.saturating_mul(sign);
+                seen_in_sample.clear();
+                let mut parent: Option<u32> = None;
+                table.walk_root_first(sample, |node, inlined| {
+                    let shown_at = position[node as usize];
+                    if shown_at == u32::MAX {
+                        return;
                     }
-                }
-                parent = Some(shown_at);
-            });
+                    if let Some(p) = parent.filter(|&p| p != shown_at) {
+                        if seen_in_sample.insert((p, shown_at)) {
+                            let (all_inline, sum) = edges.entry((p, shown_at)).or_insert((true, 0));
+                            *all_inline &= inlined;
+                            *sum = sum.saturating_add(weight);
+                        }
+                    }
+                    parent = Some(shown_at);
+                });
+            }
+            edges
+        });
+        for (edge, (inline, weight)) in parts.into_iter().flatten() {
+            let (all_inline, sum) = edges.entry(edge).or_insert((true, 0));
+            *all_inline &= inline;
+            *sum = sum.saturating_add(weight);
         }
     }
     let edge_cutoff = fraction_cutoff(flat_sum, EDGE_FRACTION).unsigned_abs();

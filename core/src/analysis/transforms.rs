@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::labels::with_label_frames;
 use super::summary::package_of;
 use super::Filters;
-use crate::model::{Function, FunctionId, Line, Location, LocationId, Sample, StrId};
+use crate::model::{Function, FunctionId, Line, Location, LocationId, SampleRef, StrId};
 use crate::{Error, Profile, Result};
 
 /// The profile with pprof's filters applied to its samples and locations, as `-output`
@@ -45,7 +45,7 @@ pub fn filter(profile: &Profile, filters: &Filters) -> Result<Profile> {
         if compiled.has_focus() && !sample.locations.iter().any(|l| verdict(l) == Some(true)) {
             return false;
         }
-        if !tags.keeps(sample) {
+        if !tags.keeps(sample.view()) {
             return false;
         }
         sample.locations.retain(|l| !hidden[l.0 as usize]);
@@ -92,7 +92,7 @@ pub fn apply(profile: &Profile, transforms: &[Transform]) -> Result<Profile> {
     // The samples' locations are `profile`'s; the locations made for new stacks are
     // added to `out` once all are written.
     out.retain_samples(|sample| {
-        restacker.expand(profile, sample, &mut frames);
+        restacker.expand(profile, sample.view(), &mut frames);
         if !steps.iter().all(|step| step.apply(&mut frames)) {
             return false;
         }
@@ -239,7 +239,7 @@ impl Restacker {
     }
 
     /// A sample's frames, root first (a location's outermost line before its inlined ones).
-    fn expand(&self, profile: &Profile, sample: &Sample, frames: &mut Vec<Frame>) {
+    fn expand(&self, profile: &Profile, sample: SampleRef<'_>, frames: &mut Vec<Frame>) {
         frames.clear();
         for &location in sample.locations.iter().rev() {
             let lines = &profile.location(location).lines;

@@ -143,7 +143,7 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
         .iter()
         .map(|s| proto::Sample {
             location_id: s.locations.iter().map(|l| profile.location(*l).id).collect(),
-            value: s.values.clone(),
+            value: s.values.to_vec(),
             label: s
                 .labels
                 .iter()

@@ -7,7 +7,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::text::{self, text_error};
 use crate::model::{
-    CreatedBy, FunctionId, Goroutine, Label, LabelValue, Line, LocationId, Profile, Sample, SourceFormat, StrId,
+    CreatedBy, FunctionId, Goroutine, Label, LabelValue, Line, LocationId, Profile, Sample, Samples, SourceFormat,
+    StrId,
 };
 use crate::Result;
 
@@ -151,7 +152,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
 fn aggregate_samples(p: &mut Profile) {
     let state_key = p.strings.intern("state");
     let mut index: HashMap<(&[LocationId], StrId), usize> = HashMap::default();
-    let mut samples: Vec<Sample> = Vec::new();
+    let mut samples = Samples::new();
     for g in &p.goroutines {
         let i = *index.entry((g.stack.as_slice(), g.state)).or_insert_with(|| {
             samples.push(Sample {
@@ -161,7 +162,7 @@ fn aggregate_samples(p: &mut Profile) {
             });
             samples.len() - 1
         });
-        samples[i].values[0] += 1;
+        samples.values_mut(i)[0] += 1;
     }
     p.samples = samples;
 }

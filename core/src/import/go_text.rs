@@ -31,7 +31,8 @@ pub fn parse_count(bytes: &[u8]) -> Result<Profile> {
     b.profile.period_type = Some(vt);
     b.profile.period = 1;
 
-    let mut current: Option<usize> = None;
+    // Whether the last sample takes the labels of the comments that follow it.
+    let mut labels_follow = false;
     let mut map_section = false;
     for (n, line) in lines {
         if map_section {
@@ -39,13 +40,16 @@ pub fn parse_count(bytes: &[u8]) -> Result<Profile> {
         }
         let trimmed = line.trim();
         if trimmed.is_empty() {
-            current = None;
+            labels_follow = false;
             continue;
         }
         if trimmed.starts_with('#') {
             if let Some(labels) = b.labels_from_comment(trimmed) {
-                if let Some(i) = current {
-                    b.profile.samples[i].labels = labels;
+                if labels_follow {
+                    if let Some(mut sample) = b.profile.samples.pop() {
+                        sample.labels = labels;
+                        b.profile.samples.push(sample);
+                    }
                 }
             } else {
                 b.note(trimmed);
@@ -70,7 +74,7 @@ pub fn parse_count(bytes: &[u8]) -> Result<Profile> {
         let addresses = parse_addresses(stack, FORMAT, n)?;
         let locations = b.stack(&addresses, true);
         b.push_sample(locations, vec![count], Vec::new());
-        current = Some(b.profile.samples.len() - 1);
+        labels_follow = true;
     }
     Ok(b.finish())
 }

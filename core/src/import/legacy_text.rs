@@ -279,8 +279,8 @@ pub fn parse_threadz(bytes: &[u8]) -> Result<Profile> {
             }
         }
         if same_as_previous || addresses.is_empty() {
-            if let Some(last) = b.profile.samples.last_mut() {
-                last.values[0] += 1;
+            if let Some(last) = b.profile.samples.len().checked_sub(1) {
+                b.profile.samples.values_mut(last)[0] += 1;
             }
             continue;
         }

@@ -541,7 +541,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
                 p.samples.len() - 1
             }
         };
-        let values = &mut p.samples[at].values;
+        let values = p.samples.values_mut(at);
         values[count_column] = values[count_column].saturating_add(1);
         if let Some(w) = weight_column {
             values[w] = values[w].saturating_add(record.period.unwrap_or(0));

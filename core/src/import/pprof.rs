@@ -4,8 +4,8 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::model::{
-    Function, FunctionId, Label, LabelValue, Line, Location, LocationId, Mapping, MappingId, Profile, Sample,
-    SourceFormat, StrId, StringTable, ValueType,
+    Function, FunctionId, Label, LabelValue, Line, Location, LocationId, Mapping, MappingId, PartWriter, Profile,
+    SampleSizes, Samples, SourceFormat, StrId, StringTable, ValueType,
 };
 use crate::{Error, Result};
 
@@ -300,22 +300,39 @@ fn parse_wire(bytes: &[u8], progress: super::Progress<'_>) -> Decoded<Profile> {
     let (mut out, location_index) = convert_head(head)?;
     let at = &counts.samples;
     let shape = SampleShape { types: out.sample_types.len(), strings: out.strings.len(), location_index };
-    let mut samples: Vec<Sample> = std::iter::repeat_with(Sample::default).take(at.len()).collect();
-    if crate::parallel::parts(at.len(), SAMPLES_PER_THREAD) == 1 {
-        let step = (at.len() / 100).max(1);
-        read_samples(bytes, at, 0, &mut samples, &shape, &mut |i| {
-            if i % step == 0 {
-                progress(super::Stage::Decoding, i as f64 / at.len() as f64);
+    // Samples are decoded on every core, each thread into its own stretch of the
+    // samples' vectors, sized by a first pass.
+    let chunks = crate::parallel::chunks(at, SAMPLES_PER_THREAD);
+    let sizes = crate::parallel::each(chunks.clone(), |chunk| sample_sizes(bytes, chunk, shape.types));
+    let written = Samples::write_parts(&sizes, |writers| {
+        let mut first = 0;
+        let parts: Vec<_> = chunks
+            .iter()
+            .zip(writers)
+            .map(|(&chunk, writer)| {
+                first += chunk.len();
+                (first - chunk.len(), chunk, writer)
+            })
+            .collect();
+        let parts = match <[_; 1]>::try_from(parts) {
+            Ok([(_, chunk, writer)]) => {
+                let step = (at.len() / 100).max(1);
+                return read_samples(bytes, chunk, 0, &shape, writer, &mut |i| {
+                    if i % step == 0 {
+                        progress(super::Stage::Decoding, i as f64 / at.len() as f64);
+                    }
+                });
             }
-        })?;
-    } else {
-        let chunks = crate::parallel::fill_chunks(&mut samples, SAMPLES_PER_THREAD, |first, chunk| {
-            read_samples(bytes, &at[first..], first, chunk, &shape, &mut |_| {})
+            Err(parts) => parts,
+        };
+        let results = crate::parallel::each(parts, |(first, chunk, writer)| {
+            read_samples(bytes, chunk, first, &shape, writer, &mut |_| {})
         });
-        // The first failing chunk holds the first failing sample, as on one thread.
-        chunks.into_iter().collect::<Decoded<Vec<()>>>()?;
-    }
-    out.samples = samples;
+        // In order, so the first failing chunk's error (the first failing sample's, as on
+        // one thread) is the one returned.
+        results.into_iter().collect()
+    })?;
+    out.samples = written.ok_or_else(|| Error::Invalid("the samples changed size between two reads".into()))?;
     if out.sample_types.is_empty() && out.samples.is_empty() && out.strings.is_empty() {
         return Err(Error::UnknownFormat {
             hint: "no profile fields found (not a pprof protobuf, nor a known text format)".into(),
@@ -335,25 +352,45 @@ struct SampleShape {
     location_index: IdIndex,
 }
 
-/// Decodes the samples whose fields start at `at` into `into`, which holds the
-/// profile's samples from index `first` on; calls `done` with each sample's index.
+/// Decodes the samples whose fields start at `at`, the profile's samples from index
+/// `first` on; calls `done` with each sample's index.
 fn read_samples(
     bytes: &[u8],
     at: &[usize],
     first: usize,
-    into: &mut [Sample],
     shape: &SampleShape,
+    mut into: PartWriter<'_>,
     done: &mut dyn FnMut(usize),
 ) -> Decoded<()> {
-    let mut labels = Vec::new();
-    for (i, (slot, &at)) in (first..).zip(into.iter_mut().zip(at)) {
+    for (i, &at) in (first..).zip(at) {
         let mut fields = Fields { buf: bytes, pos: at, base: 0 };
         let Some(item) = fields.next() else { break };
         let (_, value) = item?;
-        *slot = read_sample(message(&fields, &value)?, i, shape, &mut labels)?;
+        read_sample(message(&fields, &value)?, i, shape, &mut into)?;
         done(i);
     }
     Ok(())
+}
+
+/// How much room the samples at `at` take, so their vectors are allocated once (a
+/// malformed sample ends the count: decoding it reports the error).
+fn sample_sizes(bytes: &[u8], at: &[usize], types: usize) -> SampleSizes {
+    let mut sizes = SampleSizes::default();
+    for &at in at {
+        let mut fields = Fields { buf: bytes, pos: at, base: 0 };
+        let Some(Ok((_, value))) = fields.next() else { break };
+        let Ok(mut sample) = message(&fields, &value) else { break };
+        while let Some(Ok((field, value))) = sample.next() {
+            match field {
+                1 => sizes.locations += element_count(&value),
+                3 => sizes.labels += 1,
+                _ => {}
+            }
+        }
+        sizes.samples += 1;
+        sizes.values += types;
+    }
+    sizes
 }
 
 fn read_head(bytes: &[u8], counts: &Counts) -> Decoded<Head> {
@@ -565,43 +602,47 @@ fn convert_head(head: Head) -> Result<(Profile, IdIndex)> {
     Ok((out, location_index))
 }
 
-/// `labels` is scratch space, so each sample's labels are allocated at their exact count.
-fn read_sample(mut fields: Fields<'_>, i: usize, shape: &SampleShape, labels: &mut Vec<Label>) -> Decoded<Sample> {
+/// Writes sample `i` to `into`.
+fn read_sample(mut fields: Fields<'_>, i: usize, shape: &SampleShape, into: &mut PartWriter<'_>) -> Decoded<()> {
     let (n_types, location_index) = (shape.types, &shape.location_index);
-    labels.clear();
-    let mut sample = Sample { locations: Vec::new(), values: Vec::with_capacity(n_types), labels: Vec::new() };
+    let overflow =
+        |what: &str| -> Failure { Error::Invalid(format!("sample #{i} has more {what} than counted")).into() };
+    let mut values = 0;
     while let Some(item) = fields.next() {
         let (field, value) = item?;
         match field {
-            1 => {
-                sample.locations.reserve_exact(element_count(&value));
-                repeated(&fields, &value, |id| {
-                    let index = location_index.get(id).ok_or_else(|| Error::DanglingReference {
-                        what: format!("sample #{i}"),
-                        target: "location",
-                        id,
-                    })?;
-                    sample.locations.push(LocationId(index));
-                    Ok(())
+            1 => repeated(&fields, &value, |id| {
+                let index = location_index.get(id).ok_or_else(|| Error::DanglingReference {
+                    what: format!("sample #{i}"),
+                    target: "location",
+                    id,
                 })?;
-            }
-            2 => repeated(&fields, &value, |v| {
-                sample.values.push(v as i64);
-                Ok(())
+                into.push_location(LocationId(index)).then_some(()).ok_or_else(|| overflow("locations"))
             })?,
-            3 => labels.push(read_label(message(&fields, &value)?, i, shape.strings)?),
+            2 => repeated(&fields, &value, |v| {
+                // Counted before written: a sample with too many values must not spill
+                // into the next one's room.
+                values += 1;
+                if values > n_types || into.push_value(v as i64) {
+                    Ok(())
+                } else {
+                    Err(overflow("values"))
+                }
+            })?,
+            3 => {
+                let label = read_label(message(&fields, &value)?, i, shape.strings)?;
+                into.push_label(label).then_some(()).ok_or_else(|| overflow("labels"))?;
+            }
             _ => {}
         }
     }
-    if sample.values.len() != n_types {
+    if values != n_types {
         return Err(Error::Invalid(format!(
-            "sample #{i} has {} values but the profile has {n_types} sample types",
-            sample.values.len()
+            "sample #{i} has {values} values but the profile has {n_types} sample types"
         ))
         .into());
     }
-    sample.labels = labels.to_vec();
-    Ok(sample)
+    into.end_sample().then_some(()).ok_or_else(|| overflow("samples"))
 }
 
 fn read_label(fields: Fields<'_>, i: usize, strings: usize) -> Decoded<Label> {
