@@ -6,7 +6,7 @@ use flate2::bufread::MultiGzDecoder;
 
 use crate::{Error, Result};
 
-pub(crate) fn is_gzip(bytes: &[u8]) -> bool {
+pub fn is_gzip(bytes: &[u8]) -> bool {
     bytes.len() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b
 }
 
@@ -99,8 +99,9 @@ pub(crate) fn inflate(bytes: &[u8], limit: u64, progress: super::Progress<'_>) -
 
 /// Makes room for `extra` more bytes, doubling as `Vec` does but never past `limit + 1`
 /// bytes, and failing with `OutOfMemory` instead of aborting: on wasm32 the doubling of a
-/// 1 GiB buffer overflows the address space, and the browser may refuse far less.
-fn grow(out: &mut Vec<u8>, extra: usize, limit: u64) -> Result<()> {
+/// 1 GiB buffer overflows the address space, and the browser may refuse far less. (Also
+/// for inflaters outside core: the page's worker, with the browser's own.)
+pub fn grow(out: &mut Vec<u8>, extra: usize, limit: u64) -> Result<()> {
     let needed = out.len().saturating_add(extra);
     if needed <= out.capacity() {
         return Ok(());

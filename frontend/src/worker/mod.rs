@@ -3,7 +3,7 @@
 //! and analysis never block the page.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use js_sys::{Array, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -35,7 +35,13 @@ thread_local! {
     /// Whole trees, and zoomed subtrees built alone (keyed by their path; empty: whole).
     static TREES: RefCell<TreeCache<(TreeKey, Vec<String>)>> = const { RefCell::new(TreeCache::new()) };
     static MEASURED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// Messages that came while a parse waits on the browser ([`receive`]); `None` when
+    /// none waits.
+    static WAITING: RefCell<Option<VecDeque<Message>>> = const { RefCell::new(None) };
 }
+
+/// A message from the page: its JSON, and the file it hands over, if any.
+type Message = (String, Option<Blob>);
 
 fn scope() -> DedicatedWorkerGlobalScope {
     js_sys::global().unchecked_into()
@@ -81,32 +87,87 @@ fn transforms_only(shape: &Shape) -> Shape {
     Shape { transforms: shape.transforms.clone(), range: None }
 }
 
-/// Reads and parses a profile, reporting progress: reading fills the bar to a tenth,
-/// inflating to one half, decoding to 95% (folded stacks, read line by line, go from
-/// reading to 95%); building the first view does the rest.
-fn parse(seq: u64, id: u32, name: &str, blob: &Blob) {
-    let size = blob.size() / 1_048_576.0;
-    let mut last = 0.0;
-    let mut report = |label: &str, overall: f64| {
-        if overall - last >= 0.02 {
-            last = overall;
-            post(seq, &Response::Progress { id, stage: format!("{label} {size:.1} MB"), fraction: overall }, None);
+/// Progress of a parse, sent to the page when it moved by 2% at least: reading fills the
+/// bar to a tenth, inflating to one half, decoding to 95% (folded stacks, read line by
+/// line, go from reading to 95%); building the first view does the rest.
+struct ParseProgress {
+    seq: u64,
+    id: u32,
+    megabytes: f64,
+    last: f64,
+}
+
+impl ParseProgress {
+    fn new(seq: u64, id: u32, blob: &Blob) -> Self {
+        ParseProgress { seq, id, megabytes: blob.size() / 1_048_576.0, last: 0.0 }
+    }
+
+    fn report(&mut self, label: &str, overall: f64) {
+        if overall - self.last >= 0.02 {
+            self.last = overall;
+            let stage = format!("{label} {:.1} MB", self.megabytes);
+            post(self.seq, &Response::Progress { id: self.id, stage, fraction: overall }, None);
         }
-    };
+    }
+}
+
+/// Reads and parses a profile, all in WebAssembly.
+fn parse(seq: u64, id: u32, name: &str, blob: &Blob) {
+    let mut progress = ParseProgress::new(seq, id, blob);
     let loaded = match reading::is_folded(blob) {
-        Ok(true) => reading::parse_folded(blob, &mut |done| report("reading folded stacks", 0.02 + 0.93 * done))
-            .map(|profile| Loaded::new(name, profile))
-            .map_err(|e| format!("{name}: {e}")),
-        Ok(false) => reading::read_all(blob, &mut |done| report("reading", 0.02 + 0.08 * done))
-            .map_err(|e| format!("{name}: {e}"))
-            .and_then(|bytes| {
-                Loaded::parse_reporting(name, &bytes, &mut |stage: Stage, fraction: f64| match stage {
-                    Stage::Inflating => report("inflating", 0.1 + 0.4 * fraction),
-                    Stage::Decoding => report("decoding", 0.5 + 0.45 * fraction),
-                })
-            }),
+        Ok(true) => {
+            reading::parse_folded(blob, &mut |done| progress.report("reading folded stacks", 0.02 + 0.93 * done))
+                .map(|profile| Loaded::new(name, profile))
+                .map_err(|e| format!("{name}: {e}"))
+        }
+        Ok(false) => {
+            let reading = Mark::new("reading");
+            let read = reading::read_all(blob, &mut |done| progress.report("reading", 0.02 + 0.08 * done));
+            drop(reading);
+            read.map_err(|e| format!("{name}: {e}")).and_then(|bytes| decode(name, &bytes, &mut progress))
+        }
         Err(e) => Err(format!("{name}: {e}")),
     };
+    parsed(seq, id, loaded);
+}
+
+/// Parses a gzip file the browser inflates (see [`reading::inflate_in_browser`]); one it
+/// cannot goes to [`parse`].
+async fn parse_gzip(seq: u64, id: u32, name: &str, blob: &Blob) {
+    let mut progress = ParseProgress::new(seq, id, blob);
+    let inflating = Mark::new("inflating in the browser");
+    let limit = stacklens_core::ParseOptions::default().max_inflated_bytes;
+    let inflated =
+        reading::inflate_in_browser(blob, limit, &mut |done| progress.report("inflating", 0.02 + 0.48 * done)).await;
+    drop(inflating);
+    match inflated {
+        Ok(Some(bytes)) => parsed(seq, id, decode(name, &bytes, &mut progress)),
+        Ok(None) => parse(seq, id, name, blob),
+        Err(e) => parsed(seq, id, Err(format!("{name}: {e}"))),
+    }
+}
+
+/// Core's parse of a file's bytes, with a measure of each stage (the first decoding
+/// report comes once the rest of the profile is read and the samples are counted).
+fn decode(name: &str, bytes: &[u8], progress: &mut ParseProgress) -> Result<Loaded, String> {
+    let (mut inflating, mut decoding) = (None, None);
+    let loaded = Loaded::parse_reporting(name, bytes, &mut |stage: Stage, fraction: f64| match stage {
+        Stage::Inflating => {
+            inflating.get_or_insert_with(|| Mark::new("inflating"));
+            progress.report("inflating", 0.1 + 0.4 * fraction)
+        }
+        Stage::Decoding => {
+            inflating = None;
+            decoding.get_or_insert_with(|| Mark::new("decoding"));
+            progress.report("decoding", 0.5 + 0.45 * fraction)
+        }
+    });
+    drop(decoding);
+    loaded
+}
+
+/// Keeps a parsed profile and tells the page, or tells it why there is none.
+fn parsed(seq: u64, id: u32, loaded: Result<Loaded, String>) {
     match loaded {
         Ok(loaded) => {
             let (sample_types, default_sample) = loaded.sample_types();
@@ -119,6 +180,40 @@ fn parse(seq: u64, id: u32, name: &str, blob: &Blob) {
         }
         Err(message) => post(seq, &Response::Failed { id, message }, None),
     }
+}
+
+/// Handles a message now, or, while a parse waits on the browser, once it is done: the
+/// page's requests are answered in the order it sent them.
+fn receive(json: String, blob: Option<Blob>) {
+    let now = WAITING.with(|w| match w.borrow_mut().as_mut() {
+        Some(queue) => {
+            queue.push_back((json, blob));
+            None
+        }
+        None => Some((json, blob)),
+    });
+    let Some((json, blob)) = now else { return };
+    match (serde_json::from_str::<Envelope<Request>>(&json), blob) {
+        (Ok(Envelope { seq, body: Request::Parse { id, name } }), Some(blob)) if browser_inflates(&blob) => {
+            WAITING.with(|w| *w.borrow_mut() = Some(VecDeque::new()));
+            let mark = Mark::new("parse");
+            wasm_bindgen_futures::spawn_local(async move {
+                parse_gzip(seq, id, &name, &blob).await;
+                drop(mark);
+                let waiting = WAITING.with(|w| w.borrow_mut().take()).unwrap_or_default();
+                for (json, blob) in waiting {
+                    receive(json, blob);
+                }
+            });
+        }
+        (Ok(envelope), blob) => measured(envelope.body.name(), || handle(envelope.seq, envelope.body, blob)),
+        (Err(e), _) => post(0, &Response::Failed { id: u32::MAX, message: format!("bad request: {e}") }, None),
+    }
+}
+
+/// Whether the browser inflates this file for [`parse_gzip`].
+fn browser_inflates(blob: &Blob) -> bool {
+    reading::browser_inflates() && reading::is_gzip(blob).unwrap_or(false)
 }
 
 fn handle(seq: u64, request: Request, profile_bytes: Option<Blob>) {
@@ -233,15 +328,35 @@ fn handle(seq: u64, request: Request, profile_bytes: Option<Blob>) {
 /// Runs `f` as a User Timing measure named `stacklens NAME`, so DevTools' Performance
 /// panel and scripts/bench-browser.mjs see how long the worker took for each request.
 fn measured(name: &str, f: impl FnOnce()) {
-    let Some(performance) = scope().performance() else { return f() };
-    let start = format!("stacklens {name} started");
-    let _ = performance.mark(&start);
+    let mark = Mark::new(name);
     f();
-    let _ = performance.measure_with_start_mark(&format!("stacklens {name}"), &start);
-    performance.clear_marks_with_mark_name(&start);
-    // The timeline keeps every entry: keep the last thousand at most.
-    if MEASURED.with(|n| n.replace(n.get() + 1)) % 1000 == 999 {
-        performance.clear_measures();
+    drop(mark);
+}
+
+/// A User Timing measure `stacklens NAME` from its making to its drop.
+struct Mark {
+    name: String,
+}
+
+impl Mark {
+    fn new(name: &str) -> Self {
+        if let Some(performance) = scope().performance() {
+            let _ = performance.mark(&format!("stacklens {name} started"));
+        }
+        Mark { name: name.to_owned() }
+    }
+}
+
+impl Drop for Mark {
+    fn drop(&mut self) {
+        let Some(performance) = scope().performance() else { return };
+        let start = format!("stacklens {} started", self.name);
+        let _ = performance.measure_with_start_mark(&format!("stacklens {}", self.name), &start);
+        performance.clear_marks_with_mark_name(&start);
+        // The timeline keeps every entry: keep the last thousand at most.
+        if MEASURED.with(|n| n.replace(n.get() + 1)) % 1000 == 999 {
+            performance.clear_measures();
+        }
     }
 }
 
@@ -250,11 +365,7 @@ pub fn run() {
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(|e: MessageEvent| {
         let data: Array = e.data().unchecked_into();
         let Some(json) = data.get(0).as_string() else { return };
-        let source = data.get(1).dyn_into::<Blob>().ok();
-        match serde_json::from_str::<Envelope<Request>>(&json) {
-            Ok(envelope) => measured(envelope.body.name(), || handle(envelope.seq, envelope.body, source)),
-            Err(e) => post(0, &Response::Failed { id: u32::MAX, message: format!("bad request: {e}") }, None),
-        }
+        receive(json, data.get(1).dyn_into::<Blob>().ok());
     });
     scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
