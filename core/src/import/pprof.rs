@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::model::{
     Function, FunctionId, Label, LabelValue, Line, Location, LocationId, Mapping, MappingId, PartWriter, Profile,
-    SampleSizes, Samples, SourceFormat, StrId, StringTable, ValueType,
+    SampleSizes, Samples, SourceFormat, StrId, StringTable, Unwritten, ValueType,
 };
 use crate::{Error, Result};
 
@@ -303,7 +303,7 @@ fn parse_wire(bytes: &[u8], progress: super::Progress<'_>) -> Decoded<Profile> {
     // Samples are decoded on every core, each thread into its own stretch of the
     // samples' vectors, sized by a first pass.
     let chunks = crate::parallel::chunks(at, SAMPLES_PER_THREAD);
-    let sizes = crate::parallel::each(chunks.clone(), |chunk| sample_sizes(bytes, chunk, shape.types));
+    let sizes = crate::parallel::each(chunks.clone(), |chunk| sample_sizes(bytes, chunk));
     let written = Samples::write_parts(&sizes, |writers| {
         let mut first = 0;
         let parts: Vec<_> = chunks
@@ -331,8 +331,12 @@ fn parse_wire(bytes: &[u8], progress: super::Progress<'_>) -> Decoded<Profile> {
         // In order, so the first failing chunk's error (the first failing sample's, as on
         // one thread) is the one returned.
         results.into_iter().collect()
+    });
+    out.samples = written.map_err(|e| match e {
+        Unwritten::Failed(failure) => failure,
+        Unwritten::OutOfMemory(bytes) => Error::OutOfMemory { bytes }.into(),
+        Unwritten::Incomplete => Error::Invalid("the samples changed size between two reads".into()).into(),
     })?;
-    out.samples = written.ok_or_else(|| Error::Invalid("the samples changed size between two reads".into()))?;
     if out.sample_types.is_empty() && out.samples.is_empty() && out.strings.is_empty() {
         return Err(Error::UnknownFormat {
             hint: "no profile fields found (not a pprof protobuf, nor a known text format)".into(),
@@ -374,7 +378,7 @@ fn read_samples(
 
 /// How much room the samples at `at` take, so their vectors are allocated once (a
 /// malformed sample ends the count: decoding it reports the error).
-fn sample_sizes(bytes: &[u8], at: &[usize], types: usize) -> SampleSizes {
+fn sample_sizes(bytes: &[u8], at: &[usize]) -> SampleSizes {
     let mut sizes = SampleSizes::default();
     for &at in at {
         let mut fields = Fields { buf: bytes, pos: at, base: 0 };
@@ -383,12 +387,14 @@ fn sample_sizes(bytes: &[u8], at: &[usize], types: usize) -> SampleSizes {
         while let Some(Ok((field, value))) = sample.next() {
             match field {
                 1 => sizes.locations += element_count(&value),
+                // Counted, not taken from the sample types: a file's counts never ask for
+                // more room than its bytes could fill.
+                2 => sizes.values += element_count(&value),
                 3 => sizes.labels += 1,
                 _ => {}
             }
         }
         sizes.samples += 1;
-        sizes.values += types;
     }
     sizes
 }

@@ -150,12 +150,11 @@ impl Samples {
 
     /// Samples of known sizes written in consecutive parts at once (a thread a part, see
     /// [`crate::parallel::each`]) straight into vectors allocated once, so no part is
-    /// copied afterwards. `write` gets one [`PartWriter`] per entry of `parts`; `None`
-    /// when the parts were not written whole.
+    /// copied afterwards. `write` gets one [`PartWriter`] per entry of `parts`.
     pub(crate) fn write_parts<E>(
         parts: &[SampleSizes],
         write: impl FnOnce(Vec<PartWriter<'_>>) -> Result<(), E>,
-    ) -> Result<Option<Samples>, E> {
+    ) -> Result<Samples, Unwritten<E>> {
         let total = parts.iter().fold(SampleSizes::default(), |a, b| SampleSizes {
             samples: a.samples + b.samples,
             locations: a.locations + b.locations,
@@ -164,10 +163,10 @@ impl Samples {
         });
         let placeholder = Label { key: super::StrId(0), value: super::LabelValue::Str(super::StrId(0)) };
         let mut out = Samples {
-            ends: vec![Ends::default(); total.samples],
-            locations: vec![LocationId(0); total.locations],
-            values: vec![0; total.values],
-            labels: vec![placeholder; total.labels],
+            ends: filled(total.samples, Ends::default())?,
+            locations: filled(total.locations, LocationId(0))?,
+            values: filled(total.values, 0)?,
+            labels: filled(total.labels, placeholder)?,
         };
         let mut writers = Vec::with_capacity(parts.len());
         let (mut ends, mut locations, mut values, mut labels) =
@@ -190,7 +189,7 @@ impl Samples {
             });
             base = base.after(part);
         }
-        write(writers)?;
+        write(writers).map_err(Unwritten::Failed)?;
         // Each part ends where the next starts, and ends never go back: every range is
         // in bounds and every slot written, whatever the writers did.
         let (mut whole, mut first, mut base) = (true, 0, Ends::default());
@@ -206,7 +205,11 @@ impl Samples {
             at = *e;
             forward
         });
-        Ok(whole.then_some(out))
+        if whole {
+            Ok(out)
+        } else {
+            Err(Unwritten::Incomplete)
+        }
     }
 
     fn close_sample(&mut self) {
@@ -253,6 +256,27 @@ impl<'a> IntoIterator for &'a Samples {
     fn into_iter(self) -> Iter<'a> {
         self.iter()
     }
+}
+
+/// Why [`Samples::write_parts`] gave no samples.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Unwritten<E> {
+    /// A part's writer failed.
+    Failed(E),
+    /// The vectors could not be had: this many bytes were asked for.
+    OutOfMemory(u64),
+    /// A part was not written whole.
+    Incomplete,
+}
+
+/// `len` copies of `value`, or the bytes asked for when the allocator refuses them (a
+/// file's counts can ask for more than a browser tab can hold).
+fn filled<T: Clone, E>(len: usize, value: T) -> Result<Vec<T>, Unwritten<E>> {
+    let mut v = Vec::new();
+    let bytes = || len.saturating_mul(std::mem::size_of::<T>()) as u64;
+    v.try_reserve_exact(len).map_err(|_| Unwritten::OutOfMemory(bytes()))?;
+    v.resize(len, value);
+    Ok(v)
 }
 
 /// How much room samples take in [`Samples`]' shared vectors.
@@ -407,20 +431,23 @@ mod tests {
                 Err("refused")
             }
         });
-        assert_eq!(written, Ok(Some(Samples::from(parts.concat()))));
+        assert_eq!(written, Ok(Samples::from(parts.concat())));
         // A part written short, or one that wrote more than its room, gives no samples.
         let short = Samples::write_parts(&part_sizes, |mut writers| {
             assert!(write(&mut writers[0], &parts[0][..1]) && write(&mut writers[2], &parts[2]));
             Ok::<_, ()>(())
         });
-        assert_eq!(short, Ok(None));
+        assert_eq!(short, Err(Unwritten::Incomplete));
         let mut over = part_sizes.clone();
         over[0].locations = 1;
-        Samples::write_parts(&over, |mut writers| {
+        let over = Samples::write_parts(&over, |mut writers| {
             assert!(!write(&mut writers[0], &parts[0]), "two locations in the room of one");
-            Ok::<_, ()>(())
-        })
-        .unwrap();
+            Err("refused")
+        });
+        assert_eq!(over, Err(Unwritten::Failed("refused")));
+        let huge = SampleSizes { samples: 1, locations: usize::MAX / 8, values: 0, labels: 0 };
+        let refused = Samples::write_parts(&[huge], |_| Ok::<_, ()>(()));
+        assert!(matches!(refused, Err(Unwritten::OutOfMemory(bytes)) if bytes >= u64::MAX / 4), "{refused:?}");
     }
 
     #[test]
