@@ -447,3 +447,16 @@ fn a_scalar_with_the_wrong_wire_type_is_malformed_protobuf() {
     assert!(reason.contains("wire type"), "{err}");
     assert_eq!(err.code(), "MalformedProtobuf");
 }
+
+#[test]
+fn many_sample_types_and_samples_with_one_value_each_are_refused_without_reserving_their_product() {
+    // 200,000 sample types and 200,000 samples of one value: room for types × samples
+    // values would be 320 GB.
+    let mut p = deep_profile(1);
+    let kind = p.value_type("v", "count");
+    p.sample_types = vec![kind; 200_000];
+    let stack = p.samples.sample(0).locations.to_vec();
+    p.samples = (0..200_000).map(|_| Sample { locations: stack.clone(), values: vec![1], labels: vec![] }).collect();
+    let err = parse(&encode(&p)).unwrap_err();
+    assert_eq!(err.to_string(), "invalid profile: sample #0 has 1 values but the profile has 200000 sample types");
+}
