@@ -8,6 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { gzipSync, constants } from 'node:zlib';
+import { randomBytes } from 'node:crypto';
 import { startServer, launchBrowser, screenshot } from './harness.mjs';
 
 // ---------------------------------------------------------------------------
@@ -225,6 +226,9 @@ test('a truncated gzip and an empty file get errors naming them; the page stays 
   const valid = validProfile();
   await refused(page, [
     ['truncated.pb.gz', valid.subarray(0, Math.floor(valid.length / 2)), /gzip data is corrupt or truncated/],
+    // 2 MiB of a 3 MiB gzip stream: a file this size the browser inflates, fails on,
+    // and hands to core, whose message names the fault.
+    ['truncated-large.pb.gz', gzipSync(randomBytes(3 << 20)).subarray(0, 2 << 20), /gzip data is corrupt or truncated/],
     ['empty.pb.gz', Buffer.alloc(0), /the input is empty/],
   ], 20000);
   await screenshot(page, 'broken-files');
