@@ -36,13 +36,7 @@ impl std::io::BufRead for Counting<'_> {
 
 /// Inflates all gzip members, failing once the output would exceed `limit` bytes.
 pub(crate) fn inflate(bytes: &[u8], limit: u64, progress: super::Progress<'_>) -> Result<Vec<u8>> {
-    // ISIZE (last four bytes) is the size mod 2^32 of the last member: a hint only.
-    let hint = bytes
-        .get(bytes.len().saturating_sub(4)..)
-        .and_then(|t| t.try_into().ok())
-        .map_or(0, |t: [u8; 4]| u32::from_le_bytes(t) as u64);
-    let mut out = Vec::new();
-    grow(&mut out, hint.min(limit).min(256 << 20) as usize, limit)?;
+    let (mut out, _) = inflate_buffer(bytes, limit)?;
     let mut decoder = MultiGzDecoder::new(Counting { inner: bytes, consumed: 0 });
     // Into the room there is, in steps of at most 1 MiB so progress can be reported from
     // the compressed bytes consumed. A full buffer is grown only once a probe read shows
@@ -95,6 +89,20 @@ pub(crate) fn inflate(bytes: &[u8], limit: u64, progress: super::Progress<'_>) -
             Err(Error::Gzip { offset, reason })
         }
     }
+}
+
+/// An empty buffer with room for what the gzip trailer ending `tail` says the data
+/// inflates to (ISIZE, the last four bytes: the last member's size modulo 2^32, a hint
+/// only, so at most 256 MiB and `limit` are reserved on its word), and that hint. Also
+/// for inflaters outside core (the page's worker, with the browser's own).
+pub fn inflate_buffer(tail: &[u8], limit: u64) -> Result<(Vec<u8>, u64)> {
+    let hint = tail
+        .get(tail.len().saturating_sub(4)..)
+        .and_then(|t| t.try_into().ok())
+        .map_or(0, |t: [u8; 4]| u32::from_le_bytes(t) as u64);
+    let mut out = Vec::new();
+    grow(&mut out, hint.min(limit).min(256 << 20) as usize, limit)?;
+    Ok((out, hint))
 }
 
 /// Makes room for `extra` more bytes, doubling as `Vec` does but never past `limit + 1`

@@ -24,7 +24,7 @@ pub mod firefox;
 pub mod folded;
 pub mod ghc;
 mod gzip;
-pub use gzip::{grow as grow_inflated, is_gzip};
+pub use gzip::{grow as grow_inflated, inflate_buffer, is_gzip};
 pub mod instruments;
 pub mod jfr;
 pub mod legacy_cpu;

@@ -106,7 +106,7 @@ impl Samples {
     /// Keeps the first `len` samples.
     pub fn truncate(&mut self, len: usize) {
         if len < self.len() {
-            let end = if len == 0 { Ends::default() } else { self.ends[len - 1] };
+            let end = self.start(len);
             self.ends.truncate(len);
             self.locations.truncate(end.locations);
             self.values.truncate(end.values);
@@ -121,7 +121,7 @@ impl Samples {
     /// Removes the last sample and hands it back.
     pub fn pop(&mut self) -> Option<Sample> {
         self.ends.pop()?;
-        let start = self.ends.last().copied().unwrap_or_default();
+        let start = self.start(self.len());
         Some(Sample {
             locations: self.locations.split_off(start.locations),
             values: self.values.split_off(start.values),
@@ -155,15 +155,10 @@ impl Samples {
         parts: &[SampleSizes],
         write: impl FnOnce(Vec<PartWriter<'_>>) -> Result<(), E>,
     ) -> Result<Samples, Unwritten<E>> {
-        let total = parts.iter().fold(SampleSizes::default(), |a, b| SampleSizes {
-            samples: a.samples + b.samples,
-            locations: a.locations + b.locations,
-            values: a.values + b.values,
-            labels: a.labels + b.labels,
-        });
+        let total = parts.iter().fold(Ends::default(), |at, part| at.after(part));
         let placeholder = Label { key: super::StrId(0), value: super::LabelValue::Str(super::StrId(0)) };
         let mut out = Samples {
-            ends: filled(total.samples, Ends::default())?,
+            ends: filled(parts.iter().map(|p| p.samples).sum(), Ends::default())?,
             locations: filled(total.locations, LocationId(0))?,
             values: filled(total.values, 0)?,
             labels: filled(total.labels, placeholder)?,
@@ -184,8 +179,7 @@ impl Samples {
                 values: v,
                 labels: b,
                 base,
-                written: Ends::default(),
-                samples: 0,
+                written: SampleSizes::default(),
             });
             base = base.after(part);
         }
@@ -194,10 +188,9 @@ impl Samples {
         // in bounds and every slot written, whatever the writers did.
         let (mut whole, mut first, mut base) = (true, 0, Ends::default());
         for part in parts {
-            let next = base.after(part);
-            let last = if part.samples == 0 { base } else { out.ends[first + part.samples - 1] };
-            whole &= last == next;
-            (first, base) = (first + part.samples, next);
+            base = base.after(part);
+            first += part.samples;
+            whole &= out.start(first) == base;
         }
         let mut at = Ends::default();
         whole &= out.ends.iter().all(|e| {
@@ -216,9 +209,13 @@ impl Samples {
         self.ends.push(Ends { locations: self.locations.len(), values: self.values.len(), labels: self.labels.len() });
     }
 
+    /// Where sample `i` starts: where the one before it ends.
+    fn start(&self, i: usize) -> Ends {
+        i.checked_sub(1).map_or_else(Ends::default, |before| self.ends[before])
+    }
+
     fn range(&self, i: usize) -> (Ends, Ends) {
-        let start = if i == 0 { Ends::default() } else { self.ends[i - 1] };
-        (start, self.ends[i])
+        (self.start(i), self.ends[i])
     }
 }
 
@@ -297,8 +294,8 @@ pub(crate) struct PartWriter<'a> {
     labels: &'a mut [Label],
     /// Where this part's stretches start in the shared vectors.
     base: Ends,
-    written: Ends,
-    samples: usize,
+    /// What was written so far (`samples`: the samples closed).
+    written: SampleSizes,
 }
 
 impl PartWriter<'_> {
@@ -320,10 +317,8 @@ impl PartWriter<'_> {
     /// Closes the sample written since the last call.
     #[must_use]
     pub(crate) fn end_sample(&mut self) -> bool {
-        let w = self.written;
-        let end =
-            self.base.after(&SampleSizes { samples: 0, locations: w.locations, values: w.values, labels: w.labels });
-        put(self.ends, &mut self.samples, end)
+        let end = self.base.after(&self.written);
+        put(self.ends, &mut self.written.samples, end)
     }
 }
 

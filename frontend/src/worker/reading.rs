@@ -13,6 +13,22 @@ use crate::js_error;
 /// How much is read at a time.
 const SLICE: f64 = 16.0 * 1_048_576.0;
 
+fn file_reader() -> Result<FileReaderSync, String> {
+    FileReaderSync::new().map_err(|e| js_error("cannot read files here", e))
+}
+
+/// The blob's first `len` bytes (fewer when it is shorter).
+fn head(blob: &Blob, len: f64) -> Result<Vec<u8>, String> {
+    Ok(read_range(&file_reader()?, blob, 0.0, blob.size().min(len))?.to_vec())
+}
+
+/// Appends `piece` to `out`, straight into its tail: one copy out of JavaScript.
+fn append(out: &mut Vec<u8>, piece: &Uint8Array) {
+    let from = out.len();
+    out.resize(from + piece.length() as usize, 0);
+    piece.copy_to(&mut out[from..]);
+}
+
 /// `blob[from..to]`, as read by the browser.
 fn read_range(reader: &FileReaderSync, blob: &Blob, from: f64, to: f64) -> Result<Uint8Array, String> {
     let piece = blob.slice_with_f64_and_f64(from, to).map_err(|e| js_error("cannot slice the file", e))?;
@@ -23,7 +39,7 @@ fn read_range(reader: &FileReaderSync, blob: &Blob, from: f64, to: f64) -> Resul
 /// Gives `each` the blob's slices in order (still in JavaScript memory: each caller copies
 /// them where it needs them), with the share read so far.
 fn for_each_slice(blob: &Blob, mut each: impl FnMut(Uint8Array, f64) -> Result<(), String>) -> Result<(), String> {
-    let reader = FileReaderSync::new().map_err(|e| js_error("cannot read files here", e))?;
+    let reader = file_reader()?;
     let size = blob.size();
     let mut at = 0.0;
     while at < size {
@@ -43,10 +59,7 @@ pub fn read_all(blob: &Blob, progress: &mut dyn FnMut(f64)) -> Result<Vec<u8>, S
         .try_reserve_exact(size as usize)
         .map_err(|_| format!("{:.0} MB is more than this browser tab can hold", size / 1_048_576.0))?;
     for_each_slice(blob, |piece, done| {
-        // Straight into the buffer's tail: one copy out of JavaScript.
-        let from = bytes.len();
-        bytes.resize(from + piece.length() as usize, 0);
-        piece.copy_to(&mut bytes[from..]);
+        append(&mut bytes, &piece);
         progress(done);
         Ok(())
     })?;
@@ -55,9 +68,7 @@ pub fn read_all(blob: &Blob, progress: &mut dyn FnMut(f64)) -> Result<Vec<u8>, S
 
 /// Whether the blob is folded stacks (uncompressed), the format read without holding it.
 pub fn is_folded(blob: &Blob) -> Result<bool, String> {
-    let reader = FileReaderSync::new().map_err(|e| js_error("cannot read files here", e))?;
-    let head = read_range(&reader, blob, 0.0, blob.size().min(HEAD as f64))?.to_vec();
-    Ok(starts_folded(&head))
+    Ok(starts_folded(&head(blob, HEAD as f64)?))
 }
 
 /// Folded stacks read twice, a slice at a time ([`parse_twice`]): `progress` goes to 0.3
@@ -79,8 +90,7 @@ pub fn parse_folded(blob: &Blob, progress: &mut dyn FnMut(f64)) -> Result<Profil
 
 /// Whether the blob starts as gzip does.
 pub fn is_gzip(blob: &Blob) -> Result<bool, String> {
-    let reader = FileReaderSync::new().map_err(|e| js_error("cannot read files here", e))?;
-    Ok(stacklens_core::import::is_gzip(&read_range(&reader, blob, 0.0, blob.size().min(2.0))?.to_vec()))
+    Ok(stacklens_core::import::is_gzip(&head(blob, 2.0)?))
 }
 
 // web-sys has `DecompressionStream` behind its unstable APIs only.
@@ -116,15 +126,12 @@ pub async fn inflate_in_browser(
     use web_sys::{ReadableStreamDefaultReader, ReadableStreamReadResult, ReadableWritablePair};
 
     let Ok(inflater) = DecompressionStream::new("gzip") else { return Ok(None) };
-    // The size the gzip trailer gives (of its last member, modulo 4 GiB): room reserved
-    // up front, so the usual file is one allocation (WebAssembly memory never shrinks).
-    let reader = FileReaderSync::new().map_err(|e| js_error("cannot read files here", e))?;
+    // Room for what the gzip trailer says, reserved up front as core does, so the usual
+    // file is one allocation (WebAssembly memory never shrinks).
     let size = blob.size();
-    let trailer = read_range(&reader, blob, (size - 4.0).max(0.0), size)?.to_vec();
-    let hint = <[u8; 4]>::try_from(trailer.as_slice()).map_or(0, u32::from_le_bytes) as u64;
-    let too_large = |e: stacklens_core::Error| e.to_string();
-    let mut out = Vec::new();
-    stacklens_core::import::grow_inflated(&mut out, hint.min(limit) as usize, limit).map_err(too_large)?;
+    let trailer = read_range(&file_reader()?, blob, (size - 4.0).max(0.0), size)?.to_vec();
+    let text = |e: stacklens_core::Error| e.to_string();
+    let (mut out, hint) = stacklens_core::import::inflate_buffer(&trailer, limit).map_err(text)?;
     let stream = blob.stream().pipe_through(&ReadableWritablePair::new(&inflater.readable(), &inflater.writable()));
     let chunks: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
     loop {
@@ -134,15 +141,13 @@ pub async fn inflate_in_browser(
             return Ok(Some(out));
         }
         let chunk: Uint8Array = read.get_value().unchecked_into();
-        let from = out.len();
         let len = chunk.length() as usize;
-        if (from + len) as u64 > limit {
+        if (out.len() + len) as u64 > limit {
             let _ = chunks.cancel();
-            return Err(too_large(stacklens_core::Error::TooLarge { limit }));
+            return Err(text(stacklens_core::Error::TooLarge { limit }));
         }
-        stacklens_core::import::grow_inflated(&mut out, len, limit).map_err(too_large)?;
-        out.resize(from + len, 0);
-        chunk.copy_to(&mut out[from..]);
+        stacklens_core::import::grow_inflated(&mut out, len, limit).map_err(text)?;
+        append(&mut out, &chunk);
         if hint > 0 {
             progress((out.len() as f64 / hint as f64).min(1.0));
         }
