@@ -7,7 +7,8 @@ use stacklens_frontend::app::encrypted::{open, seal, Link};
 use stacklens_frontend::views::timeline::{box_at, lane_tops, zoomed, Scale, MIN_SPAN};
 use stacklens_frontend::worker::protocol::{Shape, Timeline};
 use stacklens_frontend::worker::session::{
-    detail_path, detail_window, diff_profiles, diff_tree, flame_window, tiny_cpu_profile, Loaded, TreeCache,
+    detail_path, detail_window, diff_profiles, diff_tree, flame_window, tiny_cpu_profile, warm_up_profile, Loaded,
+    TreeCache,
 };
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
@@ -24,6 +25,19 @@ fn parses_and_ranks_in_the_browser() {
     assert_eq!(top.total, 40);
     let rows: Vec<(&str, i64, i64)> = top.functions.iter().map(|f| (f.name.as_str(), f.flat, f.cum)).collect();
     assert_eq!(rows, [("hot", 30, 30), ("idle", 10, 10), ("main", 0, 40), ("work", 0, 30)]);
+}
+
+/// The worker's warm-up runs what a large file's parse and tree run, so it must parse as
+/// one: 3,000 samples 10 to 40 deep, inlined lines becoming frames of their own.
+#[wasm_bindgen_test]
+fn the_warm_up_profile_is_a_deep_profile_with_inlined_lines() {
+    let loaded = Loaded::parse("warm-up", &warm_up_profile()).expect("parses");
+    assert_eq!(loaded.profile.samples.len(), 3_000);
+    assert!(loaded.profile.samples.iter().all(|s| (10..=40).contains(&s.locations.len())));
+    let tree = loaded.tree(&Shape::default(), 1, &Filters::default()).expect("tree").0;
+    assert_eq!(tree.total(), 3_000 * 10_000_000);
+    assert!(tree.max_depth > 40, "inlined lines add frames: {}", tree.max_depth);
+    assert!(tree.names.iter().any(|n| n.ends_with(".inlined")));
 }
 
 #[wasm_bindgen_test]

@@ -87,24 +87,32 @@ fn transforms_only(shape: &Shape) -> Shape {
     Shape { transforms: shape.transforms.clone(), range: None }
 }
 
-/// Progress of a parse, sent to the page when it moved by 2% at least: reading fills the
-/// bar to a tenth, inflating to one half, decoding to 95% (folded stacks, read line by
-/// line, go from reading to 95%); building the first view does the rest.
+/// Progress of a parse, sent to the page when it moved by 2% at least and 50 ms have
+/// passed (each message costs the page's thread a render, which competes with this one
+/// and the browser's inflate for the cores; 20 a second move the bar smoothly enough):
+/// reading fills the bar to a tenth,
+/// inflating to one half, decoding to 95% (folded stacks, read line by line, go from
+/// reading to 95%); building the first view does the rest.
 struct ParseProgress {
     seq: u64,
     id: u32,
     megabytes: f64,
     last: f64,
+    last_at: f64,
 }
 
 impl ParseProgress {
     fn new(seq: u64, id: u32, blob: &Blob) -> Self {
-        ParseProgress { seq, id, megabytes: blob.size() / 1_048_576.0, last: 0.0 }
+        ParseProgress { seq, id, megabytes: blob.size() / 1_048_576.0, last: 0.0, last_at: 0.0 }
     }
 
     fn report(&mut self, label: &str, overall: f64) {
-        if overall - self.last >= 0.02 {
-            self.last = overall;
+        if overall - self.last < 0.02 {
+            return;
+        }
+        let now = scope().performance().map_or(f64::INFINITY, |p| p.now());
+        if now - self.last_at >= 50.0 {
+            (self.last, self.last_at) = (overall, now);
             let stage = format!("{label} {:.1} MB", self.megabytes);
             post(self.seq, &Response::Progress { id: self.id, stage, fraction: overall }, None);
         }
@@ -170,16 +178,21 @@ fn decode(name: &str, bytes: &[u8], progress: &mut ParseProgress) -> Result<Load
 fn parsed(seq: u64, id: u32, loaded: Result<Loaded, String>) {
     match loaded {
         Ok(loaded) => {
-            let (sample_types, default_sample) = loaded.sample_types();
-            let kind = ProfileKind::of(&loaded.profile);
-            let goroutine = kind == ProfileKind::Goroutine;
-            let meta = meta(&loaded.profile);
-            let summary = Summary { kind: kind.as_str().to_owned(), sample_types, default_sample, goroutine, meta };
+            let summary = summary(&loaded);
             PROFILES.with(|p| p.borrow_mut().insert(id, loaded));
             post(seq, &Response::Parsed { id, summary }, None);
         }
         Err(message) => post(seq, &Response::Failed { id, message }, None),
     }
+}
+
+/// What the page learns of a parsed profile.
+fn summary(loaded: &Loaded) -> Summary {
+    let (sample_types, default_sample) = loaded.sample_types();
+    let kind = ProfileKind::of(&loaded.profile);
+    let goroutine = kind == ProfileKind::Goroutine;
+    let meta = meta(&loaded.profile);
+    Summary { kind: kind.as_str().to_owned(), sample_types, default_sample, goroutine, meta }
 }
 
 /// Handles a message now, or, while a parse waits on the browser, once it is done: the
@@ -362,6 +375,32 @@ impl Drop for Mark {
     }
 }
 
+/// Passes messages through the worker's code as the first file's would, for the same
+/// reason as [`session::warm_up`]: WebAssembly compiles a function the first time it
+/// runs, and [`receive`] (with [`handle`] and serde's code in it) took 20–40 ms to
+/// compile when the user's first file came. The message it handles removes a profile
+/// that does not exist, which answers nothing.
+fn warm_up_messages() {
+    let json = |body: &Request| serde_json::to_string(&Envelope { seq: 0, body }).expect("requests serialize");
+    receive(json(&Request::Remove { id: u32::MAX }), None);
+    let tree = Request::Tree {
+        id: 0,
+        sample: 0,
+        filters: Default::default(),
+        shape: Shape::default(),
+        kind: TreeKind::Plain,
+        zoom: Vec::new(),
+        search: String::new(),
+    };
+    let _ = serde_json::from_str::<Envelope<Request>>(&json(&tree));
+    if let Ok(loaded) = Loaded::parse("warm-up", &session::tiny_cpu_profile()) {
+        let tree = loaded.tree(&Shape::default(), 1, &Default::default()).map(|t| flame_window(&t.0, &[], "").1);
+        for body in [Response::Parsed { id: 0, summary: summary(&loaded) }, Response::Tree(tree)] {
+            let _ = serde_json::to_string(&Envelope { seq: 0, body });
+        }
+    }
+}
+
 /// Installs the message handler; called once by `worker.js` after the module loads.
 pub fn run() {
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(|e: MessageEvent| {
@@ -371,6 +410,10 @@ pub fn run() {
     });
     scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
+    // Ready once warm: a request sent before would only wait for the warm-up anyway.
+    measured("warm-up", || {
+        session::warm_up();
+        warm_up_messages();
+    });
     post(0, &Response::Ready, None);
-    measured("warm-up", session::warm_up);
 }

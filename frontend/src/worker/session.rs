@@ -289,9 +289,8 @@ impl Loaded {
     }
 }
 
-/// A tiny gzipped cpu profile (main → work → hot: 3 samples, main → idle: 1): the
-/// worker analyses it once at start so a user's first file does not wait for
-/// WebAssembly's lazy compilation of the parse and tree code; tests use it too.
+/// A tiny gzipped cpu profile (main → work → hot: 3 samples, main → idle: 1), for
+/// tests and the warm-up's inflate.
 pub fn tiny_cpu_profile() -> Vec<u8> {
     use stacklens_core::model::{Line, Sample, SourceFormat};
     use std::io::Write;
@@ -385,13 +384,60 @@ pub fn example_profile() -> Vec<u8> {
     gz.finish().expect("writing to memory")
 }
 
-/// Parses and analyses [`tiny_cpu_profile`] the way a loaded profile is.
+/// A raw cpu profile made up for the warm-up: 3,000 samples 10 to 40 deep over 400
+/// locations (every fifth with an inlined line), stacks sharing prefixes as real ones do.
+pub fn warm_up_profile() -> Vec<u8> {
+    use stacklens_core::model::{Line, Sample, SourceFormat};
+    const LOCATIONS: u64 = 400;
+    let mut p = Profile::new(SourceFormat::Built);
+    p.sample_types = vec![p.value_type("samples", "count"), p.value_type("cpu", "nanoseconds")];
+    let locations: Vec<_> = (0..LOCATIONS)
+        .map(|i| {
+            let name = format!("example.com/service/pkg{}.function{i}", i % 23);
+            let line = |p: &mut Profile, name: &str| {
+                let function = p.add_function(name, name, "service.go", i as i64);
+                Line { function, line: 10 + i as i64, column: 0 }
+            };
+            let mut lines = vec![line(&mut p, &name)];
+            if i % 5 == 0 {
+                lines.insert(0, line(&mut p, &format!("{name}.inlined")));
+            }
+            p.add_location(0x40_0000 + i * 0x40, lines)
+        })
+        .collect();
+    // The same fixed pseudo-random walk as the example's.
+    let mut seed = 0x2545_f491_u64;
+    let mut next = move || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        seed >> 33
+    };
+    for _ in 0..3_000 {
+        let depth = 10 + next() % 31;
+        let mut at = next() % 4;
+        let mut stack: Vec<_> = (0..depth)
+            .map(|_| {
+                at = (at * 7 + 1 + next() % 3) % LOCATIONS;
+                locations[at as usize]
+            })
+            .collect();
+        stack.reverse();
+        p.samples.push(Sample { locations: stack, values: vec![1, 10_000_000], labels: vec![] });
+    }
+    stacklens_core::export::pprof::encode(&p)
+}
+
+/// Parses and analyses a made-up profile the way a loaded one is, a few times over, at
+/// the worker's start: WebAssembly starts in a baseline compiler and only optimises a
+/// function once it has run a while (never during a call), so the first large file's
+/// parse and call tree, one long call each, ran entirely unoptimised.
 pub fn warm_up() {
-    if let Ok(loaded) = Loaded::parse("warm-up", &tiny_cpu_profile()) {
-        let filters = Filters::default();
+    let filters = Filters::default();
+    let made_up = warm_up_profile();
+    for bytes in [&tiny_cpu_profile(), &made_up, &made_up] {
+        let Ok(loaded) = Loaded::parse("warm-up", bytes) else { continue };
         let _ = loaded.top(&Shape::default(), 1, &filters);
         if let Ok(tree) = loaded.tree(&Shape::default(), 1, &filters) {
-            let _ = flame_window(&tree.0, &[], "hot");
+            let _ = flame_window(&tree.0, &[], "hot").0.to_bytes();
         }
     }
 }
