@@ -90,9 +90,9 @@ fn transforms_only(shape: &Shape) -> Shape {
 /// Progress of a parse, sent to the page when it moved by 2% at least and 50 ms have
 /// passed (each message costs the page's thread a render, which competes with this one
 /// and the browser's inflate for the cores; 20 a second move the bar smoothly enough):
-/// reading fills the bar to a tenth,
-/// inflating to one half, decoding to 95% (folded stacks, read line by line, go from
-/// reading to 95%); building the first view does the rest.
+/// reading fills the bar to a tenth, inflating to one half, decoding to 95% (folded
+/// stacks, read line by line, go from reading to 95%); building the first view does the
+/// rest.
 struct ParseProgress {
     seq: u64,
     id: u32,

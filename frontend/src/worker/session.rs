@@ -358,11 +358,7 @@ pub fn example_profile() -> Vec<u8> {
     };
     let (endpoint, tenant) = (p.strings.intern("endpoint"), p.strings.intern("tenant"));
     // A fixed pseudo-random walk, so every visitor sees the same example.
-    let mut seed = 0x2545_f491_u64;
-    let mut next = move || {
-        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        seed >> 33
-    };
+    let mut next = pseudo_random();
     for (i, (path, stack, weight)) in paths.iter().enumerate() {
         for (t, name) in ["acme", "globex"].iter().enumerate() {
             let count = (weight * (14 + 6 * t as u64) + next() % 9) as i64;
@@ -382,6 +378,16 @@ pub fn example_profile() -> Vec<u8> {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&stacklens_core::export::pprof::encode(&p)).expect("writing to memory");
     gz.finish().expect("writing to memory")
+}
+
+/// The same sequence of pseudo-random numbers every time (a linear congruential
+/// generator's high bits), for the made-up profiles.
+fn pseudo_random() -> impl FnMut() -> u64 {
+    let mut seed = 0x2545_f491_u64;
+    move || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        seed >> 33
+    }
 }
 
 /// A raw cpu profile made up for the warm-up: 3,000 samples 10 to 40 deep over 400
@@ -405,12 +411,7 @@ pub fn warm_up_profile() -> Vec<u8> {
             p.add_location(0x40_0000 + i * 0x40, lines)
         })
         .collect();
-    // The same fixed pseudo-random walk as the example's.
-    let mut seed = 0x2545_f491_u64;
-    let mut next = move || {
-        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        seed >> 33
-    };
+    let mut next = pseudo_random();
     for _ in 0..3_000 {
         let depth = 10 + next() % 31;
         let mut at = next() % 4;
