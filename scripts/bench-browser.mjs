@@ -37,11 +37,16 @@ const ss = createServer((req, res) => {
 await new Promise((ok) => ss.listen(0, '127.0.0.1', ok));
 const ssBase = `http://127.0.0.1:${ss.address().port}/`;
 
+const path = (file) => resolve(fixtures, file);
+const missing = inputs.filter((file) => !existsSync(path(file)));
+if (missing.length) {
+  console.error(`no such input: ${missing.map(path).join(', ')} (the fixtures folder is STACKLENS_FIXTURES)`);
+  process.exit(2);
+}
 const server = await startServer();
 const browser = await launchBrowser();
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const timeout = Number(process.env.BENCH_TIMEOUT_S || 120) * 1000;
-const path = (file) => resolve(fixtures, file);
 
 /** The summed PSS of every Chromium process, in MB (Linux /proc). */
 function chromiumMB() {
@@ -173,32 +178,36 @@ async function speedscope(file) {
 console.log(`Chromium ${browser.version()}, speedscope ${SPEEDSCOPE}, stacklens ${execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root }).toString().trim()}, median of ${runs} runs\n`);
 console.log('| input | size | stacklens: chosen → painted | native CLI, same work (page ÷ CLI) | speedscope: chosen → painted | stacklens JS heap | stacklens WASM memory (page + worker) | browser peak, stacklens / speedscope | speedscope JS heap | stacklens zoom frame p50 / p95 |');
 console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
-for (const file of inputs) {
-  const ours = [];
-  const theirs = [];
-  const native = [];
-  // Alternated, so both see the same machine.
-  for (let i = 0; i < runs; i++) {
-    ours.push(await withPeakMemory(() => stacklens(file)));
-    native.push(cli(file));
+// Whatever fails, the server, the browser and speedscope's server are stopped.
+try {
+  for (const file of inputs) {
+    const ours = [];
+    const theirs = [];
+    const native = [];
+    // Alternated, so both see the same machine.
+    for (let i = 0; i < runs; i++) {
+      ours.push(await withPeakMemory(() => stacklens(file)));
+      native.push(cli(file));
+    }
+    console.error(`${file}: stacklens ${ours.map((r) => r.ms).join(', ')} ms; CLI ${native.map((ms) => ms.toFixed(0)).join(', ')} ms`);
+    for (const r of ours) console.error(`  worker: ${Object.entries(r.worker).map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`);
+    // STACKLENS_ONLY=1 compares builds of stacklens without waiting for speedscope.
+    for (let i = 0; i < runs && !process.env.STACKLENS_ONLY; i++) theirs.push(await withPeakMemory(() => speedscope(file)));
+    console.error(`${file}: speedscope ${theirs.map((r) => r.ms ?? r.failure).join(', ')}; peak browser memory ${theirs.map((r) => r.peakMB).join(', ')} MB`);
+    console.error(`${file}: stacklens peak browser memory ${ours.map((r) => r.peakMB).join(', ')} MB`);
+    const o = median(ours.map((r) => r.ms));
+    const t = theirs.length && theirs.every((r) => r.ms !== null) ? median(theirs.map((r) => r.ms)) : null;
+    const failed = theirs.find((r) => r.ms === null)?.failure;
+    const frame = ours[0].frame ? `${ours[0].frame.p50} / ${ours[0].frame.p95} ms` : 'n/a';
+    const size = (statSync(path(file)).size / 1048576).toFixed(1);
+    const wasm = `${ours[0].wasm.main} + ${ours[0].wasm.worker} MB`;
+    const n = median(native);
+    const theirsShown = t !== null ? `${t} ms` : failed ? `failed: ${failed}` : 'n/a';
+    const peaks = `${median(ours.map((r) => Number(r.peakMB)))} / ${theirs.length ? median(theirs.map((r) => Number(r.peakMB))) : 'n/a'} MB`;
+    console.log(`| ${file} | ${size} MB | ${o} ms | ${n.toFixed(0)} ms (${(o / n).toFixed(2)}×) | ${theirsShown} | ${ours[0].heap} MB | ${wasm} | ${peaks} | ${theirs[0]?.heap ?? 'n/a'} MB | ${frame} |`);
   }
-  console.error(`${file}: stacklens ${ours.map((r) => r.ms).join(', ')} ms; CLI ${native.map((ms) => ms.toFixed(0)).join(', ')} ms`);
-  for (const r of ours) console.error(`  worker: ${Object.entries(r.worker).map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`);
-  // STACKLENS_ONLY=1 compares builds of stacklens without waiting for speedscope.
-  for (let i = 0; i < runs && !process.env.STACKLENS_ONLY; i++) theirs.push(await withPeakMemory(() => speedscope(file)));
-  console.error(`${file}: speedscope ${theirs.map((r) => r.ms ?? r.failure).join(', ')}; peak browser memory ${theirs.map((r) => r.peakMB).join(', ')} MB`);
-  console.error(`${file}: stacklens peak browser memory ${ours.map((r) => r.peakMB).join(', ')} MB`);
-  const o = median(ours.map((r) => r.ms));
-  const t = theirs.length && theirs.every((r) => r.ms !== null) ? median(theirs.map((r) => r.ms)) : null;
-  const failed = theirs.find((r) => r.ms === null)?.failure;
-  const frame = ours[0].frame ? `${ours[0].frame.p50} / ${ours[0].frame.p95} ms` : 'n/a';
-  const size = (statSync(path(file)).size / 1048576).toFixed(1);
-  const wasm = `${ours[0].wasm.main} + ${ours[0].wasm.worker} MB`;
-  const n = median(native);
-  const theirsShown = t !== null ? `${t} ms` : failed ? `failed: ${failed}` : 'n/a';
-  const peaks = `${median(ours.map((r) => Number(r.peakMB)))} / ${theirs.length ? median(theirs.map((r) => Number(r.peakMB))) : 'n/a'} MB`;
-  console.log(`| ${file} | ${size} MB | ${o} ms | ${n.toFixed(0)} ms (${(o / n).toFixed(2)}×) | ${theirsShown} | ${ours[0].heap} MB | ${wasm} | ${peaks} | ${theirs[0]?.heap ?? 'n/a'} MB | ${frame} |`);
+} finally {
+  await browser.close();
+  await server.stop();
+  ss.close();
 }
-await browser.close();
-await server.stop();
-ss.close();
