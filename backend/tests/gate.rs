@@ -61,8 +61,9 @@ fn exit_code(out: &Output) -> i32 {
 /// runtime-sensitive function, 0 samples in every base run against 3 in every later
 /// one). Which of each consecutive pair is base is drawn at random: in strict
 /// alternation a periodic cost of the service (its GC every other capture) once fell
-/// on every compare run (`runtime` 0 % → 1.08 % flat, p = 0.02). `slow` from a second one with GOSERVICE_SLOW=allocate, captured meanwhile
-/// (both services run throughout, so every capture shares the machine alike).
+/// on every compare run (`runtime` 0 % → 1.08 % flat, p = 0.02). `slow` from a second
+/// one with GOSERVICE_SLOW=allocate, captured meanwhile (both services run throughout,
+/// so every capture shares the machine alike).
 struct Captures {
     base: Vec<PathBuf>,
     same: Vec<PathBuf>,
