@@ -9,3 +9,28 @@ self.onmessage = async (event) => {
   self.stacklensMemory = exports.memory;
   bundle.worker_entry();
 };
+
+// A gzip blob inflated on a thread of its own (inflate-worker.js, started here before the
+// first file), as a stream of its pieces (see frontend/src/worker/reading.rs). Each call
+// has a number, so pieces of a stream given up on are never taken for the next one's.
+if (self.Worker && self.DecompressionStream) {
+  const inflater = new Worker(new URL('inflate-worker.js', self.location));
+  let calls = 0;
+  self.stacklensInflate = (blob, limit) => {
+    const call = ++calls;
+    return new ReadableStream({
+      start(stream) {
+        inflater.onmessage = ({ data }) => {
+          if (data.call !== call) return;
+          if (data.piece) stream.enqueue(data.piece);
+          else if (data.done) stream.close();
+          else stream.error(new Error(data.failed));
+        };
+        inflater.postMessage({ call, blob, limit });
+      },
+      cancel() {
+        inflater.postMessage({ call: ++calls, stop: true });
+      },
+    });
+  };
+}

@@ -49,6 +49,16 @@ fn benches(c: &mut Criterion) {
         let raw = inflate(&cpu);
         g.throughput(criterion::Throughput::Bytes(raw.len() as u64));
         g.bench_function("cpu.large: decode raw protobuf", |b| b.iter(|| stacklens_core::parse(&raw).unwrap()));
+        // As the page decodes it: fed in the browser's 64 KiB pieces (one thread here).
+        g.bench_function("cpu.large: decode raw protobuf as it arrives", |b| {
+            b.iter(|| {
+                let mut parse = stacklens_core::import::IncrementalParse::new();
+                for end in (1 << 16..raw.len()).step_by(1 << 16) {
+                    parse.advance(&raw[..end]);
+                }
+                parse.finish(&raw, &stacklens_core::ParseOptions::default(), &mut |_, _| {}).unwrap()
+            })
+        });
         g.throughput(criterion::Throughput::Elements(1));
         let p = stacklens_core::parse(&cpu).unwrap();
         let options = TopOptions { node_count: Some(20), node_fraction: 0.005, ..TopOptions::default() };

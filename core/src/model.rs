@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 mod samples;
 pub use samples::{Iter as SamplesIter, SampleRef, Samples};
-pub(crate) use samples::{PartWriter, SampleSizes, Unwritten};
+pub(crate) use samples::{PartWriter, SampleSink, SampleSizes, Unwritten};
 
 /// Index of a string in [`Profile::strings`]. Index 0 is always the empty string.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -302,8 +302,8 @@ async function holdWorkerMidParse(page) {
       let held = false;
       self.postMessage = (message, ...rest) => {
         post(message, ...rest);
-        const m = typeof message?.[0] === 'string' && /"(inflating|decoding) 13\\.7 MB","fraction":([0-9.]+)/.exec(message[0]);
-        if (!held && m && Number(m[2]) > 0.1) {
+        const m = typeof message?.[0] === 'string' && /"stage":"[a-z ]+ 13\\.7 MB","fraction":([0-9.]+)/.exec(message[0]);
+        if (!held && m && Number(m[1]) > 0.1) {
           held = true;
           const x = new XMLHttpRequest();
           x.open('GET', '/__e2e/hold', false);

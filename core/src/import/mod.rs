@@ -34,6 +34,7 @@ mod named_frames;
 pub mod perf_script;
 pub mod pmcstat;
 pub mod pprof;
+pub use pprof::IncrementalParse;
 mod pprof_wire;
 pub mod pstats;
 pub mod safari;

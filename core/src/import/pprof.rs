@@ -5,9 +5,12 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::model::{
     Function, FunctionId, Label, LabelValue, Line, Location, LocationId, Mapping, MappingId, PartWriter, Profile,
-    SampleSizes, Samples, SourceFormat, StrId, StringTable, Unwritten, ValueType,
+    SampleSink, SampleSizes, Samples, SourceFormat, StrId, StringTable, Unwritten, ValueType,
 };
 use crate::{Error, Result};
+
+mod stream;
+pub use stream::IncrementalParse;
 
 /// Whether `bytes` start with a tag `profile.proto`'s `Profile` message can have: one of
 /// its fields 1..=15 with that field's wire type (length-delimited for messages, strings
@@ -412,31 +415,38 @@ fn read_head(bytes: &[u8], counts: &Counts) -> Decoded<Head> {
     let mut fields = Fields::new(bytes, 0);
     while let Some(item) = fields.next() {
         let (field, value) = item?;
+        head.read_field(&fields, field, value, &mut lines)?;
+    }
+    Ok(head)
+}
+
+impl Head {
+    /// Reads one top-level field of the profile, unless it is a sample (`fields` is where
+    /// it was read, for nested offsets; `lines` is scratch space for [`read_location`]).
+    fn read_field(&mut self, fields: &Fields<'_>, field: u32, value: Value<'_>, lines: &mut Vec<Line>) -> Decoded<()> {
         match field {
-            1 => {
-                head.sample_types.push(read_scalars(message(&fields, &value)?)?);
-            }
+            1 => self.sample_types.push(read_scalars(message(fields, &value)?)?),
             2 => {}
-            3 => head.mappings.push(read_scalars(message(&fields, &value)?)?),
-            4 => read_location(message(&fields, &value)?, &mut head, &mut lines)?,
-            5 => head.functions.push(read_scalars(message(&fields, &value)?)?),
+            3 => self.mappings.push(read_scalars(message(fields, &value)?)?),
+            4 => read_location(message(fields, &value)?, self, lines)?,
+            5 => self.functions.push(read_scalars(message(fields, &value)?)?),
             6 => match value {
-                Value::Bytes(b) => head.strings.push(match std::str::from_utf8(b) {
+                Value::Bytes(b) => self.strings.push(match std::str::from_utf8(b) {
                     Ok(s) => s.to_owned(),
                     Err(_) => String::from_utf8_lossy(b).into_owned(),
                 }),
                 _ => return fields.wire_error("string with the wrong wire type"),
             },
-            11 => scalars(message(&fields, &value)?, head.period_type.get_or_insert([0; 2]))?,
-            13 => repeated(&fields, &value, |c| {
-                head.comments.push(c);
+            11 => scalars(message(fields, &value)?, self.period_type.get_or_insert([0; 2]))?,
+            13 => repeated(fields, &value, |c| {
+                self.comments.push(c);
                 Ok(())
             })?,
-            7..=15 => head.scalars[field as usize] = scalar(&fields, &value)?,
+            7..=15 => self.scalars[field as usize] = scalar(fields, &value)?,
             _ => {}
         }
+        Ok(())
     }
-    Ok(head)
 }
 
 /// `lines` is scratch space: each location's lines are then allocated at their exact
@@ -475,6 +485,9 @@ fn read_location(mut fields: Fields<'_>, head: &mut Head, lines: &mut Vec<Line>)
 enum IdIndex {
     Dense(usize),
     Sparse(HashMap<u64, u32>),
+    /// Not known yet (samples decoded before the locations arrived, see [`stream`]): an
+    /// id that fits is kept as it is, to be mapped once the locations are read.
+    Deferred,
 }
 
 impl IdIndex {
@@ -495,6 +508,7 @@ impl IdIndex {
         match self {
             IdIndex::Dense(n) => (id >= 1 && id <= *n as u64).then(|| (id - 1) as u32),
             IdIndex::Sparse(map) => map.get(&id).copied(),
+            IdIndex::Deferred => u32::try_from(id).ok(),
         }
     }
 }
@@ -609,7 +623,7 @@ fn convert_head(head: Head) -> Result<(Profile, IdIndex)> {
 }
 
 /// Writes sample `i` to `into`.
-fn read_sample(mut fields: Fields<'_>, i: usize, shape: &SampleShape, into: &mut PartWriter<'_>) -> Decoded<()> {
+fn read_sample(mut fields: Fields<'_>, i: usize, shape: &SampleShape, into: &mut impl SampleSink) -> Decoded<()> {
     let (n_types, location_index) = (shape.types, &shape.location_index);
     let overflow =
         |what: &str| -> Failure { Error::Invalid(format!("sample #{i} has more {what} than counted")).into() };

@@ -103,6 +103,17 @@ impl Samples {
         self.close_sample();
     }
 
+    /// Every sample's locations, one after another: for a decoder that wrote them
+    /// before it could resolve them.
+    pub(crate) fn all_locations_mut(&mut self) -> &mut [LocationId] {
+        &mut self.locations
+    }
+
+    /// Every sample's labels, one after another.
+    pub(crate) fn all_labels(&self) -> &[Label] {
+        &self.labels
+    }
+
     /// Keeps the first `len` samples.
     pub fn truncate(&mut self, len: usize) {
         if len < self.len() {
@@ -298,27 +309,59 @@ pub(crate) struct PartWriter<'a> {
     written: SampleSizes,
 }
 
-impl PartWriter<'_> {
+/// Where a decoder writes samples an item at a time, each call refusing (`false`) what
+/// does not fit: a [`PartWriter`]'s room, sized beforehand, or [`Samples`] themselves,
+/// grown as the items come (a profile decoded while it arrives, whose size is unknown).
+pub(crate) trait SampleSink {
     #[must_use]
-    pub(crate) fn push_location(&mut self, location: LocationId) -> bool {
+    fn push_location(&mut self, location: LocationId) -> bool;
+    #[must_use]
+    fn push_value(&mut self, value: i64) -> bool;
+    #[must_use]
+    fn push_label(&mut self, label: Label) -> bool;
+    /// Closes the sample written since the last call.
+    #[must_use]
+    fn end_sample(&mut self) -> bool;
+}
+
+impl SampleSink for PartWriter<'_> {
+    fn push_location(&mut self, location: LocationId) -> bool {
         put(self.locations, &mut self.written.locations, location)
     }
 
-    #[must_use]
-    pub(crate) fn push_value(&mut self, value: i64) -> bool {
+    fn push_value(&mut self, value: i64) -> bool {
         put(self.values, &mut self.written.values, value)
     }
 
-    #[must_use]
-    pub(crate) fn push_label(&mut self, label: Label) -> bool {
+    fn push_label(&mut self, label: Label) -> bool {
         put(self.labels, &mut self.written.labels, label)
     }
 
-    /// Closes the sample written since the last call.
-    #[must_use]
-    pub(crate) fn end_sample(&mut self) -> bool {
+    fn end_sample(&mut self) -> bool {
         let end = self.base.after(&self.written);
         put(self.ends, &mut self.written.samples, end)
+    }
+}
+
+impl SampleSink for Samples {
+    fn push_location(&mut self, location: LocationId) -> bool {
+        self.locations.push(location);
+        true
+    }
+
+    fn push_value(&mut self, value: i64) -> bool {
+        self.values.push(value);
+        true
+    }
+
+    fn push_label(&mut self, label: Label) -> bool {
+        self.labels.push(label);
+        true
+    }
+
+    fn end_sample(&mut self) -> bool {
+        self.close_sample();
+        true
     }
 }
 

@@ -170,6 +170,13 @@ pub fn read_pprof_top(text: &str) -> PprofTop {
 /// Every file under the fixtures that stacklens imports (reference outputs left out).
 #[allow(dead_code)] // only the tests that walk every fixture
 pub fn importable_fixtures(root: &std::path::Path) -> Vec<PathBuf> {
+    fixture_files(root).into_iter().filter(|p| stacklens_core::parse(&read(p)).is_ok()).collect()
+}
+
+/// Every input file under the fixtures, sorted: profiles, dumps and the files pprof
+/// rejects (reference outputs, notes, generators and `large/` left out).
+#[allow(dead_code)] // only the tests that walk every fixture
+pub fn fixture_files(root: &std::path::Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut dirs = vec![root.to_owned()];
     while let Some(d) = dirs.pop() {
@@ -180,10 +187,7 @@ pub fn importable_fixtures(root: &std::path::Path) -> Vec<PathBuf> {
                 if name != "gen" && name != "large" {
                     dirs.push(p);
                 }
-            } else if !name.ends_with(".pprof-top.txt")
-                && !name.ends_with(".pprof-error.txt")
-                && !name.ends_with(".md")
-                && stacklens_core::parse(&read(&p)).is_ok()
+            } else if !name.ends_with(".pprof-top.txt") && !name.ends_with(".pprof-error.txt") && !name.ends_with(".md")
             {
                 out.push(p);
             }

@@ -17,6 +17,7 @@ use stacklens_core::analysis::source::{source, SourceOptions};
 use stacklens_core::analysis::summary::meta;
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::export::{export, ExportOptions};
+use stacklens_core::import::IncrementalParse;
 use stacklens_core::{ProfileKind, Stage};
 
 pub mod client;
@@ -91,8 +92,8 @@ fn transforms_only(shape: &Shape) -> Shape {
 /// passed (each message costs the page's thread a render, which competes with this one
 /// and the browser's inflate for the cores; 20 a second move the bar smoothly enough):
 /// reading fills the bar to a tenth, inflating to one half, decoding to 95% (folded
-/// stacks, read line by line, go from reading to 95%); building the first view does the
-/// rest.
+/// stacks, read line by line, go from reading to 95%; a gzip file the browser inflates
+/// is decoded as it comes, both to 92%); building the first view does the rest.
 struct ParseProgress {
     seq: u64,
     id: u32,
@@ -132,7 +133,8 @@ fn parse(seq: u64, id: u32, name: &str, blob: &Blob) {
             let reading = Mark::new("reading");
             let read = reading::read_all(blob, &mut |done| progress.report("reading", 0.02 + 0.08 * done));
             drop(reading);
-            read.map_err(|e| format!("{name}: {e}")).and_then(|bytes| decode(name, &bytes, &mut progress))
+            read.map_err(|e| format!("{name}: {e}"))
+                .and_then(|bytes| decode(name, IncrementalParse::new(), &bytes, &mut progress))
         }
         Err(e) => Err(format!("{name}: {e}")),
     };
@@ -145,21 +147,28 @@ async fn parse_gzip(seq: u64, id: u32, name: &str, blob: &Blob) {
     let mut progress = ParseProgress::new(seq, id, blob);
     let inflating = Mark::new("inflating in the browser");
     let limit = stacklens_core::ParseOptions::default().max_inflated_bytes;
-    let inflated =
-        reading::inflate_in_browser(blob, limit, &mut |done| progress.report("inflating", 0.02 + 0.48 * done)).await;
+    // Decoded as it comes: the browser inflates on another thread meanwhile.
+    let mut incremental = IncrementalParse::new();
+    let inflated = reading::inflate_in_browser(
+        blob,
+        limit,
+        &mut |done| progress.report("inflating and decoding", 0.02 + 0.9 * done),
+        &mut |so_far| incremental.advance(so_far),
+    )
+    .await;
     drop(inflating);
     match inflated {
-        Ok(Some(bytes)) => parsed(seq, id, decode(name, &bytes, &mut progress)),
+        Ok(Some(bytes)) => parsed(seq, id, decode(name, incremental, &bytes, &mut progress)),
         Ok(None) => parse(seq, id, name, blob),
         Err(e) => parsed(seq, id, Err(format!("{name}: {e}"))),
     }
 }
 
-/// Core's parse of a file's bytes, with a measure of each stage (the first decoding
-/// report comes once the rest of the profile is read and the samples are counted).
-fn decode(name: &str, bytes: &[u8], progress: &mut ParseProgress) -> Result<Loaded, String> {
+/// Core's parse of a file's bytes, `parse` having been fed any part of them, with a
+/// measure of each stage.
+fn decode(name: &str, parse: IncrementalParse, bytes: &[u8], progress: &mut ParseProgress) -> Result<Loaded, String> {
     let (mut inflating, mut decoding) = (None, None);
-    let loaded = Loaded::parse_reporting(name, bytes, &mut |stage: Stage, fraction: f64| match stage {
+    let loaded = Loaded::parse_reporting(name, parse, bytes, &mut |stage: Stage, fraction: f64| match stage {
         Stage::Inflating => {
             inflating.get_or_insert_with(|| Mark::new("inflating"));
             progress.report("inflating", 0.1 + 0.4 * fraction)

@@ -104,6 +104,11 @@ extern "C" {
     fn readable(this: &DecompressionStream) -> web_sys::ReadableStream;
     #[wasm_bindgen(method, getter)]
     fn writable(this: &DecompressionStream) -> web_sys::WritableStream;
+
+    /// `worker.js`'s: the blob inflated by `inflate-worker.js`, on a thread of its own,
+    /// its pieces pushed into the stream as they come.
+    #[wasm_bindgen(js_name = stacklensInflate, catch)]
+    fn inflate_in_another_worker(blob: &Blob, limit: f64) -> Result<web_sys::ReadableStream, wasm_bindgen::JsValue>;
 }
 
 /// Whether this browser inflates gzip itself (`DecompressionStream`).
@@ -112,27 +117,36 @@ pub fn browser_inflates() -> bool {
 }
 
 /// The blob's gzip stream inflated by the browser's `DecompressionStream` (its native
-/// zlib: several times faster than inflating in WebAssembly), into one buffer grown as
-/// core grows its own, refusing more than `limit` bytes as core does. `Ok(None)` when
-/// the browser could not inflate it (corrupt or truncated data, say): core then inflates
-/// the bytes itself and says what is wrong with them.
+/// zlib: several times faster than inflating in WebAssembly), on another thread where
+/// `worker.js` can start one (then this one decodes what came while the rest
+/// inflates: `arrived` gets all of the bytes so far after each piece). The bytes go into
+/// one buffer grown as core grows its own, refusing more than `limit` bytes as core
+/// does. `Ok(None)` when the browser could not inflate it (corrupt or truncated data,
+/// say): core then inflates the bytes itself and says what is wrong with them.
 pub async fn inflate_in_browser(
     blob: &Blob,
     limit: u64,
     progress: &mut dyn FnMut(f64),
+    arrived: &mut dyn FnMut(&[u8]),
 ) -> Result<Option<Vec<u8>>, String> {
     use wasm_bindgen::JsCast;
     use wasm_bindgen_futures::JsFuture;
     use web_sys::{ReadableStreamDefaultReader, ReadableStreamReadResult, ReadableWritablePair};
 
-    let Ok(inflater) = DecompressionStream::new("gzip") else { return Ok(None) };
+    let has_another_worker = js_sys::Reflect::has(&js_sys::global(), &"stacklensInflate".into()).unwrap_or(false);
+    let stream = match has_another_worker.then(|| inflate_in_another_worker(blob, limit as f64)) {
+        Some(Ok(stream)) => stream,
+        _ => {
+            let Ok(inflater) = DecompressionStream::new("gzip") else { return Ok(None) };
+            blob.stream().pipe_through(&ReadableWritablePair::new(&inflater.readable(), &inflater.writable()))
+        }
+    };
     // Room for what the gzip trailer says, reserved up front as core does, so the usual
     // file is one allocation (WebAssembly memory never shrinks).
     let size = blob.size();
     let trailer = read_range(&file_reader()?, blob, (size - 4.0).max(0.0), size)?.to_vec();
     let text = |e: stacklens_core::Error| e.to_string();
     let (mut out, hint) = stacklens_core::import::inflate_buffer(&trailer, limit).map_err(text)?;
-    let stream = blob.stream().pipe_through(&ReadableWritablePair::new(&inflater.readable(), &inflater.writable()));
     let chunks: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
     loop {
         let Ok(read) = JsFuture::from(chunks.read()).await else { return Ok(None) };
@@ -142,12 +156,18 @@ pub async fn inflate_in_browser(
         }
         let chunk: Uint8Array = read.get_value().unchecked_into();
         let len = chunk.length() as usize;
-        if (out.len() + len) as u64 > limit {
+        let refused = if (out.len() + len) as u64 > limit {
+            Some(stacklens_core::Error::TooLarge { limit })
+        } else {
+            stacklens_core::import::grow_inflated(&mut out, len, limit).err()
+        };
+        if let Some(e) = refused {
+            // Stops the inflating (on another thread, it would go on to the end).
             let _ = chunks.cancel();
-            return Err(text(stacklens_core::Error::TooLarge { limit }));
+            return Err(text(e));
         }
-        stacklens_core::import::grow_inflated(&mut out, len, limit).map_err(text)?;
         append(&mut out, &chunk);
+        arrived(&out);
         if hint > 0 {
             progress((out.len() as f64 / hint as f64).min(1.0));
         }

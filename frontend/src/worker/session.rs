@@ -14,6 +14,7 @@ use stacklens_core::analysis::top::{top, TopOptions, TopReport};
 use stacklens_core::analysis::transforms::apply;
 use stacklens_core::analysis::tree::{CallTree, Side, TreeOptions, ROOT};
 use stacklens_core::analysis::Filters;
+use stacklens_core::import::IncrementalParse;
 use stacklens_core::layout::graph::{layout_call_graph, GraphLayoutOptions};
 use stacklens_core::report::dot::legend;
 use stacklens_core::{Error, Profile};
@@ -181,16 +182,20 @@ impl<K: PartialEq> TreeCache<K> {
 impl Loaded {
     /// Parses bytes; the error names the file and says what is wrong with it.
     pub fn parse(name: &str, bytes: &[u8]) -> Result<Self, String> {
-        Self::parse_reporting(name, bytes, &mut |_, _| {})
+        Self::parse_reporting(name, IncrementalParse::new(), bytes, &mut |_, _| {})
     }
 
-    /// [`Loaded::parse`], reporting progress.
+    /// [`Loaded::parse`] of the bytes `parse` was fed as they came (any part of them, or
+    /// none), reporting progress. Every parse in the worker goes this way, so that the
+    /// warm-up runs the code a large file's pieces do.
     pub fn parse_reporting(
         name: &str,
+        parse: IncrementalParse,
         bytes: &[u8],
         progress: stacklens_core::import::Progress<'_>,
     ) -> Result<Self, String> {
-        stacklens_core::parse_with_progress(bytes, &stacklens_core::ParseOptions::default(), progress)
+        parse
+            .finish(bytes, &stacklens_core::ParseOptions::default(), progress)
             .map(|profile| Self::new(name, profile))
             .map_err(|e| format!("{name}: {e}"))
     }
