@@ -5,7 +5,7 @@ use stacklens_core::analysis::transforms::Transform;
 use stacklens_core::analysis::Filters;
 use stacklens_frontend::app::encrypted::{open, seal, Link};
 use stacklens_frontend::views::timeline::{box_at, lane_tops, zoomed, Scale, MIN_SPAN};
-use stacklens_frontend::worker::protocol::{Shape, Timeline};
+use stacklens_frontend::worker::protocol::{FirstTree, Shape, Summary, Timeline, TreeKind};
 use stacklens_frontend::worker::session::{
     detail_path, detail_window, diff_profiles, diff_tree, flame_window, tiny_cpu_profile, warm_up_profile, Loaded,
     TreeCache,
@@ -38,6 +38,31 @@ fn the_warm_up_profile_is_a_deep_profile_with_inlined_lines() {
     assert_eq!(tree.total(), 3_000 * 10_000_000);
     assert!(tree.max_depth > 40, "inlined lines add frames: {}", tree.max_depth);
     assert!(tree.names.iter().any(|n| n.ends_with(".inlined")));
+}
+
+/// The tree the worker builds ahead is the one the page then asks for: the sample type a
+/// link names, else the default; none for a goroutine profile, which opens in its report.
+#[wasm_bindgen_test]
+fn the_tree_built_ahead_has_the_key_the_page_asks_for() {
+    let loaded = Loaded::parse("cpu.pb.gz", &tiny_cpu_profile()).expect("parses");
+    let meta = stacklens_core::analysis::summary::meta(&loaded.profile);
+    let cpu = Summary {
+        kind: "cpu".into(),
+        sample_types: vec!["samples".into(), "cpu".into()],
+        default_sample: 1,
+        goroutine: false,
+        meta: meta.clone(),
+    };
+    let filters = Filters { focus: Some("main".into()), ..Filters::default() };
+    let first =
+        |wanted: &str| FirstTree { wanted_sample: wanted.into(), filters: filters.clone(), shape: Shape::default() };
+    let key = first("").key(7, &cpu).expect("a cpu profile opens in the flame graph");
+    assert_eq!((key.id, key.sample, key.kind, key.filters), (7, 1, TreeKind::Plain, filters.clone()));
+    assert_eq!(first("samples").key(7, &cpu).map(|k| k.sample), Some(0));
+    assert_eq!(first("no such type").key(7, &cpu).map(|k| k.sample), Some(1));
+    let goroutines = Summary { goroutine: true, sample_types: vec!["goroutine".into()], default_sample: 0, ..cpu };
+    assert!(first("").key(7, &goroutines).is_none(), "a goroutine profile opens in its report");
+    assert_eq!(first("goroutine").key(7, &goroutines).map(|k| k.sample), Some(0));
 }
 
 #[wasm_bindgen_test]

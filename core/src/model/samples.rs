@@ -109,6 +109,15 @@ impl Samples {
         &mut self.locations
     }
 
+    /// Gives back the room the vectors grew beyond their samples (decoded as they came,
+    /// their number unknown, they grew by doubling).
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.ends.shrink_to_fit();
+        self.locations.shrink_to_fit();
+        self.values.shrink_to_fit();
+        self.labels.shrink_to_fit();
+    }
+
     /// Every sample's labels, one after another.
     pub(crate) fn all_labels(&self) -> &[Label] {
         &self.labels

@@ -12,7 +12,7 @@ use super::ranges::RangeProfile;
 
 use super::url_state::HashState;
 use crate::worker::client::Client;
-use crate::worker::protocol::{Request, Response, Shape, Summary};
+use crate::worker::protocol::{FirstTree, Request, Response, Shape, Summary};
 use web_sys::Blob;
 
 /// A parsed profile, as the page knows it.
@@ -300,7 +300,16 @@ impl State {
         if keep_locally {
             super::local_store::keep(name.clone(), source.clone());
         }
-        self.client.with_value(|c| c.parse(id, &name, source));
+        // Opened in the flame graph (not in a comparison a link asks for), its tree is the
+        // first the page asks for: the worker builds it ahead (see `Request::Parse`).
+        let in_flame_graph =
+            self.view_kind.get_untracked() == ViewKind::Flame && self.pending_compare.get_value().is_none();
+        let first_tree = in_flame_graph.then(|| FirstTree {
+            wanted_sample: self.wanted_sample.get_value(),
+            filters: self.filters.get_untracked(),
+            shape: self.shape.get_untracked(),
+        });
+        self.client.with_value(|c| c.parse(id, &name, source, first_tree));
         Some(id)
     }
 
@@ -358,8 +367,8 @@ impl State {
         let Some(done) = self.loading.with_untracked(|l| l.iter().find(|x| x.id == id).cloned()) else { return };
         self.loading.update(|l| l.retain(|x| x.id != id));
         let wanted = self.wanted_sample.get_value();
-        self.sample_index.set(summary.sample_types.iter().position(|t| *t == wanted).unwrap_or(summary.default_sample));
-        let goroutine = summary.goroutine;
+        self.sample_index.set(summary.sample_index(&wanted));
+        let in_flame_graph = summary.opens_in_flame_graph(&wanted);
         self.entries.update(|e| e.push(Entry { id, name: done.name, summary }));
         // Two profiles loaded: the earlier is the base, the newer is compared.
         let ids: Vec<u32> = self.entries.with_untracked(|e| e.iter().map(|e| e.id).collect());
@@ -372,7 +381,7 @@ impl State {
             self.compare_pending();
         }
         self.zoom.set(self.wanted_zoom.get_value());
-        if goroutine && wanted.is_empty() {
+        if !in_flame_graph {
             self.view_kind.set(ViewKind::Goroutines);
         }
     }

@@ -12,7 +12,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Blob, ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
 
-use super::protocol::{Envelope, Request, Response};
+use super::protocol::{Envelope, FirstTree, Request, Response};
 
 #[wasm_bindgen]
 extern "C" {
@@ -171,10 +171,10 @@ impl Client {
     }
 
     /// Hands a profile to the worker; its outcome arrives as Parsed or Failed.
-    pub fn parse(&self, id: u32, name: &str, source: Blob) {
+    pub fn parse(&self, id: u32, name: &str, source: Blob, first_tree: Option<FirstTree>) {
         self.sources.borrow_mut().push((id, name.to_owned(), source.clone()));
         self.parsing.borrow_mut().push(id);
-        self.send(&Request::Parse { id, name: name.to_owned() }, Some(source));
+        self.send(&Request::Parse { id, name: name.to_owned(), first_tree }, Some(source));
     }
 
     /// The bytes a profile was loaded from (what Share uploads).
@@ -237,7 +237,8 @@ impl Client {
         let again: Vec<(u32, String, Blob)> = self.sources.borrow().clone();
         for (id, name, source) in again {
             self.parsing.borrow_mut().push(id);
-            self.send(&Request::Parse { id, name }, Some(source));
+            // The page asks again for what it shows: nothing is built ahead.
+            self.send(&Request::Parse { id, name, first_tree: None }, Some(source));
         }
         self.generation.update(|g| *g += 1);
     }

@@ -25,7 +25,7 @@ pub mod protocol;
 mod reading;
 pub mod session;
 
-use protocol::{Envelope, Request, Response, Shape, Summary, TreeKey, TreeKind};
+use protocol::{Envelope, FirstTree, Request, Response, Shape, Summary, TreeKey, TreeKind};
 use session::{
     detail_path, detail_window, diff_profiles, diff_tree, flame_window, goroutine_growth, Loaded, TreeCache,
     MAX_TREE_NODES, MIN_DETAIL_NODES,
@@ -121,7 +121,7 @@ impl ParseProgress {
 }
 
 /// Reads and parses a profile, all in WebAssembly.
-fn parse(seq: u64, id: u32, name: &str, blob: &Blob) {
+fn parse(seq: u64, id: u32, name: &str, blob: &Blob, first_tree: Option<FirstTree>) {
     let mut progress = ParseProgress::new(seq, id, blob);
     let loaded = match reading::is_folded(blob) {
         Ok(true) => {
@@ -138,12 +138,12 @@ fn parse(seq: u64, id: u32, name: &str, blob: &Blob) {
         }
         Err(e) => Err(format!("{name}: {e}")),
     };
-    parsed(seq, id, loaded);
+    parsed(seq, id, loaded, first_tree);
 }
 
 /// Parses a gzip file the browser inflates (see [`reading::inflate_in_browser`]); one it
 /// cannot goes to [`parse`].
-async fn parse_gzip(seq: u64, id: u32, name: &str, blob: &Blob) {
+async fn parse_gzip(seq: u64, id: u32, name: &str, blob: &Blob, first_tree: Option<FirstTree>) {
     let mut progress = ParseProgress::new(seq, id, blob);
     let inflating = Mark::new("inflating in the browser");
     let limit = stacklens_core::ParseOptions::default().max_inflated_bytes;
@@ -158,9 +158,9 @@ async fn parse_gzip(seq: u64, id: u32, name: &str, blob: &Blob) {
     .await;
     drop(inflating);
     match inflated {
-        Ok(Some(bytes)) => parsed(seq, id, decode(name, incremental, &bytes, &mut progress)),
-        Ok(None) => parse(seq, id, name, blob),
-        Err(e) => parsed(seq, id, Err(format!("{name}: {e}"))),
+        Ok(Some(bytes)) => parsed(seq, id, decode(name, incremental, &bytes, &mut progress), first_tree),
+        Ok(None) => parse(seq, id, name, blob, first_tree),
+        Err(e) => parsed(seq, id, Err(format!("{name}: {e}")), None),
     }
 }
 
@@ -183,13 +183,19 @@ fn decode(name: &str, parse: IncrementalParse, bytes: &[u8], progress: &mut Pars
     loaded
 }
 
-/// Keeps a parsed profile and tells the page, or tells it why there is none.
-fn parsed(seq: u64, id: u32, loaded: Result<Loaded, String>) {
+/// Keeps a parsed profile and tells the page, or tells it why there is none; then
+/// builds the page's first tree, if it said which.
+fn parsed(seq: u64, id: u32, loaded: Result<Loaded, String>, first_tree: Option<FirstTree>) {
     match loaded {
         Ok(loaded) => {
             let summary = summary(&loaded);
+            let ahead = first_tree.and_then(|first| first.key(id, &summary));
             PROFILES.with(|p| p.borrow_mut().insert(id, loaded));
             post(seq, &Response::Parsed { id, summary }, None);
+            if let Some(key) = ahead {
+                // An error is the page's to see when it asks.
+                measured("tree ahead", || drop(whole_tree(&key)));
+            }
         }
         Err(message) => post(seq, &Response::Failed { id, message }, None),
     }
@@ -216,11 +222,13 @@ fn receive(json: String, blob: Option<Blob>) {
     });
     let Some((json, blob)) = now else { return };
     match (serde_json::from_str::<Envelope<Request>>(&json), blob) {
-        (Ok(Envelope { seq, body: Request::Parse { id, name } }), Some(blob)) if browser_inflates(&blob) => {
+        (Ok(Envelope { seq, body: Request::Parse { id, name, first_tree } }), Some(blob))
+            if browser_inflates(&blob) =>
+        {
             WAITING.with(|w| *w.borrow_mut() = Some(VecDeque::new()));
             let mark = Mark::new("parse");
             wasm_bindgen_futures::spawn_local(async move {
-                parse_gzip(seq, id, &name, &blob).await;
+                parse_gzip(seq, id, &name, &blob, first_tree).await;
                 drop(mark);
                 let waiting = WAITING.with(|w| w.borrow_mut().take()).unwrap_or_default();
                 for (json, blob) in waiting {
@@ -240,10 +248,24 @@ fn browser_inflates(blob: &Blob) -> bool {
     blob.size() >= 1_048_576.0 && reading::browser_inflates() && reading::is_gzip(blob).unwrap_or(false)
 }
 
+/// The whole tree `key` names, from the cache or built.
+fn whole_tree(key: &TreeKey) -> Result<std::sync::Arc<stacklens_core::analysis::tree::CallTree>, String> {
+    let TreeKey { id, sample, filters, shape, kind } = key;
+    TREES.with(|t| {
+        t.borrow_mut().get_or_build((key.clone(), Vec::new()), || match kind {
+            TreeKind::Plain => with(*id, |l| l.tree(shape, *sample, filters)),
+            TreeKind::DiffAgainst(base) => {
+                with_two(*base, *id, |b, c| diff_tree(b, c, &transforms_only(shape), *sample, filters))
+            }
+            TreeKind::Sandwich(function, side) => with(*id, |l| l.sandwich(shape, *sample, filters, function, *side)),
+        })
+    })
+}
+
 fn handle(seq: u64, request: Request, profile_bytes: Option<Blob>) {
     match request {
-        Request::Parse { id, name } => match profile_bytes {
-            Some(blob) => parse(seq, id, &name, &blob),
+        Request::Parse { id, name, first_tree } => match profile_bytes {
+            Some(blob) => parse(seq, id, &name, &blob, first_tree),
             None => post(seq, &Response::Failed { id, message: format!("{name}: no bytes came with it") }, None),
         },
         Request::Remove { id } => {
@@ -255,17 +277,7 @@ fn handle(seq: u64, request: Request, profile_bytes: Option<Blob>) {
         }
         Request::Tree { id, sample, filters, shape, kind, zoom, search } => {
             let key = TreeKey { id, sample, filters: filters.clone(), shape: shape.clone(), kind: kind.clone() };
-            let whole = TREES.with(|t| {
-                t.borrow_mut().get_or_build((key.clone(), Vec::new()), || match &kind {
-                    TreeKind::Plain => with(id, |l| l.tree(&shape, sample, &filters)),
-                    TreeKind::DiffAgainst(base) => {
-                        with_two(*base, id, |b, c| diff_tree(b, c, &transforms_only(&shape), sample, &filters))
-                    }
-                    TreeKind::Sandwich(function, side) => {
-                        with(id, |l| l.sandwich(&shape, sample, &filters, function, *side))
-                    }
-                })
-            });
+            let whole = whole_tree(&key);
             let window = whole.and_then(|whole| {
                 let (window, meta) = flame_window(&whole, &zoom, &search);
                 // Zoomed past what a pruned tree kept: the zoomed subtree, built alone.

@@ -38,10 +38,13 @@ pub struct Shape {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Request {
-    /// The profile's bytes follow the message.
+    /// The profile's bytes follow the message. `first_tree`: the flame graph the page
+    /// will ask for first, built as soon as the profile is parsed (while the page takes
+    /// in the Parsed answer, and before it asks).
     Parse {
         id: u32,
         name: String,
+        first_tree: Option<FirstTree>,
     },
     Remove {
         id: u32,
@@ -220,6 +223,43 @@ pub struct Summary {
     pub default_sample: usize,
     pub goroutine: bool,
     pub meta: ProfileMeta,
+}
+
+/// The page's first flame graph of a profile, as far as it is known before the profile
+/// is: the sample type by name ([`Summary::sample_index`]), the filters and the shape.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FirstTree {
+    pub wanted_sample: String,
+    pub filters: Filters,
+    pub shape: Shape,
+}
+
+impl FirstTree {
+    /// The key of the tree the page will ask for, unless the profile opens in another
+    /// view.
+    pub fn key(&self, id: u32, summary: &Summary) -> Option<TreeKey> {
+        summary.opens_in_flame_graph(&self.wanted_sample).then(|| TreeKey {
+            id,
+            sample: summary.sample_index(&self.wanted_sample),
+            filters: self.filters.clone(),
+            shape: self.shape.clone(),
+            kind: TreeKind::Plain,
+        })
+    }
+}
+
+impl Summary {
+    /// The sample type the page shows: the one named `wanted` (a link's), else the
+    /// profile's default.
+    pub fn sample_index(&self, wanted: &str) -> usize {
+        self.sample_types.iter().position(|t| t == wanted).unwrap_or(self.default_sample)
+    }
+
+    /// Whether the page opens this profile in the view it is on rather than the
+    /// goroutine report (a goroutine profile, unless a link names a sample type).
+    pub fn opens_in_flame_graph(&self, wanted: &str) -> bool {
+        !(self.goroutine && wanted.is_empty())
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -124,6 +124,7 @@ impl Decoded {
         if !labels_known || (profile.sample_types.is_empty() && samples.is_empty() && profile.strings.is_empty()) {
             return None;
         }
+        samples.shrink_to_fit();
         profile.samples = samples;
         Some(profile)
     }
