@@ -11,8 +11,9 @@ self.onmessage = async (event) => {
 };
 
 // A gzip blob inflated on a thread of its own (inflate-worker.js, started here before the
-// first file), as a stream of its pieces (see frontend/src/worker/reading.rs). Each call
-// has a number, so pieces of a stream given up on are never taken for the next one's.
+// first file), as a stream of its pieces (see frontend/src/worker/reading.rs); each piece
+// this thread takes is acknowledged, for the inflater's limit on what is in flight. Each
+// call has a number, so pieces of a stream given up on are never taken for the next one's.
 if (self.Worker && self.DecompressionStream) {
   const inflater = new Worker(new URL('inflate-worker.js', self.location));
   let calls = 0;
@@ -22,9 +23,14 @@ if (self.Worker && self.DecompressionStream) {
       start(stream) {
         inflater.onmessage = ({ data }) => {
           if (data.call !== call) return;
-          if (data.piece) stream.enqueue(data.piece);
-          else if (data.done) stream.close();
-          else stream.error(new Error(data.failed));
+          if (data.piece) {
+            stream.enqueue(data.piece);
+            inflater.postMessage({ call, taken: data.piece.length });
+          } else if (data.done) {
+            stream.close();
+          } else {
+            stream.error(new Error(data.failed));
+          }
         };
         inflater.postMessage({ call, blob, limit });
       },

@@ -189,7 +189,9 @@ fn parsed(seq: u64, id: u32, loaded: Result<Loaded, String>, first_tree: Option<
     match loaded {
         Ok(loaded) => {
             let summary = summary(&loaded);
-            let ahead = first_tree.and_then(|first| first.key(id, &summary));
+            // A file already waiting behind this one is the one the page will show.
+            let another_waits = WAITING.with(|w| w.borrow().as_ref().is_some_and(|q| q.iter().any(|m| m.1.is_some())));
+            let ahead = first_tree.filter(|_| !another_waits).and_then(|first| first.key(id, &summary));
             PROFILES.with(|p| p.borrow_mut().insert(id, loaded));
             post(seq, &Response::Parsed { id, summary }, None);
             if let Some(key) = ahead {

@@ -133,6 +133,12 @@ pub async fn inflate_in_browser(
     use wasm_bindgen_futures::JsFuture;
     use web_sys::{ReadableStreamDefaultReader, ReadableStreamReadResult, ReadableWritablePair};
 
+    // Room for what the gzip trailer says, reserved up front as core does, so the usual
+    // file is one allocation (WebAssembly memory never shrinks).
+    let size = blob.size();
+    let trailer = read_range(&file_reader()?, blob, (size - 4.0).max(0.0), size)?.to_vec();
+    let text = |e: stacklens_core::Error| e.to_string();
+    let (mut out, hint) = stacklens_core::import::inflate_buffer(&trailer, limit).map_err(text)?;
     let has_another_worker = js_sys::Reflect::has(&js_sys::global(), &"stacklensInflate".into()).unwrap_or(false);
     let stream = match has_another_worker.then(|| inflate_in_another_worker(blob, limit as f64)) {
         Some(Ok(stream)) => stream,
@@ -141,12 +147,6 @@ pub async fn inflate_in_browser(
             blob.stream().pipe_through(&ReadableWritablePair::new(&inflater.readable(), &inflater.writable()))
         }
     };
-    // Room for what the gzip trailer says, reserved up front as core does, so the usual
-    // file is one allocation (WebAssembly memory never shrinks).
-    let size = blob.size();
-    let trailer = read_range(&file_reader()?, blob, (size - 4.0).max(0.0), size)?.to_vec();
-    let text = |e: stacklens_core::Error| e.to_string();
-    let (mut out, hint) = stacklens_core::import::inflate_buffer(&trailer, limit).map_err(text)?;
     let chunks: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
     loop {
         let Ok(read) = JsFuture::from(chunks.read()).await else { return Ok(None) };

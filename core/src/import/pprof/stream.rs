@@ -18,7 +18,6 @@ const PROGRESS_SLICE: usize = 1 << 20;
 
 /// A parse fed the input as it arrives: [`IncrementalParse::advance`] with the bytes so
 /// far after each piece, [`IncrementalParse::finish`] with all of them.
-#[derive(Default)]
 pub struct IncrementalParse {
     /// Where the first field not yet read starts.
     read: usize,
@@ -36,9 +35,15 @@ struct Decoded {
     types: Option<usize>,
 }
 
+impl Default for IncrementalParse {
+    fn default() -> Self {
+        IncrementalParse { read: 0, decoded: Some(Decoded::default()) }
+    }
+}
+
 impl IncrementalParse {
     pub fn new() -> Self {
-        IncrementalParse { read: 0, decoded: Some(Decoded::default()) }
+        Self::default()
     }
 
     /// Decodes what `bytes`, all of the input so far (each call's a prefix of the next
