@@ -17,10 +17,19 @@ self.onmessage = async (event) => {
 if (self.Worker && self.DecompressionStream) {
   const inflater = new Worker(new URL('inflate-worker.js', self.location));
   let calls = 0;
+  // An inflater that could not start (its script not served, say) is not used again: the
+  // analysis worker then inflates the file itself.
+  let broken = false;
+  inflater.onerror = () => { broken = true; };
   self.stacklensInflate = (blob, limit) => {
+    if (broken) throw new Error('the inflate worker did not start');
     const call = ++calls;
     return new ReadableStream({
       start(stream) {
+        inflater.onerror = () => {
+          broken = true;
+          stream.error(new Error('the inflate worker failed'));
+        };
         inflater.onmessage = ({ data }) => {
           if (data.call !== call) return;
           if (data.piece) {

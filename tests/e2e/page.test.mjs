@@ -394,6 +394,29 @@ test('the large profile loads completely and its top row equals pprof', async (t
   await page.close();
 });
 
+test('a large gzip profile still opens when the inflate worker cannot start', async (t) => {
+  if (!requireFixtures(t)) return;
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  // The analysis worker's script is served asking for an inflater that is not there
+  // (a nested worker's own requests cannot be routed here).
+  let rewritten = 0;
+  await page.route((u) => u.pathname.endsWith('/worker.js'), async (route) => {
+    const original = await (await route.fetch()).text();
+    const body = original.replace("'inflate-worker.js'", "'no-such-inflate-worker.js'");
+    if (body !== original) rewritten += 1;
+    await route.fulfill({ body, contentType: 'text/javascript' });
+  });
+  await page.goto(server.base);
+  await load(page, 'large/cpu.large.pb.gz');
+  await page.getByTestId('flamegraph').waitFor({ timeout: 120000 });
+  assert.ok(rewritten >= 1, 'the analysis worker was given a missing inflater');
+  await page.getByTestId('view-top').click();
+  await page.getByTestId('top-row').first().waitFor({ timeout: 60000 });
+  const [first] = await pageTopTable(page, 1);
+  assert.deepEqual(first, pprofFileTable('large/cpu.large.pprof-top.txt', 1)[0], 'the top row of go tool pprof -top');
+  await page.close();
+});
+
 test('keyboard: arrows move through the top table and Enter focuses the flame graph', async (t) => {
   if (!requireFixtures(t)) return;
   const { page } = await openPage();
