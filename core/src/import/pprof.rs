@@ -340,13 +340,19 @@ fn parse_wire(bytes: &[u8], progress: super::Progress<'_>) -> Decoded<Profile> {
         Unwritten::OutOfMemory(bytes) => Error::OutOfMemory { bytes }.into(),
         Unwritten::Incomplete => Error::Invalid("the samples changed size between two reads".into()).into(),
     })?;
-    if out.sample_types.is_empty() && out.samples.is_empty() && out.strings.is_empty() {
+    if has_no_fields(&out) {
         return Err(Error::UnknownFormat {
             hint: "no profile fields found (not a pprof protobuf, nor a known text format)".into(),
         }
         .into());
     }
     Ok(out)
+}
+
+/// Whether the bytes decoded to no profile at all (no sample types, samples or strings):
+/// such bytes are not taken for pprof.
+fn has_no_fields(profile: &Profile) -> bool {
+    profile.sample_types.is_empty() && profile.samples.is_empty() && profile.strings.is_empty()
 }
 
 /// Fewest samples worth a thread of their own.

@@ -9,7 +9,7 @@
 //! whole input is then parsed at the end as if it had come at once, so the result and
 //! every error are exactly [`crate::import::parse_with_progress`]'s.
 
-use super::{convert_head, read_sample, starts_like_profile, Fields, Head, IdIndex, SampleShape};
+use super::{convert_head, has_no_fields, read_sample, starts_like_profile, Fields, Head, IdIndex, SampleShape};
 use crate::model::{Line, LocationId, Profile, Samples};
 use crate::{import, ParseOptions, Result};
 
@@ -31,8 +31,6 @@ struct Decoded {
     head: Head,
     lines: Vec<Line>,
     samples: Samples,
-    /// The sample types' count, fixed by the first sample.
-    types: Option<usize>,
 }
 
 impl Default for IncrementalParse {
@@ -96,10 +94,10 @@ impl Decoded {
     /// Reads one whole top-level field; `None` ends the speculation.
     fn read(&mut self, fields: &Fields<'_>, field: u32, value: super::Value<'_>) -> Option<()> {
         match field {
-            // The samples' shape would change under those already decoded.
-            1 if self.types.is_some() => None,
+            // A sample type after a sample would change the shape of those decoded.
+            1 if !self.samples.is_empty() => None,
             2 => {
-                let types = *self.types.get_or_insert(self.head.sample_types.len());
+                let types = self.head.sample_types.len();
                 // Labels are checked against the string table at the end.
                 let shape = SampleShape { types, strings: usize::MAX, location_index: IdIndex::Deferred };
                 let sample = super::message(fields, &value).ok()?;
@@ -126,12 +124,9 @@ impl Decoded {
                     crate::model::LabelValue::Num { unit, .. } => known(unit),
                 }
         });
-        if !labels_known || (profile.sample_types.is_empty() && samples.is_empty() && profile.strings.is_empty()) {
-            return None;
-        }
         samples.shrink_to_fit();
         profile.samples = samples;
-        Some(profile)
+        (labels_known && !has_no_fields(&profile)).then_some(profile)
     }
 }
 
