@@ -1,8 +1,9 @@
 // Browser benchmark (not a test): stacklens's page against speedscope (npm package,
 // same Debian Chromium, same run). For each input: time from file chosen to flame
 // graph painted, main-thread JS heap after load, for stacklens the frame time while
-// zooming and the worker's time per request, and the native CLI doing the same work
-// (`stacklens convert FILE -o flame.svg`, or `stacklens goroutines FILE`).
+// zooming (20 clicks in each run, pooled) and the worker's time per request, and the
+// native CLI doing the same work (`stacklens convert FILE -o flame.svg`, or `stacklens
+// goroutines FILE`).
 // Usage: node scripts/bench-browser.mjs [runs] [fixture...]  (after `trunk build
 // --release` and `cargo build --release -p stacklens-backend`; installs speedscope with
 // --no-save). A fixture is a path under ../shared/fixtures or an absolute path (the
@@ -131,8 +132,7 @@ async function stacklens(file) {
         await new Promise((ok) => requestAnimationFrame(ok));
         if (i % 2) window.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape' }));
       }
-      times.sort((a, b) => a - b);
-      return { p50: times[10].toFixed(1), p95: times[18].toFixed(1) };
+      return times;
     });
   }
   const heap = await heapMB(page);
@@ -198,7 +198,10 @@ try {
     const o = median(ours.map((r) => r.ms));
     const t = theirs.length && theirs.every((r) => r.ms !== null) ? median(theirs.map((r) => r.ms)) : null;
     const failed = theirs.find((r) => r.ms === null)?.failure;
-    const frame = ours[0].frame ? `${ours[0].frame.p50} / ${ours[0].frame.p95} ms` : 'n/a';
+    // Every run's zoom frames together.
+    const frames = ours.flatMap((r) => r.frame ?? []).sort((a, b) => a - b);
+    const at = (q) => frames[Math.min(frames.length - 1, Math.floor(frames.length * q))].toFixed(1);
+    const frame = frames.length ? `${at(0.5)} / ${at(0.95)} ms` : 'n/a';
     const size = (statSync(path(file)).size / 1048576).toFixed(1);
     const wasm = `${ours[0].wasm.main} + ${ours[0].wasm.worker} MB`;
     const n = median(native);

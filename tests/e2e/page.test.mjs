@@ -271,6 +271,48 @@ test('url= loads a profile and the hash restores view, sample type and zoom on r
   await page.close();
 });
 
+test('the address follows a run of zoom clicks with a write every 200 ms at most, and a view change at once', async (t) => {
+  if (!requireFixtures(t)) return;
+  const { page } = await openPage();
+  // Counts the page's address writes.
+  await page.evaluate(() => {
+    window.addressWrites = 0;
+    const replace = history.replaceState.bind(history);
+    history.replaceState = (...args) => { window.addressWrites += 1; return replace(...args); };
+  });
+  await load(page, 'go/base/cpu.pb.gz');
+  await page.getByTestId('view-flame').click();
+  await paintedFlame(page);
+  await page.waitForFunction(() => location.hash.includes('view=flame'));
+  // Eleven clicks, each handled before the next (a task between them), alternately on a
+  // frame two rows up and on the root, ending zoomed in.
+  const { writes, elapsed } = await page.evaluate(async () => {
+    const c = document.querySelector('[data-testid=flamegraph]');
+    const r = c.getBoundingClientRect();
+    const before = window.addressWrites;
+    const t0 = performance.now();
+    for (let i = 0; i < 11; i++) {
+      const y = i % 2 ? r.bottom - 4 : r.bottom - 18 * 2 - 4;
+      c.dispatchEvent(new MouseEvent('click', { clientX: r.left + 3, clientY: y, bubbles: true }));
+      await new Promise((ok) => { const ch = new MessageChannel(); ch.port1.onmessage = ok; ch.port2.postMessage(0); });
+    }
+    return { writes: window.addressWrites - before, elapsed: performance.now() - t0 };
+  });
+  assert.ok(writes <= Math.floor(elapsed / 200) + 1, `${writes} address writes in ${elapsed.toFixed(0)} ms of zoom clicks`);
+  // The last zoom reaches the address, and is what a reload restores.
+  const crumbs = await page.getByTestId('breadcrumb').locator('button').allTextContents();
+  await page.waitForFunction(() => location.hash.includes('zoom='));
+  // Another view is written at once.
+  await page.getByTestId('view-top').click();
+  assert.match(await page.evaluate(() => location.hash), /view=top/);
+  await page.reload();
+  await page.getByTestId('top-row').first().waitFor();
+  await page.getByTestId('view-flame').click();
+  await page.getByTestId('breadcrumb').waitFor();
+  assert.deepEqual(await page.getByTestId('breadcrumb').locator('button').allTextContents(), crumbs, 'the zoom restored');
+  await page.close();
+});
+
 test('a url= that cannot be fetched says so in the page', async () => {
   const page = await browser.newPage();
   await page.goto(`${server.base}/#url=/missing/profile.pb.gz`);

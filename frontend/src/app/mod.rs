@@ -68,10 +68,26 @@ fn landing(state: State, initial: &url_state::HashState) -> AnyView {
 }
 
 /// Keeps the address in step with the view, so a reload or a copied link restores it.
+/// A change of zoom or search alone is written at most every [`ADDRESS_EVERY`] (and
+/// when the page is hidden): `history.replaceState` took 1–2 ms of each zoom click's
+/// frame, and Chrome throttles a page that calls it hundreds of times in a few seconds
+/// (a search typed, keys held down). Any other change is written at once, so a reload
+/// right after it (a tab closed, a transform applied) restores it.
 fn follow_in_address(state: State) {
+    let written = StoredValue::new(None::<url_state::HashState>);
+    let waiting = StoredValue::new(None::<url_state::HashState>);
+    let write = move |address: url_state::HashState| {
+        url_state::store(&address);
+        written.set_value(Some(address));
+    };
+    let write_waiting = move || {
+        if let Some(Some(address)) = waiting.try_update_value(Option::take) {
+            write(address);
+        }
+    };
     Effect::new(move |_| {
         let sample = state.current.get().and_then(|e| e.summary.sample_types.get(state.sample_index.get()).cloned());
-        url_state::store(&url_state::HashState {
+        let address = url_state::HashState {
             view: state.view_kind.get().key().to_owned(),
             sample: sample.unwrap_or_else(|| state.wanted_sample.get_value()),
             focus: state.focus.get(),
@@ -83,9 +99,28 @@ fn follow_in_address(state: State) {
             urls: state.sources.get(),
             transforms: state.transforms.get(),
             range: state.range.get(),
+        };
+        let zoom_or_search_only = written.with_value(|w| {
+            w.as_ref().is_some_and(|w| {
+                url_state::HashState { zoom: address.zoom.clone(), search: address.search.clone(), ..w.clone() }
+                    == address
+            })
         });
+        if zoom_or_search_only {
+            if waiting.with_value(Option::is_none) {
+                set_timeout(write_waiting, ADDRESS_EVERY);
+            }
+            waiting.set_value(Some(address));
+        } else {
+            waiting.set_value(None);
+            write(address);
+        }
     });
+    let _ = window_event_listener(leptos::ev::pagehide, move |_| write_waiting());
 }
+
+/// How often the address follows the zoom and the search while they change.
+const ADDRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Clears the time range when another profile becomes active: times are per profile.
 /// The first profile keeps the range the address gave.

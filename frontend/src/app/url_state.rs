@@ -111,10 +111,16 @@ pub fn current() -> HashState {
     st
 }
 
-/// Replaces the hash without adding a history entry or scrolling.
+/// Replaces the hash without adding a history entry or scrolling; an unchanged hash is
+/// left alone.
 pub fn store(state: &HashState) {
-    if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
-        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&state.to_fragment()));
+    let Some(window) = web_sys::window() else { return };
+    let fragment = state.to_fragment();
+    if window.location().hash().is_ok_and(|now| now == fragment) {
+        return;
+    }
+    if let Ok(history) = window.history() {
+        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&fragment));
     }
 }
 
