@@ -9,7 +9,8 @@
 // --no-save). A fixture is a path under ../shared/fixtures or an absolute path (the
 // huge files of `cargo run --release -p stacklens-backend --example huge -- DIR`).
 // BENCH_TIMEOUT_S (default 120) bounds each load; the browser's peak memory is the sum
-// of its processes' proportional set sizes (PSS), sampled every 250 ms.
+// of its processes' proportional set sizes (PSS), sampled every 250 ms in one more run
+// of each tool (not in the timed ones).
 import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -186,15 +187,20 @@ try {
     const native = [];
     // Alternated, so both see the same machine.
     for (let i = 0; i < runs; i++) {
-      ours.push(await withPeakMemory(() => stacklens(file)));
+      ours.push(await stacklens(file));
       native.push(cli(file));
     }
     console.error(`${file}: stacklens ${ours.map((r) => r.ms).join(', ')} ms; CLI ${native.map((ms) => ms.toFixed(0)).join(', ')} ms`);
     for (const r of ours) console.error(`  worker: ${Object.entries(r.worker).map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`);
     // STACKLENS_ONLY=1 compares builds of stacklens without waiting for speedscope.
-    for (let i = 0; i < runs && !process.env.STACKLENS_ONLY; i++) theirs.push(await withPeakMemory(() => speedscope(file)));
-    console.error(`${file}: speedscope ${theirs.map((r) => r.ms ?? r.failure).join(', ')}; peak browser memory ${theirs.map((r) => r.peakMB).join(', ')} MB`);
-    console.error(`${file}: stacklens peak browser memory ${ours.map((r) => r.peakMB).join(', ')} MB`);
+    for (let i = 0; i < runs && !process.env.STACKLENS_ONLY; i++) theirs.push(await speedscope(file));
+    // The browser's memory in a run of its own for each tool: one sample reads the page
+    // tables of every Chromium process (23 ms of CPU with cpu.large open), which slowed
+    // the timed runs it was taken in.
+    const ourPeak = (await withPeakMemory(() => stacklens(file))).peakMB;
+    const theirPeak = theirs.length ? (await withPeakMemory(() => speedscope(file))).peakMB : 'n/a';
+    console.error(`${file}: speedscope ${theirs.map((r) => r.ms ?? r.failure).join(', ')}; peak browser memory ${theirPeak} MB`);
+    console.error(`${file}: stacklens peak browser memory ${ourPeak} MB`);
     const o = median(ours.map((r) => r.ms));
     const t = theirs.length && theirs.every((r) => r.ms !== null) ? median(theirs.map((r) => r.ms)) : null;
     const failed = theirs.find((r) => r.ms === null)?.failure;
@@ -206,7 +212,7 @@ try {
     const wasm = `${ours[0].wasm.main} + ${ours[0].wasm.worker} MB`;
     const n = median(native);
     const theirsShown = t !== null ? `${t} ms` : failed ? `failed: ${failed}` : 'n/a';
-    const peaks = `${median(ours.map((r) => Number(r.peakMB)))} / ${theirs.length ? median(theirs.map((r) => Number(r.peakMB))) : 'n/a'} MB`;
+    const peaks = `${ourPeak} / ${theirPeak} MB`;
     console.log(`| ${file} | ${size} MB | ${o} ms | ${n.toFixed(0)} ms (${(o / n).toFixed(2)}×) | ${theirsShown} | ${ours[0].heap} MB | ${wasm} | ${peaks} | ${theirs[0]?.heap ?? 'n/a'} MB | ${frame} |`);
   }
 } finally {
