@@ -192,12 +192,12 @@ try {
     }
     console.error(`${file}: stacklens ${ours.map((r) => r.ms).join(', ')} ms; CLI ${native.map((ms) => ms.toFixed(0)).join(', ')} ms`);
     for (const r of ours) console.error(`  worker: ${Object.entries(r.worker).map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`);
+    // The browser's memory in a run of its own for each tool, after its timed runs: one
+    // sample reads the page tables of every Chromium process (23 ms of CPU with cpu.large
+    // open), which slowed the runs it was taken in.
+    const ourPeak = (await withPeakMemory(() => stacklens(file))).peakMB;
     // STACKLENS_ONLY=1 compares builds of stacklens without waiting for speedscope.
     for (let i = 0; i < runs && !process.env.STACKLENS_ONLY; i++) theirs.push(await speedscope(file));
-    // The browser's memory in a run of its own for each tool: one sample reads the page
-    // tables of every Chromium process (23 ms of CPU with cpu.large open), which slowed
-    // the timed runs it was taken in.
-    const ourPeak = (await withPeakMemory(() => stacklens(file))).peakMB;
     const theirPeak = theirs.length ? (await withPeakMemory(() => speedscope(file))).peakMB : 'n/a';
     console.error(`${file}: speedscope ${theirs.map((r) => r.ms ?? r.failure).join(', ')}; peak browser memory ${theirPeak} MB`);
     console.error(`${file}: stacklens peak browser memory ${ourPeak} MB`);
