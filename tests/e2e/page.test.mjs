@@ -313,6 +313,35 @@ test('the address follows a run of zoom clicks with a write every 200 ms at most
   await page.close();
 });
 
+test('zooming back out shows the wider window at once, without asking the worker for it again', async (t) => {
+  if (!requireFixtures(t)) return;
+  const { page } = await openPage();
+  await load(page, 'go/base/cpu.pb.gz');
+  await page.getByTestId('view-flame').click();
+  const { canvas, height } = await paintedFlame(page);
+  // The worker's "stacklens tree" measures: one per window it cut.
+  const windowsCut = async () => {
+    let n = 0;
+    for (const w of page.workers()) n += await w.evaluate(() => performance.getEntriesByType('measure').filter((m) => m.name === 'stacklens tree').length);
+    return n;
+  };
+  await until('the root window', async () => ((await windowsCut()) > 0 ? true : undefined));
+  const before = await windowsCut();
+  await canvas.click({ position: { x: 3, y: height - ROW * 2 - 5 } });
+  await until('the zoomed frame\'s window', async () => ((await windowsCut()) === before + 1 ? true : undefined));
+  await page.waitForFunction(() => location.hash.includes('zoom='));
+  const zoomed = await canvas.evaluate((c) => c.toDataURL());
+  await page.keyboard.press('Escape');
+  await until('the root graph again', async () => ((await canvas.evaluate((c) => c.toDataURL())) !== zoomed ? true : undefined));
+  await page.waitForFunction(() => !location.hash.includes('zoom='));
+  assert.equal(await windowsCut(), before + 1, 'no window asked for after zooming out');
+  // Zooming in again: that window was kept too.
+  await canvas.click({ position: { x: 3, y: height - ROW * 2 - 5 } });
+  await until('the zoomed graph again', async () => ((await canvas.evaluate((c) => c.toDataURL())) === zoomed ? true : undefined));
+  assert.equal(await windowsCut(), before + 1, 'no window asked for after zooming in again');
+  await page.close();
+});
+
 test('a url= that cannot be fetched says so in the page', async () => {
   const page = await browser.newPage();
   await page.goto(`${server.base}/#url=/missing/profile.pb.gz`);

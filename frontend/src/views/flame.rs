@@ -111,6 +111,12 @@ pub fn FlameGraph(
         let here = std::sync::Arc::as_ptr(&d.tree.0) as usize;
         Some(clicked.get().filter(|&(tree, _)| tree == here).map_or(d.zoom, |(_, node)| node))
     });
+    // A window that comes replaces a zoom chosen in the one before (a kept window may be
+    // the very tree that zoom was chosen in: its old click must not apply again).
+    Effect::new(move |_| {
+        data.track();
+        clicked.set(None);
+    });
     let zoom_to = move |node: u32| {
         let Some(d) = data.get_untracked() else { return };
         clicked.set(Some((std::sync::Arc::as_ptr(&d.tree.0) as usize, node)));
@@ -324,27 +330,63 @@ pub fn FlameGraph(
 
 /// One flame graph's questions to the worker: a window of the whole tree a [`TreeKey`]
 /// names, cut again when the zoom or the search changes. Another tree blanks the graph
-/// until it arrives; another zoom or search keeps the old window meanwhile.
+/// until it arrives; another zoom or search keeps the old window meanwhile. The last
+/// few windows of the tree shown are kept, so zooming back out (a click on an ancestor,
+/// Escape) shows the wider window at once instead of asking for it again.
 #[derive(Copy, Clone)]
 pub struct TreeWindow {
     pub answer: Answer<FlameData>,
     token: StoredValue<u64>,
     shown: StoredValue<Option<TreeKey>>,
+    /// Windows received for `shown`, by zoom and search, the latest last.
+    recent: StoredValue<Vec<(WindowAt, FlameData)>>,
 }
+
+/// The zoom path and the search a window was cut for.
+type WindowAt = (Vec<String>, String);
+
+/// How many windows [`TreeWindow`] keeps (a few hundred KB each on a large profile).
+const RECENT_WINDOWS: usize = 8;
 
 impl TreeWindow {
     pub fn new() -> Self {
-        TreeWindow { answer: RwSignal::new(None), token: StoredValue::new(0), shown: StoredValue::new(None) }
+        TreeWindow {
+            answer: RwSignal::new(None),
+            token: StoredValue::new(0),
+            shown: StoredValue::new(None),
+            recent: StoredValue::new(Vec::new()),
+        }
     }
 
     pub fn ask(&self, state: &State, key: TreeKey, zoom: Vec<String>, search: String) {
         if self.shown.with_value(|k| k.as_ref() != Some(&key)) {
             self.answer.set(None);
             self.shown.set_value(Some(key.clone()));
+            self.recent.set_value(Vec::new());
+        }
+        let at = (zoom, search);
+        if let Some(kept) = self.recent.with_value(|r| r.iter().find(|(a, _)| *a == at).map(|(_, d)| d.clone())) {
+            // An answer still on its way is for another window: not to be shown.
+            self.token.update_value(|t| *t += 1);
+            self.answer.set(Some(Ok(kept)));
+            return;
         }
         let TreeKey { id, sample, filters, shape, kind } = key;
+        let (zoom, search) = at.clone();
         let request = Request::Tree { id, sample, filters, shape, kind, zoom, search };
-        state.ask(self.token, self.answer, request, decode_tree);
+        let recent = self.recent;
+        state.ask(self.token, self.answer, request, move |response, bytes| {
+            let window = decode_tree(response, bytes);
+            if let Some(Ok(data)) = &window {
+                recent.update_value(|r| {
+                    if r.len() == RECENT_WINDOWS {
+                        r.remove(0);
+                    }
+                    r.push((at, data.clone()));
+                });
+            }
+            window
+        });
     }
 }
 
