@@ -345,7 +345,8 @@ pub struct TreeWindow {
 /// The zoom path and the search a window was cut for.
 type WindowAt = (Vec<String>, String);
 
-/// How many windows [`TreeWindow`] keeps (a few hundred KB each on a large profile).
+/// How many windows [`TreeWindow`] keeps (cpu.large's root window: 4,052 nodes, 0.19 MB
+/// encoded).
 const RECENT_WINDOWS: usize = 8;
 
 impl TreeWindow {
