@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use stacklens_core::analysis::details::{details, DetailsOptions};
+use stacklens_core::analysis::frames::{FrameTable, Granularity};
 use stacklens_core::analysis::goroutines::{analyze, GoroutineOptions};
 use stacklens_core::analysis::graph::{call_graph, GraphOptions};
 use stacklens_core::analysis::source::{source, SourceOptions};
@@ -97,6 +99,12 @@ fn benches(c: &mut Criterion) {
         g.bench_function("cpu.large: source lines of one function", |b| b.iter(|| source(&p, &function).unwrap()));
         let package = SourceOptions { functions: r"^runtime\.".into(), ..SourceOptions::default() };
         g.bench_function("cpu.large: source lines of runtime.*", |b| b.iter(|| source(&p, &package).unwrap()));
+        // The page's details panel: what a click on a frame asks.
+        let selected = DetailsOptions { function: "main.startBranchy.func1.1".into(), ..DetailsOptions::default() };
+        g.bench_function("cpu.large: details of one function", |b| b.iter(|| details(&p, &selected).unwrap()));
+        g.bench_function("cpu.large: frame table", |b| {
+            b.iter(|| FrameTable::new(&p, Granularity::default(), &Default::default()).unwrap().node_count())
+        });
         // The page's graph view (issue 11: built and laid out in under 200 ms).
         let graph_options = GraphOptions::default();
         let layout_options = GraphLayoutOptions::default();

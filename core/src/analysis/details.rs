@@ -5,7 +5,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::frames::{CompiledFilters, Filters, FrameTable, Granularity, Stamps};
@@ -102,11 +101,12 @@ struct Sums<'p> {
     found: bool,
 }
 
-/// The calls into and out of the target node, by the other node.
+/// The calls into and out of the target node, by the other node (dense: a report has a
+/// few thousand nodes at most, fewer than hashing every edge of every sample costs).
 struct Calls {
     target: u32,
-    callers: HashMap<u32, i64>,
-    callees: HashMap<u32, i64>,
+    callers: Vec<Option<i64>>,
+    callees: Vec<Option<i64>>,
     /// An edge counts once per sample, as in pprof's graph.
     seen_callers: Stamps,
     seen_callees: Stamps,
@@ -132,9 +132,10 @@ impl Calls {
 }
 
 impl<'p> Sums<'p> {
-    /// Adds a kept sample that contains the target: its values in every sample type, and,
-    /// weighed by its value at `index`, the calls into and out of the target and its labels.
-    fn add(&mut self, table: &FrameTable, sample: SampleRef<'_>, index: usize) {
+    /// Adds a kept sample that contains the target (first at `locations[first]`): its
+    /// values in every sample type, and, weighed by its value at `index`, the calls into
+    /// and out of the target and its labels.
+    fn add(&mut self, table: &FrameTable, sample: SampleRef<'_>, index: usize, first: usize) {
         let value = sample.values.get(index).copied().unwrap_or(0);
         self.calls.next_sample();
         // Stacks are deep and their locations scattered in memory, so only the target's
@@ -142,7 +143,7 @@ impl<'p> Sums<'p> {
         let locations = &sample.locations;
         let innermost = |l: &LocationId| self.ends[l.0 as usize].map(|(innermost, _)| innermost);
         let outermost = |l: &LocationId| self.ends[l.0 as usize].map(|(_, outermost)| outermost);
-        for (at, location) in locations.iter().enumerate() {
+        for (at, location) in locations.iter().enumerate().skip(first) {
             if !self.holds_target[location.0 as usize] {
                 continue;
             }
@@ -168,9 +169,9 @@ impl<'p> Sums<'p> {
     }
 }
 
-/// `map[key] += value`, saturating like every sum of sample values.
-fn add_to(map: &mut HashMap<u32, i64>, key: u32, value: i64) {
-    let sum = map.entry(key).or_insert(0);
+/// `sums[node] += value`, saturating like every sum of sample values.
+fn add_to(sums: &mut [Option<i64>], node: u32, value: i64) {
+    let sum = sums[node as usize].get_or_insert(0);
     *sum = sum.saturating_add(value);
 }
 
@@ -200,8 +201,8 @@ pub fn details(profile: &Profile, options: &DetailsOptions) -> Result<FunctionDe
         cum: vec![0; types],
         calls: Calls {
             target,
-            callers: HashMap::default(),
-            callees: HashMap::default(),
+            callers: vec![None; table.node_count()],
+            callees: vec![None; table.node_count()],
             seen_callers: Stamps::new(table.node_count()),
             seen_callees: Stamps::new(table.node_count()),
         },
@@ -212,8 +213,9 @@ pub fn details(profile: &Profile, options: &DetailsOptions) -> Result<FunctionDe
         for (total, value) in sums.totals.iter_mut().zip(sample.values) {
             *total = total.saturating_add(value.saturating_abs());
         }
-        if sample.locations.iter().any(|l| sums.holds_target[l.0 as usize]) && table.keeps(sample) {
-            sums.add(&table, sample, index);
+        let first = sample.locations.iter().position(|l| sums.holds_target[l.0 as usize]);
+        if let Some(first) = first.filter(|_| table.keeps(sample)) {
+            sums.add(&table, sample, index, first);
         }
     }
     // A node no kept sample reaches is not in the report.
@@ -222,8 +224,9 @@ pub fn details(profile: &Profile, options: &DetailsOptions) -> Result<FunctionDe
     }
 
     let cum = sums.cum.get(index).copied().unwrap_or(0);
-    let weights = |edges: HashMap<u32, i64>| {
-        let mut edges: Vec<(u32, i64)> = edges.into_iter().collect();
+    let weights = |edges: Vec<Option<i64>>| {
+        let mut edges: Vec<(u32, i64)> =
+            edges.into_iter().enumerate().filter_map(|(node, sum)| Some((node as u32, sum?))).collect();
         // pprof's edge order: |weight| descending, then name.
         edges.sort_by(|a, b| {
             b.1.unsigned_abs().cmp(&a.1.unsigned_abs()).then_with(|| table.name(a.0).cmp(table.name(b.0)))
