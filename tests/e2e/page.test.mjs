@@ -319,26 +319,38 @@ test('zooming back out shows the wider window at once, without asking the worker
   await load(page, 'go/base/cpu.pb.gz');
   await page.getByTestId('view-flame').click();
   const { canvas, height } = await paintedFlame(page);
-  // The worker's "stacklens tree" measures: one per window it cut.
-  const windowsCut = async () => {
-    let n = 0;
-    for (const w of page.workers()) n += await w.evaluate(() => performance.getEntriesByType('measure').filter((m) => m.name === 'stacklens tree').length);
-    return n;
+  // The worker's measures of one kind ("stacklens tree": one per window it cut), by start.
+  const measures = async (name) => {
+    const starts = [];
+    for (const w of page.workers()) starts.push(...await w.evaluate((n) => performance.getEntriesByType('measure').filter((m) => m.name === n).map((m) => m.startTime), name));
+    return starts.sort((a, b) => a - b);
   };
+  const windowsCut = async () => (await measures('stacklens tree')).length;
   await until('the root window', async () => ((await windowsCut()) > 0 ? true : undefined));
   const before = await windowsCut();
+  const detailsBefore = (await measures('stacklens details')).length;
   await canvas.click({ position: { x: 3, y: height - ROW * 2 - 5 } });
   await until('the zoomed frame\'s window', async () => ((await windowsCut()) === before + 1 ? true : undefined));
+  await page.getByTestId('details-name').waitFor();
+  await until('the zoomed frame\'s details', async () => ((await measures('stacklens details')).length === detailsBefore + 1 ? true : undefined));
+  // The worker answers in order: the window is cut before the (slower) details.
+  const [windowAt, detailsAt] = [(await measures('stacklens tree')).at(-1), (await measures('stacklens details')).at(-1)];
+  assert.ok(windowAt < detailsAt, `the zoom's window (at ${windowAt.toFixed(1)} ms) is cut before its frame's details (at ${detailsAt.toFixed(1)} ms)`);
   await page.waitForFunction(() => location.hash.includes('zoom='));
   const zoomed = await canvas.evaluate((c) => c.toDataURL());
   await page.keyboard.press('Escape');
   await until('the root graph again', async () => ((await canvas.evaluate((c) => c.toDataURL())) !== zoomed ? true : undefined));
   await page.waitForFunction(() => !location.hash.includes('zoom='));
   assert.equal(await windowsCut(), before + 1, 'no window asked for after zooming out');
-  // Zooming in again: that window was kept too.
+  // Zooming in again: that window was kept too, and its frame is the function selected.
   await canvas.click({ position: { x: 3, y: height - ROW * 2 - 5 } });
   await until('the zoomed graph again', async () => ((await canvas.evaluate((c) => c.toDataURL())) === zoomed ? true : undefined));
   assert.equal(await windowsCut(), before + 1, 'no window asked for after zooming in again');
+  // The worker answers in order: once the top table (asked for after) is shown, any
+  // details asked for by the zoom would have been measured.
+  await page.getByTestId('view-top').click();
+  await page.getByTestId('top-row').first().waitFor();
+  assert.equal((await measures('stacklens details')).length, detailsBefore + 1, 'the selected function\'s details not asked for again');
   await page.close();
 });
 

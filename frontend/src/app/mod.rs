@@ -68,11 +68,12 @@ fn landing(state: State, initial: &url_state::HashState) -> AnyView {
 }
 
 /// Keeps the address in step with the view, so a reload or a copied link restores it.
-/// A change of zoom or search alone is written at most every [`ADDRESS_EVERY`] (and
-/// when the page is hidden): `history.replaceState` took 1–2 ms of each zoom click's
-/// frame, and Chrome throttles a page that calls it hundreds of times in a few seconds
-/// (a search typed, keys held down). Any other change is written at once, so a reload
-/// right after it (a tab closed, a transform applied) restores it.
+/// A change of zoom or search alone is written at most every [`ADDRESS_EVERY`], in an
+/// idle moment (and when the page is hidden): `history.replaceState` takes 1–8 ms, which
+/// a zoom click's frame cannot spare, and Chrome throttles a page that calls it hundreds
+/// of times in a few seconds (a search typed, keys held down). Any other change is
+/// written at once, so a reload right after it (a tab closed, a transform applied)
+/// restores it.
 fn follow_in_address(state: State) {
     let written = StoredValue::new(None::<url_state::HashState>);
     let waiting = StoredValue::new(None::<url_state::HashState>);
@@ -108,7 +109,7 @@ fn follow_in_address(state: State) {
         });
         if zoom_or_search_only {
             if waiting.with_value(Option::is_none) {
-                set_timeout(write_waiting, ADDRESS_EVERY);
+                set_timeout(move || when_idle(write_waiting), ADDRESS_EVERY);
             }
             waiting.set_value(Some(address));
         } else {
@@ -121,6 +122,22 @@ fn follow_in_address(state: State) {
 
 /// How often the address follows the zoom and the search while they change.
 const ADDRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Runs `work` when the page is idle, and within [`IDLE_AT_MOST_MS`] in any case: Chrome
+/// runs idle callbacks only around frames, so a page showing no change would hold one
+/// back for ever. Without `requestIdleCallback` (Safari) it runs at once.
+fn when_idle(work: impl FnOnce() + 'static) {
+    let Some(window) = web_sys::window() else { return };
+    if !js_sys::Reflect::has(&window, &"requestIdleCallback".into()).unwrap_or(false) {
+        return work();
+    }
+    let options = web_sys::IdleRequestOptions::new();
+    options.set_timeout(IDLE_AT_MOST_MS);
+    let work = wasm_bindgen::closure::Closure::once_into_js(work);
+    let _ = window.request_idle_callback_with_options(wasm_bindgen::JsCast::unchecked_ref(&work), &options);
+}
+
+const IDLE_AT_MOST_MS: u32 = 300;
 
 /// Clears the time range when another profile becomes active: times are per profile.
 /// The first profile keeps the range the address gave.

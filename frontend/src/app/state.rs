@@ -237,6 +237,19 @@ impl State {
         }
     }
 
+    /// Selects `function` (or none). Choosing the one already selected changes nothing:
+    /// the details panel, the sandwich and the source view would otherwise ask the
+    /// worker again and build themselves anew (a zoom into a frame selects it).
+    pub fn select(&self, function: Option<String>) {
+        self.selected_fn.maybe_update(|f| {
+            let changed = *f != function;
+            if changed {
+                *f = function;
+            }
+            changed
+        });
+    }
+
     /// Asks the worker and stores the answer in `target`, unless a newer question was
     /// asked meanwhile (`token` counts questions per target) or the view that asked is
     /// gone (its signals disposed).

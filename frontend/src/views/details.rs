@@ -25,7 +25,7 @@ fn calls(
             let name = c.name.clone();
             view! {
                 <li data-testid=testid data-name=c.name.clone() data-value=c.value.to_string()>
-                    <button class="link" title="select it" on:click=move |_| state.selected_fn.set(Some(name.clone()))>
+                    <button class="link" title="select it" on:click=move |_| state.select(Some(name.clone()))>
                         {c.name.clone()}
                     </button>
                     " " {format_value(c.value, &unit)} " (" {format!("{:.1}%", c.share * 100.0)} ")"
@@ -159,7 +159,7 @@ pub fn DetailsPanel() -> impl IntoView {
             <aside class="details-panel" data-testid="details-panel" aria-label="details of the selected function">
                 <header>
                     <h3 data-testid="details-name">{name.clone()}</h3>
-                    <button class="dismiss" aria-label="close the details" data-testid="details-close" on:click=move |_| state.selected_fn.set(None)>"×"</button>
+                    <button class="dismiss" aria-label="close the details" data-testid="details-close" on:click=move |_| state.select(None)>"×"</button>
                 </header>
                 <div class="details-actions">
                     <button data-testid="details-sandwich" on:click=move |_| open_view(ViewKind::Sandwich)>"callers & callees"</button>

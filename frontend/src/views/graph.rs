@@ -92,7 +92,7 @@ fn node_view(
             role="button"
             aria-label=format!("{name}: focus the graph on it")
             on:click=move |_| {
-                state.selected_fn.set(Some(clicked.clone()));
+                state.select(Some(clicked.clone()));
                 focus.set(Some(clicked.clone()));
             }
         >

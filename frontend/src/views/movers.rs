@@ -20,7 +20,7 @@ pub fn TopMovers() -> impl IntoView {
                 view! {
                     <tr data-testid="top-mover" data-name=m.name.clone() data-delta=m.delta_pct.to_string()>
                         <td>
-                            <button class="link" title="select it" on:click=move |_| state.selected_fn.set(Some(name.clone()))>
+                            <button class="link" title="select it" on:click=move |_| state.select(Some(name.clone()))>
                                 {m.name.clone()}
                             </button>
                         </td>

@@ -126,7 +126,7 @@ pub fn SourceView() -> impl IntoView {
                     aria-label="function to list"
                     placeholder="pick one with ⇅ in Top, or type its name"
                     prop:value=move || state.selected_fn.get().unwrap_or_default()
-                    on:change=move |ev| state.selected_fn.set(Some(event_target_value(&ev)).filter(|f| !f.is_empty()))
+                    on:change=move |ev| state.select(Some(event_target_value(&ev)).filter(|f| !f.is_empty()))
                 />
             </label>
             <label class="file">

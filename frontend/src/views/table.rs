@@ -210,10 +210,10 @@ pub fn TopView() -> impl IntoView {
             _ => None,
         },
     );
-    let on_select = Callback::new(move |name: String| state.selected_fn.set(Some(name)));
+    let on_select = Callback::new(move |name: String| state.select(Some(name)));
     let on_focus = Callback::new(move |name: String| focus_flame(state, &name));
     let on_sandwich = Callback::new(move |name: String| {
-        state.selected_fn.set(Some(name));
+        state.select(Some(name));
         State::reset(state.callers_zoom);
         State::reset(state.callees_zoom);
         state.view_kind.set(ViewKind::Sandwich);

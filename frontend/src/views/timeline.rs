@@ -480,7 +480,7 @@ fn chart_panel(state: State, shown: RwSignal<Option<Shown>>, window: RwSignal<Op
                         shown.with_untracked(|s| s.as_ref().map(|s| s.chart.names[s.chart.boxes[i].name as usize].clone()))
                     });
                     if name.is_some() {
-                        state.selected_fn.set(name);
+                        state.select(name);
                     }
                 }
                 on:wheel=on_wheel
