@@ -4,7 +4,7 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 pub mod goservice;
@@ -101,52 +101,73 @@ pub struct Server {
 }
 
 impl Server {
+    /// A server on a free port. The port is free when chosen but may be taken before the
+    /// server binds it (tests run in parallel): then another port is tried.
     pub fn start(store: &str, extra: &[&str], env: &[(&str, &str)]) -> Server {
-        let port = free_port();
-        Self::start_on(port, store, extra, env)
+        Self::on_a_free_port(|port| Self::spawn(port, store, extra, env, None, "warn"))
     }
 
+    /// A server on `port`, which must stay free.
     pub fn start_on(port: u16, store: &str, extra: &[&str], env: &[(&str, &str)]) -> Server {
         Self::spawn(port, store, extra, env, None, "warn")
+            .unwrap_or_else(|status| panic!("stacklens serve on port {port} exited ({status}) before answering"))
     }
 
     /// [`Server::start`] with the server's log (`RUST_LOG=info`, and every request)
     /// written to `log`, for a test to show when it fails.
     pub fn start_logged(store: &str, extra: &[&str], env: &[(&str, &str)], log: &Path) -> Server {
         let file = std::fs::File::create(log).unwrap_or_else(|e| panic!("creating {}: {e}", log.display()));
-        Self::spawn(free_port(), store, extra, env, Some(file), "info,tower_http=debug")
+        Self::on_a_free_port(|port| Self::spawn(port, store, extra, env, Some(&file), "info,tower_http=debug"))
     }
 
-    /// Its output goes to `log_file` if given (else its log is dropped and its errors
-    /// shown), filtered by `log`.
+    fn on_a_free_port(mut spawn: impl FnMut(u16) -> Result<Server, ExitStatus>) -> Server {
+        let mut failures = Vec::new();
+        for _ in 0..5 {
+            match spawn(free_port()) {
+                Ok(server) => return server,
+                Err(status) => failures.push(status.to_string()),
+            }
+        }
+        panic!("stacklens serve exited before answering, on five free ports: {failures:?}")
+    }
+
+    /// Starts a server and waits until it answers; its exit status if it ends first. Its
+    /// output goes to `log_file` if given (else its log is dropped and its errors shown),
+    /// filtered by `log`.
     fn spawn(
         port: u16,
         store: &str,
         extra: &[&str],
         env: &[(&str, &str)],
-        log_file: Option<std::fs::File>,
+        log_file: Option<&std::fs::File>,
         log: &str,
-    ) -> Server {
+    ) -> Result<Server, ExitStatus> {
         let dist = temp_dir("dist");
         std::fs::write(dist.join("index.html"), "<!doctype html><title>stacklens test page</title>").unwrap();
         let listen = format!("127.0.0.1:{port}");
         let dist_arg = dist.display().to_string();
         let mut args = vec!["serve", "--listen", &listen, "--dist", &dist_arg, "--store", store];
         args.extend_from_slice(extra);
-        let child = Command::new(env!("CARGO_BIN_EXE_stacklens"))
+        let output = |f: &std::fs::File| Stdio::from(f.try_clone().unwrap());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_stacklens"))
             .args(&args)
             .envs(env.iter().copied())
             .env("RUST_LOG", log)
             // A log file gets plain text.
-            .envs(log_file.as_ref().map(|_| ("NO_COLOR", "1")))
-            .stdout(log_file.as_ref().map_or_else(Stdio::null, |f| f.try_clone().unwrap().into()))
-            .stderr(log_file.map_or_else(Stdio::inherit, Stdio::from))
+            .envs(log_file.map(|_| ("NO_COLOR", "1")))
+            .stdout(log_file.map_or_else(Stdio::null, output))
+            .stderr(log_file.map_or_else(Stdio::inherit, output))
             .spawn()
             .unwrap();
         let base = format!("http://127.0.0.1:{port}");
         let health = format!("{base}/healthz");
-        wait_until("stacklens serve", || reqwest::blocking::get(&health).is_ok_and(|r| r.status() == 200));
-        Server { child, base, port, dist }
+        let answering = until("stacklens serve to start", Duration::from_secs(30), || {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(Err(status));
+            }
+            reqwest::blocking::get(&health).is_ok_and(|r| r.status() == 200).then_some(Ok(()))
+        });
+        answering.map(|()| Server { child, base, port, dist })
     }
 
     /// The folder it serves the page from.
