@@ -1,7 +1,8 @@
 // Browser benchmark (not a test): stacklens's page against speedscope (npm package,
 // same Debian Chromium, same run). For each input: time from file chosen to flame
 // graph painted, main-thread JS heap after load, for stacklens the frame time while
-// zooming (20 clicks in each run, pooled) and the worker's time per request, and the
+// zooming (20 clicks in each run, pooled) and panning (20 arrow keys in each run, pooled)
+// and the worker's time per request, and the
 // native CLI doing the same work (`stacklens convert FILE -o flame.svg`, or `stacklens
 // goroutines FILE`).
 // Usage: node scripts/bench-browser.mjs [runs] [fixture...]  (after `trunk build
@@ -117,6 +118,7 @@ async function stacklens(file) {
     }
   }
   let frame = null;
+  let pan = null;
   if (!goroutines) {
     // Zoom in and out 20 times; frame time = main-thread work from the click until
     // the canvas is repainted (effects run as microtasks, before the next task).
@@ -135,11 +137,29 @@ async function stacklens(file) {
       }
       return times;
     });
+    // Pan: from the whole graph, "+" twice (a quarter of its width shown), then 20 steps
+    // of the arrows (a tenth of the span each, right then back), timed the same way.
+    pan = await page.evaluate(async () => {
+      const key = (k) => window.dispatchEvent(new KeyboardEvent('keydown', { key: k }));
+      const frame = () => new Promise((ok) => requestAnimationFrame(ok));
+      key('Escape');
+      await frame();
+      for (const k of ['+', '+']) { key(k); await frame(); }
+      const times = [];
+      for (let i = 0; i < 20; i++) {
+        const t0 = performance.now();
+        key(i < 10 ? 'ArrowRight' : 'ArrowLeft');
+        await new Promise((ok) => { const ch = new MessageChannel(); ch.port1.onmessage = ok; ch.port2.postMessage(0); });
+        times.push(performance.now() - t0);
+        await frame();
+      }
+      return times;
+    });
   }
   const heap = await heapMB(page);
   const wasm = await wasmMB(page);
   await page.close();
-  return { ms, heap, frame, wasm, worker };
+  return { ms, heap, frame, pan, wasm, worker };
 }
 
 /**
@@ -177,8 +197,8 @@ async function speedscope(file) {
 }
 
 console.log(`Chromium ${browser.version()}, speedscope ${SPEEDSCOPE}, stacklens ${execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root }).toString().trim()}, median of ${runs} runs\n`);
-console.log('| input | size | stacklens: chosen → painted | native CLI, same work (page ÷ CLI) | speedscope: chosen → painted | stacklens JS heap | stacklens WASM memory (page + worker) | browser peak, stacklens / speedscope | speedscope JS heap | stacklens zoom frame p50 / p95 |');
-console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+console.log('| input | size | stacklens: chosen → painted | native CLI, same work (page ÷ CLI) | speedscope: chosen → painted | stacklens JS heap | stacklens WASM memory (page + worker) | browser peak, stacklens / speedscope | speedscope JS heap | stacklens zoom frame p50 / p95 | stacklens pan frame p50 / p95 |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 // Whatever fails, the server, the browser and speedscope's server are stopped.
 try {
   for (const file of inputs) {
@@ -204,16 +224,20 @@ try {
     const o = median(ours.map((r) => r.ms));
     const t = theirs.length && theirs.every((r) => r.ms !== null) ? median(theirs.map((r) => r.ms)) : null;
     const failed = theirs.find((r) => r.ms === null)?.failure;
-    // Every run's zoom frames together.
-    const frames = ours.flatMap((r) => r.frame ?? []).sort((a, b) => a - b);
-    const at = (q) => frames[Math.min(frames.length - 1, Math.floor(frames.length * q))].toFixed(1);
-    const frame = frames.length ? `${at(0.5)} / ${at(0.95)} ms` : 'n/a';
+    // Every run's zoom frames together, and pan frames.
+    const p50p95 = (frames) => {
+      const sorted = frames.sort((a, b) => a - b);
+      const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))].toFixed(1);
+      return sorted.length ? `${at(0.5)} / ${at(0.95)} ms` : 'n/a';
+    };
+    const frame = p50p95(ours.flatMap((r) => r.frame ?? []));
+    const pan = p50p95(ours.flatMap((r) => r.pan ?? []));
     const size = (statSync(path(file)).size / 1048576).toFixed(1);
     const wasm = `${ours[0].wasm.main} + ${ours[0].wasm.worker} MB`;
     const n = median(native);
     const theirsShown = t !== null ? `${t} ms` : failed ? `failed: ${failed}` : 'n/a';
     const peaks = `${ourPeak} / ${theirPeak} MB`;
-    console.log(`| ${file} | ${size} MB | ${o} ms | ${n.toFixed(0)} ms (${(o / n).toFixed(2)}×) | ${theirsShown} | ${ours[0].heap} MB | ${wasm} | ${peaks} | ${theirs[0]?.heap ?? 'n/a'} MB | ${frame} |`);
+    console.log(`| ${file} | ${size} MB | ${o} ms | ${n.toFixed(0)} ms (${(o / n).toFixed(2)}×) | ${theirsShown} | ${ours[0].heap} MB | ${wasm} | ${peaks} | ${theirs[0]?.heap ?? 'n/a'} MB | ${frame} | ${pan} |`);
   }
 } finally {
   await browser.close();

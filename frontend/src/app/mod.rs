@@ -124,8 +124,9 @@ fn follow_in_address(state: State) {
 const ADDRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Runs `work` when the page is idle, and within [`IDLE_AT_MOST_MS`] in any case: Chrome
-/// runs idle callbacks only around frames, so a page showing no change would hold one
-/// back for ever. Without `requestIdleCallback` (Safari) it runs at once.
+/// runs idle callbacks only around frames, and held one back for as long as nothing was
+/// painted (over 20 s in an e2e test). Without `requestIdleCallback` (Safari) it runs at
+/// once.
 fn when_idle(work: impl FnOnce() + 'static) {
     let Some(window) = web_sys::window() else { return };
     if !js_sys::Reflect::has(&window, &"requestIdleCallback".into()).unwrap_or(false) {
