@@ -3,6 +3,7 @@
 //! shows a window of the tree (the worker keeps the whole tree): a click zooms into the
 //! window at once and asks, through `on_zoom`, for a finer window of the new frame.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use leptos::prelude::*;
@@ -34,12 +35,17 @@ pub struct FlameData {
     pub complete: bool,
 }
 
-/// Stable colour per package: warm hues for code, hashed from the package path.
-pub(crate) fn package_colour(name: &str) -> String {
-    let package = match package_of(name) {
+/// What a frame's colour is chosen by: its package, or its name when it has none.
+fn colour_key(name: &str) -> &str {
+    match package_of(name) {
         "" => name,
         p => p,
-    };
+    }
+}
+
+/// Stable colour per package: warm hues for code, hashed from the package path.
+pub(crate) fn package_colour(name: &str) -> String {
+    let package = colour_key(name);
     let hash = package.bytes().fold(2166136261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16777619));
     let hue = hash % 55; // red..yellow
     let light = 52 + (hash >> 8) % 14;
@@ -72,8 +78,8 @@ pub(crate) fn context(canvas: &HtmlCanvasElement) -> Option<CanvasRenderingConte
 }
 
 /// Writes a frame's name in its box (`width` wide from `x`, text on `baseline`) in the
-/// 12px monospace font, cut with … to fit; boxes too narrow for a few letters get none.
-pub(crate) fn box_label(ctx: &CanvasRenderingContext2d, name: &str, x: f64, width: f64, baseline: f64) {
+/// current font and fill, cut with … to fit; boxes too narrow for a few letters get none.
+fn box_label(ctx: &CanvasRenderingContext2d, name: &str, x: f64, width: f64, baseline: f64) {
     if width <= 28.0 {
         return;
     }
@@ -83,8 +89,37 @@ pub(crate) fn box_label(ctx: &CanvasRenderingContext2d, name: &str, x: f64, widt
     } else {
         name.to_owned()
     };
-    ctx.set_fill_style_str("#1d1f24");
     let _ = ctx.fill_text(&label, x + 3.0, baseline);
+}
+
+/// A frame's box as painted: its top left corner, its width (`label_width` for the name
+/// written in it), its fill and its name.
+pub(crate) struct PaintedBox<'a> {
+    pub x: f64,
+    pub y: f64,
+    pub width: f64,
+    pub label_width: f64,
+    pub fill: &'a str,
+    pub label: &'a str,
+}
+
+/// Paints `boxes` `row` high, then their names ([`box_label`], `baseline` below each
+/// top) in the 12px monospace font. The canvas parses its fill style from a string each
+/// time it is set, so it is set only when it changes, and once for all the names.
+pub(crate) fn paint_boxes(ctx: &CanvasRenderingContext2d, boxes: &[PaintedBox<'_>], row: f64, baseline: f64) {
+    let mut fill = None;
+    for b in boxes {
+        if fill != Some(b.fill) {
+            ctx.set_fill_style_str(b.fill);
+            fill = Some(b.fill);
+        }
+        ctx.fill_rect(b.x, b.y, b.width, row);
+    }
+    ctx.set_font("12px ui-monospace, SFMono-Regular, Menlo, monospace");
+    ctx.set_fill_style_str("#1d1f24");
+    for b in boxes {
+        box_label(ctx, b.label, b.x, b.label_width, b.y + baseline);
+    }
 }
 
 #[component]
@@ -185,7 +220,6 @@ pub fn FlameGraph(
         let Some(ctx) = context(&canvas) else { return };
         let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
         ctx.clear_rect(0.0, 0.0, css_width, css_height);
-        ctx.set_font("12px ui-monospace, SFMono-Regular, Menlo, monospace");
         let (from, to) = span.get();
         let laid = layout(
             tree,
@@ -198,23 +232,50 @@ pub fn FlameGraph(
         } else {
             1.0
         };
-        for r in &laid {
-            let y = if settings.icicle { f64::from(r.depth) * ROW } else { css_height - f64::from(r.depth + 1) * ROW };
-            let name = tree.name(r.node);
-            let node = &tree.nodes[r.node as usize];
-            let fill = match &hits {
-                Some((h, _, _)) if h[r.node as usize] => "hsl(300, 70%, 60%)".to_owned(),
-                Some(_) => "hsl(0, 0%, 82%)".to_owned(),
-                None if settings.diff => {
-                    diff_colour(node.total, (tree.base_values(r.node).total as f64 * base_scale) as i64)
+        // The colours: a search's two, the root's, one per package (made once), or a
+        // diff's one per frame.
+        let mut colours: Vec<String> =
+            ["hsl(300, 70%, 60%)", "hsl(0, 0%, 82%)", "hsl(0, 0%, 70%)"].map(str::to_owned).into();
+        let (matched, unmatched, root) = (0, 1, 2);
+        let mut by_package: HashMap<&str, usize> = HashMap::new();
+        let fills: Vec<usize> = laid
+            .iter()
+            .map(|r| match &hits {
+                Some((h, _, _)) => {
+                    if h[r.node as usize] {
+                        matched
+                    } else {
+                        unmatched
+                    }
                 }
-                None if r.node == ROOT => "hsl(0, 0%, 70%)".to_owned(),
-                None => package_colour(name),
-            };
-            ctx.set_fill_style_str(&fill);
-            ctx.fill_rect(r.x, y, (r.width - 0.5).max(0.5), ROW - 1.0);
-            box_label(&ctx, name, r.x, r.width, y + ROW - 5.0);
-        }
+                None if settings.diff => {
+                    let base = (tree.base_values(r.node).total as f64 * base_scale) as i64;
+                    colours.push(diff_colour(tree.nodes[r.node as usize].total, base));
+                    colours.len() - 1
+                }
+                None if r.node == ROOT => root,
+                None => {
+                    let name = tree.name(r.node);
+                    *by_package.entry(colour_key(name)).or_insert_with(|| {
+                        colours.push(package_colour(name));
+                        colours.len() - 1
+                    })
+                }
+            })
+            .collect();
+        let boxes: Vec<PaintedBox> = laid
+            .iter()
+            .zip(fills)
+            .map(|(r, fill)| PaintedBox {
+                x: r.x,
+                y: if settings.icicle { f64::from(r.depth) * ROW } else { css_height - f64::from(r.depth + 1) * ROW },
+                width: (r.width - 0.5).max(0.5),
+                label_width: r.width,
+                fill: &colours[fill],
+                label: tree.name(r.node),
+            })
+            .collect();
+        paint_boxes(&ctx, &boxes, ROW - 1.0, ROW - 5.0);
         rects.set_value(laid);
     });
 

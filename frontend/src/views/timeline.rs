@@ -13,7 +13,7 @@ use wasm_bindgen::prelude::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, MouseEvent, ResizeObserver, WheelEvent};
 
-use super::flame::{box_label, context, package_colour};
+use super::flame::{context, package_colour, paint_boxes, PaintedBox};
 use crate::app::state::State;
 use crate::worker::protocol::{Request, Response, Shape, Timeline};
 use crate::worker::session::MAX_ROWS;
@@ -239,15 +239,23 @@ fn paint_chart(canvas: &HtmlCanvasElement, shown: &Shown, selection: Option<(i64
     for top in &shown.tops {
         ctx.fill_rect(0.0, top - LANE_HEAD, width, LANE_HEAD - 2.0);
     }
-    ctx.set_font("12px ui-monospace, SFMono-Regular, Menlo, monospace");
-    for b in &chart.boxes {
-        let x0 = scale.x(b.start.max(chart.start));
-        let w = (scale.x(b.end.min(chart.end)) - x0 - 0.5).max(0.5);
-        let y = shown.tops[b.lane as usize] + f64::from(b.depth) * ROW;
-        ctx.set_fill_style_str(&shown.colours[b.name as usize]);
-        ctx.fill_rect(x0, y, w, ROW - 1.0);
-        box_label(&ctx, &chart.names[b.name as usize], x0, w, y + ROW - 4.0);
-    }
+    let boxes: Vec<PaintedBox> = chart
+        .boxes
+        .iter()
+        .map(|b| {
+            let x = scale.x(b.start.max(chart.start));
+            let width = (scale.x(b.end.min(chart.end)) - x - 0.5).max(0.5);
+            PaintedBox {
+                x,
+                y: shown.tops[b.lane as usize] + f64::from(b.depth) * ROW,
+                width,
+                label_width: width,
+                fill: &shown.colours[b.name as usize],
+                label: &chart.names[b.name as usize],
+            }
+        })
+        .collect();
+    paint_boxes(&ctx, &boxes, ROW - 1.0, ROW - 4.0);
     paint_selection(&ctx, &scale, selection, shown.height);
 }
 
