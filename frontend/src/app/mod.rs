@@ -138,6 +138,7 @@ fn when_idle(work: impl FnOnce() + 'static) {
     let _ = window.request_idle_callback_with_options(wasm_bindgen::JsCast::unchecked_ref(&work), &options);
 }
 
+/// How long [`when_idle`] waits for an idle moment at most.
 const IDLE_AT_MOST_MS: u32 = 300;
 
 /// Clears the time range when another profile becomes active: times are per profile.
