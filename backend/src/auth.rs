@@ -1,7 +1,7 @@
 //! Credentials. A bearer credential names the tenant it acts for and what it may do:
 //! API keys from `--token-file` (admin `TOKEN`, or `TENANT:TOKEN`, or
 //! `TENANT:sha256:HEX`), and JWTs (`--jwt-secret-file` for HS256, `--jwt-public-key`
-//! for RS256/ES256) whose `tenant` claim names the tenant, `exp` is enforced and an
+//! for RS256/ES256) whose `tenant` claim names the tenant, `exp` and `nbf` are enforced and an
 //! optional `scope` (`read`/`write`) limits them. The token file is re-read on SIGHUP.
 
 use std::path::{Path, PathBuf};
@@ -168,6 +168,8 @@ fn verify_jwt(jwt: &Jwt, token: &str) -> Result<Grant, AuthError> {
     let mut validation = Validation::new(jwt.algorithms[0]);
     validation.algorithms = jwt.algorithms.clone();
     validation.set_required_spec_claims(&["exp"]);
+    // A token not valid yet is refused as an expired one is (jsonwebtoken skips `nbf` by default).
+    validation.validate_nbf = true;
     validation.leeway = 0;
     let data = jsonwebtoken::decode::<Claims>(token, &jwt.key, &validation)
         .map_err(|e| AuthError::Invalid(format!("JWT: {e}")))?;
@@ -278,6 +280,10 @@ mod tests {
         assert_eq!(grant.scope, Scope::Write);
         let expired = sign(serde_json::json!({"tenant": "acme", "exp": exp - 1200}));
         assert!(auth.verify(&expired).unwrap_err().to_string().contains("ExpiredSignature"));
+        let not_yet = sign(serde_json::json!({"tenant": "acme", "exp": exp, "nbf": exp - 600 + 86_400}));
+        assert!(auth.verify(&not_yet).unwrap_err().to_string().contains("ImmatureSignature"));
+        let valid_since = sign(serde_json::json!({"tenant": "acme", "exp": exp, "nbf": exp - 1200}));
+        assert_eq!(auth.verify(&valid_since).unwrap().tenant.as_deref(), Some("acme"));
         let no_exp = sign(serde_json::json!({"tenant": "acme"}));
         assert!(auth.verify(&no_exp).is_err());
         let bad_tenant = sign(serde_json::json!({"tenant": "../x", "exp": exp}));

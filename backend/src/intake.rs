@@ -9,7 +9,7 @@ use stacklens_core::analysis::summary::sample_count;
 use stacklens_core::ProfileKind;
 
 use crate::budget::{ParseFailure, Reservation};
-use crate::records::series::{Entry, Series};
+use crate::records::series::{Entry, FiledBy, Series};
 use crate::records::sessions::{self, NewSession, Stored};
 use crate::records::{now_millis, RecordError, Tenant};
 use crate::state::AppState;
@@ -21,8 +21,8 @@ pub struct Intake {
     pub labels: BTreeMap<String, String>,
     /// The type the caller expects; detected from the profile when absent.
     pub claimed: Option<ProfileKind>,
-    /// Whether a profile of a service goes into the service's time index.
-    pub index: bool,
+    /// Who files a profile of a service into the service's time index; `None` keeps it out.
+    pub filed_by: Option<FiledBy>,
     /// When the profile was taken (milliseconds since the epoch), for the time index;
     /// else the profile's own time, else now.
     pub at: Option<u64>,
@@ -81,7 +81,7 @@ pub async fn file_profile_held(
         duration_seconds: profile.duration_nanos as f64 / 1e9,
         expires: intake.expires,
     };
-    let indexed = (intake.index && !new.service.is_empty()).then(|| {
+    let indexed = intake.filed_by.filter(|_| !new.service.is_empty()).map(|filed_by| {
         let series = Series { tenant: tenant.clone(), service: new.service.clone(), kind: profile_type };
         let own_time = u64::try_from(profile.time_nanos / 1_000_000).ok().filter(|&t| t > 0);
         let entry = Entry {
@@ -92,6 +92,7 @@ pub async fn file_profile_held(
             units: (0..profile.sample_types.len()).map(|i| profile.sample_type_unit(i).to_owned()).collect(),
             totals: (0..profile.sample_types.len()).map(|i| profile.total(i)).collect(),
             default_index: profile.sample_index("").unwrap_or(0),
+            filed_by: Some(filed_by),
         };
         (series, entry)
     });

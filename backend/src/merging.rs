@@ -80,8 +80,8 @@ async fn parse(state: &AppState, bytes: Bytes) -> Result<Profile, MergeError> {
 }
 
 /// Hands the stored profile of each entry to `visit` with the entry, one at a time on
-/// the blocking pool, reading a few ahead; entries whose session was deleted or whose
-/// link expired since they were filed are skipped. Returns the accumulator and how many profiles it saw.
+/// the blocking pool, reading a few ahead; entries whose session went since they were
+/// listed are skipped. Returns the accumulator and how many profiles it saw.
 pub async fn visit_entries<A, F>(
     state: &AppState,
     tenant: &Tenant,
@@ -98,7 +98,9 @@ where
     let owned: Vec<Entry> = entries.to_vec();
     let mut fetched = futures::stream::iter(owned)
         .map(|entry| async move {
-            match sessions::find(store, tenant, &entry.session_id).await {
+            // The entry holds its session: it reads the bytes even when the session's
+            // link (an upload of the same bytes) has expired or was revoked since.
+            match sessions::find_held(store, tenant, &entry.session_id).await {
                 Ok(record) => Ok(Some((entry, sessions::raw(store, tenant, &record).await?))),
                 Err(RecordError::NotFound { .. } | RecordError::Expired { .. }) => Ok(None),
                 Err(e) => Err(e),

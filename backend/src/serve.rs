@@ -66,9 +66,15 @@ pub struct ServeArgs {
     /// Origins allowed to call the API from other pages (repeat for several; `*` for any).
     #[arg(long = "cors-origin")]
     cors_origins: Vec<String>,
-    /// The address share links use (default: the request's Host).
+    /// The address share links use (default: the request's Host); its host is one the
+    /// server answers to, and its origin may change data.
     #[arg(long)]
     public_url: Option<String>,
+    /// A host name the server answers to besides IP addresses, localhost and the
+    /// --public-url's host (repeat for several; `*` for any). Requests naming another
+    /// host get 421, which stops DNS rebinding.
+    #[arg(long = "allowed-host")]
+    allowed_hosts: Vec<String>,
     /// Services to capture profiles from (see README).
     #[arg(long)]
     targets: Option<PathBuf>,
@@ -166,7 +172,8 @@ async fn guard(timeout: Duration, req: Request, next: axum::middleware::Next) ->
     }
 }
 
-pub fn router(page: &Page, state: State, cors_origins: &[String], timeout: Duration) -> Router {
+pub fn router(page: &Page, state: State, cors_origins: &[String], policy: api::Policy, timeout: Duration) -> Router {
+    let policy = std::sync::Arc::new(policy);
     let mut app = api::router(state)
         .0
         .fallback_service(crate::page::router(page))
@@ -175,7 +182,8 @@ pub fn router(page: &Page, state: State, cors_origins: &[String], timeout: Durat
             CompressionLayer::new()
                 .compress_when(DefaultPredicate::new().and(NotForContentType::const_new("application/octet-stream"))),
         )
-        .layer(axum::middleware::from_fn(move |req, next| guard(timeout, req, next)));
+        .layer(axum::middleware::from_fn(move |req, next| guard(timeout, req, next)))
+        .layer(axum::middleware::from_fn(move |req, next| api::check_origin(policy.clone(), req, next)));
     if !cors_origins.is_empty() {
         let origins = if cors_origins.iter().any(|o| o == "*") {
             AllowOrigin::any()
@@ -217,6 +225,8 @@ pub fn run(args: ServeArgs, opened: Opened, listening: impl FnOnce(SocketAddr)) 
         Some(path) => Targets::load(path).map_err(invalid_input)?,
         None => Targets::default(),
     };
+    let policy =
+        api::Policy::new(&args.cors_origins, args.public_url.as_deref(), &args.allowed_hosts).map_err(invalid_input)?;
     if args.min_expires_in > args.max_expires_in {
         return Err(invalid_input("--min-expires-in is longer than --max-expires-in"));
     }
@@ -267,7 +277,7 @@ pub fn run(args: ServeArgs, opened: Opened, listening: impl FnOnce(SocketAddr)) 
         }
         let tick = Duration::from_millis(args.retention_tick_ms.max(10));
         tokio::spawn(crate::runs::retention::run_forever(state.store.clone(), args.retention_days, tick));
-        let app = router(&page, state, &args.cors_origins, request_timeout);
+        let app = router(&page, state, &args.cors_origins, policy, request_timeout);
         listening(address);
         serve_connections(listener, app, Duration::from_secs(args.header_timeout_secs)).await;
         Ok(())

@@ -633,10 +633,12 @@ fn diff_and_goroutine_analysis_equal_the_cli() {
 fn upload_headers_and_public_url_are_recorded() {
     let Some(fx) = fixtures() else { return };
     let token = token_file();
+    // The requests name a host the servers are told they answer to (others get 421).
     let mut args = server_args(&token);
+    args.extend(["--allowed-host".into(), "elsewhere.example".into()]);
+    let plain = Server::start("memory://", &args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
     args.extend(["--public-url".into(), "https://profiles.example.test/stacklens/".into()]);
     let public = Server::start("memory://", &args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
-    let plain = start("memory://", &[]);
     let heap = read(&fx, "go/base/heap.pb.gz");
     let send = |server: &Server, profile_type: &str| {
         let api = Api::new(server, "acme");
@@ -823,6 +825,8 @@ fn openapi_documents_every_route() {
         ("get", "/api/v1/observability/profiling/history"),
         ("get", "/api/v1/observability/profiling/compare"),
         ("post", "/api/v1/observability/profiling/continuous"),
+        ("get", "/api/v1/observability/profiling/continuous"),
+        ("delete", "/api/v1/observability/profiling/continuous/{service}"),
         ("post", "/v0/pipelines/{pipeline_name}/samply_profile"),
         ("get", "/v0/pipelines/{pipeline_name}/samply_profile"),
         ("get", "/api/v1/profiling/merge"),
@@ -888,6 +892,7 @@ fn openapi_documents_every_route() {
         "EncryptedBlob",
         "Expired",
         "InvalidDeleteToken",
+        "UnknownSchedule",
     ];
     for (path, ops) in doc["paths"].as_object().unwrap() {
         for (method, op) in ops.as_object().unwrap() {

@@ -79,7 +79,7 @@ fn routes(http: &Client, server: &Server) -> Vec<(String, String)> {
             routes.push((method.clone(), path.clone()));
         }
     }
-    assert_eq!(routes.len(), 31, "{routes:?}");
+    assert_eq!(routes.len(), 33, "{routes:?}");
     routes
 }
 
@@ -99,7 +99,8 @@ fn every_route_checks_the_credential_and_its_tenant() {
     for (method, path) in routes(&http, &server) {
         let url = format!("{}{}", server.base, path.replace("{id}", "sess-0123456789abcdef0123456789abcdef"))
             .replace("{pipeline_name}", "p")
-            .replace("{index}", "0");
+            .replace("{index}", "0")
+            .replace("{service}", "shop");
         let request = |bearer: Option<&str>, tenant: Option<&str>| {
             let mut r = http.request(method.to_uppercase().parse().unwrap(), &url).body("{}");
             if let Some(b) = bearer {

@@ -3,8 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use axum::body::Body;
-use axum::extract::{Query, State as AxumState};
+use axum::extract::{Query, Request, State as AxumState};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -242,14 +241,15 @@ impl DiffRequest {
         (status = 410, description = "Expired: a session whose link has expired", body = ErrorBody),
         (status = 413, description = "PayloadTooLarge, OverMemoryBudget", body = ErrorBody),
         (status = 422, description = "ProfileTypeMismatch, CaptureFailed, AnalysisFailed, IncompatibleProfiles, EncryptedBlob (the id of an encrypted blob, which the server cannot read)", body = ErrorBody),
+        (status = 415, description = "UnsupportedMediaType: the body is not sent as application/json", body = ErrorBody),
         (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn diff_sessions(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
-    body: Body,
+    request: Request,
 ) -> Result<Json<DiffResponse>, ApiError> {
-    let request: DiffRequest = read_json(body, "a diff request").await?;
+    let request: DiffRequest = read_json(request, "a diff request").await?;
     let noise = noise_threshold(request.noise_threshold_pct)?;
     let normalize = request.normalize;
     let (parsed, envelope, kind) = match request.sides(&tenant)? {

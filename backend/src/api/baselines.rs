@@ -3,8 +3,7 @@
 
 use std::collections::HashMap;
 
-use axum::body::Body;
-use axum::extract::{Query, State as AxumState};
+use axum::extract::{Query, Request, State as AxumState};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde::Deserialize;
@@ -69,15 +68,16 @@ fn invalid(field: &str, message: impl Into<String>) -> ApiError {
         (status = 410, description = "Expired: the session's link has expired", body = ErrorBody),
         (status = 413, description = "PayloadTooLarge, OverMemoryBudget", body = ErrorBody),
         (status = 422, description = "ProfileTypeMismatch, AnalysisFailed, EncryptedBlob (sessionId is the id of an encrypted blob, which the server cannot read)", body = ErrorBody),
+        (status = 415, description = "UnsupportedMediaType: the body is not sent as application/json", body = ErrorBody),
         (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn create(
     AxumState(state): AxumState<State>,
     Writer(tenant): Writer,
     headers: HeaderMap,
-    body: Body,
+    request: Request,
 ) -> Result<(StatusCode, Json<BaselineResponse>), ApiError> {
-    let request: CreateBaseline = read_json(body, "a CreateBaseline request").await?;
+    let request: CreateBaseline = read_json(request, "a CreateBaseline request").await?;
     let label = request.label.trim().to_owned();
     if label.is_empty() || label.len() > 200 || label.chars().any(char::is_control) {
         return Err(invalid("label", "label must be 1-200 printable characters"));

@@ -2,8 +2,7 @@
 
 use std::collections::HashMap;
 
-use axum::body::Body;
-use axum::extract::{Query, State as AxumState};
+use axum::extract::{Query, Request, State as AxumState};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -91,15 +90,16 @@ impl From<BeginError> for ApiError {
         (status = 403, description = "Forbidden, InsufficientScope", body = ErrorBody),
         (status = 404, description = "UnknownService", body = ErrorBody),
         (status = 409, description = "CaptureInProgress: a capture of this service and type is running on some replica", body = ErrorBody),
+        (status = 415, description = "UnsupportedMediaType: the body is not sent as application/json", body = ErrorBody),
         (status = 503, description = "StorageUnavailable", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn start(
     AxumState(state): AxumState<State>,
     Writer(tenant): Writer,
     headers: HeaderMap,
-    body: Body,
+    request: Request,
 ) -> Result<(StatusCode, Json<CaptureResponse>), ApiError> {
-    let request: StartCapture = read_json(body, "a capture request").await?;
+    let request: StartCapture = read_json(request, "a capture request").await?;
     let kind = parse_kind(&request.profile_type)?;
     let seconds = request.duration_seconds.unwrap_or(10);
     if !(1..=MAX_SECONDS).contains(&seconds) {

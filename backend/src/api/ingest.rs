@@ -18,6 +18,7 @@ use super::request::{check_name, check_text, parse_labels, read_held_body};
 use super::{ApiError, ErrorBody};
 use crate::budget::Reservation;
 use crate::intake::{file_profile_held, Intake};
+use crate::records::series::FiledBy;
 use crate::records::{now_millis, ordered_id, refs, Tenant};
 use crate::state::{AppState, State};
 
@@ -143,7 +144,7 @@ pub async fn ingest(
         service,
         labels,
         claimed,
-        index: true,
+        filed_by: Some(FiledBy::Push),
         at: Some(at),
         expires: None,
     };

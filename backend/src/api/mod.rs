@@ -15,8 +15,11 @@ mod profiles;
 mod push;
 mod ranges;
 mod request;
+mod same_origin;
 mod samply;
 mod schedule;
+
+pub use same_origin::{check as check_origin, Policy};
 
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -51,7 +54,8 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(capture::start))
         .routes(routes!(capture::status))
         .routes(routes!(capture::history))
-        .routes(routes!(schedule::set))
+        .routes(routes!(schedule::set, schedule::list))
+        .routes(routes!(schedule::delete))
         .routes(routes!(samply::start, samply::latest))
         .routes(routes!(analysis::compare_profiles))
         .routes(routes!(ranges::merge))

@@ -21,6 +21,7 @@ use super::{ApiError, ErrorBody};
 use crate::intake::{file_profile_held, Intake};
 use stacklens_core::api::{SessionRecord, SessionResponse};
 
+use crate::records::series::FiledBy;
 use crate::records::sessions::{self, Stored, UPLOAD};
 use crate::records::Tenant;
 use crate::state::{AppState, State};
@@ -79,7 +80,7 @@ pub async fn upload(
         &tenant,
         bytes,
         held,
-        Intake { service, name, labels, claimed, index: true, at: None, expires },
+        Intake { service, name, labels, claimed, filed_by: Some(FiledBy::Upload), at: None, expires },
         UPLOAD,
     )
     .await?;
@@ -163,12 +164,13 @@ pub async fn delete(
 ) -> Result<StatusCode, ApiError> {
     let tenant = deleter.tenant();
     let record = sessions::find(&state.store, tenant, &id).await?;
-    if let Some(token) = deleter.token() {
-        if !sessions::revocable_by(&state.store, tenant, &record.id, token).await? {
-            return Err(wrong_token());
+    match deleter.token() {
+        Some(token) if !sessions::revocable_by(&state.store, tenant, &record.id, token).await? => {
+            return Err(wrong_token())
         }
+        Some(_) => sessions::revoke(&state.store, tenant, &record).await?,
+        None => sessions::delete(&state.store, tenant, &record).await?,
     }
-    sessions::delete(&state.store, tenant, &record).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -23,6 +23,7 @@ use super::request::{check_name, check_text, read_held_body, MAX_LABELS};
 use super::{ApiError, ErrorBody};
 use crate::budget::{BudgetError, Reservation};
 use crate::intake::Intake;
+use crate::records::series::FiledBy;
 use crate::state::{AppState, State};
 
 /// `push.v1` of Pyroscope's `api/push/v1/push.proto` (with `types.v1.LabelPair`).
@@ -216,7 +217,7 @@ pub async fn push(
                 service: service.clone(),
                 labels: labels.clone(),
                 claimed: kind,
-                index: true,
+                filed_by: Some(FiledBy::Push),
                 at: None,
                 expires: None,
             };

@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use axum::body::Body;
-use axum::extract::{FromRequestParts, Path};
+use axum::extract::{FromRequestParts, Path, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use bytes::Bytes;
 use serde_json::json;
 use stacklens_core::ProfileKind;
@@ -86,10 +86,21 @@ pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     .details(json!({ "limit": limit })))
 }
 
-/// Reads a JSON request body; 400 says it is not `what` (serde_json also refuses
-/// nesting deeper than 128 and duplicate fields).
-pub async fn read_json<T: serde::de::DeserializeOwned>(body: Body, what: &str) -> Result<T, ApiError> {
-    let body = read_body(body, MAX_JSON).await?;
+/// Reads a JSON request's body; 415 unless it says it is JSON (a page on another site can
+/// send `text/plain` without asking first, never `application/json`), 400 when it is not
+/// `what` (serde_json also refuses nesting deeper than 128 and duplicate fields).
+pub async fn read_json<T: serde::de::DeserializeOwned>(request: Request, what: &str) -> Result<T, ApiError> {
+    let content_type = request.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if essence != "application/json" && !(essence.starts_with("application/") && essence.ends_with("+json")) {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            format!("{what} is JSON: send it with Content-Type: application/json"),
+        )
+        .details(json!({ "contentType": content_type })));
+    }
+    let body = read_body(request.into_body(), MAX_JSON).await?;
     serde_json::from_slice(&body).map_err(|e| ApiError::bad_request("InvalidRequest", format!("not {what}: {e}")))
 }
 

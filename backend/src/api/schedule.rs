@@ -1,16 +1,15 @@
 //! Continuous capture schedules (run by `runs::schedule` on every replica).
 
-use axum::body::Body;
-use axum::extract::State as AxumState;
+use axum::extract::{Request, State as AxumState};
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
-use super::access::Writer;
-use super::request::{parse_kind, read_json};
+use super::access::{Reader, Writer};
+use super::request::{parse_kind, read_json, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::records::now_rfc3339;
 use crate::records::schedules::{self, Schedule};
@@ -42,14 +41,15 @@ pub struct ScheduleRequest {
         (status = 401, description = "Unauthorized", body = ErrorBody),
         (status = 403, description = "Forbidden, InsufficientScope", body = ErrorBody),
         (status = 404, description = "UnknownService", body = ErrorBody),
+        (status = 415, description = "UnsupportedMediaType: the body is not sent as application/json", body = ErrorBody),
         (status = 503, description = "StorageUnavailable", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn set(
     AxumState(state): AxumState<State>,
     Writer(tenant): Writer,
-    body: Body,
+    request: Request,
 ) -> Result<(StatusCode, Json<Schedule>), ApiError> {
-    let request: ScheduleRequest = read_json(body, "a schedule").await?;
+    let request: ScheduleRequest = read_json(request, "a schedule").await?;
     let invalid = |field: &str, message: &str| {
         ApiError::bad_request("InvalidRequest", message.to_owned()).details(json!({ "field": field }))
     };
@@ -97,4 +97,47 @@ pub async fn set(
     };
     schedules::save(&state.store, &tenant, &schedule).await?;
     Ok((StatusCode::CREATED, Json(schedule)))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ScheduleList {
+    schedules: Vec<Schedule>,
+}
+
+/// The tenant's schedules, one per service.
+#[utoipa::path(get, path = "/api/v1/observability/profiling/continuous", tag = "capture", operation_id = "ListContinuousCaptures",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant")),
+    responses((status = 200, body = ScheduleList),
+        (status = 401, description = "Unauthorized", body = ErrorBody),
+        (status = 403, description = "Forbidden", body = ErrorBody),
+        (status = 503, description = "StorageUnavailable", body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn list(AxumState(state): AxumState<State>, Reader(tenant): Reader) -> Result<Json<ScheduleList>, ApiError> {
+    Ok(Json(ScheduleList { schedules: schedules::of_tenant(&state.store, &tenant).await? }))
+}
+
+/// Removes a service's schedule: no more captures; those it made stay until the server's
+/// retention or their deletion.
+#[utoipa::path(delete, path = "/api/v1/observability/profiling/continuous/{service}", tag = "capture", operation_id = "DeleteContinuousCapture",
+    params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"), ("service" = String, Path)),
+    responses((status = 204, description = "removed"),
+        (status = 401, description = "Unauthorized", body = ErrorBody),
+        (status = 403, description = "Forbidden, InsufficientScope", body = ErrorBody),
+        (status = 404, description = "UnknownSchedule", body = ErrorBody),
+        (status = 503, description = "StorageUnavailable", body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn delete(
+    AxumState(state): AxumState<State>,
+    Writer(tenant): Writer,
+    PathParam(service): PathParam,
+) -> Result<StatusCode, ApiError> {
+    if !schedules::remove(&state.store, &tenant, &service).await? {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "UnknownSchedule",
+            format!("no schedule for the service '{service}'"),
+        )
+        .details(json!({ "service": service })));
+    }
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -58,6 +58,26 @@ pub struct Entry {
     pub totals: Vec<i64>,
     #[serde(default)]
     pub default_index: usize,
+    /// Who filed the entry. Entries written before this was kept have none: only the
+    /// server's retention and their session's deletion by a credential remove them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filed_by: Option<FiledBy>,
+}
+
+/// Who files an entry. The same bytes are one session whoever sends them, so when one
+/// sender's hold ends (an upload's link expires or is revoked, a schedule's retention
+/// passes), only the entries that sender filed go: another's acknowledged push stays.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FiledBy {
+    /// An upload that names a service (its link may expire or be revoked).
+    Upload,
+    /// An agent's push (`/ingest`, the push API).
+    Push,
+    /// A capture from a target, on request or by a schedule.
+    Capture,
+    /// A samply recording.
+    Samply,
 }
 
 impl Entry {
@@ -200,10 +220,11 @@ impl Series {
         format!("{}/{}-{filter}.pb.gz", self.cache_prefix(hour.number), hour.digest())
     }
 
-    /// Removes the entries taken before `cutoff`, releasing their sessions (which go
-    /// unless something else, such as a baseline, holds them), and the caches of the
-    /// hours that are then empty. Lists only the hours up to the cutoff.
-    pub async fn expire(&self, store: &Store, cutoff: u64) -> Result<usize> {
+    /// Removes the entries taken before `cutoff` (only those `filed_by` filed, when
+    /// given), releasing their sessions (which go unless something else, such as a
+    /// baseline or another entry, holds them), and the caches of the hours that are then
+    /// empty. Lists only the hours up to the cutoff.
+    pub async fn expire(&self, store: &Store, cutoff: u64, filed_by: Option<FiledBy>) -> Result<usize> {
         let mut removed = 0;
         for hour in store.list_folders(&self.folder("series")).await? {
             let Some(number) = hour.strip_prefix('h').and_then(|n| n.parse::<u64>().ok()) else { continue };
@@ -219,6 +240,9 @@ impl Series {
                     continue;
                 }
                 if let Some(entry) = load::<Entry>(store, &format!("{prefix}/{name}")).await? {
+                    if filed_by.is_some_and(|by| entry.filed_by != Some(by)) {
+                        continue;
+                    }
                     store.delete(&format!("{prefix}/{name}")).await?;
                     refs::release(store, &self.tenant, &entry.session_id, holder).await?;
                     removed += 1;
@@ -236,16 +260,25 @@ impl Series {
     }
 }
 
-/// Removes a deleted session's entries (which changes their hours' digests, so no cache
-/// still counts it), and their references.
-pub async fn forget_session(store: &Store, tenant: &Tenant, session: &str) -> Result<()> {
+/// Removes a session's entries (which changes their hours' digests, so no cache still
+/// counts them), and their references: all of them when its owner deletes it, only
+/// those `filed_by` filed when one sender's hold on it ends.
+pub async fn forget_session(store: &Store, tenant: &Tenant, session: &str, filed_by: Option<FiledBy>) -> Result<()> {
     for holder in refs::holders(store, tenant, session).await? {
-        if holder.starts_with(HOLDER) {
-            if let Some(key) = refs::note(store, tenant, session, &holder).await? {
-                store.delete(&String::from_utf8_lossy(&key)).await?;
-            }
-            refs::withdraw(store, tenant, session, &holder).await?;
+        if !holder.starts_with(HOLDER) {
+            continue;
         }
+        let key = refs::note(store, tenant, session, &holder).await?.map(|k| String::from_utf8_lossy(&k).into_owned());
+        if let (Some(by), Some(key)) = (filed_by, &key) {
+            // An entry gone already has nothing left to keep.
+            if load::<Entry>(store, key).await?.is_some_and(|entry| entry.filed_by != Some(by)) {
+                continue;
+            }
+        }
+        if let Some(key) = key {
+            store.delete(&key).await?;
+        }
+        refs::withdraw(store, tenant, session, &holder).await?;
     }
     Ok(())
 }

@@ -36,6 +36,7 @@ use sha2::{Digest, Sha256};
 pub use stacklens_core::api::SessionRecord;
 use stacklens_core::ProfileKind;
 
+use super::series::FiledBy;
 use super::{
     blobs, buckets, expiring, load, millis_of, now_millis, now_rfc3339, random_id, refs, rfc3339, token_matches,
     valid_id, Kind, RecordError, Result, Tenant,
@@ -411,21 +412,38 @@ pub async fn raw(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Resu
     store.get(&raw_key(tenant, &record.id)).await?.ok_or_else(|| RecordError::not_found(Kind::Session, &record.id))
 }
 
-/// Deletes a session for its owner: its link answers 404 at once and listings drop it;
-/// its bytes stay while a baseline or capture still holds them. The time index does
-/// not keep what its owner deleted: its entries go.
+/// Deletes a session for its owner (a credential of the tenant): its link answers 404 at
+/// once and listings drop it; its bytes stay while a baseline or capture still holds
+/// them. The time index does not keep what its owner deleted: all its entries go.
 pub async fn delete(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<()> {
     store.create(&tombstone_key(tenant, &record.id), Bytes::new()).await?;
+    end_link(store, tenant, record, None).await
+}
+
+/// Revokes a session's link with an upload's delete token: the link answers 404 at once
+/// and listings drop it, as [`delete`] does, but of the time index only the entries
+/// uploads filed go. A token proves an upload of these bytes, not the tenant's
+/// ownership: what an agent pushed or a capture stored of the same bytes stays.
+pub async fn revoke(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<()> {
+    store.create(&tombstone_key(tenant, &record.id), Bytes::new()).await?;
+    end_link(store, tenant, record, Some(FiledBy::Upload)).await
+}
+
+/// What ending a session's link takes, after the mark that hides it: its listing entries,
+/// its claim (new uploads of the bytes make a new session), its time index entries (those
+/// `filed_by` filed, or all), and its upload's hold.
+async fn end_link(store: &Store, tenant: &Tenant, record: &SessionRecord, filed_by: Option<FiledBy>) -> Result<()> {
     forget_entries(store, tenant, record).await?;
     release_claim(store, tenant, &record.sha256, &record.id).await?;
-    super::series::forget_session(store, tenant, &record.id).await?;
+    super::series::forget_session(store, tenant, &record.id, filed_by).await?;
     refs::release(store, tenant, &record.id, UPLOAD).await
 }
 
 /// Ends an expired session's link, for the sweep once an expiring index entry of it is
-/// due, as its owner's delete would: it leaves the listings and the time index, and its
-/// upload stops holding it, so its bytes go unless a baseline or capture holds them
-/// (which keep reading them; the link answers 410 meanwhile). A later upload's extension
+/// due, as a delete token would ([`revoke`]): it leaves the listings and the time index
+/// entries uploads filed, and its upload stops holding it, so its bytes go unless a
+/// baseline, capture or another sender's time index entry holds them (which keep
+/// reading them; the link answers 410 meanwhile). A later upload's extension
 /// that the sweep had not seen is looked for again after the sweep's marker is made
 /// (see [`add_upload`]). Doing it twice does no harm.
 pub async fn expire(store: &Store, tenant: &Tenant, id: &str, now: u64) -> Result<()> {
@@ -440,10 +458,7 @@ pub async fn expire(store: &Store, tenant: &Tenant, id: &str, now: u64) -> Resul
         store.delete(&marker).await?;
         return Ok(());
     };
-    forget_entries(store, tenant, &found.stored.record).await?;
-    release_claim(store, tenant, &found.stored.record.sha256, id).await?;
-    super::series::forget_session(store, tenant, id).await?;
-    refs::release(store, tenant, id, UPLOAD).await
+    end_link(store, tenant, &found.stored.record, Some(FiledBy::Upload)).await
 }
 
 /// Removes everything of a session that nothing refers to (called by [`refs`]): its

@@ -10,6 +10,7 @@ use stacklens_core::ProfileKind;
 use super::{launch, StartError};
 use crate::intake::{file_profile, Intake};
 use crate::records::captures::{self, Done, Started};
+use crate::records::series::FiledBy;
 use crate::records::sessions::{self, SessionRecord};
 use crate::records::{leases, millis_of, now_rfc3339, ordered_id, Tenant};
 use crate::state::{AppState, State};
@@ -120,7 +121,7 @@ async fn fetch_and_store(
         name: format!("{}-{}.pprof", started.service, started.profile_type),
         labels,
         claimed: Some(started.profile_type),
-        index,
+        filed_by: index.then_some(FiledBy::Capture),
         at: Some(millis_of(&started.started_at)),
         expires: None,
     };

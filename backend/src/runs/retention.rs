@@ -46,7 +46,7 @@ async fn sweep(store: &Store, now: u64, cutoff: Option<u64>) -> Result<(), Recor
         }
         let Some(cutoff) = cutoff else { continue };
         for (service, kind) in series::list(store, &tenant).await? {
-            let removed = Series { tenant: tenant.clone(), service, kind }.expire(store, cutoff).await?;
+            let removed = Series { tenant: tenant.clone(), service, kind }.expire(store, cutoff, None).await?;
             if removed > 0 {
                 tracing::info!("retention: removed {removed} profiles of tenant {}", tenant.0);
             }

@@ -13,6 +13,7 @@ use super::{launch, StartError};
 use crate::intake::{file_profile, Intake};
 use crate::records::captures::Done;
 use crate::records::samply::{self as runs, Run};
+use crate::records::series::FiledBy;
 use crate::records::{leases, now_rfc3339, ordered_id, Tenant};
 use crate::state::{AppState, State};
 use crate::targets::Pipeline;
@@ -136,7 +137,7 @@ async fn record(state: &AppState, tenant: &Tenant, pipeline: &Pipeline, run: &Ru
         name: format!("samply-{}-{}.json.gz", pipeline.name, run.ordinal),
         labels,
         claimed: None,
-        index: true,
+        filed_by: Some(FiledBy::Samply),
         at: None,
         expires: None,
     };
