@@ -264,7 +264,11 @@ pub fn run(args: ServeArgs, opened: Opened, listening: impl FnOnce(SocketAddr)) 
             max_upload: args.max_upload,
             public_url: args.public_url,
             targets,
-            http: reqwest::Client::new(),
+            // Captures follow no redirect unless their target allows it (runs::capture).
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| std::io::Error::other(e.to_string()))?,
             schedule_tick: Duration::from_millis(args.schedule_tick_ms.max(10)),
             capture_grace: Duration::from_secs(args.capture_grace_secs),
             opened,

@@ -1,15 +1,30 @@
-//! `--targets targets.toml`: the services the server may capture profiles from.
+//! `--targets targets.toml`: the services the server may capture profiles from, and
+//! the tenant each belongs to.
 //!
 //! ```toml
 //! [[target]]
 //! service = "checkout"
 //! url = "http://127.0.0.1:6060/debug/pprof"   # Go's net/http/pprof
 //! labels = { env = "prod" }
+//! tenant = "acme"            # who may capture it: a tenant, or "*" for all (default: "default")
+//! follow_redirects = false   # a 3xx is a failed capture unless this is true
 //! ```
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
+
+use crate::records::{valid_name, Tenant, DEFAULT_TENANT};
+
+/// Who may capture from a target or run a pipeline: one tenant, or every tenant.
+fn default_owner() -> String {
+    DEFAULT_TENANT.to_owned()
+}
+
+/// The owner a targets file may name: a tenant's name, or `*`.
+fn valid_owner(owner: &str) -> bool {
+    owner == "*" || valid_name(owner, 64)
+}
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,6 +34,20 @@ pub struct Target {
     pub url: String,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// The tenant that may capture it (`*`: any). Targets are the operator's machines:
+    /// one tenant's key must not make the server fetch another's.
+    #[serde(default = "default_owner")]
+    pub tenant: String,
+    /// Whether a redirect from the target is followed; off, a redirect fails the capture,
+    /// so a target cannot send the server to fetch an internal address.
+    #[serde(default)]
+    pub follow_redirects: bool,
+}
+
+impl Target {
+    pub fn open_to(&self, tenant: &Tenant) -> bool {
+        self.tenant == "*" || self.tenant == tenant.0
+    }
 }
 
 /// A local process profiled with `samply record` (the seed's pipelines).
@@ -32,9 +61,16 @@ pub struct Pipeline {
     pub pid_file: Option<std::path::PathBuf>,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// The tenant that may run it (`*`: any), as for targets.
+    #[serde(default = "default_owner")]
+    pub tenant: String,
 }
 
 impl Pipeline {
+    pub fn open_to(&self, tenant: &Tenant) -> bool {
+        self.tenant == "*" || self.tenant == tenant.0
+    }
+
     /// The process ids, read now (a pid file may change between runs).
     pub fn pids(&self) -> Result<Vec<u32>, String> {
         match (&self.pid, &self.pid_file) {
@@ -72,14 +108,26 @@ impl Targets {
                 ));
             }
         }
+        let owners = targets.targets.iter().map(|t| (&t.service, &t.tenant));
+        let owners = owners.chain(targets.pipelines.iter().map(|p| (&p.name, &p.tenant)));
+        for (name, owner) in owners {
+            if !valid_owner(owner) {
+                return Err(format!(
+                    "--targets {}: '{name}' has tenant '{owner}': a tenant's name (letters, digits, '-', '_') or \"*\"",
+                    path.display()
+                ));
+            }
+        }
         Ok(targets)
     }
 
-    pub fn pipeline(&self, name: &str) -> Option<&Pipeline> {
-        self.pipelines.iter().find(|p| p.name == name)
+    /// The pipeline `name`, when `tenant` may run it (others are told it does not exist).
+    pub fn pipeline(&self, name: &str, tenant: &Tenant) -> Option<&Pipeline> {
+        self.pipelines.iter().find(|p| p.name == name && p.open_to(tenant))
     }
 
-    pub fn find(&self, service: &str) -> Option<&Target> {
-        self.targets.iter().find(|t| t.service == service)
+    /// The target of `service`, when `tenant` may capture it (others are told it does not exist).
+    pub fn find(&self, service: &str, tenant: &Tenant) -> Option<&Target> {
+        self.targets.iter().find(|t| t.service == service && t.open_to(tenant))
     }
 }

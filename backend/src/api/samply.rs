@@ -76,7 +76,7 @@ pub async fn start(
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Result<(StatusCode, Json<SamplyProfile>), ApiError> {
-    let pipeline = state.targets.pipeline(&name).cloned().ok_or_else(|| unknown_pipeline(&name))?;
+    let pipeline = state.targets.pipeline(&name, &tenant).cloned().ok_or_else(|| unknown_pipeline(&name))?;
     let number = |key: &str, default: u64| -> Result<u64, ApiError> {
         query.get(key).map_or(Ok(default), |v| v.parse()).map_err(|_| {
             ApiError::bad_request("InvalidParameter", format!("{key} must be a whole number"))
@@ -150,7 +150,7 @@ pub async fn latest(
     PathParam(name): PathParam,
     headers: HeaderMap,
 ) -> Result<Json<SamplyProfile>, ApiError> {
-    if state.targets.pipeline(&name).is_none() {
+    if state.targets.pipeline(&name, &tenant).is_none() {
         return Err(unknown_pipeline(&name));
     }
     let (run, outcome) = records::latest(&state.store, &tenant, &name).await?.ok_or_else(|| {

@@ -53,7 +53,7 @@ pub async fn set(
     let invalid = |field: &str, message: &str| {
         ApiError::bad_request("InvalidRequest", message.to_owned()).details(json!({ "field": field }))
     };
-    if state.targets.find(&request.service).is_none() {
+    if state.targets.find(&request.service, &tenant).is_none() {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "UnknownService",

@@ -66,10 +66,12 @@ pub async fn begin(
     sample_rate: Option<u64>,
     slot: Option<u64>,
 ) -> Result<Started, BeginError> {
-    let target = state.targets.find(service).cloned().ok_or_else(|| BeginError::UnknownService(service.to_owned()))?;
+    let target =
+        state.targets.find(service, tenant).cloned().ok_or_else(|| BeginError::UnknownService(service.to_owned()))?;
     let url = endpoint(&target, kind, seconds).ok_or(BeginError::NotCapturable(kind))?;
     let duration_seconds = if kind == ProfileKind::Cpu { seconds } else { 0 };
-    let folder = tenant.key(&format!("running/capture/s{}/{kind}", hex::encode(&target.service)));
+    // One capture of a target and type at a time, whichever tenant asks: the target is one machine.
+    let folder = format!("system/running/capture/s{}/{kind}", hex::encode(&target.service));
     let lease = leases::acquire(&state.store, &folder, deadline_seconds(state, duration_seconds))
         .await
         .map_err(|e| BeginError::Start(e.into()))?
@@ -95,6 +97,54 @@ pub async fn begin(
     Ok(started)
 }
 
+/// Redirects a target that allows them may take.
+const MAX_REDIRECTS: usize = 5;
+
+/// The target's answer to `url`, within `timeout` and `--max-upload` bytes: read as it
+/// comes and stopped past the limit, whatever the answer says of its length. A redirect
+/// is followed only for a target whose `follow_redirects` says so.
+async fn fetch(state: &AppState, target: &Target, url: &str, timeout: Duration) -> Result<bytes::Bytes, String> {
+    let following;
+    let client = if target.follow_redirects {
+        following = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
+            .build()
+            .map_err(|e| format!("cannot start the HTTP client: {e}"))?;
+        &following
+    } else {
+        &state.http
+    };
+    let mut response =
+        client.get(url).timeout(timeout).send().await.map_err(|e| format!("{url} did not answer: {e}"))?;
+    if response.status().is_redirection() {
+        let to = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned());
+        return Err(format!(
+            "{url} answered {} to {}: redirects are not followed unless the target has follow_redirects = true",
+            response.status(),
+            to.as_deref().unwrap_or("?")
+        ));
+    }
+    if !response.status().is_success() {
+        return Err(format!("{url} answered {}", response.status()));
+    }
+    let limit = state.max_upload;
+    let too_large = || format!("{url} sent more than {limit} bytes (--max-upload)");
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    let mut body = Vec::with_capacity(response.content_length().map_or(0, |n| n as usize));
+    while let Some(chunk) = response.chunk().await.map_err(|e| format!("reading {url}: {e}"))? {
+        if body.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.into())
+}
+
 /// Fetches one profile from the target and stores it as a session held by the capture.
 async fn fetch_and_store(
     state: &AppState,
@@ -104,16 +154,7 @@ async fn fetch_and_store(
     url: &str,
     index: bool,
 ) -> Result<SessionRecord, String> {
-    let timeout = Duration::from_secs(started.duration_seconds + FETCH_SLACK_SECS);
-    let response =
-        state.http.get(url).timeout(timeout).send().await.map_err(|e| format!("{url} did not answer: {e}"))?;
-    if !response.status().is_success() {
-        return Err(format!("{url} answered {}", response.status()));
-    }
-    if response.content_length().is_some_and(|n| n > state.max_upload as u64) {
-        return Err(format!("{url} sent more than {} bytes", state.max_upload));
-    }
-    let bytes = response.bytes().await.map_err(|e| format!("reading {url}: {e}"))?;
+    let bytes = fetch(state, target, url, Duration::from_secs(started.duration_seconds + FETCH_SLACK_SECS)).await?;
     let mut labels: BTreeMap<String, String> = target.labels.clone();
     labels.insert("capture".to_owned(), started.id.clone());
     let intake = Intake {
@@ -179,8 +220,13 @@ mod tests {
 
     #[test]
     fn every_captured_kind_has_an_endpoint_and_no_other_kind_does() {
-        let target =
-            Target { service: "s".into(), url: "http://127.0.0.1:1/debug/pprof/".into(), labels: Default::default() };
+        let target = Target {
+            service: "s".into(),
+            url: "http://127.0.0.1:1/debug/pprof/".into(),
+            labels: Default::default(),
+            tenant: "*".into(),
+            follow_redirects: false,
+        };
         let served: Vec<ProfileKind> =
             ProfileKind::ALL.into_iter().filter(|&k| endpoint(&target, k, 5).is_some()).collect();
         assert_eq!(served, ProfileKind::CAPTURED);

@@ -60,13 +60,27 @@ fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
 /// and query go to `respond`, whose body is answered 200 (`None`: 404). One thread per
 /// connection, so a slow answer holds up no other. Returns the port.
 pub fn stand_in(respond: impl Fn(&str) -> Option<Vec<u8>> + Send + Sync + 'static) -> u16 {
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::Write;
+    raw_stand_in(move |path, out| {
+        let (status, body) = match respond(path) {
+            Some(body) => ("200 OK", body),
+            None => ("404 Not Found", Vec::new()),
+        };
+        let head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+        let _ = out.write_all(head.as_bytes()).and_then(|()| out.write_all(&body));
+    })
+}
+
+/// [`stand_in`] that writes the whole answer itself (status line, headers, body) to the
+/// connection: for redirects, chunked streams and the like. Returns the port.
+pub fn raw_stand_in(answer: impl Fn(&str, &mut std::net::TcpStream) + Send + Sync + 'static) -> u16 {
+    use std::io::{BufRead, BufReader};
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let respond = std::sync::Arc::new(respond);
+    let answer = std::sync::Arc::new(answer);
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            let respond = respond.clone();
+            let answer = answer.clone();
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let mut request = String::new();
@@ -79,13 +93,8 @@ pub fn stand_in(respond: impl Fn(&str) -> Option<Vec<u8>> + Send + Sync + 'stati
                     header.clear();
                 }
                 let path = request.split_whitespace().nth(1).unwrap_or("").to_owned();
-                let (status, body) = match respond(&path) {
-                    Some(body) => ("200 OK", body),
-                    None => ("404 Not Found", Vec::new()),
-                };
                 let mut out = stream;
-                let head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-                let _ = out.write_all(head.as_bytes()).and_then(|()| out.write_all(&body));
+                answer(&path, &mut out);
             });
         }
     });
