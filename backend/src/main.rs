@@ -7,6 +7,7 @@ mod api;
 mod auth;
 mod budget;
 mod cli;
+mod connections;
 mod gate;
 mod hyper_errors;
 mod intake;

@@ -18,6 +18,7 @@ use tower_http::trace::TraceLayer;
 use crate::api;
 use crate::auth::Auth;
 use crate::budget::{self, Budget};
+use crate::connections::{self, Connections, Limits, Tracked};
 use crate::open::Opened;
 use crate::page::Page;
 use crate::state::{AppState, State};
@@ -63,6 +64,17 @@ pub struct ServeArgs {
     /// Seconds a client may take to send a request's headers.
     #[arg(long, default_value_t = 10)]
     header_timeout_secs: u64,
+    /// Seconds a connection (HTTP/1 or HTTP/2) may carry no request before it is closed.
+    #[arg(long, default_value_t = 60)]
+    idle_timeout_secs: u64,
+    /// Connections open at once (at most what the open-file limit leaves room for); past
+    /// it the longest-idle connection is closed for a new one, or the new one is shed.
+    #[arg(long, default_value_t = 4096)]
+    max_connections: usize,
+    /// Connections open at once from one address, with the same rule (a reverse proxy's
+    /// clients all come from its address).
+    #[arg(long, default_value_t = 1024)]
+    max_connections_per_peer: usize,
     /// Origins allowed to call the API from other pages (repeat for several; `*` for any).
     #[arg(long = "cors-origin")]
     cors_origins: Vec<String>,
@@ -283,52 +295,110 @@ pub fn run(args: ServeArgs, opened: Opened, listening: impl FnOnce(SocketAddr)) 
         tokio::spawn(crate::runs::retention::run_forever(state.store.clone(), args.retention_days, tick));
         let app = router(&page, state, &args.cors_origins, policy, request_timeout);
         listening(address);
-        serve_connections(listener, app, Duration::from_secs(args.header_timeout_secs)).await;
+        let limits = Limits {
+            max: connections::fitting_the_fd_limit(args.max_connections),
+            per_peer: args.max_connections_per_peer.max(1),
+            idle: Duration::from_secs(args.idle_timeout_secs.max(1)),
+        };
+        tracing::info!(
+            "at most {} connections, {} per address, closed after {:?} idle",
+            limits.max,
+            limits.per_peer,
+            limits.idle
+        );
+        serve_connections(listener, app, Duration::from_secs(args.header_timeout_secs), limits).await;
         Ok(())
     })
 }
 
 /// Accepts connections until SIGTERM or Ctrl-C, then lets open requests finish. Unlike
-/// `axum::serve`, hyper's builder bounds how long a client may take to send headers.
-async fn serve_connections(listener: tokio::net::TcpListener, app: Router, header_timeout: Duration) {
+/// `axum::serve`, hyper's builder bounds how long a client may take to send headers, and
+/// [`Connections`] bounds how many connections are open and how long they idle.
+async fn serve_connections(listener: tokio::net::TcpListener, app: Router, header_timeout: Duration, limits: Limits) {
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
     use hyper_util::server::conn::auto::Builder;
     use hyper_util::service::TowerToHyperService;
 
     let mut builder = Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(header_timeout);
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        // A peer that stops answering pings is gone; its connection goes with it.
+        .keep_alive_interval(Some(Duration::from_secs(30)))
+        .keep_alive_timeout(Duration::from_secs(20))
+        .max_concurrent_streams(H2_MAX_STREAMS)
+        .max_header_list_size(H2_MAX_HEADER_LIST)
+        // Rapid reset: streams a client opens and cancels at once are bounded (h2's default).
+        .max_pending_accept_reset_streams(Some(20))
+        .max_local_error_reset_streams(Some(256));
+    let connections = Connections::new(limits);
+    // Held so that, out of file descriptors, one can be freed to accept and shed a connection.
+    let mut reserve = std::fs::File::open("/dev/null").ok();
     let mut stop = std::pin::pin!(shutdown());
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
+                let (stream, peer) = match accepted {
+                    Ok(accepted) => accepted,
                     Err(e) => {
-                        // Out of file descriptors and the like: wait rather than spin.
+                        // Out of file descriptors: idle connections make room; the one waiting is
+                        // accepted with the reserve's descriptor and shed, so the queue moves.
                         tracing::warn!("accept: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        connections.evict_one_idle();
+                        if reserve.take().is_some() {
+                            drop(listener.accept().await);
+                            reserve = std::fs::File::open("/dev/null").ok();
+                        } else {
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
                         continue;
                     }
                 };
-                let service = TowerToHyperService::new(app.clone());
-                let (builder, watcher) = (builder.clone(), graceful.watcher());
+                let Some(slot) = connections.admit(peer.ip()) else { continue };
+                let service = TowerToHyperService::new(Tracked::new(app.clone(), slot.activity()));
+                let builder = builder.clone();
                 tokio::spawn(async move {
-                    if !client_spoke(&stream, header_timeout).await {
-                        return;
+                    tokio::select! {
+                        spoke = client_spoke(&stream, header_timeout) => if !spoke { return },
+                        () = slot.closing() => return,
                     }
                     let stream = crate::hyper_errors::JsonErrors::new(stream);
                     let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                    let _ = watcher.watch(connection.into_owned()).await;
+                    let mut connection = std::pin::pin!(connection);
+                    tokio::select! {
+                        _ = connection.as_mut() => return,
+                        () = slot.closing() => connection.as_mut().graceful_shutdown(),
+                    }
+                    // What it carries may finish; a client that keeps it open past that is cut
+                    // off. HTTP/2's graceful close waits for the client to answer a ping, which
+                    // an idle attacker never does: an idle connection gets a moment only.
+                    let grace = if slot.is_idle() { IDLE_CLOSING_GRACE } else { CLOSING_GRACE };
+                    let _ = tokio::time::timeout(grace, connection).await;
                 });
             }
             _ = &mut stop => break,
         }
     }
-    if tokio::time::timeout(Duration::from_secs(30), graceful.shutdown()).await.is_err() {
-        tracing::warn!("requests still open after 30 s; stopping anyway");
+    connections.close_all();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while connections.count() > 0 {
+        if tokio::time::Instant::now() > deadline {
+            tracing::warn!("requests still open after 30 s; stopping anyway");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// HTTP/2 streams one connection may carry at once.
+const H2_MAX_STREAMS: u32 = 128;
+/// Largest HTTP/2 header list (a CONTINUATION flood stops there).
+const H2_MAX_HEADER_LIST: u32 = 64 * 1024;
+/// How long a connection asked to close may take to finish what it carries.
+const CLOSING_GRACE: Duration = Duration::from_secs(30);
+/// How long an idle connection asked to close has to take its GOAWAY.
+const IDLE_CLOSING_GRACE: Duration = Duration::from_millis(500);
 
 /// Whether the client sent, within `limit`, enough to tell HTTP/1 from HTTP/2: the
 /// auto builder waits for those first bytes with no timer of its own, so a client that
