@@ -29,6 +29,9 @@ pub struct RangeQuery {
     pub from: u64,
     pub to: u64,
     pub labels: BTreeMap<String, String>,
+    /// Whether closed hours' merges and listings may be cached (written) for later
+    /// queries: not for a read-only credential's.
+    pub write_caches: bool,
 }
 
 /// A merged range: the profile (none when nothing matched) and how many stored
@@ -152,8 +155,16 @@ async fn merge_hour(
         }
         return Ok(cached.profile_count);
     }
-    let entries: Vec<Entry> =
-        query.series.entries(store, hour).await?.into_iter().filter(|e| e.matches(&query.labels)).collect();
+    let entries: Vec<Entry> = query
+        .series
+        .entries(store, hour, query.write_caches)
+        .await?
+        .into_iter()
+        .filter(|e| e.matches(&query.labels))
+        .collect();
+    if !query.write_caches {
+        return merge_entries(state, query, &entries, merger).await;
+    }
     let mut own = Merger::default();
     let profile_count = merge_entries(state, query, &entries, &mut own).await?;
     if profile_count > 0 {
@@ -181,7 +192,7 @@ pub async fn merge_range(state: &AppState, query: &RangeQuery, now: u64) -> Resu
         }
         let entries: Vec<Entry> = query
             .series
-            .entries(store, &hour)
+            .entries(store, &hour, query.write_caches)
             .await?
             .into_iter()
             .filter(|e| (query.from..query.to).contains(&e.millis) && e.matches(&query.labels))

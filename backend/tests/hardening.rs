@@ -154,3 +154,44 @@ fn a_schedule_keeps_one_version_and_can_be_removed() {
         json_of(http.delete(format!("{url}/shop")).header("Origin", "http://evil.example").send().unwrap());
     assert_eq!((status, e["error_code"].as_str()), (403, Some("CrossOriginRequest")), "{e}");
 }
+
+#[test]
+fn a_read_only_credential_writes_nothing_to_the_store() {
+    use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
+    const SECRET: &[u8] = b"an HS256 secret of at least 32 bytes!";
+    let dir = temp_dir("read-only");
+    let secret = dir.join("secret");
+    std::fs::write(&secret, SECRET).unwrap();
+    let store = dir.join("store");
+    let server =
+        Server::start(&format!("file://{}", store.display()), &["--jwt-secret-file", secret.to_str().unwrap()], &[]);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let jwt = |scope: &str| {
+        let claims = json!({"tenant": "acme", "exp": now + 600, "scope": scope});
+        encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET)).unwrap()
+    };
+    let (reader, writer) = (jwt("read"), jwt("write"));
+    let http = Client::new();
+    // Two pushes three hours ago: their hour is closed, so reading it could be cached.
+    let at = now - 3 * 3600;
+    for stack in ["main;a", "main;b"] {
+        let url = format!("{}/ingest?name=shop.cpu&from={at}&until={}&format=folded", server.base, at + 10);
+        let r = http.post(url).bearer_auth(&writer).body(format!("{stack} 5\n")).send().unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let caches = || objects(&store.join("tenants/acme/series-cache"));
+    let range = format!("service=shop&profileType=cpu&from={}&to={}", at - 3600, at + 3600);
+    let read = |token: &str| {
+        for path in ["merge", "series", "labels"] {
+            let url = format!("{}/api/v1/profiling/{path}?{range}", server.base);
+            let (status, body) = json_of(http.get(url).bearer_auth(token).send().unwrap());
+            assert_eq!(status, 200, "{path}: {body}");
+        }
+        let url = format!("{}/api/v1/profiling/merge?{range}", server.base);
+        json_of(http.get(url).bearer_auth(token).send().unwrap()).1["profileCount"].as_u64().unwrap()
+    };
+    assert_eq!(read(&reader), 2);
+    assert_eq!(caches(), 0, "a read-only credential's reads left objects in the store");
+    assert_eq!(read(&writer), 2);
+    assert!(caches() > 0, "a writer's reads cache the closed hour");
+}

@@ -8,6 +8,7 @@
 //! - [`Writer`]: everything that stores or deletes.
 //! - [`Deleter`]: deleting an upload or a blob: a write credential, or the delete token
 //!   the upload was given.
+//! - [`WritesCaches`]: whether a read may write caches (only where it could write).
 //!
 //! The credential is `Authorization: Bearer <token>`, or `Basic` with the token as the
 //! password (Pyroscope's Python and Rust agents send only basic auth).
@@ -170,6 +171,18 @@ macro_rules! extractor {
 extractor!(Open, Need::Nothing);
 extractor!(Reader, Need::Read);
 extractor!(Writer, Need::Write);
+
+/// Whether a read may leave derived objects (caches) in the store: only a request that
+/// could write anyway, so a read-only credential costs the store nothing.
+pub struct WritesCaches(pub bool);
+
+impl FromRequestParts<State> for WritesCaches {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Self, ApiError> {
+        Ok(WritesCaches(resolve(state, parts, Need::Write).is_ok()))
+    }
+}
 
 impl FromRequestParts<State> for Deleter {
     type Rejection = ApiError;

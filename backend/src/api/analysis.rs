@@ -13,7 +13,7 @@ use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineGroup, Gor
 use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
-use super::access::Reader;
+use super::access::{Reader, WritesCaches};
 use super::ranges::{spec_query, RangeEcho};
 use super::request::{parse_kind, read_json, required, PathParam};
 use super::{ApiError, ErrorBody};
@@ -247,6 +247,7 @@ impl DiffRequest {
 pub async fn diff_sessions(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
+    WritesCaches(writes): WritesCaches,
     request: Request,
 ) -> Result<Json<DiffResponse>, ApiError> {
     let request: DiffRequest = read_json(request, "a diff request").await?;
@@ -277,6 +278,8 @@ pub async fn diff_sessions(
         }
         Sides::Ranges(ranges) => {
             let (base, later) = *ranges;
+            let (base, later) =
+                (RangeQuery { write_caches: writes, ..base }, RangeQuery { write_caches: writes, ..later });
             let kind = match &request.kind {
                 Some(k) => parse_kind(k)?,
                 None => base.series.kind,

@@ -19,7 +19,7 @@ use stacklens_core::api::{
 use stacklens_core::export::{export, ExportFormat, ExportOptions};
 use utoipa::ToSchema;
 
-use super::access::Reader;
+use super::access::{Reader, WritesCaches};
 use super::request::{check_name, check_text, parse_kind, parse_labels, required, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::merging::{merge_range, visit_entries, MergeError, RangeQuery};
@@ -111,16 +111,23 @@ fn build_range(
     if to - from > MAX_RANGE_MS {
         return Err(invalid(&field("to"), format!("a range covers at most {} days", MAX_RANGE_MS / 86_400_000)));
     }
-    Ok(RangeQuery { series: Series { tenant, service: service.to_owned(), kind }, from, to, labels })
+    let series = Series { tenant, service: service.to_owned(), kind };
+    Ok(RangeQuery { series, from, to, labels, write_caches: false })
 }
 
-/// The range of a request's query parameters.
-fn range_query(tenant: crate::records::Tenant, query: &HashMap<String, String>) -> Result<RangeQuery, ApiError> {
+/// The range of a request's query parameters; what it reads is cached when `writes` says
+/// the request may write.
+fn range_query(
+    tenant: crate::records::Tenant,
+    WritesCaches(writes): WritesCaches,
+    query: &HashMap<String, String>,
+) -> Result<RangeQuery, ApiError> {
     let service = required(query, "service")?;
     let kind = required(query, "profileType")?;
     let labels = parse_labels(query.get("labels").map_or("", String::as_str))?;
     let (from, to) = (query.get("from").map(String::as_str), query.get("to").map(String::as_str));
-    build_range(tenant, service, kind, from, to, labels, str::to_owned)
+    let range = build_range(tenant, service, kind, from, to, labels, str::to_owned)?;
+    Ok(RangeQuery { write_caches: writes, ..range })
 }
 
 /// The range one side of a range diff names; `side` prefixes the fields a bad value
@@ -200,9 +207,10 @@ pub struct MergedTop {
 pub async fn merge(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
+    writes: WritesCaches,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
-    let range = range_query(tenant, &query)?;
+    let range = range_query(tenant, writes, &query)?;
     let format = match query.get("format").map_or("json", String::as_str) {
         "json" => None,
         "pprof" => Some(ExportFormat::Pprof),
@@ -263,7 +271,8 @@ pub async fn merge(
 
 /// The range's stored entries whose labels match.
 async fn entries(state: &State, range: &RangeQuery) -> Result<Vec<Entry>, ApiError> {
-    Ok(range.series.range(&state.store, range.from, range.to, &range.labels, now_millis()).await?)
+    let span = (range.from, range.to);
+    Ok(range.series.range(&state.store, span, &range.labels, now_millis(), range.write_caches).await?)
 }
 
 /// The sample type a series sums: by name or index as `sampleIndex`, else each
@@ -295,9 +304,10 @@ fn value_of(entry: &Entry, sample_index: &str) -> Option<usize> {
 pub async fn series(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
+    writes: WritesCaches,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<SeriesResponse>, ApiError> {
-    let range = range_query(tenant, &query)?;
+    let range = range_query(tenant, writes, &query)?;
     let span = range.to - range.from;
     let step_ms = step_of(&query, span, DEFAULT_POINTS, 10_000)?;
     let group_by = query.get("groupBy").filter(|g| !g.is_empty());
@@ -358,9 +368,10 @@ fn counted(names: impl Iterator<Item = String>) -> Json<LabelList> {
 pub async fn labels(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
+    writes: WritesCaches,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<LabelList>, ApiError> {
-    let range = range_query(tenant, &query)?;
+    let range = range_query(tenant, writes, &query)?;
     let entries = entries(&state, &range).await?;
     Ok(counted(entries.into_iter().flat_map(|e| e.labels.into_keys())))
 }
@@ -377,10 +388,11 @@ pub async fn labels(
 pub async fn label_values(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
+    writes: WritesCaches,
     PathParam(key): PathParam,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<LabelList>, ApiError> {
-    let range = range_query(tenant, &query)?;
+    let range = range_query(tenant, writes, &query)?;
     let entries = entries(&state, &range).await?;
     Ok(counted(entries.into_iter().filter_map(|mut e| e.labels.remove(&key))))
 }
@@ -434,11 +446,12 @@ fn step_of(query: &HashMap<String, String>, span: u64, default_points: u64, max_
 pub async fn function_history(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
+    writes: WritesCaches,
     PathParam(name): PathParam,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<FunctionHistory>, ApiError> {
     check_text("name", &name, 4096)?;
-    let range = range_query(tenant, &query)?;
+    let range = range_query(tenant, writes, &query)?;
     let step_ms = step_of(&query, range.to - range.from, 60, 1000)?;
     let sample_index = query.get("sampleIndex").cloned().unwrap_or_default();
     check_text("sampleIndex", &sample_index, 128)?;

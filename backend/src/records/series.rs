@@ -169,8 +169,8 @@ impl Series {
     }
 
     /// What an hour holds, oldest first: from its cache when closed (written on the
-    /// first read), else entry by entry.
-    pub async fn entries(&self, store: &Store, hour: &Hour) -> Result<Vec<Entry>> {
+    /// first read when `write_cache`), else entry by entry.
+    pub async fn entries(&self, store: &Store, hour: &Hour, write_cache: bool) -> Result<Vec<Entry>> {
         if hour.is_empty() {
             return Ok(Vec::new());
         }
@@ -190,24 +190,25 @@ impl Series {
             .await?;
         // An entry removed since the listing is skipped.
         let entries: Vec<Entry> = read.into_iter().flatten().collect();
-        if hour.closed && entries.len() == hour.names.len() {
+        if write_cache && hour.closed && entries.len() == hour.names.len() {
             store.create(&cache, Bytes::from(serde_json::to_vec(&entries)?)).await?;
         }
         Ok(entries)
     }
 
-    /// The entries of `[from, to)` whose labels match, oldest first.
+    /// The entries of `[from, to)` whose labels match, oldest first (closed hours'
+    /// listings cached when `write_cache`).
     pub async fn range(
         &self,
         store: &Store,
-        from: u64,
-        to: u64,
+        (from, to): (u64, u64),
         labels: &BTreeMap<String, String>,
         now: u64,
+        write_cache: bool,
     ) -> Result<Vec<Entry>> {
         let hours = self.hours(store, from, to, now).await?;
         let per_hour: Vec<Vec<Entry>> = futures::stream::iter(hours)
-            .map(|hour| async move { self.entries(store, &hour).await })
+            .map(|hour| async move { self.entries(store, &hour, write_cache).await })
             .buffered(CONCURRENCY)
             .try_collect()
             .await?;
