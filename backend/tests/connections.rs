@@ -101,3 +101,68 @@ fn a_peer_past_its_bound_loses_its_idlest_connection_not_its_new_one() {
     assert!(closed >= 1, "no idle connection made room");
     assert!(closed < 8, "only what was needed went ({closed} of 8)");
 }
+
+/// An HTTP/2 frame: 24-bit length, type, flags, stream id, payload.
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len() as u32;
+    let mut out = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+    out.extend_from_slice(&stream.to_be_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+const HEADERS: u8 = 0x1;
+const RST_STREAM: u8 = 0x3;
+const SETTINGS: u8 = 0x4;
+const CONTINUATION: u8 = 0x9;
+const END_STREAM: u8 = 0x1;
+const END_HEADERS: u8 = 0x4;
+
+/// `GET /healthz` for 127.0.0.1 in HPACK, literal fields without indexing.
+fn healthz_block() -> Vec<u8> {
+    let mut block = vec![0x82, 0x86]; // :method GET, :scheme http
+    for (index, value) in [(4u8, "/healthz"), (1u8, "127.0.0.1")] {
+        block.push(index); // literal without indexing, indexed name (:path 4, :authority 1)
+        block.push(value.len() as u8);
+        block.extend_from_slice(value.as_bytes());
+    }
+    block
+}
+
+/// Writes `frames` to a fresh HTTP/2 connection until the server stops taking them;
+/// whether the server closed the connection within `within` after that.
+fn flood(port: u16, frames: impl Iterator<Item = Vec<u8>>, within: Duration) -> bool {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+    stream.write_all(H2_PREFACE).unwrap();
+    stream.write_all(&frame(SETTINGS, 0, 0, &[])).unwrap();
+    for f in frames {
+        if stream.write_all(&f).is_err() {
+            break;
+        }
+    }
+    closed_within(&mut stream, within)
+}
+
+#[test]
+fn http2_floods_end_their_connection_and_not_the_server() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = Server::start("memory://", &[], &[]);
+    // Rapid reset: open a stream and cancel it at once, 20,000 times.
+    let block = healthz_block();
+    let resets = (0..20_000u32).map(|i| {
+        let id = 2 * i + 1;
+        [frame(HEADERS, END_HEADERS | END_STREAM, id, &block), frame(RST_STREAM, 0, id, &8u32.to_be_bytes())].concat()
+    });
+    assert!(flood(server.port, resets, Duration::from_secs(10)), "rapid resets: the connection stayed open");
+    assert_eq!(healthz(&server), 200);
+    // CONTINUATION flood: one header block that never ends (16 MiB of it offered).
+    let junk = [0x40, 0x7f, 0x80].iter().copied().chain(std::iter::repeat_n(b'a', 16 * 1024 - 3)).collect::<Vec<u8>>();
+    let continuation = std::iter::once(frame(HEADERS, END_STREAM, 1, &block))
+        .chain(std::iter::repeat_with(move || frame(CONTINUATION, 0, 1, &junk)).take(1024));
+    assert!(
+        flood(server.port, continuation, Duration::from_secs(10)),
+        "CONTINUATION flood: the connection stayed open"
+    );
+    assert_eq!(healthz(&server), 200);
+}
