@@ -345,9 +345,14 @@ async fn serve_connections(listener: tokio::net::TcpListener, app: Router, heade
                         // Out of file descriptors: idle connections make room; the one waiting is
                         // accepted with the reserve's descriptor and shed, so the queue moves.
                         tracing::warn!("accept: {e}");
-                        connections.evict_one_idle();
-                        if reserve.take().is_some() {
-                            drop(listener.accept().await);
+                        let out_of_fds = [nix::errno::Errno::EMFILE, nix::errno::Errno::ENFILE]
+                            .iter()
+                            .any(|&errno| e.raw_os_error() == Some(errno as i32));
+                        if out_of_fds {
+                            connections.evict_one_idle();
+                        }
+                        if out_of_fds && reserve.take().is_some() {
+                            drop(tokio::time::timeout(Duration::from_millis(10), listener.accept()).await);
                             reserve = std::fs::File::open("/dev/null").ok();
                         } else {
                             tokio::time::sleep(Duration::from_millis(50)).await;
