@@ -41,11 +41,17 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 /// the API's diffs compare functions, not stacks: a diff of the large profile with
 /// itself grew the peak by 276 MB (482 MB reserved), where naming every frame of every
 /// distinct stack took it to 655 MB.
+///
+/// Those prices are an estimate from the input; core counts what it builds as it builds
+/// it, at the same prices per sample and per frame ([`stacklens_core::import::Room`]),
+/// and stops where the reservation ends: a small input that expands (a Firefox sample
+/// walking a deep stack chain, a call graph unfolding) then reserves more, up to the
+/// whole budget, and is refused past it (see [`Budget::parse_held`]).
 pub mod cost {
     pub const PPROF_PER_BYTE: u64 = 2;
-    pub const PER_SAMPLE: u64 = 240;
+    pub const PER_SAMPLE: u64 = stacklens_core::import::SAMPLE_BYTES;
     pub const PER_LOCATION: u64 = 160;
-    pub const PER_LOCATION_ID: u64 = 16;
+    pub const PER_LOCATION_ID: u64 = stacklens_core::import::FRAME_BYTES;
     pub const TEXT_PER_BYTE: u64 = 8;
     pub const JSON_PER_BYTE: u64 = 24;
 }
@@ -218,6 +224,13 @@ impl Budget {
     /// once (the usual case), parses them too; a small profile's inflated bytes are
     /// kept from the measuring pass (counted in the budget), so it is inflated once.
     /// Otherwise the work waits for memory in the queue and then parses.
+    ///
+    /// Each parse may build the model its input was priced at; one that outgrows it
+    /// stops (core's [`stacklens_core::Error::ModelTooLarge`]), reserves twice as much
+    /// (waiting in the queue if need be) and parses again, until it fits or needs more
+    /// than the whole budget ([`BudgetError::OverBudget`], 413). The memory held never
+    /// runs ahead of what is reserved; an expanding input costs at most about twice its
+    /// final parse in CPU.
     pub async fn parse_held(&self, inputs: Vec<Bytes>, mut held: Reservation) -> Result<Parsed, ParseFailure> {
         let (cap, total, permits) = (self.inflate_cap, self.total, self.permits.clone());
         let already = held.bytes();
@@ -227,27 +240,36 @@ impl Budget {
                 .await
                 .map_err(|e| ParseFailure::Stopped(e.to_string()))??
         };
-        let (need, sizes) = match attempt {
+        let mut plans = match attempt {
             Attempt::Parsed { profiles, permit } => {
                 held.add(permit);
                 held.holding = None;
                 return Ok(Parsed { profiles, reserved: held });
             }
-            Attempt::Measured { need, sizes } => (need, sizes),
+            Attempt::Measured(plans) => plans,
         };
-        let more = need.saturating_sub(held.bytes());
-        if more > 0 {
-            let deadline = held.deadline.unwrap_or_else(|| tokio::time::Instant::now() + self.max_wait);
-            held.add(Some(self.acquire(&self.permits, Self::units(more), deadline).await?));
+        let inputs = Arc::new(inputs);
+        loop {
+            let need = Plan::need(&plans);
+            if need > total {
+                return Err(BudgetError::OverBudget { need, budget: total }.into());
+            }
+            let more = need.saturating_sub(held.bytes());
+            if more > 0 {
+                let deadline = held.deadline.unwrap_or_else(|| tokio::time::Instant::now() + self.max_wait);
+                held.add(Some(self.acquire(&self.permits, Self::units(more), deadline).await?));
+            }
+            // Parsing now: the bytes no longer wait.
+            held.holding = None;
+            let inputs = inputs.clone();
+            let parsed = tokio::task::spawn_blocking(move || parse_planned(&inputs, vec![None; inputs.len()], plans))
+                .await
+                .map_err(|e| ParseFailure::Stopped(e.to_string()))??;
+            match parsed {
+                Ok(profiles) => return Ok(Parsed { profiles, reserved: held }),
+                Err(grown) => plans = grown,
+            }
         }
-        // Parsing now: the bytes no longer wait.
-        held.holding = None;
-        let profiles = tokio::task::spawn_blocking(move || {
-            inputs.iter().zip(sizes).map(|(b, size)| parse_within(b, size)).collect::<Result<Vec<_>, _>>()
-        })
-        .await
-        .map_err(|e| ParseFailure::Stopped(e.to_string()))??;
-        Ok(Parsed { profiles, reserved: held })
     }
 }
 
@@ -275,10 +297,65 @@ fn keep_limit(bytes: &[u8]) -> u64 {
 }
 
 /// What the measuring task got to: the profiles, with the memory reserved for them
-/// beyond what the caller held; or what they need and their inflated sizes.
+/// beyond what the caller held; or the plans to parse them by once memory is reserved.
 enum Attempt {
     Parsed { profiles: Vec<Profile>, permit: Option<OwnedSemaphorePermit> },
-    Measured { need: u64, sizes: Vec<u64> },
+    Measured(Vec<Plan>),
+}
+
+/// How one input is parsed: the bytes it may inflate to and the model it may build
+/// (core stops it there, see [`stacklens_core::ParseOptions::max_model_bytes`]).
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    /// The input's own bytes, held while it is parsed.
+    bytes: u64,
+    inflated: u64,
+    model: u64,
+}
+
+impl Plan {
+    /// Memory reserved for parsing inputs by `plans`.
+    fn need(plans: &[Plan]) -> u64 {
+        plans.iter().map(|p| p.bytes.saturating_add(p.model)).fold(0, u64::saturating_add)
+    }
+
+    fn options(&self) -> ParseOptions {
+        ParseOptions { max_inflated_bytes: self.inflated.max(1), max_model_bytes: self.model }
+    }
+}
+
+/// Parses `inputs` by their plans (from their inflated bytes where the measuring pass
+/// `kept` them). A model that outgrows its plan (the input expands
+/// past what its size suggested: a deep stack chain, a call graph's paths) stops the
+/// parse, and the plans come back with that model's room doubled, to be reserved
+/// before the next try; past the whole budget the work is refused.
+fn parse_planned(
+    inputs: &[Bytes],
+    kept: Vec<Option<Vec<u8>>>,
+    mut plans: Vec<Plan>,
+) -> Result<Result<Vec<Profile>, Vec<Plan>>, ParseFailure> {
+    let mut profiles = Vec::with_capacity(inputs.len());
+    for (i, (bytes, kept)) in inputs.iter().zip(kept).enumerate() {
+        let options = plans[i].options();
+        let parsed = match kept {
+            Some(plain) => match gzip_inside(&plain) {
+                Some(e) => Err(e),
+                None if plain.is_empty() => Err(stacklens_core::Error::Empty),
+                None => stacklens_core::parse_with(&plain, &options),
+            },
+            None => parse_within(bytes, &options),
+        };
+        match parsed {
+            Ok(profile) => profiles.push(profile),
+            Err(stacklens_core::Error::ModelTooLarge { .. }) => {
+                drop(profiles);
+                plans[i].model = plans[i].model.saturating_mul(2);
+                return Ok(Err(plans));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(Ok(profiles))
 }
 
 /// Measures `inputs` (refusing those past `cap` or the whole budget) and parses them at
@@ -292,8 +369,7 @@ fn measure_and_parse(
 ) -> Result<Attempt, ParseFailure> {
     let mut kept = Vec::with_capacity(inputs.len());
     let mut permit: Option<OwnedSemaphorePermit> = None;
-    let mut need = 0u64;
-    let mut sizes = Vec::with_capacity(inputs.len());
+    let mut plans = Vec::with_capacity(inputs.len());
     for bytes in inputs {
         // Room for the inflated bytes is reserved before they are kept.
         let limit = keep_limit(bytes).min(cap);
@@ -306,9 +382,13 @@ fn measure_and_parse(
             merge(&mut permit, k);
         }
         kept.push(inflated);
-        need = need.saturating_add((bytes.len() as u64).saturating_add(shape.model_bytes()));
-        sizes.push(shape.bytes.saturating_add(1));
+        plans.push(Plan {
+            bytes: bytes.len() as u64,
+            inflated: shape.bytes.saturating_add(1),
+            model: shape.model_bytes(),
+        });
     }
+    let need = Plan::need(&plans);
     if need > total {
         return Err(BudgetError::OverBudget { need, budget: total }.into());
     }
@@ -323,23 +403,14 @@ fn measure_and_parse(
         match permits.clone().try_acquire_many_owned(Budget::units(more)) {
             Ok(p) => merge(&mut permit, p),
             // Memory is short: give back what the kept bytes held, and wait in the queue.
-            Err(_) => return Ok(Attempt::Measured { need, sizes }),
+            Err(_) => return Ok(Attempt::Measured(plans)),
         }
     }
-    let profiles = inputs
-        .iter()
-        .zip(kept)
-        .zip(&sizes)
-        .map(|((bytes, inflated), &size)| match inflated {
-            Some(plain) => match gzip_inside(&plain) {
-                Some(e) => Err(e),
-                None if plain.is_empty() => Err(stacklens_core::Error::Empty),
-                None => stacklens_core::parse(&plain),
-            },
-            None => parse_within(bytes, size),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Attempt::Parsed { profiles, permit })
+    Ok(match parse_planned(inputs, kept, plans)? {
+        Ok(profiles) => Attempt::Parsed { profiles, permit },
+        // Given back: the grown plans are reserved in the queue.
+        Err(grown) => Attempt::Measured(grown),
+    })
 }
 
 fn merge(into: &mut Option<OwnedSemaphorePermit>, permit: OwnedSemaphorePermit) {
@@ -349,11 +420,12 @@ fn merge(into: &mut Option<OwnedSemaphorePermit>, permit: OwnedSemaphorePermit) 
     }
 }
 
-/// Core's parse of `bytes`, inflating at most `size` bytes (their measured size).
-fn parse_within(bytes: &[u8], size: u64) -> Result<Profile, stacklens_core::Error> {
+/// Core's parse of `bytes` within `options` (their measured inflated size, the model
+/// reserved).
+fn parse_within(bytes: &[u8], options: &ParseOptions) -> Result<Profile, stacklens_core::Error> {
     match twice_gzipped(bytes) {
         Some(e) => Err(e),
-        None => stacklens_core::parse_with(bytes, &ParseOptions { max_inflated_bytes: size.max(1) }),
+        None => stacklens_core::parse_with(bytes, options),
     }
 }
 
