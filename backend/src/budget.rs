@@ -116,6 +116,15 @@ impl Reservation {
         }
     }
 
+    /// Splits off `bytes` of the reservation (as much as it holds) for work that takes
+    /// those bytes over: a pushed profile cut from its request's body is parsed within
+    /// the body's reservation, not a second one that could wait for the first.
+    pub fn split(&mut self, bytes: u64) -> Reservation {
+        let units = bytes.div_ceil(UNIT) as usize;
+        let permit = self.permit.as_mut().and_then(|p| p.split(units.min(p.num_permits())));
+        Reservation { permit, holding: None, deadline: self.deadline }
+    }
+
     /// Keeps `bytes` of the reservation and gives the rest back.
     fn shrink_to(&mut self, bytes: u64) {
         let keep = bytes.div_ceil(UNIT) as usize;
@@ -191,19 +200,46 @@ impl Budget {
         bytes.div_ceil(UNIT).max(1).min(u64::from(u32::MAX)) as u32
     }
 
-    /// Holds `bytes` that are about to be read and will wait for a parse (a request
-    /// body, a stored profile). Such bytes take at most half the budget together, so
-    /// the parses they wait for are never starved by them.
+    /// Holds `bytes` that are about to be read and will wait for a parse (a stored
+    /// profile). Such bytes take at most half the budget together, so the parses they
+    /// wait for are never starved by them.
     pub async fn hold(&self, bytes: u64) -> Result<Reservation, BudgetError> {
+        let mut held = Reservation::default();
+        self.hold_to(&mut held, bytes).await?;
+        Ok(held)
+    }
+
+    /// Grows `held` ([`Budget::hold`]) to `bytes`, as the bytes arrive (a request body
+    /// is held a piece at a time: bytes that have not arrived hold nothing). Each
+    /// growth waits for memory at most the queue's wait.
+    pub async fn hold_to(&self, held: &mut Reservation, bytes: u64) -> Result<(), BudgetError> {
+        self.grow(held, bytes, true).await
+    }
+
+    /// Grows `reserved` to `bytes` for what work builds beyond its parses (a merge's
+    /// merged model), waiting for memory at most the queue's wait.
+    pub async fn reserve_to(&self, reserved: &mut Reservation, bytes: u64) -> Result<(), BudgetError> {
+        self.grow(reserved, bytes, false).await
+    }
+
+    /// Grows `r` to `bytes`, `holding` bytes that wait for a parse.
+    async fn grow(&self, r: &mut Reservation, bytes: u64, holding: bool) -> Result<(), BudgetError> {
+        let held = r;
         if bytes > self.total {
             return Err(BudgetError::OverBudget { need: bytes, budget: self.total });
         }
+        let Some(more) = bytes.checked_sub(held.bytes()).filter(|&more| more > 0) else { return Ok(()) };
         let deadline = tokio::time::Instant::now() + self.max_wait;
-        let units = Self::units(bytes);
-        let share = units.min(self.holding_units());
-        let holding = self.acquire(&self.holding, share, deadline).await?;
-        let permit = self.acquire(&self.permits, units, deadline).await?;
-        Ok(Reservation { permit: Some(permit), holding: Some(holding), deadline: Some(deadline) })
+        held.deadline.get_or_insert(deadline);
+        let units = Self::units(more);
+        let shared = held.holding.as_ref().map_or(0, |h| h.num_permits() as u32);
+        let share = units.min(self.holding_units().saturating_sub(shared));
+        if holding && share > 0 {
+            let holding = self.acquire(&self.holding, share, deadline).await?;
+            merge(&mut held.holding, holding);
+        }
+        held.add(Some(self.acquire(&self.permits, units, deadline).await?));
+        Ok(())
     }
 
     fn holding_units(&self) -> u32 {

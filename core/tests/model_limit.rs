@@ -54,7 +54,7 @@ fn a_v8_cpuprofile_chain_stops_at_the_limit() {
 
 #[test]
 fn folded_stacks_stop_at_the_limit() {
-    stops_at_the_limit(&hostile::folded(500, 1_000), SourceFormat::Folded);
+    stops_at_the_limit(&hostile::folded("main", 500, 1_000), SourceFormat::Folded);
 }
 
 #[test]

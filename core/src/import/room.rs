@@ -16,6 +16,17 @@ pub const SAMPLE_BYTES: u64 = 240;
 /// analysis).
 pub const FRAME_BYTES: u64 = 16;
 
+/// What `samples` samples of `frames` frames in all count for.
+pub fn model_bytes(samples: u64, frames: u64) -> u64 {
+    samples.saturating_mul(SAMPLE_BYTES).saturating_add(frames.saturating_mul(FRAME_BYTES))
+}
+
+/// What `profile`'s samples count for ([`model_bytes`]).
+pub fn profile_bytes(profile: &crate::Profile) -> u64 {
+    let frames = profile.samples.iter().map(|s| s.locations.len() as u64).sum();
+    model_bytes(profile.samples.len() as u64, frames)
+}
+
 /// The room left for a model being built.
 #[derive(Debug)]
 pub struct Room {
@@ -40,7 +51,7 @@ impl Room {
 
     /// Counts `samples` samples of `frames` frames in all.
     pub fn take_samples(&mut self, samples: u64, frames: u64) -> Result<()> {
-        self.take(samples.saturating_mul(SAMPLE_BYTES).saturating_add(frames.saturating_mul(FRAME_BYTES)))
+        self.take(model_bytes(samples, frames))
     }
 
     /// Adds `sample` to `samples` if there is room for it.

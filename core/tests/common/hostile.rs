@@ -70,9 +70,9 @@ pub fn v8_cpuprofile(depth: usize, samples: usize) -> Vec<u8> {
     serde_json::to_vec(&profile).unwrap()
 }
 
-/// Folded stacks: `lines` lines of a stack `depth` frames deep.
-pub fn folded(depth: usize, lines: usize) -> Vec<u8> {
-    let stack = vec!["f"; depth].join(";");
+/// Folded stacks: `lines` lines of a stack `depth` frames deep under `root`.
+pub fn folded(root: &str, depth: usize, lines: usize) -> Vec<u8> {
+    let stack = std::iter::once(root).chain(std::iter::repeat_n("f", depth)).collect::<Vec<_>>().join(";");
     (0..lines).map(|i| format!("{stack};g{i} 1\n")).collect::<String>().into_bytes()
 }
 
