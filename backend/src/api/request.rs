@@ -81,7 +81,10 @@ async fn read_within(
                     if len > bytes.capacity() {
                         let grown = len.max(bytes.capacity() * 2).max(READ_AHEAD).min(most.max(len));
                         if let Some((budget, held)) = &mut held {
+                            // Time waiting for memory is the server's, not the client's.
+                            let waiting = tokio::time::Instant::now();
                             budget.hold_to(held, grown as u64).await?;
+                            stream.started += waiting.elapsed();
                         }
                         bytes.reserve(grown - bytes.len());
                     }
