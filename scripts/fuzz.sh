@@ -21,7 +21,7 @@ rss_limit=${FUZZ_RSS_LIMIT_MB:-2048}
 timeout=${FUZZ_TIMEOUT:-10}
 fixtures=${STACKLENS_FIXTURES:-../shared/fixtures}
 fuzz=core/fuzz
-all_targets=(parse parse_gzip heap_text contention_text count_text goroutine_dump threadz_text java_heapz_text
+all_targets=(parse model_limit parse_gzip heap_text contention_text count_text goroutine_dump threadz_text java_heapz_text
   java_contentionz_text legacy_cpu jfr firefox analysis_top call_tree layout diff goroutines tree_bytes)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
@@ -66,6 +66,7 @@ for rel in "${profiles[@]}"; do
   # benchmark inputs are left out, reading them would only slow seeding down.
   [ "$(plain "$f" | wc -c)" -le $((4 << 20)) ] || continue
   seed parse "$rel" <"$f"
+  { printf '\x00\x01'; cat "$f"; } | seed model_limit "$rel" # a limit of 256 KiB
   { printf '\0'; plain "$f"; } | seed parse_gzip "$rel"
   for t in analysis_top call_tree layout goroutines; do { prefix_zeros; plain "$f"; } | seed $t "$rel"; done
   line=$(first_line "$f")

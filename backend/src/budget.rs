@@ -41,11 +41,17 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 /// the API's diffs compare functions, not stacks: a diff of the large profile with
 /// itself grew the peak by 276 MB (482 MB reserved), where naming every frame of every
 /// distinct stack took it to 655 MB.
+///
+/// Those prices are an estimate from the input; core counts what it builds as it builds
+/// it, at the same prices per sample and per frame ([`stacklens_core::import::Room`]),
+/// and stops where the reservation ends: a small input that expands (a Firefox sample
+/// walking a deep stack chain, a call graph unfolding) then reserves more, up to the
+/// whole budget, and is refused past it (see [`Budget::parse_held`]).
 pub mod cost {
     pub const PPROF_PER_BYTE: u64 = 2;
-    pub const PER_SAMPLE: u64 = 240;
+    pub const PER_SAMPLE: u64 = stacklens_core::import::SAMPLE_BYTES;
     pub const PER_LOCATION: u64 = 160;
-    pub const PER_LOCATION_ID: u64 = 16;
+    pub const PER_LOCATION_ID: u64 = stacklens_core::import::FRAME_BYTES;
     pub const TEXT_PER_BYTE: u64 = 8;
     pub const JSON_PER_BYTE: u64 = 24;
 }
@@ -108,6 +114,15 @@ impl Reservation {
         if let Some(permit) = permit {
             merge(&mut self.permit, permit);
         }
+    }
+
+    /// Splits off `bytes` of the reservation (as much as it holds) for work that takes
+    /// those bytes over: a pushed profile cut from its request's body is parsed within
+    /// the body's reservation, not a second one that could wait for the first.
+    pub fn split(&mut self, bytes: u64) -> Reservation {
+        let units = bytes.div_ceil(UNIT) as usize;
+        let permit = self.permit.as_mut().and_then(|p| p.split(units.min(p.num_permits())));
+        Reservation { permit, holding: None, deadline: self.deadline }
     }
 
     /// Keeps `bytes` of the reservation and gives the rest back.
@@ -185,19 +200,46 @@ impl Budget {
         bytes.div_ceil(UNIT).max(1).min(u64::from(u32::MAX)) as u32
     }
 
-    /// Holds `bytes` that are about to be read and will wait for a parse (a request
-    /// body, a stored profile). Such bytes take at most half the budget together, so
-    /// the parses they wait for are never starved by them.
+    /// Holds `bytes` that are about to be read and will wait for a parse (a stored
+    /// profile). Such bytes take at most half the budget together, so the parses they
+    /// wait for are never starved by them.
     pub async fn hold(&self, bytes: u64) -> Result<Reservation, BudgetError> {
+        let mut held = Reservation::default();
+        self.hold_to(&mut held, bytes).await?;
+        Ok(held)
+    }
+
+    /// Grows `held` ([`Budget::hold`]) to `bytes`, as the bytes arrive (a request body
+    /// is held a piece at a time: bytes that have not arrived hold nothing). Each
+    /// growth waits for memory at most the queue's wait.
+    pub async fn hold_to(&self, held: &mut Reservation, bytes: u64) -> Result<(), BudgetError> {
+        self.grow(held, bytes, true).await
+    }
+
+    /// Grows `reserved` to `bytes` for what work builds beyond its parses (a merge's
+    /// merged model), waiting for memory at most the queue's wait.
+    pub async fn reserve_to(&self, reserved: &mut Reservation, bytes: u64) -> Result<(), BudgetError> {
+        self.grow(reserved, bytes, false).await
+    }
+
+    /// Grows `r` to `bytes`, `holding` bytes that wait for a parse.
+    async fn grow(&self, r: &mut Reservation, bytes: u64, holding: bool) -> Result<(), BudgetError> {
+        let held = r;
         if bytes > self.total {
             return Err(BudgetError::OverBudget { need: bytes, budget: self.total });
         }
+        let Some(more) = bytes.checked_sub(held.bytes()).filter(|&more| more > 0) else { return Ok(()) };
         let deadline = tokio::time::Instant::now() + self.max_wait;
-        let units = Self::units(bytes);
-        let share = units.min(self.holding_units());
-        let holding = self.acquire(&self.holding, share, deadline).await?;
-        let permit = self.acquire(&self.permits, units, deadline).await?;
-        Ok(Reservation { permit: Some(permit), holding: Some(holding), deadline: Some(deadline) })
+        held.deadline.get_or_insert(deadline);
+        let units = Self::units(more);
+        let shared = held.holding.as_ref().map_or(0, |h| h.num_permits() as u32);
+        let share = units.min(self.holding_units().saturating_sub(shared));
+        if holding && share > 0 {
+            let holding = self.acquire(&self.holding, share, deadline).await?;
+            merge(&mut held.holding, holding);
+        }
+        held.add(Some(self.acquire(&self.permits, units, deadline).await?));
+        Ok(())
     }
 
     fn holding_units(&self) -> u32 {
@@ -218,6 +260,13 @@ impl Budget {
     /// once (the usual case), parses them too; a small profile's inflated bytes are
     /// kept from the measuring pass (counted in the budget), so it is inflated once.
     /// Otherwise the work waits for memory in the queue and then parses.
+    ///
+    /// Each parse may build the model its input was priced at; one that outgrows it
+    /// stops (core's [`stacklens_core::Error::ModelTooLarge`]), reserves twice as much
+    /// (waiting in the queue if need be) and parses again, until it fits or needs more
+    /// than the whole budget ([`BudgetError::OverBudget`], 413). The memory held never
+    /// runs ahead of what is reserved; an expanding input costs at most about twice its
+    /// final parse in CPU.
     pub async fn parse_held(&self, inputs: Vec<Bytes>, mut held: Reservation) -> Result<Parsed, ParseFailure> {
         let (cap, total, permits) = (self.inflate_cap, self.total, self.permits.clone());
         let already = held.bytes();
@@ -227,27 +276,36 @@ impl Budget {
                 .await
                 .map_err(|e| ParseFailure::Stopped(e.to_string()))??
         };
-        let (need, sizes) = match attempt {
+        let mut plans = match attempt {
             Attempt::Parsed { profiles, permit } => {
                 held.add(permit);
                 held.holding = None;
                 return Ok(Parsed { profiles, reserved: held });
             }
-            Attempt::Measured { need, sizes } => (need, sizes),
+            Attempt::Measured(plans) => plans,
         };
-        let more = need.saturating_sub(held.bytes());
-        if more > 0 {
-            let deadline = held.deadline.unwrap_or_else(|| tokio::time::Instant::now() + self.max_wait);
-            held.add(Some(self.acquire(&self.permits, Self::units(more), deadline).await?));
+        let inputs = Arc::new(inputs);
+        loop {
+            let need = Plan::need(&plans);
+            if need > total {
+                return Err(BudgetError::OverBudget { need, budget: total }.into());
+            }
+            let more = need.saturating_sub(held.bytes());
+            if more > 0 {
+                let deadline = held.deadline.unwrap_or_else(|| tokio::time::Instant::now() + self.max_wait);
+                held.add(Some(self.acquire(&self.permits, Self::units(more), deadline).await?));
+            }
+            // Parsing now: the bytes no longer wait.
+            held.holding = None;
+            let inputs = inputs.clone();
+            let parsed = tokio::task::spawn_blocking(move || parse_planned(&inputs, vec![None; inputs.len()], plans))
+                .await
+                .map_err(|e| ParseFailure::Stopped(e.to_string()))??;
+            match parsed {
+                Ok(profiles) => return Ok(Parsed { profiles, reserved: held }),
+                Err(grown) => plans = grown,
+            }
         }
-        // Parsing now: the bytes no longer wait.
-        held.holding = None;
-        let profiles = tokio::task::spawn_blocking(move || {
-            inputs.iter().zip(sizes).map(|(b, size)| parse_within(b, size)).collect::<Result<Vec<_>, _>>()
-        })
-        .await
-        .map_err(|e| ParseFailure::Stopped(e.to_string()))??;
-        Ok(Parsed { profiles, reserved: held })
     }
 }
 
@@ -275,10 +333,65 @@ fn keep_limit(bytes: &[u8]) -> u64 {
 }
 
 /// What the measuring task got to: the profiles, with the memory reserved for them
-/// beyond what the caller held; or what they need and their inflated sizes.
+/// beyond what the caller held; or the plans to parse them by once memory is reserved.
 enum Attempt {
     Parsed { profiles: Vec<Profile>, permit: Option<OwnedSemaphorePermit> },
-    Measured { need: u64, sizes: Vec<u64> },
+    Measured(Vec<Plan>),
+}
+
+/// How one input is parsed: the bytes it may inflate to and the model it may build
+/// (core stops it there, see [`stacklens_core::ParseOptions::max_model_bytes`]).
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    /// The input's own bytes, held while it is parsed.
+    bytes: u64,
+    inflated: u64,
+    model: u64,
+}
+
+impl Plan {
+    /// Memory reserved for parsing inputs by `plans`.
+    fn need(plans: &[Plan]) -> u64 {
+        plans.iter().map(|p| p.bytes.saturating_add(p.model)).fold(0, u64::saturating_add)
+    }
+
+    fn options(&self) -> ParseOptions {
+        ParseOptions { max_inflated_bytes: self.inflated.max(1), max_model_bytes: self.model }
+    }
+}
+
+/// Parses `inputs` by their plans (from their inflated bytes where the measuring pass
+/// `kept` them). A model that outgrows its plan (the input expands
+/// past what its size suggested: a deep stack chain, a call graph's paths) stops the
+/// parse, and the plans come back with that model's room doubled, to be reserved
+/// before the next try; past the whole budget the work is refused.
+fn parse_planned(
+    inputs: &[Bytes],
+    kept: Vec<Option<Vec<u8>>>,
+    mut plans: Vec<Plan>,
+) -> Result<Result<Vec<Profile>, Vec<Plan>>, ParseFailure> {
+    let mut profiles = Vec::with_capacity(inputs.len());
+    for (i, (bytes, kept)) in inputs.iter().zip(kept).enumerate() {
+        let options = plans[i].options();
+        let parsed = match kept {
+            Some(plain) => match gzip_inside(&plain) {
+                Some(e) => Err(e),
+                None if plain.is_empty() => Err(stacklens_core::Error::Empty),
+                None => stacklens_core::parse_with(&plain, &options),
+            },
+            None => parse_within(bytes, &options),
+        };
+        match parsed {
+            Ok(profile) => profiles.push(profile),
+            Err(stacklens_core::Error::ModelTooLarge { .. }) => {
+                drop(profiles);
+                plans[i].model = plans[i].model.saturating_mul(2);
+                return Ok(Err(plans));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(Ok(profiles))
 }
 
 /// Measures `inputs` (refusing those past `cap` or the whole budget) and parses them at
@@ -292,8 +405,7 @@ fn measure_and_parse(
 ) -> Result<Attempt, ParseFailure> {
     let mut kept = Vec::with_capacity(inputs.len());
     let mut permit: Option<OwnedSemaphorePermit> = None;
-    let mut need = 0u64;
-    let mut sizes = Vec::with_capacity(inputs.len());
+    let mut plans = Vec::with_capacity(inputs.len());
     for bytes in inputs {
         // Room for the inflated bytes is reserved before they are kept.
         let limit = keep_limit(bytes).min(cap);
@@ -306,9 +418,13 @@ fn measure_and_parse(
             merge(&mut permit, k);
         }
         kept.push(inflated);
-        need = need.saturating_add((bytes.len() as u64).saturating_add(shape.model_bytes()));
-        sizes.push(shape.bytes.saturating_add(1));
+        plans.push(Plan {
+            bytes: bytes.len() as u64,
+            inflated: shape.bytes.saturating_add(1),
+            model: shape.model_bytes(),
+        });
     }
+    let need = Plan::need(&plans);
     if need > total {
         return Err(BudgetError::OverBudget { need, budget: total }.into());
     }
@@ -323,23 +439,14 @@ fn measure_and_parse(
         match permits.clone().try_acquire_many_owned(Budget::units(more)) {
             Ok(p) => merge(&mut permit, p),
             // Memory is short: give back what the kept bytes held, and wait in the queue.
-            Err(_) => return Ok(Attempt::Measured { need, sizes }),
+            Err(_) => return Ok(Attempt::Measured(plans)),
         }
     }
-    let profiles = inputs
-        .iter()
-        .zip(kept)
-        .zip(&sizes)
-        .map(|((bytes, inflated), &size)| match inflated {
-            Some(plain) => match gzip_inside(&plain) {
-                Some(e) => Err(e),
-                None if plain.is_empty() => Err(stacklens_core::Error::Empty),
-                None => stacklens_core::parse(&plain),
-            },
-            None => parse_within(bytes, size),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Attempt::Parsed { profiles, permit })
+    Ok(match parse_planned(inputs, kept, plans)? {
+        Ok(profiles) => Attempt::Parsed { profiles, permit },
+        // Given back: the grown plans are reserved in the queue.
+        Err(grown) => Attempt::Measured(grown),
+    })
 }
 
 fn merge(into: &mut Option<OwnedSemaphorePermit>, permit: OwnedSemaphorePermit) {
@@ -349,11 +456,12 @@ fn merge(into: &mut Option<OwnedSemaphorePermit>, permit: OwnedSemaphorePermit) 
     }
 }
 
-/// Core's parse of `bytes`, inflating at most `size` bytes (their measured size).
-fn parse_within(bytes: &[u8], size: u64) -> Result<Profile, stacklens_core::Error> {
+/// Core's parse of `bytes` within `options` (their measured inflated size, the model
+/// reserved).
+fn parse_within(bytes: &[u8], options: &ParseOptions) -> Result<Profile, stacklens_core::Error> {
     match twice_gzipped(bytes) {
         Some(e) => Err(e),
-        None => stacklens_core::parse_with(bytes, &ParseOptions { max_inflated_bytes: size.max(1) }),
+        None => stacklens_core::parse_with(bytes, options),
     }
 }
 

@@ -413,6 +413,7 @@ fn load_folded(path: &Path) -> Result<Profile, CliError> {
             }
         },
         |source| CliError::Parse { input: path.display().to_string(), source },
+        &Default::default(),
     )
 }
 

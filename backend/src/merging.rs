@@ -14,7 +14,7 @@ use stacklens_core::analysis::merge::Merger;
 use stacklens_core::export::pprof;
 use stacklens_core::Profile;
 
-use crate::budget::ParseFailure;
+use crate::budget::{ParseFailure, Reservation};
 use crate::records::series::{Entry, Hour, Series};
 use crate::records::{load, sessions, RecordError, Tenant};
 use crate::state::AppState;
@@ -39,6 +39,9 @@ pub struct RangeQuery {
 pub struct Merged {
     pub profile: Option<Profile>,
     pub profile_count: usize,
+    /// The memory held for the merged profile, until the answer made from it is sent
+    /// (held, never read).
+    pub _reserved: Reservation,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +55,43 @@ pub enum MergeError {
     Incompatible(stacklens_core::Error),
     #[error("merging stopped: {0}")]
     Stopped(String),
+    /// The merged model would outgrow the share of the memory budget a merge may take.
+    #[error(
+        "the merged profile needs about {need} bytes, more than the {limit} bytes a merge may take \
+         (half the server's memory budget): ask for a shorter range or fewer labels"
+    )]
+    TooLarge { need: u64, limit: u64 },
+}
+
+/// What a merge holds: its merged model, grown within the budget before each profile
+/// goes in (by at most twice what that profile's samples count for), up to half the
+/// budget (the other half is for parsing what is merged).
+pub struct Merging {
+    merger: Merger,
+    reserved: Reservation,
+}
+
+impl Merging {
+    fn new() -> Self {
+        Merging { merger: Merger::default(), reserved: Reservation::default() }
+    }
+
+    /// Reserves room for `profile` in the merged model, then adds it.
+    async fn add(mut self, state: &AppState, profile: Profile) -> Result<Self, MergeError> {
+        self.reserve_for(state, &profile).await?;
+        let Merging { merger, reserved } = self;
+        Ok(Merging { merger: add(merger, profile).await?, reserved })
+    }
+
+    async fn reserve_for(&mut self, state: &AppState, profile: &Profile) -> Result<(), MergeError> {
+        let need = self.merger.model_bytes().saturating_add(2 * stacklens_core::import::profile_bytes(profile));
+        let limit = state.budget.total() / 2;
+        if need > limit {
+            return Err(MergeError::TooLarge { need, limit });
+        }
+        state.budget.reserve_to(&mut self.reserved, need).await.map_err(ParseFailure::from)?;
+        Ok(())
+    }
 }
 
 /// What a cached hour says besides its merged profile.
@@ -82,9 +122,37 @@ async fn parse(state: &AppState, bytes: Bytes) -> Result<Profile, MergeError> {
     Ok(parsed.profiles.swap_remove(0))
 }
 
+/// The stored profile of each entry with the entry, parsed one at a time within the
+/// budget, reading a few ahead; entries whose session went since they were listed are
+/// skipped.
+fn parsed<'a>(
+    state: &'a AppState,
+    tenant: &'a Tenant,
+    entries: &[Entry],
+) -> impl futures::Stream<Item = Result<(Entry, Profile), MergeError>> + Send + 'a {
+    let store = &state.store;
+    futures::stream::iter(entries.to_vec())
+        .map(move |entry| async move {
+            // The entry holds its session: it reads the bytes even when the session's
+            // link (an upload of the same bytes) has expired or was revoked since.
+            match sessions::find_held(store, tenant, &entry.session_id).await {
+                Ok(record) => Ok(Some((entry, sessions::raw(store, tenant, &record).await?))),
+                Err(RecordError::NotFound { .. } | RecordError::Expired { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })
+        .buffered(PREFETCH)
+        .map_err(MergeError::from)
+        .try_filter_map(move |found| async move {
+            match found {
+                Some((entry, bytes)) => Ok(Some((entry, parse(state, bytes).await?))),
+                None => Ok(None),
+            }
+        })
+}
+
 /// Hands the stored profile of each entry to `visit` with the entry, one at a time on
-/// the blocking pool, reading a few ahead; entries whose session went since they were
-/// listed are skipped. Returns the accumulator and how many profiles it saw.
+/// the blocking pool (see [`parsed`]). Returns the accumulator and how many profiles it saw.
 pub async fn visit_entries<A, F>(
     state: &AppState,
     tenant: &Tenant,
@@ -96,24 +164,10 @@ where
     A: Send + 'static,
     F: Fn(&mut A, &Entry, Profile) -> Result<(), MergeError> + Send + Sync + 'static,
 {
-    let store = &state.store;
     let visit = Arc::new(visit);
-    let owned: Vec<Entry> = entries.to_vec();
-    let mut fetched = futures::stream::iter(owned)
-        .map(|entry| async move {
-            // The entry holds its session: it reads the bytes even when the session's
-            // link (an upload of the same bytes) has expired or was revoked since.
-            match sessions::find_held(store, tenant, &entry.session_id).await {
-                Ok(record) => Ok(Some((entry, sessions::raw(store, tenant, &record).await?))),
-                Err(RecordError::NotFound { .. } | RecordError::Expired { .. }) => Ok(None),
-                Err(e) => Err(e),
-            }
-        })
-        .buffered(PREFETCH);
+    let mut parsed = std::pin::pin!(parsed(state, tenant, entries));
     let mut count = 0;
-    while let Some(found) = fetched.try_next().await? {
-        let Some((entry, bytes)) = found else { continue };
-        let profile = parse(state, bytes).await?;
+    while let Some((entry, profile)) = parsed.try_next().await? {
         let visit = visit.clone();
         acc = blocking(move || visit(&mut acc, &entry, profile).map(|()| acc)).await??;
         count += 1;
@@ -121,19 +175,20 @@ where
     Ok((acc, count))
 }
 
-/// Merges `entries` into `merger`. Returns how many went in.
+/// Merges `entries` into `merging`. Returns how many went in.
 async fn merge_entries(
     state: &AppState,
     query: &RangeQuery,
     entries: &[Entry],
-    merger: &mut Merger,
-) -> Result<usize, MergeError> {
-    let (merged, count) = visit_entries(state, &query.series.tenant, entries, std::mem::take(merger), |m, _, p| {
-        m.add(&p).map_err(MergeError::Incompatible)
-    })
-    .await?;
-    *merger = merged;
-    Ok(count)
+    mut merging: Merging,
+) -> Result<(Merging, usize), MergeError> {
+    let mut parsed = std::pin::pin!(parsed(state, &query.series.tenant, entries));
+    let mut count = 0;
+    while let Some((_, profile)) = parsed.try_next().await? {
+        merging = merging.add(state, profile).await?;
+        count += 1;
+    }
+    Ok((merging, count))
 }
 
 /// Merges a closed hour the range covers whole, from its cache or into it.
@@ -141,19 +196,19 @@ async fn merge_hour(
     state: &AppState,
     query: &RangeQuery,
     hour: &Hour,
-    merger: &mut Merger,
-) -> Result<usize, MergeError> {
+    merging: Merging,
+) -> Result<(Merging, usize), MergeError> {
     let store = &state.store;
     let key = query.series.merged_key(hour, &query.labels);
     let counted = format!("{key}.json");
     if let Some(cached) = load::<CachedHour>(store, &counted).await? {
-        if cached.profile_count > 0 {
-            let Some(bytes) = store.get(&key).await.map_err(RecordError::from)? else {
-                return Err(MergeError::Stopped(format!("the cached merge {key} is missing")));
-            };
-            *merger = add(std::mem::take(merger), parse(state, bytes).await?).await?;
+        if cached.profile_count == 0 {
+            return Ok((merging, 0));
         }
-        return Ok(cached.profile_count);
+        let Some(bytes) = store.get(&key).await.map_err(RecordError::from)? else {
+            return Err(MergeError::Stopped(format!("the cached merge {key} is missing")));
+        };
+        return Ok((merging.add(state, parse(state, bytes).await?).await?, cached.profile_count));
     }
     let entries: Vec<Entry> = query
         .series
@@ -163,31 +218,33 @@ async fn merge_hour(
         .filter(|e| e.matches(&query.labels))
         .collect();
     if !query.write_caches {
-        return merge_entries(state, query, &entries, merger).await;
+        return merge_entries(state, query, &entries, merging).await;
     }
-    let mut own = Merger::default();
-    let profile_count = merge_entries(state, query, &entries, &mut own).await?;
+    let (own, profile_count) = merge_entries(state, query, &entries, Merging::new()).await?;
+    let mut merging = merging;
     if profile_count > 0 {
-        let profile = own.finish().map_err(MergeError::Incompatible)?;
+        let profile = own.merger.finish().map_err(MergeError::Incompatible)?;
         let encoded = blocking(move || (pprof::write(&profile), profile)).await?;
         store.create(&key, Bytes::from(encoded.0)).await.map_err(RecordError::from)?;
-        *merger = add(std::mem::take(merger), encoded.1).await?;
+        merging = merging.add(state, encoded.1).await?;
     }
     crate::records::create(store, &counted, &CachedHour { profile_count }).await?;
-    Ok(profile_count)
+    Ok((merging, profile_count))
 }
 
 /// Merges the range's stored profiles.
 pub async fn merge_range(state: &AppState, query: &RangeQuery, now: u64) -> Result<Merged, MergeError> {
     let store = &state.store;
-    let mut merger = Merger::default();
+    let mut merging = Merging::new();
     let mut profile_count = 0;
     for hour in query.series.hours(store, query.from, query.to, now).await? {
         if hour.is_empty() {
             continue;
         }
         if hour.closed && query.from <= hour.start() && hour.end() <= query.to {
-            profile_count += merge_hour(state, query, &hour, &mut merger).await?;
+            let count;
+            (merging, count) = merge_hour(state, query, &hour, merging).await?;
+            profile_count += count;
             continue;
         }
         let entries: Vec<Entry> = query
@@ -197,8 +254,11 @@ pub async fn merge_range(state: &AppState, query: &RangeQuery, now: u64) -> Resu
             .into_iter()
             .filter(|e| (query.from..query.to).contains(&e.millis) && e.matches(&query.labels))
             .collect();
-        profile_count += merge_entries(state, query, &entries, &mut merger).await?;
+        let count;
+        (merging, count) = merge_entries(state, query, &entries, merging).await?;
+        profile_count += count;
     }
+    let Merging { merger, reserved } = merging;
     let profile = if profile_count == 0 { None } else { Some(merger.finish().map_err(MergeError::Incompatible)?) };
-    Ok(Merged { profile, profile_count })
+    Ok(Merged { profile, profile_count, _reserved: reserved })
 }

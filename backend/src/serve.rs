@@ -335,6 +335,7 @@ async fn serve_connections(listener: tokio::net::TcpListener, app: Router, heade
     let connections = Connections::new(limits);
     // Held so that, out of file descriptors, one can be freed to accept and shed a connection.
     let mut reserve = std::fs::File::open("/dev/null").ok();
+    let mut accept_errors: u64 = 0;
     let mut stop = std::pin::pin!(shutdown());
     loop {
         tokio::select! {
@@ -342,16 +343,20 @@ async fn serve_connections(listener: tokio::net::TcpListener, app: Router, heade
                 let (stream, peer) = match accepted {
                     Ok(accepted) => accepted,
                     Err(e) => {
-                        // Out of file descriptors: idle connections make room; the one waiting is
-                        // accepted with the reserve's descriptor and shed, so the queue moves.
-                        tracing::warn!("accept: {e}");
+                        accept_errors += 1;
+                        if accept_errors.is_power_of_two() {
+                            tracing::warn!("accept: {e} ({accept_errors} accept errors so far)");
+                        }
                         let out_of_fds = [nix::errno::Errno::EMFILE, nix::errno::Errno::ENFILE]
                             .iter()
                             .any(|&errno| e.raw_os_error() == Some(errno as i32));
-                        if out_of_fds {
-                            connections.evict_one_idle();
-                        }
-                        if out_of_fds && reserve.take().is_some() {
+                        // Out of file descriptors: an idle connection closes to free one, and
+                        // the waiting client is accepted once it has; with none idle, the
+                        // waiting one is accepted with the reserve's descriptor and shed, so
+                        // the queue moves.
+                        if out_of_fds && connections.evict_one_idle() {
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        } else if out_of_fds && reserve.take().is_some() {
                             drop(tokio::time::timeout(Duration::from_millis(10), listener.accept()).await);
                             reserve = std::fs::File::open("/dev/null").ok();
                         } else {
@@ -402,8 +407,9 @@ const H2_MAX_STREAMS: u32 = 128;
 const H2_MAX_HEADER_LIST: u32 = 64 * 1024;
 /// How long a connection asked to close may take to finish what it carries.
 const CLOSING_GRACE: Duration = Duration::from_secs(30);
-/// How long an idle connection asked to close has to take its GOAWAY.
-const IDLE_CLOSING_GRACE: Duration = Duration::from_millis(500);
+/// How long an idle connection asked to close has to take its GOAWAY (its descriptor
+/// may be wanted by a new client).
+const IDLE_CLOSING_GRACE: Duration = Duration::from_millis(100);
 
 /// Whether the client sent, within `limit`, enough to tell HTTP/1 from HTTP/2: the
 /// auto builder waits for those first bytes with no timer of its own, so a client that

@@ -257,3 +257,242 @@ fn post_json(http: &Client, url: &str, body: &Value) -> (u16, Value) {
     let r = http.post(url).json(body).send().unwrap();
     (r.status().as_u16(), r.json().unwrap())
 }
+
+/// The budget of the hostile-input scenarios (issue 32): small inputs that expand.
+const SMALL_BUDGET: &str = "64MiB";
+const SMALL: u64 = 64 * MIB;
+
+/// `n` posts of `body` to `path` at once; each answer's status and JSON body.
+fn posts_at_once(server: &Server, path: &str, n: usize, body: Vec<u8>) -> Vec<(u16, Value)> {
+    let url = format!("{}{path}", server.base);
+    let threads: Vec<_> = (0..n)
+        .map(|_| {
+            let (url, body) = (url.clone(), body.clone());
+            std::thread::spawn(move || common::json_of(client().post(url).body(body).send().expect("an answer")))
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+/// What `n` uploads of `body` at once did to a server under a 64 MiB budget: the peak
+/// stays under the budget plus the margin, and they are refused as over the budget
+/// (or as busy while others hold it).
+fn expanding_uploads_stay_under_the_budget(what: &str, n: usize, body: Vec<u8>) {
+    let _one = one_at_a_time();
+    let (server, idle) = start(&["--memory-budget", SMALL_BUDGET]);
+    let started = Instant::now();
+    let answers = posts_at_once(&server, "/api/v1/profiles", n, body.clone());
+    let peak = vm_hwm(server.pid());
+    eprintln!(
+        "{n} × {what} ({} bytes) in {:?}: VmHWM {} (idle {}, grew {}, budget {})",
+        body.len(),
+        started.elapsed(),
+        mb(peak),
+        mb(idle),
+        mb(peak - idle),
+        mb(SMALL)
+    );
+    assert!(peak - idle < SMALL + MARGIN, "{what}: VmHWM grew by {}, over budget + margin", mb(peak - idle));
+    for (status, body) in &answers {
+        match (*status, body["error_code"].as_str()) {
+            (413, Some("OverMemoryBudget")) => assert_eq!(body["details"]["budgetBytes"], SMALL, "{body}"),
+            // At once, they wait for each other's memory (each ends up wanting most of
+            // the budget before it is known to need more).
+            (503, Some("Busy")) if n > 1 => {}
+            _ => panic!("{what}: {status} {body}"),
+        }
+    }
+    assert!(answers.iter().any(|a| a.0 == 413), "{what}: none was found too large");
+}
+
+/// A few KB of gzipped Firefox profile whose 200,000 samples each walk a 2,000-frame
+/// stack chain: 400 M frames (1.6 GB of location ids before the fix).
+#[test]
+fn a_firefox_profile_of_deep_stack_chains_stays_under_the_budget() {
+    let body = common::hostile::gzip(&common::hostile::firefox(2_000, 200_000));
+    assert!(body.len() < 16_000, "{}", body.len());
+    expanding_uploads_stay_under_the_budget("Firefox profile of 2,000-frame chains", 1, body);
+}
+
+/// Six callgrind files of 25 KB whose call graph unfolds into 500,000 stacks each
+/// (53 MB each, 335 MB for six at once before the fix).
+#[test]
+fn callgrind_call_graphs_unfolding_at_once_stay_under_the_budget() {
+    let body = common::hostile::callgrind(10, 7);
+    assert!(body.len() < 32_000, "{}", body.len());
+    expanding_uploads_stay_under_the_budget("callgrind graph of 10^6 paths", 6, body);
+}
+
+/// Posts a Pyroscope push (`application/proto`, gzipped when `gzipped`).
+fn push(server: &Server, body: Vec<u8>, gzipped: bool) -> (u16, Value) {
+    let mut r = client()
+        .post(format!("{}/push.v1.PusherService/Push", server.base))
+        .header("content-type", "application/proto");
+    if gzipped {
+        r = r.header("content-encoding", "gzip");
+    }
+    let r = r.body(body).send().unwrap();
+    let status = r.status().as_u16();
+    let body = r.bytes().unwrap();
+    // A stored push answers an empty protobuf, a refused one JSON.
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+/// 20 KB of gzip inflating to 10 M empty series: refused as too many before they are
+/// decoded (they took 512 MB before the 400 until the series were counted first).
+#[test]
+fn a_push_of_ten_million_empty_series_is_refused_before_it_is_decoded() {
+    let _one = one_at_a_time();
+    let (server, idle) = start(&["--memory-budget", SMALL_BUDGET]);
+    let body = common::hostile::gzip(&common::field(1, &[]).repeat(10_000_000));
+    assert!(body.len() < 64_000, "{}", body.len());
+    let (status, answer) = push(&server, body, true);
+    let peak = vm_hwm(server.pid());
+    eprintln!("a push of 10 M empty series: {status}, VmHWM grew by {} (budget {})", mb(peak - idle), mb(SMALL));
+    assert_eq!((status, answer["error_code"].as_str()), (413, Some("TooManySeries")), "{answer}");
+    assert_eq!(answer["details"]["series"], 10_000_000);
+    assert!(peak - idle < SMALL + MARGIN, "VmHWM grew by {}, over budget + margin", mb(peak - idle));
+}
+
+/// A push of one 20 MiB profile on an idle server under a 64 MiB budget is parsed
+/// within the request's own reservation: it was held twice (the body, then the profile
+/// cut from it) and waited for itself until 503 Busy.
+#[test]
+fn a_push_of_one_twenty_mib_profile_is_stored_on_an_idle_server() {
+    let _one = one_at_a_time();
+    let (server, idle) = start(&["--memory-budget", SMALL_BUDGET]);
+    // The small profile with a 20 MiB string: 20 MiB to hold, 40 MiB of model.
+    let profile = [small_profile(), common::field(6, &vec![b'x'; 20 << 20])].concat();
+    let body = common::push_request(&[("service_name", "big"), ("__name__", "process_cpu")], &profile);
+    let started = Instant::now();
+    let (status, answer) = push(&server, body, false);
+    let peak = vm_hwm(server.pid());
+    eprintln!("a push of one 20 MiB profile: {status} in {:?}, VmHWM grew by {}", started.elapsed(), mb(peak - idle));
+    assert_eq!(status, 200, "{answer}");
+    assert!(peak - idle < SMALL + MARGIN, "VmHWM grew by {}, over budget + margin", mb(peak - idle));
+}
+
+/// A body announcing 256 MiB sent a byte a second holds only what has arrived (before,
+/// it held its announced length, half a 512 MiB budget: every other upload waited for
+/// it and was answered 503 after 30 s), and is answered 408 once it falls behind the
+/// minimum rate.
+#[test]
+fn a_slow_body_announcing_a_huge_length_does_not_block_other_uploads() {
+    use std::io::{BufRead, BufReader};
+    let _one = one_at_a_time();
+    let (server, _) = start(&["--memory-budget", "512MiB", "--max-upload", "256MiB"]);
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let slow = std::thread::spawn(move || {
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        let head =
+            format!("POST /api/v1/profiles HTTP/1.1\r\nHost: {address}\r\nContent-Length: {}\r\n\r\n", 256 * MIB);
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+        let started = Instant::now();
+        // A byte a second until the server answers (or a minute has passed).
+        while started.elapsed() < Duration::from_secs(60) && stream.write_all(b"x").is_ok() {
+            if stream.peek(&mut [0u8; 1]).is_ok_and(|n| n > 0) {
+                break;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut answer = String::new();
+        let mut reader = BufReader::new(stream);
+        reader.read_line(&mut answer).unwrap();
+        (started.elapsed(), answer, reader.lines().map_while(Result::ok).last().unwrap_or_default())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    // Another upload meanwhile (of 40 KB): stored at once.
+    let started = Instant::now();
+    let body = common::hostile::folded("main", 10, 2_000);
+    assert!(body.len() > 40_000);
+    let r = client().post(format!("{}/api/v1/profiles?service=other", server.base)).body(body).send().unwrap();
+    let (status, answer) = common::json_of(r);
+    eprintln!("a small upload beside the slow body: {status} in {:?}", started.elapsed());
+    assert_eq!(status, 201, "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let (took, status_line, last) = slow.join().unwrap();
+    eprintln!("the slow body: '{}' after {took:?}: {last}", status_line.trim());
+    assert!(status_line.starts_with("HTTP/1.1 408"), "{status_line}");
+    assert!(last.contains("BodyTooSlow"), "{last}");
+}
+
+/// Now, in seconds since the epoch.
+fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+}
+
+/// Stores `bodies` as folded pushes (`/ingest`) of service `m`, `name` giving each its
+/// labels, eight at a time, the last one `ago` seconds ago at most.
+fn ingest_folded(server: &Server, bodies: Vec<(String, Vec<u8>)>) {
+    let from = now_secs() - 600;
+    let bodies = std::sync::Mutex::new(bodies.into_iter().enumerate());
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                let http = client();
+                while let Some((i, (name, body))) = bodies.lock().unwrap().next() {
+                    let url =
+                        format!("{}/ingest?name={name}&from={}&format=folded", server.base, from + i as u64 % 300);
+                    let r = http.post(url).header("content-type", "text/plain").body(body).send().unwrap();
+                    assert_eq!(r.status(), 200, "{}", r.text().unwrap());
+                }
+            });
+        }
+    });
+}
+
+/// A read-only merge of 40 folded pushes of 580 KB, each of other stacks: the merged
+/// model grows within the budget and is refused past half of it (before, the merge took
+/// 1.23 GB for JSON, 2.04 GB for pprof).
+#[test]
+fn a_merge_of_forty_large_folded_pushes_stays_under_the_budget() {
+    let _one = one_at_a_time();
+    let (server, idle) = start(&["--memory-budget", SMALL_BUDGET]);
+    let bodies: Vec<_> =
+        (0..40).map(|k| ("m.cpu".to_owned(), common::hostile::folded(&format!("p{k}"), 100, 2_800))).collect();
+    assert!(bodies[0].1.len() > 580_000, "{}", bodies[0].1.len());
+    ingest_folded(&server, bodies);
+    let stored = vm_hwm(server.pid());
+    let range = format!("service=m&profileType=cpu&from={}&to={}", now_secs() - 3600, now_secs() + 60);
+    for format in ["json", "pprof"] {
+        let started = Instant::now();
+        let (status, body) = common::json_of(
+            client().get(format!("{}/api/v1/profiling/merge?{range}&format={format}", server.base)).send().unwrap(),
+        );
+        let peak = vm_hwm(server.pid());
+        eprintln!(
+            "a merge of 40 × 580 KB ({format}): {status} in {:?}; VmHWM {} (idle {}, after the pushes {})",
+            started.elapsed(),
+            mb(peak),
+            mb(idle),
+            mb(stored)
+        );
+        assert!(peak - idle < SMALL + MARGIN, "{format}: VmHWM grew by {}, over budget + margin", mb(peak - idle));
+        assert_eq!((status, body["error_code"].as_str()), (413, Some("MergeTooLarge")), "{body}");
+        assert_eq!(body["details"]["limitBytes"], SMALL / 2, "{body}");
+    }
+}
+
+/// `series?groupBy=v&step=1s` over a thousand values of `v`: an answer of 7.2 M
+/// points (430 MB of JSON before) is refused as too many points.
+#[test]
+fn a_series_of_a_thousand_groups_by_the_second_is_refused() {
+    let _one = one_at_a_time();
+    let (server, idle) = start(&["--memory-budget", SMALL_BUDGET]);
+    ingest_folded(&server, (0..1_000).map(|v| (format!("s.cpu%7Bv%3D{v}%7D"), b"main;work 1\n".to_vec())).collect());
+    let range = format!("service=s&profileType=cpu&from={}&to={}", now_secs() - 7000, now_secs() + 60);
+    let started = Instant::now();
+    let url = format!("{}/api/v1/profiling/series?{range}&groupBy=v&step=1s", server.base);
+    let (status, body) = common::json_of(client().get(url).send().unwrap());
+    let peak = vm_hwm(server.pid());
+    eprintln!(
+        "a series of 1,000 groups by the second: {status} in {:?}, VmHWM grew by {}",
+        started.elapsed(),
+        mb(peak - idle)
+    );
+    assert!(peak - idle < SMALL + MARGIN, "VmHWM grew by {}, over budget + margin", mb(peak - idle));
+    assert_eq!((status, body["error_code"].as_str()), (413, Some("TooManyPoints")), "{body}");
+    assert_eq!(body["details"]["maxPoints"], 200_000, "{body}");
+}

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{fixtures, gzip, json_of, missing_prerequisite, temp_dir, Server};
+use common::{fixtures, gzip, json_of, missing_prerequisite, push_request, temp_dir, Server};
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 
@@ -314,27 +314,6 @@ fn pushes_without_a_valid_credential_are_refused() {
     }
     let merged = get(&setup, TOKEN, "/api/v1/profiling/merge?service=shop&profileType=cpu&from=now-1h");
     assert_eq!(merged["profileCount"], 2, "{merged}");
-}
-
-/// A protobuf field of `tag` holding `bytes` (length-delimited).
-fn field(tag: u8, bytes: &[u8]) -> Vec<u8> {
-    let mut out = vec![tag << 3 | 2];
-    let mut n = bytes.len();
-    while n >= 0x80 {
-        out.push(n as u8 | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-    out.extend_from_slice(bytes);
-    out
-}
-
-/// A `push.v1.PushRequest` of one series with `labels` and one profile.
-fn push_request(labels: &[(&str, &str)], profile: &[u8]) -> Vec<u8> {
-    let mut series: Vec<u8> =
-        labels.iter().flat_map(|(k, v)| field(1, &[field(1, k.as_bytes()), field(2, v.as_bytes())].concat())).collect();
-    series.extend(field(2, &[field(1, profile), field(2, b"id-1")].concat()));
-    field(1, &series)
 }
 
 /// The push API as the agents send it, and what it refuses.

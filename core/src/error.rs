@@ -20,6 +20,12 @@ pub enum Error {
     #[error("decompressed data exceeds the limit of {limit} bytes (a gzip bomb, or raise the limit)")]
     TooLarge { limit: u64 },
 
+    #[error(
+        "the profile expands to more than {limit} bytes of model (its samples and the frames of their stacks), \
+         the limit on what a parse may build"
+    )]
+    ModelTooLarge { limit: u64 },
+
     #[error("not enough memory to decompress: {bytes} bytes could not be allocated")]
     OutOfMemory { bytes: u64 },
 
@@ -80,6 +86,7 @@ impl Error {
             Error::Unsupported { .. } => "UnsupportedFormat",
             Error::Gzip { .. } => "CorruptGzip",
             Error::TooLarge { .. } => "InputTooLarge",
+            Error::ModelTooLarge { .. } => "ModelTooLarge",
             Error::OutOfMemory { .. } => "OutOfMemory",
             Error::Protobuf { .. } => "MalformedProtobuf",
             Error::DanglingReference { .. } | Error::Invalid(_) => "InvalidProfile",

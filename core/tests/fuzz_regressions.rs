@@ -110,11 +110,11 @@ fn memory_map_variables_cannot_grow_lines_exponentially() {
         "goroutine profile: total 1\n",
         include_bytes!("fuzz_regressions/count_text_memory_map_expansion.bin"),
     );
-    let p = stacklens_core::import::go_text::parse_count(&count).unwrap();
+    let p = stacklens_core::import::go_text::parse_count(&count, &Default::default()).unwrap();
     assert_eq!((p.source, p.samples.len(), p.mappings.len()), (SourceFormat::GoCountText, 1, 0));
     let threadz =
         with_header("--- threadz 1 ---\n", include_bytes!("fuzz_regressions/threadz_text_memory_map_expansion.bin"));
-    let p = stacklens_core::import::legacy_text::parse_threadz(&threadz).unwrap();
+    let p = stacklens_core::import::legacy_text::parse_threadz(&threadz, &Default::default()).unwrap();
     assert_eq!((p.source, p.samples.len(), p.mappings.len()), (SourceFormat::Threadz, 0, 0));
 }
 

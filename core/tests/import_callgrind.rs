@@ -160,7 +160,7 @@ fn inclusive_costs_follow_callgrind_annotate() {
 }
 
 fn error_of(text: &str) -> Error {
-    stacklens_core::import::callgrind::parse(text.as_bytes()).unwrap_err()
+    stacklens_core::import::callgrind::parse(text.as_bytes(), &Default::default()).unwrap_err()
 }
 
 fn text_error(line: usize, reason: &str) -> Error {
@@ -256,12 +256,12 @@ fn truncated_fixture_is_an_error_or_a_smaller_profile() {
     let text = std::str::from_utf8(&bytes).unwrap();
     let at = text.find("calls=1 3281").unwrap() + "calls=1 3281 \n".len();
     assert_eq!(
-        stacklens_core::import::callgrind::parse(&bytes[..at]).unwrap_err(),
+        stacklens_core::import::callgrind::parse(&bytes[..at], &Default::default()).unwrap_err(),
         text_error(31, "'calls=' on line 31 has no cost line")
     );
     // Half the file ends inside `calls=2 2…`: that call never gets its cost line.
     assert_eq!(
-        stacklens_core::import::callgrind::parse(&bytes[..bytes.len() / 2]).unwrap_err(),
+        stacklens_core::import::callgrind::parse(&bytes[..bytes.len() / 2], &Default::default()).unwrap_err(),
         text_error(4813, "'calls=' on line 4813 has no cost line")
     );
     // Cut after the position of a cost line: what came before is a (smaller) profile.

@@ -93,7 +93,7 @@ fn truncated_gzip_names_the_offset() {
 #[test]
 fn gzip_bomb_is_capped() {
     let bomb = gzip(&vec![0u8; 8 << 20]);
-    let err = parse_with(&bomb, &ParseOptions { max_inflated_bytes: 1 << 20 }).unwrap_err();
+    let err = parse_with(&bomb, &ParseOptions { max_inflated_bytes: 1 << 20, ..Default::default() }).unwrap_err();
     assert_eq!(err, Error::TooLarge { limit: 1 << 20 });
     assert_eq!(err.code(), "InputTooLarge");
 }

@@ -162,14 +162,14 @@ fn decimal_counts_are_kept_exactly() {
 
 #[test]
 fn malformed_lines_are_typed_errors_with_line_numbers() {
-    let err = folded::parse(b"main;a 5\n\nmain;b five\n").unwrap_err();
+    let err = folded::parse(b"main;a 5\n\nmain;b five\n", &Default::default()).unwrap_err();
     assert_eq!(err.code(), "MalformedText");
     assert!(matches!(err, Error::Text { format: "folded stacks", line: 3, .. }), "{err}");
-    let err = folded::parse(b"main;a 5\nmain;b 1.0000000001\n").unwrap_err();
+    let err = folded::parse(b"main;a 5\nmain;b 1.0000000001\n", &Default::default()).unwrap_err();
     assert!(matches!(err, Error::Text { line: 2, ref reason, .. } if reason.contains("decimals")), "{err}");
-    let err = folded::parse(b"main;a 5\nmain;b 99999999999999999999\n").unwrap_err();
+    let err = folded::parse(b"main;a 5\nmain;b 99999999999999999999\n", &Default::default()).unwrap_err();
     assert!(matches!(err, Error::Text { line: 2, ref reason, .. } if reason.contains("too large")), "{err}");
-    let err = folded::parse(b"main;a 5\nmain;b 922337203685477580.5\nmain;c 1.25\n").unwrap_err();
+    let err = folded::parse(b"main;a 5\nmain;b 922337203685477580.5\nmain;c 1.25\n", &Default::default()).unwrap_err();
     assert!(matches!(err, Error::Text { line: 2, .. }), "{err}");
     // Through detection, a file whose first lines are folded keeps its line numbers.
     let err = parse(b"main;a 5\nmain;b 6\nmain;c 7\nnot a stack\nmain;d 8\n").unwrap_err();
@@ -195,12 +195,12 @@ proptest! {
         body in "[ -~\t\n;_\\[\\]().:0-9]{0,600}",
     ) {
         let text = format!("{first}{body}");
-        for result in [folded::parse(text.as_bytes()), parse(text.as_bytes())] {
+        for result in [folded::parse(text.as_bytes(), &Default::default()), parse(text.as_bytes())] {
             if let Err(e) = result {
                 prop_assert!(!e.to_string().is_empty());
             }
         }
-        if let Ok(p) = folded::parse(text.as_bytes()) {
+        if let Ok(p) = folded::parse(text.as_bytes(), &Default::default()) {
             for i in 0..p.sample_types.len() {
                 let options = TopOptions { sample_index: i.to_string(), ..TopOptions::default() };
                 prop_assert!(top(&p, &options).is_ok());
@@ -215,7 +215,7 @@ fn parse_in_pieces(bytes: &[u8], size: usize) -> stacklens_core::Result<Profile>
     for piece in bytes.chunks(size) {
         scan.feed(piece)?;
     }
-    let mut build = scan.finish()?;
+    let mut build = scan.finish(&Default::default())?;
     for piece in bytes.chunks(size) {
         build.feed(piece)?;
     }
@@ -239,16 +239,19 @@ fn pieces_give_the_same_profile_as_the_whole() {
     ]);
     for input in &inputs {
         assert!(folded::starts_folded(&input[..input.len().min(folded::HEAD)]), "read in pieces by the page and CLI");
-        let whole = encode(&folded::parse(input).unwrap());
+        let whole = encode(&folded::parse(input, &Default::default()).unwrap());
         for size in [1, 3, 64, 4096, 1 << 20] {
             let pieces = encode(&parse_in_pieces(input, size).unwrap());
             assert!(pieces == whole, "pieces of {size} bytes differ from the whole ({} bytes)", input.len());
         }
     }
-    assert!(!folded::starts_folded(&encode(&folded::parse(&inputs[0]).unwrap())), "pprof is read whole");
+    assert!(
+        !folded::starts_folded(&encode(&folded::parse(&inputs[0], &Default::default()).unwrap())),
+        "pprof is read whole"
+    );
     // Errors name the same line either way.
     for bad in [&b"main;a 5\n\nmain;b five\n"[..], b"main;a 5\nmain;b 1.0000000001\n", b"\n\n"] {
-        let whole = folded::parse(bad).unwrap_err().to_string();
+        let whole = folded::parse(bad, &Default::default()).unwrap_err().to_string();
         assert_eq!(parse_in_pieces(bad, 2).unwrap_err().to_string(), whole);
     }
 }

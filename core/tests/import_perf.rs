@@ -255,15 +255,18 @@ fn records_without_call_graphs_and_tracepoints() {
 #[test]
 fn malformed_lines_are_typed_errors_with_line_numbers() {
     let good = "app 10 1.000000: 5 cycles:\n\t4005d0 main (/bin/app)\n\n";
-    let err =
-        perf_script::parse(format!("{good}app 10 1.000100: 7 cycles:\n\tnot an address\n").as_bytes()).unwrap_err();
+    let err = perf_script::parse(
+        format!("{good}app 10 1.000100: 7 cycles:\n\tnot an address\n").as_bytes(),
+        &Default::default(),
+    )
+    .unwrap_err();
     assert_eq!(err.code(), "MalformedText");
     assert!(matches!(err, Error::Text { format: "perf script", line: 5, .. }), "{err}");
-    let err = perf_script::parse(format!("{good}\tffff81 stray (/x)\n").as_bytes()).unwrap_err();
+    let err = perf_script::parse(format!("{good}\tffff81 stray (/x)\n").as_bytes(), &Default::default()).unwrap_err();
     assert!(matches!(err, Error::Text { line: 4, ref reason, .. } if reason.contains("outside")), "{err}");
-    let err = perf_script::parse(format!("{good}just words here\n").as_bytes()).unwrap_err();
+    let err = perf_script::parse(format!("{good}just words here\n").as_bytes(), &Default::default()).unwrap_err();
     assert!(matches!(err, Error::Text { line: 4, .. }), "{err}");
-    let err = perf_script::parse(b"# only a header\n").unwrap_err();
+    let err = perf_script::parse(b"# only a header\n", &Default::default()).unwrap_err();
     assert!(matches!(err, Error::Text { line: 1, ref reason, .. } if reason.contains("no samples")), "{err}");
     // Through detection too.
     let err = parse(format!("{good}app 10 1.000100: 7 cycles:\n\tzz main\n").as_bytes()).unwrap_err();
@@ -318,7 +321,7 @@ fn lines_of(p: &Profile, l: &stacklens_core::model::Location) -> (Vec<String>, V
 
 #[test]
 fn inlined_frames_are_lines_of_one_location() {
-    let p = perf_script::parse(INLINED.as_bytes()).unwrap();
+    let p = perf_script::parse(INLINED.as_bytes(), &Default::default()).unwrap();
     // 11a4 [inner, outer], 105f, 27249, 11b0 [inner, outer.constprop.0], 15c78 [two], 1a303 [two].
     assert_eq!(p.locations.len(), 6);
     let at = |address: u64| p.locations.iter().find(|l| l.address == address).unwrap();
@@ -350,7 +353,7 @@ fn inlined_frames_are_lines_of_one_location() {
     assert_eq!((row("get_extended_indices").flat, row("get_extended_indices").inline), (1, Some(Inlining::Inline)));
     assert_eq!(row("_dl_sysdep_start").cum, 1);
 
-    let p = perf_script::parse(INLINED_SRCLINE.as_bytes()).unwrap();
+    let p = perf_script::parse(INLINED_SRCLINE.as_bytes(), &Default::default()).unwrap();
     assert_eq!(p.locations.len(), 2);
     assert_eq!(lines_of(&p, &p.locations[0]), (vec!["inner".to_owned(), "outer".to_owned()], vec![3, 8]));
     assert_eq!(lines_of(&p, &p.locations[1]), (vec!["main".to_owned()], vec![11]));
@@ -370,12 +373,12 @@ proptest! {
         body in "[ -~\t\n\\[\\]():+0-9a-f]{0,600}",
     ) {
         let text = format!("{first}{body}");
-        for result in [perf_script::parse(text.as_bytes()), parse(text.as_bytes())] {
+        for result in [perf_script::parse(text.as_bytes(), &Default::default()), parse(text.as_bytes())] {
             if let Err(e) = result {
                 prop_assert!(!e.to_string().is_empty());
             }
         }
-        if let Ok(p) = perf_script::parse(text.as_bytes()) {
+        if let Ok(p) = perf_script::parse(text.as_bytes(), &Default::default()) {
             for i in 0..p.sample_types.len() {
                 let options = TopOptions { sample_index: i.to_string(), ..TopOptions::default() };
                 prop_assert!(top(&p, &options).is_ok());

@@ -179,7 +179,7 @@ fn stacks_follow_the_call_graph() {
 }
 
 fn err(bytes: &[u8]) -> Error {
-    stacklens_core::import::pstats::parse(bytes).unwrap_err()
+    stacklens_core::import::pstats::parse(bytes, &Default::default()).unwrap_err()
 }
 
 fn binary(offset: usize, reason: &str) -> Error {

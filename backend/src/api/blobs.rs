@@ -46,7 +46,7 @@ pub async fn upload(
 ) -> Result<(StatusCode, Json<BlobResponse>), ApiError> {
     let expires = expires_at(&state, &query, &headers)?;
     // Counted in the memory budget while held: its size is all that is measured.
-    let (bytes, _held) = read_held_body(&state, &headers, body).await?;
+    let (bytes, _held) = read_held_body(&state, body).await?;
     let (record, delete_token) = blobs::store(&state.store, &tenant, bytes, expires).await?;
     let response = BlobResponse {
         url: blob_url(&state, &headers, &tenant, &record.id),

@@ -132,7 +132,7 @@ pub async fn ingest(
     for field in ["spyName", "units", "aggregationType", "sampleRate", "until"] {
         check_text(field, query.get(field).map_or("", String::as_str), 128)?;
     }
-    let (mut bytes, held) = read_held_body(&state, &headers, body).await?;
+    let (mut bytes, held) = read_held_body(&state, body).await?;
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     if let Ok(boundary) = multer::parse_boundary(content_type) {
         bytes = multipart_profile(bytes, boundary).await?;

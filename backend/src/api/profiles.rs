@@ -74,7 +74,7 @@ pub async fn upload(
     let labels = parse_labels(&param(&query, &headers, "labels").unwrap_or_default())?;
     let claimed = param(&query, &headers, "profileType").map(|t| parse_kind(&t)).transpose()?;
     let expires = expires_at(&state, &query, &headers)?;
-    let (bytes, held) = read_held_body(&state, &headers, body).await?;
+    let (bytes, held) = read_held_body(&state, body).await?;
     let Stored { created, record, delete_token } = file_profile_held(
         &state,
         &tenant,

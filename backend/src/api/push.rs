@@ -116,6 +116,67 @@ fn series_labels(pairs: Vec<proto::LabelPair>) -> Result<SeriesLabels, ApiError>
     Ok(SeriesLabels { service, kind, labels })
 }
 
+/// Most series one push may carry (an agent sends one per profile type it collects).
+pub const MAX_SERIES: u64 = 10_000;
+
+/// Memory a decoded series, label or sample takes beyond the bytes it was decoded from
+/// (its struct, its vector's spare room, a string's allocation).
+const DECODED_ITEM_BYTES: u64 = 128;
+
+/// How many series, labels and samples a `PushRequest`'s bytes hold, read on the wire
+/// without decoding them; a malformed message ends the count (the decode names the
+/// error, having built no more than what was counted).
+#[derive(Debug, Default, PartialEq)]
+struct Items {
+    series: u64,
+    /// Labels and samples of all series.
+    inner: u64,
+}
+
+impl Items {
+    fn count(bytes: &[u8]) -> Items {
+        let mut items = Items::default();
+        each_message(bytes, |field, series| {
+            items.series += u64::from(field == 1);
+            if field == 1 {
+                each_message(series, |inner, _| items.inner += u64::from(inner == 1 || inner == 2));
+            }
+        });
+        items
+    }
+
+    /// What decoding them takes beyond the request's bytes.
+    fn decoded_bytes(&self) -> u64 {
+        self.series.saturating_add(self.inner).saturating_mul(DECODED_ITEM_BYTES)
+    }
+}
+
+/// Calls `each` with the field number and bytes of every length-delimited field of a
+/// protobuf message, skipping the others, until the end or a malformed field.
+fn each_message(mut bytes: &[u8], mut each: impl FnMut(u64, &[u8])) {
+    use prost::encoding::decode_varint;
+    while !bytes.is_empty() {
+        let Ok(key) = decode_varint(&mut bytes) else { return };
+        let skip = match key & 7 {
+            0 => decode_varint(&mut bytes).map(|_| 0).ok(),
+            1 => Some(8),
+            5 => Some(4),
+            2 => match decode_varint(&mut bytes).ok().filter(|&len| len <= bytes.len() as u64) {
+                Some(len) => {
+                    each(key >> 3, &bytes[..len as usize]);
+                    Some(len as usize)
+                }
+                None => None,
+            },
+            _ => None,
+        };
+        match skip.filter(|&n| n <= bytes.len()) {
+            Some(n) => bytes = &bytes[n..],
+            None => return,
+        }
+    }
+}
+
 /// A gzip body inflated, or `None` when it inflates past `limit` bytes.
 fn inflate(bytes: &[u8], limit: u64) -> Result<Option<Bytes>, ApiError> {
     let mut inflated = Vec::new();
@@ -154,7 +215,7 @@ async fn push_request(
         "gzip" => true,
         other => return Err(unsupported(format!("Content-Encoding '{other}' is not gzip or identity"))),
     };
-    let (mut bytes, mut held) = read_held_body(state, headers, body).await?;
+    let (mut bytes, mut held) = read_held_body(state, body).await?;
     if gzip {
         if !bytes.starts_with(&[0x1f, 0x8b]) {
             return Err(ApiError::bad_request("BadBody", "Content-Encoding is gzip, but the body is not"));
@@ -176,6 +237,17 @@ async fn push_request(
         })?;
         held = inflated_held;
     }
+    // Decoded within the budget: the series are counted on the wire first.
+    let items = Items::count(&bytes);
+    if items.series > MAX_SERIES {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "TooManySeries",
+            format!("the push has {} series, more than the {MAX_SERIES} one push may carry", items.series),
+        )
+        .details(json!({ "series": items.series, "maxSeries": MAX_SERIES })));
+    }
+    state.budget.hold_to(&mut held, (bytes.len() as u64).saturating_add(items.decoded_bytes())).await?;
     let request = proto::PushRequest::decode(bytes)
         .map_err(|e| ApiError::bad_request("BadBody", format!("not a push.v1.PushRequest: {e}")))?;
     Ok((request, held))
@@ -192,7 +264,8 @@ async fn push_request(
         (status = 400, description = "InvalidParameter (no service_name, bad labels), InvalidProfile, BadBody", body = ErrorBody),
         (status = 401, description = "Unauthorized: no or an invalid credential (Bearer, or Basic with the token as the password)", body = ErrorBody),
         (status = 403, description = "Forbidden, InsufficientScope", body = ErrorBody),
-        (status = 413, description = "PayloadTooLarge, InflatesTooLarge, OverMemoryBudget", body = ErrorBody),
+        (status = 408, description = "BodyTooSlow: the body arrived slower than the minimum rate", body = ErrorBody),
+        (status = 413, description = "PayloadTooLarge, InflatesTooLarge, OverMemoryBudget, TooManySeries", body = ErrorBody),
         (status = 415, description = "UnsupportedMediaType: not application/proto, or an encoding other than gzip", body = ErrorBody),
         (status = 422, description = "ProfileTypeMismatch: __name__ does not match the profile", body = ErrorBody),
         (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
@@ -203,7 +276,7 @@ pub async fn push(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let (request, _held) = push_request(&state, &headers, body).await?;
+    let (request, mut held) = push_request(&state, &headers, body).await?;
     // Every series' labels are checked before anything is stored.
     let series = request
         .series
@@ -221,7 +294,9 @@ pub async fn push(
                 at: None,
                 expires: None,
             };
-            let held = state.budget.hold(sample.raw_profile.len() as u64).await?;
+            // Its bytes are the request's: parsed within the request's reservation (a
+            // second one for them could wait for the first forever).
+            let held = held.split(sample.raw_profile.len() as u64);
             file_pushed(&state, &tenant, sample.raw_profile, held, intake).await?;
         }
     }

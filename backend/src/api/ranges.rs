@@ -33,6 +33,10 @@ const DEFAULT_LIMIT: usize = 100;
 /// Points of a series unless `step` says otherwise.
 const DEFAULT_POINTS: u64 = 120;
 
+/// Most points one series answer may hold, over all its lines (about 40 bytes of JSON
+/// each): 10,000 points per line are allowed, but not for a thousand `groupBy` values.
+pub const MAX_SERIES_POINTS: u64 = 200_000;
+
 impl From<MergeError> for ApiError {
     fn from(e: MergeError) -> Self {
         match e {
@@ -48,6 +52,10 @@ impl From<MergeError> for ApiError {
             )
             .details(json!({ "coreError": core.code() })),
             MergeError::Stopped(why) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", why),
+            e @ MergeError::TooLarge { need, limit } => {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "MergeTooLarge", e.to_string())
+                    .details(json!({ "needBytes": need, "limitBytes": limit }))
+            }
         }
     }
 }
@@ -202,6 +210,7 @@ pub struct MergedTop {
         (status = 400, description = "InvalidParameter, InvalidProfileType, InvalidSampleIndex", body = ErrorBody),
         (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody),
         (status = 404, description = "NoProfiles: nothing stored in the range (pprof, folded)", body = ErrorBody),
+        (status = 413, description = "MergeTooLarge: the merged profile needs more than half the memory budget", body = ErrorBody),
         (status = 422, description = "IncompatibleProfiles: the range holds profiles of other sample types", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn merge(
@@ -299,7 +308,8 @@ fn value_of(entry: &Entry, sample_index: &str) -> Option<usize> {
         ("sampleIndex" = Option<String>, Query, description = "sample type by name or index (default: each profile's default)")),
     responses((status = 200, body = SeriesResponse),
         (status = 400, description = "InvalidParameter, InvalidProfileType, InvalidSampleIndex", body = ErrorBody),
-        (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody)),
+        (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody),
+        (status = 413, description = "TooManyPoints: more than 200,000 points over all lines", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn series(
     AxumState(state): AxumState<State>,
@@ -331,9 +341,24 @@ pub async fn series(
         let key: BTreeMap<String, String> = group_by
             .map(|k| [(k.clone(), entry.labels.get(k).cloned().unwrap_or_default())].into())
             .unwrap_or_default();
-        let points = lines.entry(key).or_insert_with(|| {
-            (0..steps).map(|i| SeriesPoint { t: range.from + i as u64 * step_ms, value: 0, profiles: 0 }).collect()
-        });
+        let groups = lines.len() as u64 + 1;
+        let points = match lines.entry(key) {
+            std::collections::btree_map::Entry::Occupied(line) => line.into_mut(),
+            std::collections::btree_map::Entry::Vacant(_) if groups * steps as u64 > MAX_SERIES_POINTS => {
+                return Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "TooManyPoints",
+                    format!(
+                        "the answer would hold more than {MAX_SERIES_POINTS} points ({groups} lines or more of {steps}): \
+                         ask for a longer step, a shorter range or fewer groups"
+                    ),
+                )
+                .details(json!({ "maxPoints": MAX_SERIES_POINTS, "pointsPerLine": steps, "lines": groups })));
+            }
+            std::collections::btree_map::Entry::Vacant(line) => line.insert(
+                (0..steps).map(|i| SeriesPoint { t: range.from + i as u64 * step_ms, value: 0, profiles: 0 }).collect(),
+            ),
+        };
         let point = &mut points[((entry.millis - range.from) / step_ms) as usize];
         point.value = point.value.saturating_add(entry.totals.get(index).copied().unwrap_or(0));
         point.profiles += 1;

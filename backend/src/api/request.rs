@@ -12,7 +12,7 @@ use serde_json::json;
 use stacklens_core::ProfileKind;
 
 use super::ApiError;
-use crate::budget::Reservation;
+use crate::budget::{Budget, Reservation};
 use crate::lifetime;
 use crate::records::{now_millis, Tenant};
 use crate::state::AppState;
@@ -27,43 +27,66 @@ pub const MAX_LABELS: usize = 64;
 /// instead of the answer.
 const DRAIN: u64 = 16 << 20;
 
-/// A profile's body, counted against the memory budget while it is read (as
-/// Content-Length announces it, at most `--max-upload`); it stays counted by the
-/// reservation while it waits for its parse and until it is stored.
-pub async fn read_held_body(
-    state: &AppState,
-    headers: &HeaderMap,
-    body: Body,
-) -> Result<(Bytes, Reservation), ApiError> {
-    let announced = headers
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(state.max_upload as u64)
-        .min(state.max_upload as u64);
-    let held = state.budget.hold(announced).await?;
-    Ok((read_body(body, state.max_upload).await?, held))
+/// Room taken for a body before its first bytes arrive (at most its announced
+/// length): the body's buffer, and what it holds in the memory budget, then double as
+/// it fills, so a body announced large but sent slowly holds only what has arrived.
+const READ_AHEAD: usize = 1 << 20;
+
+/// A body must arrive at this rate on average (bytes per second), after
+/// [`BODY_GRACE`]: a slower one is answered 408, so it holds neither a connection nor
+/// memory for long (`--request-timeout-secs` bounds the whole request as well).
+pub const MIN_BODY_RATE: u64 = 64 << 10;
+/// How long a body may take before [`MIN_BODY_RATE`] applies.
+pub const BODY_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A profile's body, counted against the memory budget as it is read (its buffer, a
+/// read-ahead of at most [`READ_AHEAD`] past what has arrived, up to `--max-upload`);
+/// it stays counted by the reservation while it waits for its parse and until it is
+/// stored.
+pub async fn read_held_body(state: &AppState, body: Body) -> Result<(Bytes, Reservation), ApiError> {
+    let mut held = Reservation::default();
+    let bytes = read_within(body, state.max_upload, Some((&state.budget, &mut held))).await?;
+    Ok((bytes, held))
 }
 
-/// Reads a request body, refusing more than `limit` bytes with 413. A body's announced
-/// length is allocated once, so the body is never copied; one announced over `limit`
-/// is refused without being kept.
+/// Reads a request body, refusing more than `limit` bytes with 413, and a body slower
+/// than [`MIN_BODY_RATE`] with 408. A body announced over `limit` is refused without
+/// being kept.
 pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    read_within(body, limit, None).await
+}
+
+/// [`read_body`], growing `held` (if any) to the buffer's size before the buffer grows.
+async fn read_within(
+    body: Body,
+    limit: usize,
+    mut held: Option<(&Budget, &mut Reservation)>,
+) -> Result<Bytes, ApiError> {
     use axum::body::HttpBody;
-    use futures::StreamExt;
     let announced = HttpBody::size_hint(&body).exact();
-    let mut stream = body.into_data_stream();
-    let bad = |e: axum::Error| ApiError::bad_request("BadBody", format!("cannot read the request body: {e}"));
+    let mut stream = Paced::new(body);
     let mut bytes = bytes::BytesMut::new();
     if announced.is_none_or(|n| n <= limit as u64) {
-        bytes.reserve(announced.unwrap_or(0) as usize);
+        // Never past the announced length: a body that keeps to it is not copied once
+        // it has grown to it.
+        let most = announced.map_or(limit, |n| n as usize).max(1);
         loop {
-            match stream.next().await {
+            match stream.next().await? {
                 None => return Ok(bytes.freeze()),
                 Some(chunk) => {
-                    let chunk = chunk.map_err(bad)?;
-                    if bytes.len() + chunk.len() > limit {
+                    let len = bytes.len() + chunk.len();
+                    if len > limit {
                         break;
+                    }
+                    if len > bytes.capacity() {
+                        let grown = len.max(bytes.capacity() * 2).max(READ_AHEAD).min(most.max(len));
+                        if let Some((budget, held)) = &mut held {
+                            // Time waiting for memory is the server's, not the client's.
+                            let waiting = tokio::time::Instant::now();
+                            budget.hold_to(held, grown as u64).await?;
+                            stream.started += waiting.elapsed();
+                        }
+                        bytes.reserve(grown - bytes.len());
                     }
                     bytes.extend_from_slice(&chunk);
                 }
@@ -74,7 +97,7 @@ pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     let mut drained = 0u64;
     while drained < DRAIN {
         match stream.next().await {
-            Some(Ok(chunk)) => drained += chunk.len() as u64,
+            Ok(Some(chunk)) => drained += chunk.len() as u64,
             _ => break,
         }
     }
@@ -84,6 +107,44 @@ pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
         format!("the body is larger than {limit} bytes"),
     )
     .details(json!({ "limit": limit })))
+}
+
+/// A body's pieces as they arrive, each awaited until the body's minimum-rate deadline.
+struct Paced {
+    stream: axum::body::BodyDataStream,
+    started: tokio::time::Instant,
+    received: u64,
+}
+
+impl Paced {
+    fn new(body: Body) -> Self {
+        Paced { stream: body.into_data_stream(), started: tokio::time::Instant::now(), received: 0 }
+    }
+
+    async fn next(&mut self) -> Result<Option<Bytes>, ApiError> {
+        use futures::StreamExt;
+        let due = BODY_GRACE + std::time::Duration::from_secs_f64(self.received as f64 / MIN_BODY_RATE as f64);
+        match tokio::time::timeout_at(self.started + due, self.stream.next()).await {
+            Err(_) => Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "BodyTooSlow",
+                format!(
+                    "the body arrived slower than {MIN_BODY_RATE} bytes a second after the first {} s ({} bytes in {} s)",
+                    BODY_GRACE.as_secs(),
+                    self.received,
+                    due.as_secs()
+                ),
+            )
+            .details(json!({ "minBytesPerSecond": MIN_BODY_RATE, "graceSeconds": BODY_GRACE.as_secs(), "received": self.received }))),
+            Ok(None) => Ok(None),
+            Ok(Some(chunk)) => {
+                let chunk =
+                    chunk.map_err(|e| ApiError::bad_request("BadBody", format!("cannot read the request body: {e}")))?;
+                self.received += chunk.len() as u64;
+                Ok(Some(chunk))
+            }
+        }
+    }
 }
 
 /// Reads a JSON request's body; 415 unless it says it is JSON (a page on another site can

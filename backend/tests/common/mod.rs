@@ -12,8 +12,10 @@ pub mod goservice;
 // The same fixture lookup as core's tests (CI=true fails loudly when it is missing).
 #[path = "../../../core/tests/common/mod.rs"]
 mod corpus;
-#[allow(unused_imports)] // serve.rs reads no fixtures
-pub use corpus::{fixtures, go, missing_prerequisite, pprof, pprof_top, pprof_top_merged, read_pprof_top, PprofTopRow};
+#[allow(unused_imports)] // serve.rs reads no fixtures; only memory.rs makes hostile inputs
+pub use corpus::{
+    fixtures, go, hostile, missing_prerequisite, pprof, pprof_top, pprof_top_merged, read_pprof_top, PprofTopRow,
+};
 
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -366,6 +368,27 @@ impl Backing {
         let key = |ext: &str| format!("tenants/default/sessions/{session}.{ext}");
         (self.has(&key("raw")), self.has(&key("json")))
     }
+}
+
+/// A protobuf field of `tag` holding `bytes` (length-delimited).
+pub fn field(tag: u8, bytes: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag << 3 | 2];
+    let mut n = bytes.len();
+    while n >= 0x80 {
+        out.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// A `push.v1.PushRequest` of one series with `labels` and one profile.
+pub fn push_request(labels: &[(&str, &str)], profile: &[u8]) -> Vec<u8> {
+    let mut series: Vec<u8> =
+        labels.iter().flat_map(|(k, v)| field(1, &[field(1, k.as_bytes()), field(2, v.as_bytes())].concat())).collect();
+    series.extend(field(2, &[field(1, profile), field(2, b"id-1")].concat()));
+    field(1, &series)
 }
 
 /// `data` gzipped (fast).

@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     if let Some(syms) = json.get("syms").cloned() {
         let _ = firefox::symbolicate(&mut json, &syms);
     }
-    if let Ok(p) = firefox::parse(&json) {
+    if let Ok(p) = firefox::parse(&json, &Default::default()) {
         check(&p);
     }
 });

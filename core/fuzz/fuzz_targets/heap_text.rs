@@ -7,7 +7,7 @@ use stacklens_core_fuzz::{check, with_header};
 
 fuzz_target!(|data: &[u8]| {
     let input = with_header(b"heap profile: ", data);
-    if let Ok(p) = stacklens_core::import::legacy_text::parse_heap(&input) {
+    if let Ok(p) = stacklens_core::import::legacy_text::parse_heap(&input, &Default::default()) {
         check(&p);
     }
 });

@@ -6,7 +6,7 @@ use stacklens_core_fuzz::{check, with_header};
 
 fuzz_target!(|data: &[u8]| {
     let input = with_header(b"--- contentionz 1 ---\nformat = java\n", data);
-    if let Ok(p) = stacklens_core::import::legacy_text::parse_java(&input) {
+    if let Ok(p) = stacklens_core::import::legacy_text::parse_java(&input, &Default::default()) {
         check(&p);
     }
 });

@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
     }
     chunk.extend(i32::from(features & 1).to_be_bytes());
     chunk.extend_from_slice(body);
-    match stacklens_core::import::jfr::parse(&chunk) {
+    match stacklens_core::import::jfr::parse(&chunk, &Default::default()) {
         Ok(p) => check(&p),
         Err(e) => assert!(!e.to_string().is_empty()),
     }

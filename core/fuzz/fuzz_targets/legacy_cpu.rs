@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
         input.extend(w);
     }
     input.extend_from_slice(rest);
-    if let Ok(p) = stacklens_core::import::legacy_cpu::parse(&input) {
+    if let Ok(p) = stacklens_core::import::legacy_cpu::parse(&input, &Default::default()) {
         check(&p);
     }
 });

@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
         gzip(&[inner])
     };
     let limit = if mode & 2 != 0 { inner.len() as u64 / 2 } else { ParseOptions::default().max_inflated_bytes };
-    let result = parse_with(&gz, &ParseOptions { max_inflated_bytes: limit });
+    let result = parse_with(&gz, &ParseOptions { max_inflated_bytes: limit, ..Default::default() });
     if inner.len() as u64 > limit {
         assert_eq!(result.unwrap_err(), Error::TooLarge { limit });
         return;

@@ -31,6 +31,8 @@ pub struct Merger {
     locations: HashMap<LocationKey, LocationId>,
     samples: HashMap<SampleKey, usize>,
     comments: HashSet<StrId>,
+    /// The merged samples, as [`crate::import::model_bytes`] counts them.
+    counted: u64,
 }
 
 /// pprof's `mappingKey`: size rounded up to 4 KiB, file offset, and build id (or file).
@@ -177,6 +179,9 @@ impl Merger {
                 }
                 Entry::Vacant(new) => {
                     let locations = new.key().locations.clone();
+                    // Held twice: as the sample and as its key.
+                    let counted = 2 * crate::import::model_bytes(1, locations.len() as u64);
+                    self.counted = self.counted.saturating_add(counted);
                     new.insert(out.samples.len());
                     out.samples.push(Sample { locations, values: sample.values.to_vec(), labels });
                 }
@@ -200,6 +205,13 @@ impl Merger {
             ..g.clone()
         }));
         Ok(())
+    }
+
+    /// What the merged samples count for so far (as importers count them,
+    /// [`crate::import::Room`]): adding a profile grows it by at most twice what the
+    /// profile's own samples count for ([`crate::import::profile_bytes`]).
+    pub fn model_bytes(&self) -> u64 {
+        self.counted
     }
 
     /// The merged profile; an error when nothing was added.

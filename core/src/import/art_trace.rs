@@ -103,7 +103,8 @@ impl Stacks {
     }
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
     let end = bytes.windows(END.len()).position(|w| w == END).ok_or_else(|| error(0, "no '*end' line"))?;
     let text = std::str::from_utf8(&bytes[..end]).map_err(|e| error(e.valid_up_to(), "the header is not UTF-8"))?;
     let header = parse_header(text)?;
@@ -165,7 +166,10 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
     for (tid, root_first, time) in stacks.totals {
         let name = header.threads.get(&tid).map_or_else(|| format!("thread {tid}"), |n| (*n).to_owned());
         let labels = vec![Label { key: thread_key, value: LabelValue::Str(p.strings.intern(&name)) }];
-        p.samples.push(Sample { locations: root_first.into_iter().rev().collect(), values: vec![time], labels });
+        room.push(
+            &mut p.samples,
+            Sample { locations: root_first.into_iter().rev().collect(), values: vec![time], labels },
+        )?;
     }
     Ok(p)
 }

@@ -31,7 +31,9 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::Room;
 use crate::model::{LocationId, Profile, Sample};
+use crate::Result;
 
 /// Most stacks an expansion produces.
 pub const MAX_VISITS: usize = 500_000;
@@ -123,7 +125,8 @@ impl CallGraph {
     }
 
     /// Expands the graph into `profile.samples` (see the module documentation).
-    pub fn into_samples(self, profile: &mut Profile) {
+    /// Stops at the end of `room`: each stack is counted as it is made.
+    pub fn into_samples(self, profile: &mut Profile, room: &mut Room) -> Result<()> {
         let (n, types) = (self.nodes.len(), self.types);
         let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
         let mut incoming = vec![vec![0f64; types]; n];
@@ -220,6 +223,7 @@ impl CallGraph {
                 let fraction = (0..types)
                     .map(|k| if total[callee][k] != 0.0 { (carried[k] / total[callee][k]).max(0.0) } else { 0.0 })
                     .collect();
+                room.take_samples(1, u64::from(depth))?;
                 visits.push(Visit { node: callee as u32, parent: visit as u32, depth, fraction });
                 frames += depth as usize;
                 on_stack[callee] = true;
@@ -266,10 +270,11 @@ impl CallGraph {
                         locations.push(self.nodes[up.node as usize].frame);
                         p = up.parent;
                     }
-                    profile.samples.push(Sample { locations, values: sample_values, labels: Vec::new() });
+                    room.push(&mut profile.samples, Sample { locations, values: sample_values, labels: Vec::new() })?;
                 }
             }
         }
+        Ok(())
     }
 }
 

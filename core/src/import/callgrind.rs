@@ -196,7 +196,7 @@ impl Parser {
     }
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let text = text::decode(bytes);
     let mut s = Parser {
         p: Profile::new(SourceFormat::Callgrind),
@@ -337,6 +337,6 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
         return Err(text_error(FORMAT, last_line.max(1), "no 'events:' header"));
     }
     let Parser { mut p, graph, .. } = s;
-    graph.into_samples(&mut p);
+    graph.into_samples(&mut p, &mut super::Room::new(options))?;
     Ok(p)
 }

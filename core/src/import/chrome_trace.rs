@@ -184,7 +184,8 @@ fn is_duration(e: &Value) -> bool {
     matches!(e["ph"].as_str(), Some("B" | "E" | "X"))
 }
 
-pub fn parse(json: &Value) -> Result<Profile> {
+pub fn parse(json: &Value, options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
     let events = events(json).unwrap_or(&[]);
     let mut names = Names::default();
     let mut profile_events: Vec<&Value> = Vec::new();
@@ -208,7 +209,7 @@ pub fn parse(json: &Value) -> Result<Profile> {
     }
     if profile_events.is_empty() {
         if durations > 0 {
-            return parse_durations(events, &names);
+            return parse_durations(events, &names, &mut room);
         }
         let hint = if events.is_empty() {
             "a Chrome trace with no events, so no CPU profile".to_owned()
@@ -305,7 +306,7 @@ pub fn parse(json: &Value) -> Result<Profile> {
         let labels = names.labels(&mut p, &Id::Num(g.pid), &Id::Num(g.tid));
         let data =
             CpuData { nodes: g.nodes, samples, times: Some(times), start: g.start, end: g.end, hit_counts_only: false };
-        v8::add_cpu_samples(&mut p, &mut frames, &data, &labels, origin)?;
+        v8::add_cpu_samples(&mut p, &mut frames, &data, &labels, origin, &mut room)?;
     }
     p.period = periods.into_iter().max().unwrap_or(0);
     if durations > 0 {
@@ -366,7 +367,7 @@ fn nanos(e: &Value, field: &str, seq: usize) -> Result<Option<i64>> {
 }
 
 /// Self time per stack from the `B`/`E`/`X` events (see the module documentation).
-fn parse_durations<'a>(events: &'a [Value], names: &Names<'_>) -> Result<Profile> {
+fn parse_durations<'a>(events: &'a [Value], names: &Names<'_>, room: &mut super::Room) -> Result<Profile> {
     let mut threads: FxHashMap<(Id, Id), Vec<Edge<'a>>> = FxHashMap::default();
     for (seq, e) in events.iter().enumerate() {
         let ph = match e["ph"].as_str() {
@@ -433,7 +434,10 @@ fn parse_durations<'a>(events: &'a [Value], names: &Names<'_>) -> Result<Profile
                 let stack: Vec<LocationId> = open.iter().rev().map(|o| o.location).collect();
                 match runs.last_mut() {
                     Some((last, time)) if *last == stack && time.end() == prev => time.duration += now - prev,
-                    _ => runs.push((stack, SampleTime { start: prev, duration: now - prev })),
+                    _ => {
+                        room.take_samples(1, stack.len() as u64)?;
+                        runs.push((stack, SampleTime { start: prev, duration: now - prev }));
+                    }
                 }
             }
             prev = Some(now);
@@ -483,6 +487,7 @@ fn parse_durations<'a>(events: &'a [Value], names: &Names<'_>) -> Result<Profile
             i = group_end;
         }
         left_open += open.len();
+        // Each run was counted in `room` as it was made.
         for (stack, time) in runs {
             p.samples.push(Sample { locations: stack, values: vec![time.duration], labels: labels.clone() });
             p.sample_times.push(time);

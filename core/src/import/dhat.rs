@@ -60,7 +60,8 @@ fn frames(p: &mut Profile, ftbl: &[Value]) -> Result<Vec<LocationId>> {
         .collect()
 }
 
-pub fn parse(json: &Value) -> Result<Profile> {
+pub fn parse(json: &Value, options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
     let version = json["dhatFileVersion"].as_u64().unwrap_or(0);
     if version != VERSION {
         return Err(invalid(format!("dhatFileVersion {version}; stacklens reads version {VERSION}")));
@@ -93,7 +94,7 @@ pub fn parse(json: &Value) -> Result<Profile> {
                     values.iter().map(|v| v.0).collect::<Vec<_>>().join(", ")
                 ))
             })?;
-        p.samples.push(Sample { locations: stack, values: sample_values, labels: Vec::new() });
+        room.push(&mut p.samples, Sample { locations: stack, values: sample_values, labels: Vec::new() })?;
     }
     Ok(p)
 }

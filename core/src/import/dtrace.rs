@@ -73,14 +73,14 @@ fn split_frame(line: &str) -> (&str, &str) {
     }
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let text = text::decode(bytes);
     let mut lines = text::numbered(&text).map(|(n, l)| (n, l.trim())).peekable();
     let headed = lines.peek().is_some_and(|(_, l)| l.starts_with("CPU"));
     if headed {
         lines.by_ref().find(|(_, l)| l.is_empty());
     }
-    let mut frames = NamedFrames::new(SourceFormat::Dtrace, &[("samples", "count")]);
+    let mut frames = NamedFrames::new(SourceFormat::Dtrace, &[("samples", "count")], options);
     let mut stack: Vec<LocationId> = Vec::new();
     let mut last_frame_line = 0;
     for (n, line) in lines {
@@ -89,7 +89,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
         }
         if is_count(line) {
             let count = line.parse().map_err(|_| text_error(FORMAT, n, format!("count {line} is too large")))?;
-            frames.sample(std::mem::take(&mut stack), vec![count]);
+            frames.sample(std::mem::take(&mut stack), vec![count])?;
             continue;
         }
         let (function, module) = split_frame(line);

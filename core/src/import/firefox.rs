@@ -192,7 +192,8 @@ fn gecko_threads(profile: &Value, start_ms: f64, out: &mut Vec<Thread>) {
     }
 }
 
-pub fn parse(json: &Value) -> Result<Profile> {
+pub fn parse(json: &Value, options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
     let json = if is_profile(json) { json } else { &json["profile"] };
     let meta = &json["meta"];
     // Raw Gecko profiles keep tables as schema + data rows.
@@ -285,7 +286,7 @@ pub fn parse(json: &Value) -> Result<Profile> {
             } else {
                 vec![weight.saturating_mul(per_weight)]
             };
-            p.samples.push(Sample { locations: leaf_first, values, labels: vec![thread_label.clone()] });
+            room.push(&mut p.samples, Sample { locations: leaf_first, values, labels: vec![thread_label.clone()] })?;
             p.sample_times.extend(spans.as_ref().and_then(|s| s.get(k)));
         }
     }

@@ -250,8 +250,8 @@ impl Builder {
     }
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
-    parse_twice(|_, feed| feed(bytes), |e| e)
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
+    parse_twice(|_, feed| feed(bytes), |e| e, options)
 }
 
 /// How much of the start of an input [`starts_folded`] needs.
@@ -269,10 +269,11 @@ pub fn starts_folded(head: &[u8]) -> bool {
 pub fn parse_twice<E>(
     mut read: impl FnMut(usize, &mut dyn FnMut(&[u8]) -> std::result::Result<(), E>) -> std::result::Result<(), E>,
     error: impl Fn(crate::Error) -> E,
+    options: &super::ParseOptions,
 ) -> std::result::Result<Profile, E> {
     let mut scan = FoldedScan::default();
     read(0, &mut |piece| scan.feed(piece).map_err(&error))?;
-    let mut build = scan.finish().map_err(&error)?;
+    let mut build = scan.finish(options).map_err(&error)?;
     read(1, &mut |piece| build.feed(piece).map_err(&error))?;
     build.finish().map_err(&error)
 }
@@ -343,7 +344,7 @@ impl FoldedScan {
 
     /// The count columns and their decimals; the bytes then go, from the start again,
     /// to the returned [`FoldedBuild`].
-    pub fn finish(mut self) -> Result<FoldedBuild> {
+    pub fn finish(mut self, options: &super::ParseOptions) -> Result<FoldedBuild> {
         let Self { lines, columns, decimals_from_end } = &mut self;
         lines.finish(&mut |n, line| scan_line(columns, decimals_from_end, n, line))?;
         let columns = columns.ok_or_else(|| text_error(FORMAT, 1, "no stacks"))?;
@@ -366,7 +367,8 @@ impl FoldedScan {
                 profile.comments.push(id);
             }
         }
-        Ok(FoldedBuild { lines: Lines::default(), decimals, profile, builder: Builder::default() })
+        let (lines, builder, room) = (Lines::default(), Builder::default(), super::Room::new(options));
+        Ok(FoldedBuild { lines, decimals, profile, builder, room })
     }
 }
 
@@ -404,26 +406,33 @@ pub struct FoldedBuild {
     decimals: Vec<usize>,
     profile: Profile,
     builder: Builder,
+    room: super::Room,
 }
 
 impl FoldedBuild {
     pub fn feed(&mut self, chunk: &[u8]) -> Result<()> {
-        let Self { lines, decimals, profile, builder } = self;
-        lines.feed(chunk, &mut |n, line| build_line(decimals, profile, builder, n, line))
+        let Self { lines, decimals, profile, builder, room } = self;
+        lines.feed(chunk, &mut |n, line| build_line(decimals, profile, builder, room, n, line))
     }
 
     pub fn finish(mut self) -> Result<Profile> {
-        let Self { lines, decimals, profile, builder } = &mut self;
-        lines.finish(&mut |n, line| build_line(decimals, profile, builder, n, line))?;
+        let Self { lines, decimals, profile, builder, room } = &mut self;
+        lines.finish(&mut |n, line| build_line(decimals, profile, builder, room, n, line))?;
         Ok(self.profile)
     }
 }
 
-fn build_line(decimals: &[usize], p: &mut Profile, builder: &mut Builder, n: usize, line: &str) -> Result<()> {
+fn build_line(
+    decimals: &[usize],
+    p: &mut Profile,
+    builder: &mut Builder,
+    room: &mut super::Room,
+    n: usize,
+    line: &str,
+) -> Result<()> {
     let stack = strip_counts(line, decimals.len());
     let values =
         line[stack.len()..].split_whitespace().zip(decimals).map(|(c, &d)| scaled(c, d, n)).collect::<Result<_>>()?;
     let locations = builder.stack(p, stack);
-    p.samples.push(Sample { locations, values, labels: Vec::new() });
-    Ok(())
+    room.push(&mut p.samples, Sample { locations, values, labels: Vec::new() })
 }

@@ -37,7 +37,8 @@ fn field(node: &Value, name: &str) -> Result<i64> {
     }
 }
 
-pub fn parse(json: &Value) -> Result<Profile> {
+pub fn parse(json: &Value, options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
     let mut p = Profile::new(SourceFormat::Ghc);
     let interval = match json.get("tick_interval") {
         None => 0,
@@ -77,7 +78,10 @@ pub fn parse(json: &Value) -> Result<Profile> {
         let (ticks, alloc) = (field(node, "ticks")?, field(node, "alloc")?);
         if ticks > 0 || alloc > 0 {
             let time = ticks.checked_mul(interval).ok_or_else(|| invalid("ticks × tick_interval overflows"))?;
-            p.samples.push(Sample { locations: stack.clone(), values: vec![ticks, time, alloc], labels: Vec::new() });
+            room.push(
+                &mut p.samples,
+                Sample { locations: stack.clone(), values: vec![ticks, time, alloc], labels: Vec::new() },
+            )?;
         }
         match node.get("children") {
             None | Some(Value::Null) => {}

@@ -6,11 +6,13 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::text::{self, text_error};
+use super::Room;
 use crate::model::{
     CreatedBy, FunctionId, Goroutine, Label, LabelValue, Line, LocationId, Profile, Sample, Samples, SourceFormat,
     StrId,
 };
 use crate::Result;
+use std::collections::hash_map::Entry;
 
 const FORMAT: &str = "goroutine dump";
 
@@ -80,7 +82,7 @@ fn file_line(line: &str) -> Option<(&str, i64)> {
     Some((file, n.trim().parse().ok()?))
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let text = text::decode(bytes);
     let mut b = Builder {
         profile: Profile::new(SourceFormat::GoGoroutineDump),
@@ -144,27 +146,28 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
     if b.profile.goroutines.is_empty() {
         return Err(text_error(FORMAT, 1, "no 'goroutine N [status]:' header found"));
     }
-    aggregate_samples(&mut b.profile);
+    aggregate_samples(&mut b.profile, &mut Room::new(options))?;
     Ok(b.profile)
 }
 
 /// One sample per distinct (stack, state), labelled with the state.
-fn aggregate_samples(p: &mut Profile) {
+fn aggregate_samples(p: &mut Profile, room: &mut Room) -> Result<()> {
     let state_key = p.strings.intern("state");
     let mut index: HashMap<(&[LocationId], StrId), usize> = HashMap::default();
     let mut samples = Samples::new();
     for g in &p.goroutines {
-        let i = *index.entry((g.stack.as_slice(), g.state)).or_insert_with(|| {
-            samples.push(Sample {
-                locations: g.stack.clone(),
-                values: vec![0],
-                labels: vec![Label { key: state_key, value: LabelValue::Str(g.state) }],
-            });
-            samples.len() - 1
-        });
+        let i = match index.entry((g.stack.as_slice(), g.state)) {
+            Entry::Occupied(e) => *e.get(),
+            Entry::Vacant(e) => {
+                let labels = vec![Label { key: state_key, value: LabelValue::Str(g.state) }];
+                room.push(&mut samples, Sample { locations: g.stack.clone(), values: vec![0], labels })?;
+                *e.insert(samples.len() - 1)
+            }
+        };
         samples.values_mut(i)[0] += 1;
     }
     p.samples = samples;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -188,7 +191,7 @@ mod tests {
     #[test]
     fn parses_frames_and_creator() {
         let dump = "goroutine 7 [chan send, 3 minutes]:\nmain.(*T).run(0xc000, {0x1, 0x2})\n\t/src/a.go:10 +0x1f\nmain.helper(...)\n\t/src/a.go:20\ncreated by main.start in goroutine 1\n\t/src/a.go:30 +0x5\n\ngoroutine 8 [runnable]:\nmain.f()\n\t/src/b.go:1 +0x1\n";
-        let p = parse(dump.as_bytes()).unwrap();
+        let p = parse(dump.as_bytes(), &Default::default()).unwrap();
         assert_eq!(p.goroutines.len(), 2);
         let g = &p.goroutines[0];
         assert_eq!((g.id, p.str(g.state), g.wait_minutes), (7, "chan send", Some(3)));
@@ -202,7 +205,7 @@ mod tests {
 
     #[test]
     fn frame_without_file_line_is_an_error_with_line_number() {
-        let err = parse(b"goroutine 1 [running]:\nmain.f()\nmain.g()\n").unwrap_err();
+        let err = parse(b"goroutine 1 [running]:\nmain.f()\nmain.g()\n", &Default::default()).unwrap_err();
         assert!(err.to_string().contains("line 3"), "{err}");
     }
 }

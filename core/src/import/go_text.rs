@@ -8,7 +8,7 @@ use crate::Result;
 
 const FORMAT: &str = "Go count profile text";
 
-pub fn parse_count(bytes: &[u8]) -> Result<Profile> {
+pub fn parse_count(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let text = text::decode(bytes);
     let mut lines = numbered(&text).peekable();
     let (header_line, header) = loop {
@@ -25,7 +25,7 @@ pub fn parse_count(bytes: &[u8]) -> Result<Profile> {
         .filter(|k| !k.is_empty() && k.chars().all(|c| c.is_alphanumeric() || c == '_'))
         .ok_or_else(|| text_error(FORMAT, header_line, "expected '<type> profile: total <n>'"))?;
 
-    let mut b = AddressProfile::new(SourceFormat::GoCountText);
+    let mut b = AddressProfile::new(SourceFormat::GoCountText, options);
     let vt = b.profile.value_type(kind, "count");
     b.profile.sample_types = vec![vt];
     b.profile.period_type = Some(vt);
@@ -73,7 +73,7 @@ pub fn parse_count(bytes: &[u8]) -> Result<Profile> {
         // unwind); we keep it as a sample with no frames so the total stays right.
         let addresses = parse_addresses(stack, FORMAT, n)?;
         let locations = b.stack(&addresses, true);
-        b.push_sample(locations, vec![count], Vec::new());
+        b.push_sample(locations, vec![count], Vec::new())?;
         labels_follow = true;
     }
     Ok(b.finish())

@@ -79,7 +79,8 @@ fn weight(cell: &str, line: usize) -> Result<(Measure, i64)> {
     Ok((measure, value))
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
     let text = text::decode(bytes);
     let mut lines = text::numbered(&text);
     let (header_line, header) = text::header(&mut lines, FORMAT)?;
@@ -129,11 +130,10 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
             ));
         }
         if value > 0 {
-            p.samples.push(Sample {
-                locations: path.iter().rev().copied().collect(),
-                values: vec![value],
-                labels: Vec::new(),
-            });
+            room.push(
+                &mut p.samples,
+                Sample { locations: path.iter().rev().copied().collect(), values: vec![value], labels: Vec::new() },
+            )?;
         }
     }
     let (kind, unit_name) = match measure.ok_or_else(|| text_error(FORMAT, header_line, "no rows"))? {

@@ -728,7 +728,8 @@ fn read_chunk(
     Ok(())
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
     let mut p = Profile::new(SourceFormat::Jfr);
     let mut frames = Frames::default();
     let mut records = Vec::new();
@@ -772,7 +773,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
             values[column] = r.amount;
         }
         let labels = r.thread.map(|t| Label { key: thread_key, value: LabelValue::Str(t) }).into_iter().collect();
-        p.samples.push(Sample { locations: r.stack, values, labels });
+        room.push(&mut p.samples, Sample { locations: r.stack, values, labels })?;
     }
     Ok(p)
 }

@@ -44,7 +44,7 @@ pub(crate) fn is_legacy_cpu(b: &[u8]) -> bool {
     Words::ALL.iter().any(|w| w.header(b).is_some())
 }
 
-pub fn parse(b: &[u8]) -> Result<Profile> {
+pub fn parse(b: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let (words, java, period_us) = Words::ALL
         .iter()
         .find_map(|&w| w.header(b).map(|(java, p)| (w, java, p)))
@@ -85,14 +85,14 @@ pub fn parse(b: &[u8]) -> Result<Profile> {
         strip_signal_frames(&mut records);
     }
 
-    let mut builder = AddressProfile::new(SourceFormat::LegacyCpu);
+    let mut builder = AddressProfile::new(SourceFormat::LegacyCpu, options);
     builder.profile.sample_types =
         vec![builder.profile.value_type("samples", "count"), builder.profile.value_type("cpu", "nanoseconds")];
     builder.profile.period_type = Some(builder.profile.value_type("cpu", "nanoseconds"));
     builder.profile.period = period;
     for (count, addrs) in records {
         let locations = builder.stack(&addrs, false);
-        builder.push_sample(locations, vec![count, count.saturating_mul(period)], Vec::new());
+        builder.push_sample(locations, vec![count, count.saturating_mul(period)], Vec::new())?;
     }
     let rest = text::decode(&b[pos.min(b.len())..]);
     if java {

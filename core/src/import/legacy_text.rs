@@ -83,7 +83,7 @@ fn scale_heap_sample(count: i64, size: i64, rate: i64) -> (i64, i64) {
     ((count as f64 * scale) as i64, (size as f64 * scale) as i64)
 }
 
-pub fn parse_heap(bytes: &[u8]) -> Result<Profile> {
+pub fn parse_heap(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let text = text::decode(bytes);
     let mut lines = numbered(&text);
     let (header_n, header) = text::header(&mut lines, HEAP)?;
@@ -114,7 +114,7 @@ pub fn parse_heap(bytes: &[u8]) -> Result<Profile> {
         other => return Err(text_error(HEAP, header_n, format!("unknown heap profile kind '{other}'"))),
     };
 
-    let mut b = AddressProfile::new(source);
+    let mut b = AddressProfile::new(source, options);
     let types: &[(&str, &str)] = if has_alloc {
         // alloc before inuse, so the default (last) type is inuse_space as in pprof.
         &[("alloc_objects", "count"), ("alloc_space", "bytes"), ("inuse_objects", "count"), ("inuse_space", "bytes")]
@@ -155,24 +155,23 @@ pub fn parse_heap(bytes: &[u8]) -> Result<Profile> {
         let addresses = parse_addresses(&c[5], HEAP, n)?;
         let locations = b.stack(&addresses, true);
         let labels = vec![Label { key: bytes_key, value: LabelValue::Num { value: blocksize, unit: bytes_key } }];
-        b.push_sample(locations, values, labels);
+        b.push_sample(locations, values, labels)?;
         Ok(())
     })?;
     Ok(b.finish())
 }
 
-pub fn parse_contention(bytes: &[u8]) -> Result<Profile> {
+pub fn parse_contention(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let text = text::decode(bytes);
     let mut lines = numbered(&text).peekable();
     let (header_n, header) = text::header(&mut lines, CONTENTION)?;
     if !header.trim_start().starts_with("--- contention") && !header.trim_start().starts_with("--- mutex:") {
         return Err(text_error(CONTENTION, header_n, "expected '--- contention' or '--- mutex:'"));
     }
-    let mut b = AddressProfile::new(if header.contains("contentionz") {
-        SourceFormat::Contentionz
-    } else {
-        SourceFormat::GoContentionText
-    });
+    let mut b = AddressProfile::new(
+        if header.contains("contentionz") { SourceFormat::Contentionz } else { SourceFormat::GoContentionText },
+        options,
+    );
     b.profile.sample_types =
         vec![b.profile.value_type("contentions", "count"), b.profile.value_type("delay", "nanoseconds")];
     b.profile.period_type = Some(b.profile.value_type("contentions", "count"));
@@ -217,7 +216,7 @@ pub fn parse_contention(bytes: &[u8]) -> Result<Profile> {
         }
         let addresses = parse_addresses(&c[3], CONTENTION, n)?;
         let locations = b.stack(&addresses, true);
-        b.push_sample(locations, vec![count, cycles], Vec::new());
+        b.push_sample(locations, vec![count, cycles], Vec::new())?;
         Ok(())
     })?;
     Ok(b.finish())
@@ -228,9 +227,9 @@ static_regex!(thread_start, r"--- Thread ([[:xdigit:]]+) \(name: (.*)/(\d+)\) st
 static_regex!(hex_number, r"0x[0-9a-f]+");
 
 /// threadz: one stack per thread; `[same as previous thread]` bumps the previous count.
-pub fn parse_threadz(bytes: &[u8]) -> Result<Profile> {
+pub fn parse_threadz(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let text = text::decode(bytes);
-    let mut b = AddressProfile::new(SourceFormat::Threadz);
+    let mut b = AddressProfile::new(SourceFormat::Threadz, options);
     let vt = b.profile.value_type("thread", "count");
     b.profile.sample_types = vec![vt];
     b.profile.period_type = Some(vt);
@@ -285,7 +284,7 @@ pub fn parse_threadz(bytes: &[u8]) -> Result<Profile> {
             continue;
         }
         let locations = b.stack(&addresses, true);
-        b.push_sample(locations, vec![1], Vec::new());
+        b.push_sample(locations, vec![1], Vec::new())?;
     }
     Ok(b.finish())
 }
@@ -296,7 +295,7 @@ static_regex!(java_sample, r"^ *(\d+) +(\d+) +@ +([ x0-9a-f]*)$");
 
 /// Java heapz/contentionz text: attributes, samples (`<value> <count> @ ids`), then one
 /// line per frame id naming it: `0x… func (File.java:12)`.
-pub fn parse_java(bytes: &[u8]) -> Result<Profile> {
+pub fn parse_java(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let text = text::decode(bytes);
     let mut lines = numbered(&text).peekable();
     let (header_n, header) = text::header(&mut lines, JAVA)?;
@@ -305,7 +304,7 @@ pub fn parse_java(bytes: &[u8]) -> Result<Profile> {
         "--- contentionz 1 ---" => false,
         other => return Err(text_error(JAVA, header_n, format!("unrecognized header '{other}'"))),
     };
-    let mut b = AddressProfile::new(SourceFormat::JavaText);
+    let mut b = AddressProfile::new(SourceFormat::JavaText, options);
     b.profile.period_type = Some(b.profile.value_type("", ""));
     while let Some((n, t, key, value)) = peek_attribute(&mut lines) {
         if java_sample().is_match(t) {
@@ -367,7 +366,7 @@ pub fn parse_java(bytes: &[u8]) -> Result<Profile> {
         }
         let addresses = parse_addresses(&c[3], JAVA, n)?;
         let locations = b.stack(&addresses, false);
-        b.push_sample(locations, vec![count, value], labels);
+        b.push_sample(locations, vec![count, value], labels)?;
     }
     java_frame_names(&mut b, lines.map(|(_, l)| l));
     Ok(b.finish())

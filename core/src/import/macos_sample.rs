@@ -51,7 +51,7 @@ impl Tree {
             if node.children > node.count {
                 return Err(text_error(FORMAT, line, "a node's children have more samples than the node"));
             }
-            self.frames.sample(stack, vec![node.count - node.children]);
+            self.frames.sample(stack, vec![node.count - node.children])?;
             if self.open.is_empty() {
                 self.frames.labels.clear();
             }
@@ -70,15 +70,17 @@ fn split_node(node: &str) -> Option<(i64, &str, &str)> {
     })
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let text = text::decode(bytes);
     let mut lines = text::numbered(&text);
     let (mut last, _) = lines
         .by_ref()
         .find(|(_, l)| l.trim() == CALL_GRAPH)
         .ok_or_else(|| text_error(FORMAT, 1, format!("no '{CALL_GRAPH}' line")))?;
-    let mut tree =
-        Tree { frames: NamedFrames::new(SourceFormat::MacosSample, &[("samples", "count")]), open: Vec::new() };
+    let mut tree = Tree {
+        frames: NamedFrames::new(SourceFormat::MacosSample, &[("samples", "count")], options),
+        open: Vec::new(),
+    };
     for (n, line) in lines {
         if line.trim().is_empty() {
             break;

@@ -37,6 +37,8 @@ pub mod pprof;
 pub use pprof::IncrementalParse;
 mod pprof_wire;
 pub mod pstats;
+mod room;
+pub use room::{model_bytes, profile_bytes, Room, FRAME_BYTES, SAMPLE_BYTES};
 pub mod safari;
 pub mod simpleperf;
 pub mod speedscope;
@@ -56,11 +58,15 @@ use crate::{Error, Profile, Result};
 pub struct ParseOptions {
     /// Maximum size of gzip-decompressed data (default 1 GiB).
     pub max_inflated_bytes: u64,
+    /// Most the model may grow to, in bytes as [`Room`] counts them (samples and the
+    /// frames of their stacks); past it the parse fails with [`Error::ModelTooLarge`].
+    /// Default: no limit.
+    pub max_model_bytes: u64,
 }
 
 impl Default for ParseOptions {
     fn default() -> Self {
-        Self { max_inflated_bytes: 1 << 30 }
+        Self { max_inflated_bytes: 1 << 30, max_model_bytes: u64::MAX }
     }
 }
 
@@ -134,16 +140,16 @@ pub fn parse_with(bytes: &[u8], options: &ParseOptions) -> Result<Profile> {
 /// [`parse_with`], reporting how far it got.
 pub fn parse_with_progress(bytes: &[u8], options: &ParseOptions, progress: Progress<'_>) -> Result<Profile> {
     let inflated = inflate_if_gzip(bytes, options, progress)?;
-    parse_plain(inflated.as_deref().unwrap_or(bytes), progress)
+    parse_plain(inflated.as_deref().unwrap_or(bytes), options, progress)
 }
 
 /// [`parse`] taking the bytes, so that gzip input is dropped once inflated: a caller
 /// that read a file for this (the CLI) does not hold it beside the model being built.
 pub fn parse_owned(bytes: Vec<u8>) -> Result<Profile> {
-    let progress = &mut |_, _| {};
+    let (progress, options) = (&mut |_, _| {}, &ParseOptions::default());
     // Replacing the gzip bytes by their inflated form drops them before the parse.
-    let plain = inflate_if_gzip(&bytes, &ParseOptions::default(), progress)?.unwrap_or(bytes);
-    parse_plain(&plain, progress)
+    let plain = inflate_if_gzip(&bytes, options, progress)?.unwrap_or(bytes);
+    parse_plain(&plain, options, progress)
 }
 
 /// The inflated bytes when `bytes` is gzip, `None` when it is not.
@@ -162,31 +168,31 @@ fn inflate_if_gzip(bytes: &[u8], options: &ParseOptions, progress: Progress<'_>)
     Ok(Some(inflated))
 }
 
-fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
+fn parse_plain(bytes: &[u8], options: &ParseOptions, progress: Progress<'_>) -> Result<Profile> {
     match detect(bytes) {
-        Format::Pprof => pprof::parse(bytes, progress),
-        Format::GoHeapText => legacy_text::parse_heap(bytes),
-        Format::GoContentionText => legacy_text::parse_contention(bytes),
-        Format::GoCountText => go_text::parse_count(bytes),
-        Format::GoGoroutineDump => go_dump::parse(bytes),
-        Format::LegacyCpu => legacy_cpu::parse(bytes),
-        Format::Threadz => legacy_text::parse_threadz(bytes),
-        Format::JavaText => legacy_text::parse_java(bytes),
-        Format::Folded => folded::parse(bytes),
-        Format::PerfScript => perf_script::parse(bytes),
-        Format::Callgrind => callgrind::parse(bytes),
-        Format::Pstats => pstats::parse(bytes),
-        Format::Pmcstat => pmcstat::parse(bytes),
-        Format::InstrumentsDeepCopy => instruments::parse(bytes),
-        Format::V8Log => v8_log::parse(bytes),
-        Format::Jfr => jfr::parse(bytes),
-        Format::Dtrace => dtrace::parse(bytes),
-        Format::Vtune => vtune::parse(bytes),
-        Format::VisualStudio => vsprof::parse(bytes),
-        Format::MacosSample => macos_sample::parse(bytes),
-        Format::Simpleperf => simpleperf::parse(bytes),
-        Format::ArtTrace => art_trace::parse(bytes),
-        Format::Json => parse_json(bytes),
+        Format::Pprof => pprof::parse(bytes, options, progress),
+        Format::GoHeapText => legacy_text::parse_heap(bytes, options),
+        Format::GoContentionText => legacy_text::parse_contention(bytes, options),
+        Format::GoCountText => go_text::parse_count(bytes, options),
+        Format::GoGoroutineDump => go_dump::parse(bytes, options),
+        Format::LegacyCpu => legacy_cpu::parse(bytes, options),
+        Format::Threadz => legacy_text::parse_threadz(bytes, options),
+        Format::JavaText => legacy_text::parse_java(bytes, options),
+        Format::Folded => folded::parse(bytes, options),
+        Format::PerfScript => perf_script::parse(bytes, options),
+        Format::Callgrind => callgrind::parse(bytes, options),
+        Format::Pstats => pstats::parse(bytes, options),
+        Format::Pmcstat => pmcstat::parse(bytes, options),
+        Format::InstrumentsDeepCopy => instruments::parse(bytes, options),
+        Format::V8Log => v8_log::parse(bytes, options),
+        Format::Jfr => jfr::parse(bytes, options),
+        Format::Dtrace => dtrace::parse(bytes, options),
+        Format::Vtune => vtune::parse(bytes, options),
+        Format::VisualStudio => vsprof::parse(bytes, options),
+        Format::MacosSample => macos_sample::parse(bytes, options),
+        Format::Simpleperf => simpleperf::parse(bytes, options),
+        Format::ArtTrace => art_trace::parse(bytes, options),
+        Format::Json => parse_json(bytes, options),
         Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
         Format::Unsupported(format) => Err(unsupported::error(format)),
     }
@@ -195,7 +201,7 @@ fn parse_plain(bytes: &[u8], progress: Progress<'_>) -> Result<Profile> {
 /// A JSON profile format: whether a document is one, and its importer.
 struct JsonFormat {
     is: fn(&serde_json::Value) -> bool,
-    parse: fn(&serde_json::Value) -> Result<Profile>,
+    parse: fn(&serde_json::Value, &ParseOptions) -> Result<Profile>,
 }
 
 /// JSON formats in the order they are tried; the document is parsed once.
@@ -211,12 +217,12 @@ const JSON_FORMATS: &[JsonFormat] = &[
     JsonFormat { is: dhat::is_dhat, parse: dhat::parse },
 ];
 
-fn parse_json(bytes: &[u8]) -> Result<Profile> {
+fn parse_json(bytes: &[u8], options: &ParseOptions) -> Result<Profile> {
     let json: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| Error::UnknownFormat {
         hint: format!("this looks like JSON but is not valid JSON (line {}, column {}: {e})", e.line(), e.column()),
     })?;
     match JSON_FORMATS.iter().find(|f| (f.is)(&json)) {
-        Some(format) => (format.parse)(&json),
+        Some(format) => (format.parse)(&json, options),
         None => Err(Error::UnknownFormat { hint: describe_json(&json) }),
     }
 }

@@ -6,6 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::demangle::add_printed_symbol_function;
 use super::text::{self, text_error};
+use super::{ParseOptions, Room};
 use crate::model::{Label, Line, LocationId, MappingId, Profile, Sample, SourceFormat};
 use crate::Result;
 
@@ -16,17 +17,19 @@ pub(crate) struct NamedFrames {
     pub labels: Vec<Label>,
     locations: HashMap<(String, String), LocationId>,
     modules: HashMap<String, MappingId>,
+    room: Room,
 }
 
 impl NamedFrames {
-    /// A profile with these (type, unit) sample types.
-    pub fn new(source: SourceFormat, sample_types: &[(&str, &str)]) -> Self {
+    /// A profile with these (type, unit) sample types, growing within `options`.
+    pub fn new(source: SourceFormat, sample_types: &[(&str, &str)], options: &ParseOptions) -> Self {
         let mut profile = Profile::new(source);
         for (kind, unit) in sample_types {
             let vt = profile.value_type(kind, unit);
             profile.sample_types.push(vt);
         }
-        Self { profile, labels: Vec::new(), locations: HashMap::default(), modules: HashMap::default() }
+        let (locations, modules, room) = (HashMap::default(), HashMap::default(), Room::new(options));
+        Self { profile, labels: Vec::new(), locations, modules, room }
     }
 
     /// The location of `function` in `module` (`""`: no module).
@@ -47,10 +50,12 @@ impl NamedFrames {
     }
 
     /// Adds a sample unless all its values are zero.
-    pub fn sample(&mut self, leaf_first: Vec<LocationId>, values: Vec<i64>) {
-        if values.iter().any(|&v| v != 0) {
-            self.profile.samples.push(Sample { locations: leaf_first, values, labels: self.labels.clone() });
+    pub fn sample(&mut self, leaf_first: Vec<LocationId>, values: Vec<i64>) -> Result<()> {
+        if values.iter().all(|&v| v == 0) {
+            return Ok(());
         }
+        let sample = Sample { locations: leaf_first, values, labels: self.labels.clone() };
+        self.room.push(&mut self.profile.samples, sample)
     }
 }
 
@@ -116,15 +121,16 @@ pub(crate) fn call_tree_profile<'a>(
     source: SourceFormat,
     sample_types: &[(&str, &str)],
     rows: impl Iterator<Item = Result<(usize, TreeRow<'a>)>>,
+    options: &ParseOptions,
 ) -> Result<Profile> {
-    let mut frames = NamedFrames::new(source, sample_types);
+    let mut frames = NamedFrames::new(source, sample_types, options);
     let mut path = TreePath::default();
     let mut nodes = 0;
     for row in rows {
         let (n, row) = row?;
         let frame = frames.frame(row.function, row.module);
         path.enter(row.depth, frame).ok_or_else(|| text_error(format, n, "the row skips a level of the call tree"))?;
-        frames.sample(path.stack(), row.self_values);
+        frames.sample(path.stack(), row.self_values)?;
         nodes += 1;
     }
     if nodes == 0 {

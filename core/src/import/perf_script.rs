@@ -392,7 +392,8 @@ fn period_unit(event: &str) -> &'static str {
     }
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
     let text = text::decode(bytes);
     let mut p = Profile::new(SourceFormat::PerfScript);
     let mut b = Builder::default();
@@ -531,7 +532,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
                 if let Some(tid) = tid {
                     labels.push(Label { key: tid_key, value: LabelValue::Num { value: tid, unit: no_unit } });
                 }
-                p.samples.push(Sample { locations: key.0.clone(), values: vec![0; n_types], labels });
+                room.push(&mut p.samples, Sample { locations: key.0.clone(), values: vec![0; n_types], labels })?;
                 match &spans {
                     Some(spans) => p.sample_times.push(spans[i]),
                     None => {

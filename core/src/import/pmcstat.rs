@@ -92,7 +92,8 @@ fn number(s: &str, line: usize) -> Result<i64> {
     s.parse().map_err(|_| text_error(FORMAT, line, format!("count {s} is too large")))
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
     let text = text::decode(bytes);
     let mut p = Profile::new(SourceFormat::Pmcstat);
     let mut b = Builder::default();
@@ -152,7 +153,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
         for (locations, count) in stacks {
             let mut values = vec![0; width];
             values[column] = count;
-            p.samples.push(Sample { locations, values, labels: Vec::new() });
+            room.push(&mut p.samples, Sample { locations, values, labels: Vec::new() })?;
         }
     }
     Ok(p)

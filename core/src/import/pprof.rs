@@ -32,8 +32,8 @@ pub(crate) fn starts_like_profile(bytes: &[u8]) -> bool {
 /// bulk (samples and locations), vectors sized from a first pass over the top-level
 /// fields. Wire errors are explained by [`super::pprof_wire::locate_error`], which
 /// names the offset and field; this decoder only has to notice them.
-pub fn parse(bytes: &[u8], progress: super::Progress<'_>) -> Result<Profile> {
-    parse_wire(bytes, progress).map_err(|failure| match failure {
+pub fn parse(bytes: &[u8], options: &super::ParseOptions, progress: super::Progress<'_>) -> Result<Profile> {
+    parse_wire(bytes, options, progress).map_err(|failure| match failure {
         Failure::Model(e) => e,
         Failure::Wire { offset, reason } => {
             let (offset, reason) = super::pprof_wire::locate_error(bytes).unwrap_or((offset, reason.to_owned()));
@@ -311,7 +311,7 @@ fn count(bytes: &[u8]) -> Decoded<Counts> {
     Ok(counts)
 }
 
-fn parse_wire(bytes: &[u8], progress: super::Progress<'_>) -> Decoded<Profile> {
+fn parse_wire(bytes: &[u8], options: &super::ParseOptions, progress: super::Progress<'_>) -> Decoded<Profile> {
     let counts = count(bytes)?;
     let head = read_head(bytes, &counts)?;
     let (mut out, location_index) = convert_head(head)?;
@@ -321,6 +321,9 @@ fn parse_wire(bytes: &[u8], progress: super::Progress<'_>) -> Decoded<Profile> {
     // samples' vectors, sized by a first pass.
     let chunks = crate::parallel::chunks(at, SAMPLES_PER_THREAD);
     let sizes = crate::parallel::each(chunks.clone(), |chunk| sample_sizes(bytes, chunk));
+    // The samples are counted before their vectors are allocated.
+    let (samples, frames) = sizes.iter().fold((0, 0), |(s, f), size| (s + size.samples, f + size.locations));
+    super::Room::new(options).take_samples(samples as u64, frames as u64)?;
     let written = Samples::write_parts(&sizes, |writers| {
         let mut first = 0;
         let parts: Vec<_> = chunks

@@ -267,7 +267,7 @@ impl Reader<'_> {
     }
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let mut r = Reader { bytes, pos: 0, arena: Vec::new(), refs: Vec::new() };
     let root = r.object(0)?;
     if r.pos != bytes.len() {
@@ -331,6 +331,6 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
             graph.add_edge(caller, callee, &[nanoseconds(ct, at)?, nc]).ok_or_else(|| error(at, "overflow"))?;
         }
     }
-    graph.into_samples(&mut p);
+    graph.into_samples(&mut p, &mut super::Room::new(options))?;
     Ok(p)
 }

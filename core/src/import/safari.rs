@@ -28,7 +28,8 @@ fn position(frame: &Value, name: &str) -> i64 {
     frame[name].as_i64().filter(|&n| n > 0).unwrap_or(0)
 }
 
-pub fn parse(json: &Value) -> Result<Profile> {
+pub fn parse(json: &Value, options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
     let recording = &json["recording"];
     let traces = recording["sampleStackTraces"].as_array().ok_or_else(|| invalid("sampleStackTraces is not a list"))?;
     let durations = recording["sampleDurations"].as_array().ok_or_else(|| invalid("sampleDurations is not a list"))?;
@@ -56,7 +57,7 @@ pub fn parse(json: &Value) -> Result<Profile> {
             });
             stack.push(location);
         }
-        p.samples.push(Sample { locations: stack, values: vec![1, nanos as i64], labels: Vec::new() });
+        room.push(&mut p.samples, Sample { locations: stack, values: vec![1, nanos as i64], labels: Vec::new() })?;
     }
     Ok(p)
 }

@@ -111,7 +111,7 @@ fn event_unit(event: &str) -> &'static str {
     }
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let records = records(bytes)?;
     let mut files: HashMap<u32, proto::File> = HashMap::default();
     let mut threads: HashMap<u32, String> = HashMap::default();
@@ -131,7 +131,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
     let mut types = vec![("samples".to_owned(), "count")];
     types.extend(events.iter().map(|e| (e.clone(), event_unit(e))));
     let type_refs: Vec<(&str, &str)> = types.iter().map(|(k, u)| (k.as_str(), *u)).collect();
-    let mut frames = NamedFrames::new(SourceFormat::Simpleperf, &type_refs);
+    let mut frames = NamedFrames::new(SourceFormat::Simpleperf, &type_refs, options);
     for (at, sample) in samples {
         let mut stack = Vec::with_capacity(sample.callchain.len());
         for entry in &sample.callchain {
@@ -163,7 +163,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
         let p = &mut frames.profile;
         frames.labels =
             vec![Label { key: p.strings.intern("thread"), value: LabelValue::Str(p.strings.intern(&thread)) }];
-        frames.sample(stack, values);
+        frames.sample(stack, values)?;
     }
     Ok(frames.profile)
 }

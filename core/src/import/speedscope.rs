@@ -63,7 +63,8 @@ fn scaled(v: &Value, factor: f64, what: impl Fn() -> String) -> Result<i64> {
     Ok(scaled as i64)
 }
 
-pub fn parse(json: &Value) -> Result<Profile> {
+pub fn parse(json: &Value, options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
     let frames = json["shared"]["frames"].as_array().ok_or_else(|| invalid("it has no shared.frames list"))?;
     let profiles = json["profiles"].as_array().ok_or_else(|| invalid("it has no profiles list"))?;
     if profiles.is_empty() {
@@ -174,7 +175,10 @@ pub fn parse(json: &Value) -> Result<Profile> {
                 for f in stack.iter().rev() {
                     leaf_first.push(location(&mut p, f, &what)?);
                 }
-                p.samples.push(Sample { locations: leaf_first, values: values(weight), labels: labels.clone() });
+                room.push(
+                    &mut p.samples,
+                    Sample { locations: leaf_first, values: values(weight), labels: labels.clone() },
+                )?;
                 if timed {
                     p.sample_times.push(SampleTime { start: clock, duration: weight });
                     clock = clock.saturating_add(weight);
@@ -195,11 +199,10 @@ pub fn parse(json: &Value) -> Result<Profile> {
                     }
                     if at > last && !open.is_empty() {
                         let leaf_first = open.iter().rev().map(|&(l, _)| l).collect();
-                        p.samples.push(Sample {
-                            locations: leaf_first,
-                            values: values(at - last),
-                            labels: labels.clone(),
-                        });
+                        room.push(
+                            &mut p.samples,
+                            Sample { locations: leaf_first, values: values(at - last), labels: labels.clone() },
+                        )?;
                         if timed {
                             p.sample_times.push(SampleTime { start: last, duration: at - last });
                         }

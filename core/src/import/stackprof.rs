@@ -67,7 +67,8 @@ fn count(v: &Value, what: impl FnOnce() -> String) -> Result<i64> {
     v.as_i64().filter(|&n| n >= 0).ok_or_else(|| invalid(format!("{} is {v}, not a count", what())))
 }
 
-pub fn parse(json: &Value) -> Result<Profile> {
+pub fn parse(json: &Value, options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
     let frames = json["frames"].as_object().ok_or_else(|| invalid("frames is not a map"))?;
     let mode = json["mode"].as_str().unwrap_or("");
     let mut p = Profile::new(SourceFormat::Stackprof);
@@ -109,7 +110,7 @@ pub fn parse(json: &Value) -> Result<Profile> {
                     stack.push(locations.location(&mut p, &id.to_string())?);
                 }
                 let n = count(&raw[end], || format!("the count at raw[{end}]"))?;
-                p.samples.push(Sample { locations: stack, values: values(n)?, labels: Vec::new() });
+                room.push(&mut p.samples, Sample { locations: stack, values: values(n)?, labels: Vec::new() })?;
                 at = end + 1;
             }
         }
@@ -145,7 +146,7 @@ pub fn parse(json: &Value) -> Result<Profile> {
                     graph.add_edge(node, to, &values(n)?).ok_or_else(|| invalid("edge counts overflow"))?;
                 }
             }
-            graph.into_samples(&mut p);
+            graph.into_samples(&mut p, &mut room)?;
         }
     }
     Ok(p)

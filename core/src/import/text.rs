@@ -200,11 +200,13 @@ pub(crate) struct AddressProfile {
     pub profile: Profile,
     by_address: HashMap<u64, LocationId>,
     notes: HashMap<u64, Vec<NoteFrame>>,
+    room: super::Room,
 }
 
 impl AddressProfile {
-    pub fn new(source: SourceFormat) -> Self {
-        Self { profile: Profile::new(source), by_address: HashMap::default(), notes: HashMap::default() }
+    pub fn new(source: SourceFormat, options: &super::ParseOptions) -> Self {
+        let (by_address, notes) = (HashMap::default(), HashMap::default());
+        Self { profile: Profile::new(source), by_address, notes, room: super::Room::new(options) }
     }
 
     /// Return addresses point after each call; pprof (as of Go 1.19) moves every frame
@@ -220,8 +222,8 @@ impl AddressProfile {
             .collect()
     }
 
-    pub fn push_sample(&mut self, locations: Vec<LocationId>, values: Vec<i64>, labels: Vec<Label>) {
-        self.profile.samples.push(crate::model::Sample { locations, values, labels });
+    pub fn push_sample(&mut self, locations: Vec<LocationId>, values: Vec<i64>, labels: Vec<Label>) -> Result<()> {
+        self.room.push(&mut self.profile.samples, crate::model::Sample { locations, values, labels })
     }
 
     /// Records a Go `#` comment line naming an address; other comments are ignored.

@@ -251,6 +251,7 @@ pub(crate) fn add_cpu_samples(
     data: &CpuData<'_>,
     labels: &[Label],
     origin: i64,
+    room: &mut super::Room,
 ) -> Result<()> {
     let timed = p.sample_types.len() == 2;
     let n = data.nodes.len();
@@ -274,7 +275,8 @@ pub(crate) fn add_cpu_samples(
             parent[child].get_or_insert(i);
         }
     }
-    // Leaf-first stack of each node, built on first use.
+    // Leaf-first stack of each node, built on first use (only for nodes with samples,
+    // so they hold no more than the samples counted in `room`).
     let mut stacks: Vec<Option<Vec<LocationId>>> = vec![None; n];
     let mut stack_of = |p: &mut Profile, node: usize| -> Result<Vec<LocationId>> {
         if let Some(s) = &stacks[node] {
@@ -305,7 +307,7 @@ pub(crate) fn add_cpu_samples(
                 if timed {
                     values.push(0);
                 }
-                p.samples.push(Sample { locations, values, labels: labels.to_vec() });
+                room.push(&mut p.samples, Sample { locations, values, labels: labels.to_vec() })?;
             }
         }
         return Ok(());
@@ -344,13 +346,14 @@ pub(crate) fn add_cpu_samples(
             };
             values.push(wall);
         }
-        p.samples.push(Sample { locations, values, labels: sample_labels });
+        room.push(&mut p.samples, Sample { locations, values, labels: sample_labels })?;
     }
     Ok(())
 }
 
 /// Imports a `.cpuprofile`.
-pub fn parse_cpuprofile(json: &Value) -> Result<Profile> {
+pub fn parse_cpuprofile(json: &Value, options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
     let data = read_cpuprofile(json)?;
     let mut p = Profile::new(SourceFormat::V8CpuProfile);
     cpu_sample_types(&mut p, data.times.is_some());
@@ -362,13 +365,14 @@ pub fn parse_cpuprofile(json: &Value) -> Result<Profile> {
     }
     // Sample times count from the profile's start, else from its earliest sample.
     let origin = data.start.or(data.times.as_ref().and_then(|t| t.iter().min().copied())).unwrap_or(0);
-    add_cpu_samples(&mut p, &mut Frames::default(), &data, &[], origin)?;
+    add_cpu_samples(&mut p, &mut Frames::default(), &data, &[], origin, &mut room)?;
     Ok(p)
 }
 
 /// Imports a sampling heap profile: one sample per node that allocated, valued at its
 /// `selfSize` (`space/bytes`), with the node's path from the root as its stack.
-pub fn parse_heapprofile(json: &Value) -> Result<Profile> {
+pub fn parse_heapprofile(json: &Value, options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
     let head = &json["head"];
     let mut p = Profile::new(SourceFormat::V8HeapProfile);
     p.sample_types = vec![p.value_type("space", "bytes")];
@@ -396,7 +400,7 @@ pub fn parse_heapprofile(json: &Value) -> Result<Profile> {
             return Err(heap_invalid(format!("a node's selfSize is negative ({size})")));
         }
         if size > 0 {
-            p.samples.push(Sample { locations: stack.clone(), values: vec![size], labels: Vec::new() });
+            room.push(&mut p.samples, Sample { locations: stack.clone(), values: vec![size], labels: Vec::new() })?;
         }
         match node.get("children") {
             None | Some(Value::Null) => {}

@@ -127,7 +127,8 @@ impl Symbols {
     }
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
     let text = text::decode(bytes);
     let mut p = Profile::new(SourceFormat::V8Log);
     p.sample_types = vec![p.value_type("samples", "count")];
@@ -192,7 +193,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
                 for caller in &f[6..] {
                     stack.extend(symbols.find(address(caller, n)?));
                 }
-                p.samples.push(Sample { locations: stack, values: vec![1], labels: Vec::new() });
+                room.push(&mut p.samples, Sample { locations: stack, values: vec![1], labels: Vec::new() })?;
             }
         }
     }

@@ -37,7 +37,7 @@ pub(crate) fn looks_like_vsprof(text: &str) -> bool {
     columns.first().is_some_and(|c| c == LEVEL_COLUMN) && columns.iter().any(|c| c == NAME_COLUMN)
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let text = text::decode(bytes);
     let (header, lines) = csv_lines(&text);
     let (level, name) = (column(&header, LEVEL_COLUMN, FORMAT)?, column(&header, NAME_COLUMN, FORMAT)?);
@@ -63,7 +63,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
         let self_values = values.iter().map(|&(i, _, _, decimals)| number(i, decimals)).collect::<Result<_>>()?;
         Ok((*n, TreeRow { depth, function: field(name), module: module.map_or("", field), self_values }))
     });
-    call_tree_profile(FORMAT, SourceFormat::VisualStudio, &types, nodes)
+    call_tree_profile(FORMAT, SourceFormat::VisualStudio, &types, nodes, options)
 }
 
 fn bad_number(line: usize, column: &str, value: &str) -> Error {

@@ -27,7 +27,7 @@ pub(crate) fn looks_like_vtune(text: &str) -> bool {
     header.starts_with(STACK_COLUMN) && csv_fields(header).iter().any(|c| c == SELF_TIME_COLUMN)
 }
 
-pub fn parse(bytes: &[u8]) -> Result<Profile> {
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let text = text::decode(bytes);
     let (header, lines) = csv_lines(&text);
     let (stack, time) = (column(&header, STACK_COLUMN, FORMAT)?, column(&header, SELF_TIME_COLUMN, FORMAT)?);
@@ -48,5 +48,5 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
         };
         Ok((*n, row))
     });
-    call_tree_profile(FORMAT, SourceFormat::Vtune, &[("cpu", "nanoseconds")], nodes)
+    call_tree_profile(FORMAT, SourceFormat::Vtune, &[("cpu", "nanoseconds")], nodes, options)
 }

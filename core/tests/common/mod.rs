@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+pub mod hostile;
 pub mod top_check;
 
 /// The fixtures folder, or `None` when it is absent and skipping is allowed (see

@@ -85,6 +85,7 @@ pub fn parse_folded(blob: &Blob, progress: &mut dyn FnMut(f64)) -> Result<Profil
             })
         },
         |e| e.to_string(),
+        &stacklens_core::ParseOptions::default(),
     )
 }
 
