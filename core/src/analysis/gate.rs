@@ -702,7 +702,7 @@ impl Gate {
         for (side, runs) in [("base", base), ("compare", compare)] {
             if runs < MIN_RUNS {
                 return Err(Error::Gate(format!(
-                    "the {side} side has {runs} run(s): the gate needs at least {MIN_RUNS} a side (3 for alpha 0.05; 7 advised)"
+                    "the {side} side has {runs} run(s): the gate needs at least {MIN_RUNS} a side (3 for alpha 0.05; 8 advised)"
                 )));
             }
         }
