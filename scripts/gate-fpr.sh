@@ -149,12 +149,14 @@ draw() {
   drawn=("${files[@]:0:$n}")
 }
 
-# gate R BASE… COMPARE…: the gate's exit status; its text in $dir/last.txt.
+# gate R BASE… COMPARE…: the gate's exit status; its text in $last (one a process, so
+# that runs of this script can gate one folder side by side).
+last="$dir/last-$$.txt"
 gate() {
   local r=$1 status=0
   shift
-  "$stacklens" gate --base "${@:1:$r}" --compare "${@:$((r + 1))}" "${gate_args[@]}" >"$dir/last.txt" 2>&1 || status=$?
-  case $status in 0 | 1 | 6) ;; *) echo "the gate could not run (exit $status):" >&2; cat "$dir/last.txt" >&2; exit 1 ;; esac
+  "$stacklens" gate --base "${@:1:$r}" --compare "${@:$((r + 1))}" "${gate_args[@]}" >"$last" 2>&1 || status=$?
+  case $status in 0 | 1 | 6) ;; *) echo "the gate could not run (exit $status):" >&2; cat "$last" >&2; exit 1 ;; esac
   return "$status"
 }
 
@@ -176,7 +178,7 @@ for workload in "${workloads[@]}"; do
       gate "$runs" "${drawn[@]}" || status=$?
       count[same-$status]=$((${count[same-$status]:-0} + 1))
       if [ "$status" = 1 ]; then
-        echo "$workload, $runs runs: same code failed:"; sed -n '/^Regressions/,/^$/p' "$dir/last.txt" | sed 's/^/    /'
+        echo "$workload, $runs runs: same code failed:"; sed -n '/^Regressions/,/^$/p' "$last" | sed 's/^/    /'
       fi
       for percent in 5 10; do
         draw "$runs" "${unchanged[@]}"
@@ -184,7 +186,7 @@ for workload in "${workloads[@]}"; do
         draw "$runs" "$dir/$workload-$percent-"*
         status=0
         gate "$runs" "${base[@]}" "${drawn[@]}" || status=$?
-        if [ "$status" = 1 ] && sed -n '/^Regressions/,/^$/p' "$dir/last.txt" | grep -Eq "^  function $function +flat "; then
+        if [ "$status" = 1 ] && sed -n '/^Regressions/,/^$/p' "$last" | grep -Eq "^  function $function +flat "; then
           count[detected-$percent]=$((${count[detected-$percent]:-0} + 1))
         fi
         count[slow-$percent-$status]=$((${count[slow-$percent-$status]:-0} + 1))
