@@ -1,153 +1,208 @@
 #!/usr/bin/env bash
-# How often `stacklens gate` fails unchanged code (its false-positive rate), and whether
-# it catches an injected slowdown, on real CPU captures of the Go service of
-# backend/tests/goservice:
+# How often `stacklens gate` fails unchanged code (its false-positive rate), and how often
+# it catches a slowdown of one function, on three workloads of different shapes:
 #
-#   1. 2×PAIRS sets of RUNS captures (SECONDS s each) of the unchanged service, one after
-#      the other. Every pair of sets gated is unchanged code against itself, so every
-#      pair that fails is a false positive; two ways:
-#      - one side after the other: set 2k (base) against set 2k+1 (compare), as a CI job
-#        that captures the base and then the change (or gates against a stored baseline);
-#      - alternated: the same 2×RUNS captures in time order, the 1st, 3rd, … as the base
-#        and the 2nd, 4th, … as the compare, as the README advises.
-#   2. PAIRS sets of the service with GOSERVICE_SLOW=allocate (main.allocate does extra
-#      work); pair k is unchanged set 2k against slow set k. A pair detects the slowdown
-#      when the gate fails and main.allocate is its first regression.
+#   go      the Go service of backend/tests/goservice (one goroutine burns ~90 % of the
+#           CPU, the rest is the runtime, allocation and locks), CPU captures of GO_SECONDS s
+#           over net/http/pprof; GOSERVICE_SLOW_PERCENT slows main.allocate;
+#   native  scripts/gate-workloads/native.c (ten functions of 1 to 30 %, one of them
+#           varying by run) under `perf record -e cpu-clock:u -g`, read as `perf script`
+#           text; GATE_SLOW_PERCENT slows compress;
+#   python  scripts/gate-workloads/python.py (the same shape) under `py-spy record
+#           --function -f raw` (folded stacks, 100 Hz); GATE_SLOW_PERCENT slows compress.
 #
-# Usage: scripts/gate-fpr.sh [PAIRS [RUNS [SECONDS]]]   (default 20 3 2; about 6 minutes)
-# The binary is $STACKLENS, else target/release/stacklens, else target/debug/stacklens;
-# GATE_ARGS are passed to every gate (--config FILE, …). The captures stay in the folder
-# printed at the end; CAPTURES=that-folder gates them again without capturing.
+# A slowdown of N % is extra work in that one function of N % of the program's CPU time
+# (of one function's own time, 5 % or 10 % would stay under the default min_relative).
+#
+# Method: POOL captures each of the unchanged program, 5 % slower and 10 % slower (the
+# native and Python ones in turn, one of each at a time, so the machine's drift falls on
+# all three alike; the Go ones a service at a time, as each burns a core). Then, for each
+# run count R in RUNS, DRAWS comparisons of each kind, every one gated:
+#   - same code: 2R distinct unchanged captures drawn at random, the first R the base:
+#     every failure (exit 1) is a false positive;
+#   - slowdown: R unchanged against R of the slower program, drawn at random: a detection
+#     when the gate fails with the slowed function's flat share among the regressions.
+# Caveat: the draws reuse one pool, so they are not independent; a pool with an odd
+# capture (a burst of load) repeats it across many draws, and the figures describe this
+# pool as much as the program. They also mix captures from the whole capture period, as
+# an alternating CI job would, not one side after the other.
+#
+# Usage: scripts/gate-fpr.sh [WORKLOAD…]   (default: go native python; ~15 min with POOL=40)
+# Environment: POOL (40), DRAWS (200), RUNS ("6 7 8"), GO_SECONDS (2: the Go captures'),
+# SEED (1: the draws'), GATE_ARGS (passed to every gate: --config FILE, …), CAPTURES (a
+# previous run's folder, printed at the end: gate its captures again without capturing).
+# The binary is $STACKLENS, else target/release/stacklens, else target/debug/stacklens.
+# Needs: go (golang-go), perf (linux-perf) with perf_event_paranoid ≤ 2, a C compiler,
+# py-spy (PyPI py-spy; $PYSPY, .tools/pyspy/bin/py-spy or on the PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pairs=${1:-20}
-runs=${2:-3}
-seconds=${3:-2}
+pool=${POOL:-40}
+draws=${DRAWS:-200}
+read -r -a run_counts <<<"${RUNS:-6 7 8}"
+seconds=${GO_SECONDS:-2}
+read -r -a gate_args <<<"${GATE_ARGS:-}"
+workloads=("$@")
+[ ${#workloads[@]} -gt 0 ] || workloads=(go native python)
+
 stacklens=${STACKLENS:-}
 if [ -z "$stacklens" ]; then
   for candidate in target/release/stacklens target/debug/stacklens; do
     if [ -x "$candidate" ]; then stacklens=$candidate; break; fi
   done
 fi
-if [ -z "$stacklens" ]; then
-  echo "no stacklens binary: cargo build --release -p stacklens-backend, or set STACKLENS" >&2
-  exit 2
-fi
-read -r -a gate_args <<<"${GATE_ARGS:-}"
+[ -n "$stacklens" ] || { echo "no stacklens binary: cargo build --release -p stacklens-backend, or set STACKLENS" >&2; exit 2; }
+
+pyspy=${PYSPY:-}
+[ -n "$pyspy" ] || pyspy=$(command -v .tools/pyspy/bin/py-spy py-spy 2>/dev/null | head -1 || true)
+python=$(python3 -c 'import sys; print(sys.executable)')
+
+missing() { echo "gate-fpr: $1" >&2; exit 2; }
+for workload in "${workloads[@]}"; do
+  case $workload in
+    go) command -v go >/dev/null || missing "go is missing: apt-get install golang-go" ;;
+    native)
+      command -v perf >/dev/null || missing "perf is missing: apt-get install linux-perf"
+      command -v cc >/dev/null || missing "a C compiler is missing: apt-get install gcc" ;;
+    python)
+      [ -n "$pyspy" ] || missing "py-spy is missing: python3 -m venv .tools/pyspy && .tools/pyspy/bin/pip install py-spy" ;;
+    *) echo "usage: scripts/gate-fpr.sh [go|native|python]…" >&2; exit 2 ;;
+  esac
+done
 
 dir=${CAPTURES:-}
-if [ -z "$dir" ]; then
-  dir=$(mktemp -d -t stacklens-gate-fpr.XXXXXX)
-  GOCACHE="$dir/gocache" GO111MODULE=off go build -o "$dir/goservice" backend/tests/goservice/main.go
-fi
+[ -n "$dir" ] || dir=$(mktemp -d -t stacklens-gate-fpr.XXXXXX)
+conditions=(unchanged 5 10)
 
+# The Go service, one condition at a time.
 services=()
-stop_services() {
-  for pid in "${services[@]}"; do kill "$pid" 2>/dev/null || true; done
-}
+stop_services() { for pid in "${services[@]}"; do kill "$pid" 2>/dev/null || true; done; services=(); }
 trap stop_services EXIT
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# start_service PORT [ENV=VALUE…]: the service, once /ready answers 200.
-start_service() {
-  local port=$1; shift
-  env "$@" "$dir/goservice" "127.0.0.1:$port" >/dev/null &
-  services+=($!)
-  for _ in $(seq 600); do
-    if curl -sf -o /dev/null "http://127.0.0.1:$port/ready"; then return; fi
-    sleep 0.1
-  done
-  echo "the Go service on port $port did not get ready" >&2
-  exit 1
-}
-
-# capture_sets PORT NAME COUNT: COUNT sets of $runs captures, NAME-SET-RUN.pb.gz.
-capture_sets() {
-  local port=$1 name=$2 count=$3
-  for set in $(seq 0 $((count - 1))); do
-    for run in $(seq 0 $((runs - 1))); do
-      curl -sf -o "$dir/$name-$set-$run.pb.gz" "http://127.0.0.1:$port/debug/pprof/profile?seconds=$seconds"
+# capture_go: POOL captures of each condition, go-CONDITION-I.pb.gz.
+capture_go() {
+  GOCACHE="$dir/gocache" GO111MODULE=off go build -o "$dir/goservice" backend/tests/goservice/main.go
+  for condition in "${conditions[@]}"; do
+    local port percent=0
+    [ "$condition" = unchanged ] || percent=$condition
+    port=$(free_port)
+    GOSERVICE_SLOW_PERCENT=$percent "$dir/goservice" "127.0.0.1:$port" >/dev/null &
+    services+=($!)
+    for _ in $(seq 600); do curl -sf -o /dev/null "http://127.0.0.1:$port/ready" && break; sleep 0.1; done
+    for i in $(seq 1 "$pool"); do
+      curl -sf -o "$dir/go-$condition-$i.pb.gz" "http://127.0.0.1:$port/debug/pprof/profile?seconds=$seconds"
     done
+    stop_services
   done
 }
 
-files() { # files NAME SET
-  for run in $(seq 0 $((runs - 1))); do printf '%s\n' "$dir/$1-$2-$run.pb.gz"; done
-}
-
-# gate BASE… -- COMPARE…: the gate's exit status; its text in $dir/last.txt.
-gate() {
-  local status=0 base=()
-  while [ "$1" != -- ]; do base+=("$1"); shift; done
-  shift
-  "$stacklens" gate --base "${base[@]}" --compare "$@" "${gate_args[@]}" >"$dir/last.txt" 2>&1 || status=$?
-  return "$status"
-}
-
-started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-if [ -z "${CAPTURES:-}" ]; then
-  echo "capturing $((2 * pairs)) sets of $runs × ${seconds}s from the unchanged service…"
-  port=$(free_port)
-  start_service "$port"
-  capture_sets "$port" unchanged $((2 * pairs))
-  stop_services
-  services=()
-
-  echo "capturing $pairs sets from the service with GOSERVICE_SLOW=allocate…"
-  port=$(free_port)
-  start_service "$port" GOSERVICE_SLOW=allocate
-  capture_sets "$port" slow "$pairs"
-  stop_services
-  services=()
-fi
-
-# same_code PROTOCOL K BASE… -- COMPARE…: gates a same-code pair, counting a failure.
-same_code() {
-  local protocol=$1 k=$2 status=0
-  shift 2
-  gate "$@" || status=$?
-  case $status in
-    0) ;;
-    1) failed[$protocol]=$((${failed[$protocol]:-0} + 1))
-       echo "same-code pair $k ($protocol) failed:"; grep -A3 '^Regressions' "$dir/last.txt" | sed 's/^/    /' ;;
-    *) echo "same-code pair $k: the gate could not run (exit $status):"; cat "$dir/last.txt"; exit 1 ;;
+# record WORKLOAD CONDITION I COMMAND…: one run of a native or Python workload, profiled.
+record() {
+  local workload=$1 condition=$2 i=$3 percent=0
+  shift 3
+  [ "$condition" = unchanged ] || percent=$condition
+  local out="$dir/$workload-$condition-$i"
+  case $workload in
+    native)
+      GATE_SLOW_PERCENT=$percent perf record -q -e cpu-clock:u -g -o "$out.data" "$@" >/dev/null 2>&1
+      perf script -i "$out.data" >"$out.perf" 2>/dev/null
+      rm "$out.data" ;;
+    python)
+      GATE_SLOW_PERCENT=$percent "$pyspy" record --function -f raw -o "$out.folded" -- "$@" >/dev/null 2>&1 ;;
   esac
 }
 
-declare -A failed=([sequential]=0 [alternated]=0)
-for k in $(seq 0 $((pairs - 1))); do
-  mapfile -t first < <(files unchanged $((2 * k)))
-  mapfile -t second < <(files unchanged $((2 * k + 1)))
-  same_code sequential "$k" "${first[@]}" -- "${second[@]}"
-  in_order=("${first[@]}" "${second[@]}")
-  odd=() even=()
-  for i in "${!in_order[@]}"; do
-    if ((i % 2 == 0)); then even+=("${in_order[$i]}"); else odd+=("${in_order[$i]}"); fi
+capture_in_turn() { # capture_in_turn WORKLOAD COMMAND…
+  local workload=$1
+  shift
+  for i in $(seq 1 "$pool"); do
+    for condition in "${conditions[@]}"; do record "$workload" "$condition" "$i" "$@"; done
   done
-  same_code alternated "$k" "${even[@]}" -- "${odd[@]}"
-done
+}
 
-detected=0
-for k in $(seq 0 $((pairs - 1))); do
-  status=0
-  mapfile -t base < <(files unchanged $((2 * k)))
-  mapfile -t slow < <(files slow "$k")
-  gate "${base[@]}" -- "${slow[@]}" || status=$?
-  first=$(grep -A1 '^Regressions' "$dir/last.txt" | sed -n 2p | awk '{print $2}')
-  if [ "$status" = 1 ] && [ "$first" = main.allocate ]; then
-    detected=$((detected + 1))
-  else
-    echo "slowdown pair $k: exit $status, first regression '${first:-none}'"
+capture() {
+  case $1 in
+    go) capture_go ;;
+    native)
+      cc -O2 -fno-omit-frame-pointer -fno-shrink-wrap -fno-optimize-sibling-calls -fno-inline -fno-ipa-icf -fno-ipa-cp \
+        -o "$dir/native" scripts/gate-workloads/native.c
+      capture_in_turn native "$dir/native" ;;
+    python) capture_in_turn python "$python" -S scripts/gate-workloads/python.py ;;
+  esac
+}
+
+slowed_function() {
+  case $1 in go) echo 'main\.allocate' ;; *) echo compress ;; esac
+}
+
+# draw N FILE…: N of the files, distinct, at random, into $drawn (bash's RANDOM, seeded
+# below; not in a subshell, which would not advance it).
+draw() {
+  local n=$1
+  shift
+  local files=("$@") i j t
+  for ((i = 0; i < n; i++)); do
+    j=$((i + RANDOM % (${#files[@]} - i)))
+    t=${files[$i]}; files[$i]=${files[$j]}; files[$j]=$t
+  done
+  drawn=("${files[@]:0:$n}")
+}
+
+# gate R BASE… COMPARE…: the gate's exit status; its text in $last (one a process, so
+# that runs of this script can gate one folder side by side).
+last="$dir/last-$$.txt"
+gate() {
+  local r=$1 status=0
+  shift
+  "$stacklens" gate --base "${@:1:$r}" --compare "${@:$((r + 1))}" "${gate_args[@]}" >"$last" 2>&1 || status=$?
+  case $status in 0 | 1 | 6) ;; *) echo "the gate could not run (exit $status):" >&2; cat "$last" >&2; exit 1 ;; esac
+  return "$status"
+}
+
+summary=()
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+for workload in "${workloads[@]}"; do
+  if [ -z "${CAPTURES:-}" ]; then
+    echo "capturing $workload: $pool runs each of ${conditions[*]} (% slower)…"
+    capture "$workload"
   fi
+  function=$(slowed_function "$workload")
+  unchanged=("$dir/$workload-unchanged-"*)
+  for runs in "${run_counts[@]}"; do
+    RANDOM=${SEED:-1}
+    declare -A count=()
+    for _ in $(seq 1 "$draws"); do
+      status=0
+      draw $((2 * runs)) "${unchanged[@]}"
+      gate "$runs" "${drawn[@]}" || status=$?
+      count[same-$status]=$((${count[same-$status]:-0} + 1))
+      if [ "$status" = 1 ]; then
+        echo "$workload, $runs runs: same code failed:"; sed -n '/^Regressions/,/^$/p' "$last" | sed 's/^/    /'
+      fi
+      for percent in 5 10; do
+        draw "$runs" "${unchanged[@]}"
+        base=("${drawn[@]}")
+        draw "$runs" "$dir/$workload-$percent-"*
+        status=0
+        gate "$runs" "${base[@]}" "${drawn[@]}" || status=$?
+        if [ "$status" = 1 ] && sed -n '/^Regressions/,/^$/p' "$last" | grep -Eq "^  function $function +flat "; then
+          count[detected-$percent]=$((${count[detected-$percent]:-0} + 1))
+        fi
+        count[slow-$percent-$status]=$((${count[slow-$percent-$status]:-0} + 1))
+      done
+    done
+    line="$workload, $runs runs a side: same code failed ${count[same-1]:-0} of $draws (inconclusive ${count[same-6]:-0}, passed ${count[same-0]:-0});"
+    line+=" 5 % slower detected ${count[detected-5]:-0} of $draws (inconclusive ${count[slow-5-6]:-0});"
+    line+=" 10 % slower detected ${count[detected-10]:-0} of $draws (inconclusive ${count[slow-10-6]:-0})"
+    summary+=("$line")
+    echo "$line"
+    unset count
+  done
 done
 
 echo
-echo "stacklens gate ${gate_args[*]:-(defaults)}, $runs runs of ${seconds}s a side, $(nproc) CPUs, started $started"
-echo "same-code pairs failed (false positives), one side after the other: ${failed[sequential]} of $pairs"
-echo "same-code pairs failed (false positives), runs alternated: ${failed[alternated]} of $pairs"
-echo "slowdown pairs failed naming main.allocate first: $detected of $pairs"
+echo "stacklens gate ${gate_args[*]:-(defaults)}, $(nproc) CPUs, commit $(git rev-parse --short HEAD), started $started"
+echo "pool $pool captures a condition, $draws draws a comparison, seed ${SEED:-1}; Go captures of ${seconds}s"
+printf '%s\n' "${summary[@]}"
 echo "captures: $dir"

@@ -314,8 +314,10 @@ enum Command {
     ///
     /// Exit status 1 when a function or package regressed: its median share grew by at
     /// least the minimum effect with a Mann–Whitney p-value at most alpha across runs and,
-    /// when samples are counted, a sampling p-value at most alpha on the pooled samples
-    /// (see --config). Give 5 runs a side, base and change captured alternately.
+    /// when samples are counted, a sampling p-value at most alpha on the pooled samples,
+    /// both Holm-corrected over the names tested (see --config). Exit status 6 when the
+    /// runs are too few for a regression to survive that correction (the message says how
+    /// many are needed). Give 8 runs a side, base and change captured alternately.
     Gate(crate::gate::GateArgs),
     /// Goroutine counts by state, grouped stacks, blocked goroutines and growth.
     Goroutines {

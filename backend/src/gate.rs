@@ -10,11 +10,11 @@ use std::process::ExitCode;
 use bytes::Bytes;
 use clap::{ArgGroup, ValueEnum};
 use reqwest::StatusCode;
-use stacklens_core::analysis::gate::{Gate, GateConfig, GateReport, Run, Verdict};
+use stacklens_core::analysis::gate::{Gate, GateConfig, GateReport, Run, Status, Verdict};
 use stacklens_core::analysis::merge::Merger;
 use stacklens_core::api::{BaselineResponse, SessionResponse};
 use stacklens_core::export::{export, ExportFormat, ExportOptions};
-use stacklens_core::report::gate::{github, junit, markdown, text};
+use stacklens_core::report::gate::{github, inconclusive, junit, markdown, text};
 use stacklens_core::Profile;
 use url::Url;
 
@@ -23,6 +23,10 @@ use crate::cli::{for_terminal, load, parse, print_json, CliError};
 /// The environment variable with the credential for the stacklens server, sent as
 /// `Authorization: Bearer`.
 pub const TOKEN_ENV: &str = "STACKLENS_TOKEN";
+
+/// The exit status when the runs are too few to decide (neither 0, passed, nor 1,
+/// regressed).
+pub const INCONCLUSIVE: u8 = 6;
 
 /// How long one request to the server may take (a large profile's bytes included).
 const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
@@ -305,11 +309,17 @@ pub fn run(args: GateArgs) -> Result<ExitCode, CliError> {
         GateFormat::Markdown => print!("{}", for_terminal(&markdown(&report))),
         GateFormat::Github => print!("{}", for_terminal(&github(&report))),
     }
-    if report.passed {
-        return Ok(ExitCode::SUCCESS);
+    match report.status {
+        Status::Passed => Ok(ExitCode::SUCCESS),
+        Status::Failed => {
+            eprintln!("stacklens: gate failed: {}", for_terminal(&regressed(&report)));
+            Ok(ExitCode::from(1))
+        }
+        Status::Inconclusive => {
+            eprintln!("stacklens: gate inconclusive: {}", inconclusive(&report));
+            Ok(ExitCode::from(INCONCLUSIVE))
+        }
     }
-    eprintln!("stacklens: gate failed: {}", for_terminal(&regressed(&report)));
-    Ok(ExitCode::from(1))
 }
 
 /// Both sides merged and uploaded: the link of their diff view.

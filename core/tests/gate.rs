@@ -2,7 +2,9 @@
 //! hand, the minimum effect, rules, and the checks on runs and thresholds.
 
 use stacklens_core::analysis::gate::mann_whitney::{normal_upper_tail, Tables};
-use stacklens_core::analysis::gate::{Alternative, Gate, GateConfig, GateReport, GateRow, Metric, Rule, Run, Verdict};
+use stacklens_core::analysis::gate::{
+    Alternative, Family, Gate, GateConfig, GateReport, GateRow, Metric, Rule, Run, Status, Verdict,
+};
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1e-12)
@@ -92,24 +94,39 @@ fn gate(config: GateConfig, base: &[i64], compare: &[i64]) -> GateReport {
     Gate::new(config).unwrap().compare(&runs(base), &runs(compare)).unwrap()
 }
 
+/// main.slow's samples in five base runs (10 % to 12 % of 1000) and in five compare
+/// runs (19 % to 21 %): every compare run above every base run, p = 1/C(10, 5) = 1/252.
+/// Five, as three runs a side cannot survive the correction of even two shares (1/20 × 2
+/// is above 0.05); four shares (main.slow's and main.fast's flat and cum) make 4/252.
+const SLOWER: ([i64; 5], [i64; 5]) = ([100, 105, 110, 115, 120], [190, 195, 200, 205, 210]);
+
+fn slower(config: GateConfig) -> GateReport {
+    gate(config, &SLOWER.0, &SLOWER.1)
+}
+
 fn row<'a>(report: &'a GateReport, name: &str) -> &'a GateRow {
     report.functions.iter().chain(&report.packages).find(|r| r.name == name).unwrap_or_else(|| panic!("no {name}"))
 }
 
 #[test]
 fn a_grown_flat_share_regresses_and_comes_before_its_callers() {
-    let report = gate(GateConfig::default(), &[100, 110, 120], &[200, 210, 190]);
-    assert!(!report.passed);
+    let report = slower(GateConfig::default());
+    assert_eq!((report.status, report.passed), (Status::Failed, false));
     let slow = row(&report, "main.slow");
     assert_eq!((slow.verdict, slow.metric), (Verdict::Regression, Some(Metric::Flat)));
     assert_eq!((slow.flat.base_median, slow.flat.compare_median, slow.flat.difference), (11.0, 20.0, 9.0));
     assert!(close(slow.flat.relative.unwrap(), 9.0 / 11.0 * 100.0));
-    assert!(close(slow.flat.p_value, 0.05));
-    assert_eq!(slow.flat.base, [10.0, 11.0, 12.0]);
+    assert!(close(slow.flat.p_value, 1.0 / 252.0));
+    // Holm over main.slow's and main.fast's flat and cum: the smallest p times 4.
+    assert_eq!(report.family, Family { tests: 4, names: 2, untested: 3, sampling_tests: 7 });
+    assert!(close(slow.flat.adjusted_p_value.unwrap(), 4.0 / 252.0), "{slow:?}");
+    assert_eq!(slow.flat.base, [10.0, 10.5, 11.0, 11.5, 12.0]);
     let fast = row(&report, "main.fast");
     assert_eq!((fast.verdict, fast.metric), (Verdict::Improvement, Some(Metric::Flat)));
-    // main.handle's cum is 100% in every run: unchanged; the package's flat is too.
+    // main.handle's cum is 100% in every run: unchanged and untested (no split of its
+    // values could move it); the package's flat is too.
     assert_eq!(row(&report, "main.handle").verdict, Verdict::Unchanged);
+    assert_eq!(row(&report, "main.handle").cum.as_ref().unwrap().adjusted_p_value, None);
     assert_eq!(row(&report, "main").verdict, Verdict::Unchanged);
     assert_eq!(report.functions[0].name, "main.slow");
     assert_eq!((report.regression_count, report.improvement_count), (1, 1));
@@ -119,22 +136,25 @@ fn a_grown_flat_share_regresses_and_comes_before_its_callers() {
 #[test]
 fn a_cum_share_regresses_when_no_flat_one_did() {
     // Time moves from main.fast into main.parse's two callees, half each: neither
-    // callee's flat grows by the 6 points asked, main.parse's cum does.
+    // callee's flat grows by the 6 points asked, main.parse's cum does. (Runs of 1,000
+    // samples: with 100, 2,200 against 2,700 of 5,000 would not survive the sampling
+    // test's correction over 9 shares.)
     let runs = |parse: &[i64]| -> Vec<Run> {
         parse
             .iter()
             .map(|p| {
                 run(&format!(
                     "main.main;main.parse;main.a {}\nmain.main;main.parse;main.b {}\nmain.main;main.fast {}\n",
-                    p / 2,
-                    p / 2,
-                    100 - p
+                    p * 5,
+                    p * 5,
+                    1000 - p * 10
                 ))
             })
             .collect()
     };
     let config = GateConfig { min_effect: 6.0, ..GateConfig::default() };
-    let report = Gate::new(config).unwrap().compare(&runs(&[40, 42, 44]), &runs(&[50, 52, 54])).unwrap();
+    let report =
+        Gate::new(config).unwrap().compare(&runs(&[40, 42, 44, 46, 48]), &runs(&[50, 52, 54, 56, 58])).unwrap();
     let parse = row(&report, "main.parse");
     assert_eq!((parse.verdict, parse.metric), (Verdict::Regression, Some(Metric::Cum)));
     assert_eq!(parse.deciding().difference, 10.0);
@@ -151,40 +171,47 @@ fn the_minimum_effect_keeps_small_consistent_changes_from_failing() {
     let report = gate(GateConfig::default(), &[690, 700, 710], &[715, 720, 730]);
     assert!(report.passed);
     assert_eq!(row(&report, "main.slow").flat.difference, 2.0);
-    // +9 points with the runs overlapping (U = 6 of 9): P(U ≥ 6) = 7/20.
+    // +9 points with the runs overlapping (U = 6 of 9): P(U ≥ 6) = 7/20. (Three runs a
+    // side cannot show a regression of the two shares that could reach the minimum
+    // effect: inconclusive.)
     let report = gate(GateConfig::default(), &[100, 110, 300], &[120, 200, 250]);
-    assert!(report.passed);
+    assert_eq!((report.regression_count, report.status), (0, Status::Inconclusive));
     assert!(close(row(&report, "main.slow").flat.p_value, 0.35));
-    // The same change with lower thresholds is still within sampling noise: 2,100 of
-    // 3,000 samples against 2,165 of 3,000. With ten times the samples it is not.
+    // The same change with lower thresholds is still within sampling noise: 3,500 of
+    // 5,000 samples against 3,608 of 5,000. With ten times the samples it is not.
     let config = GateConfig { min_effect: 0.0, min_relative: 0.0, ..GateConfig::default() };
-    let report = gate(config.clone(), &[690, 700, 710], &[715, 720, 730]);
-    assert!(report.passed);
+    let (base, compare) = ([690, 695, 700, 705, 710], [715, 718, 720, 725, 730]);
+    let report = gate(config.clone(), &base, &compare);
+    assert_eq!(report.status, Status::Passed);
     let slow = &row(&report, "main.slow").flat;
-    assert!(close(slow.p_value, 0.05) && slow.sampling_p_value.unwrap() > 0.05, "{slow:?}");
-    assert_eq!(slow.samples, Some([2100, 2165]));
+    assert!(close(slow.p_value, 1.0 / 252.0) && slow.sampling_p_value.unwrap() > 0.05, "{slow:?}");
+    assert_eq!(slow.samples, Some([3500, 3608]));
     let ten_times = |v: &[i64]| runs_of(&v.iter().map(|s| s * 10).collect::<Vec<_>>(), 10_000);
-    let report = Gate::new(config).unwrap().compare(&ten_times(&[690, 700, 710]), &ten_times(&[715, 720, 730]));
-    assert!(!report.unwrap().passed);
+    let report = Gate::new(config).unwrap().compare(&ten_times(&base), &ten_times(&compare)).unwrap();
+    assert_eq!(row(&report, "main.slow").verdict, Verdict::Regression);
 }
 
 #[test]
 fn a_rarely_sampled_function_a_few_samples_up_is_sampling_noise() {
     // As a 2-second CPU capture of ~186 samples: 2 samples a run, then 4. Every compare
-    // run above every base run (p = 0.05) and +1.08 points, +100%: the runs alone would
-    // fail the gate. Pooled, 6 samples against 12 of 558 each: P(X ≥ 12 | 18 fair
-    // coins) = 31,180/2^18 = 0.119, not a regression.
+    // run above every base run (p = 1/252, adjusted over main.slow's 2 shares 2/252:
+    // main.fast's −1 % cannot reach 10 %) and +1.08 points, +100%: the runs alone would
+    // fail the gate. Pooled, 10 samples against 20
+    // of 930 each: P(X ≥ 20 | 30 fair coins) = 53,009,102/2^30 = 0.049, and 7 times
+    // that over the 7 shares with samples enough: not a regression.
     let gate = Gate::new(GateConfig::default()).unwrap();
-    let report = gate.compare(&runs_of(&[2, 2, 2], 186), &runs_of(&[4, 4, 4], 186)).unwrap();
+    let report = gate.compare(&runs_of(&[2; 5], 186), &runs_of(&[4; 5], 186)).unwrap();
     let slow = row(&report, "main.slow");
     assert_eq!(slow.verdict, Verdict::Unchanged, "{slow:?}");
-    assert!(close(slow.flat.p_value, 0.05) && slow.flat.difference >= 1.0, "{slow:?}");
-    assert!(close(slow.flat.sampling_p_value.unwrap(), 31_180.0 / 262_144.0), "{slow:?}");
-    assert!(report.passed);
+    assert!(close(slow.flat.adjusted_p_value.unwrap(), 2.0 / 252.0) && slow.flat.difference >= 1.0, "{slow:?}");
+    let sampling = 53_009_102.0 / 1_073_741_824.0;
+    assert!(close(slow.flat.sampling_p_value.unwrap(), sampling), "{slow:?}");
+    assert!(close(slow.flat.sampling_adjusted_p_value.unwrap(), 7.0 * sampling), "{slow:?}");
+    assert_eq!(report.status, Status::Passed);
     // The same shares from runs a hundred times longer are a regression.
     let report = Gate::new(GateConfig::default())
         .unwrap()
-        .compare(&runs_of(&[200, 200, 200], 18_600), &runs_of(&[400, 400, 400], 18_600))
+        .compare(&runs_of(&[200; 5], 18_600), &runs_of(&[400; 5], 18_600))
         .unwrap();
     assert_eq!(row(&report, "main.slow").verdict, Verdict::Regression);
     // Profiles without a count of samples are tested across runs only.
@@ -196,10 +223,7 @@ fn a_rarely_sampled_function_a_few_samples_up_is_sampling_noise() {
         p.sample_types[0].unit = bytes;
         Run::of(&p, "").unwrap()
     };
-    let report = Gate::new(GateConfig::default())
-        .unwrap()
-        .compare(&[heap(2), heap(2), heap(2)], &[heap(4), heap(4), heap(4)])
-        .unwrap();
+    let report = Gate::new(GateConfig::default()).unwrap().compare(&[2; 5].map(heap), &[4; 5].map(heap)).unwrap();
     let slow = row(&report, "main.slow");
     assert_eq!((slow.verdict, slow.flat.sampling_p_value), (Verdict::Regression, None), "{slow:?}");
 }
@@ -218,7 +242,7 @@ fn rules_set_thresholds_or_ignore_by_regex_the_first_match_deciding() {
         ],
         ..GateConfig::default()
     };
-    let report = gate(config, &[100, 110, 120], &[200, 210, 190]);
+    let report = slower(config);
     assert!(report.passed);
     let slow = row(&report, "main.slow");
     assert_eq!(slow.thresholds.min_effect, 20.0);
@@ -228,7 +252,7 @@ fn rules_set_thresholds_or_ignore_by_regex_the_first_match_deciding() {
     assert!(report.packages.is_empty());
 
     let config = GateConfig { rules: vec![Rule { ignore: true, ..rule("slow") }], ..GateConfig::default() };
-    let report = gate(config, &[100, 110, 120], &[200, 210, 190]);
+    let report = slower(config);
     assert!(report.passed);
     assert!(report.functions.iter().all(|r| r.name != "main.slow"));
 }
@@ -248,9 +272,12 @@ fn packages_sum_their_functions_flat_shares() {
             })
             .collect()
     };
-    let report = Gate::new(GateConfig::default()).unwrap().compare(&runs(&[20, 22, 24]), &runs(&[40, 42, 44])).unwrap();
+    let report = Gate::new(GateConfig::default())
+        .unwrap()
+        .compare(&runs(&[20, 22, 24, 26, 28]), &runs(&[40, 42, 44, 46, 48]))
+        .unwrap();
     let json = row(&report, "encoding/json");
-    assert_eq!((json.verdict, json.flat.base_median, json.flat.compare_median), (Verdict::Regression, 22.0, 42.0));
+    assert_eq!((json.verdict, json.flat.base_median, json.flat.compare_median), (Verdict::Regression, 24.0, 44.0));
     assert_eq!(json.cum, None);
     assert_eq!(report.packages.first().map(|r| r.name.as_str()), Some("encoding/json"));
 }
@@ -258,9 +285,10 @@ fn packages_sum_their_functions_flat_shares() {
 #[test]
 fn two_sided_tests_double_the_p_value() {
     let config = GateConfig { alternative: Alternative::TwoSided, alpha: 0.1, ..GateConfig::default() };
-    let report = gate(config, &[100, 110, 120], &[200, 210, 190]);
-    assert!(close(row(&report, "main.slow").flat.p_value, 0.1));
-    assert!(!report.passed);
+    let report = slower(config);
+    assert!(close(row(&report, "main.slow").flat.p_value, 2.0 / 252.0));
+    assert!(close(row(&report, "main.slow").flat.adjusted_p_value.unwrap(), 8.0 / 252.0));
+    assert_eq!(report.status, Status::Failed);
 }
 
 #[test]
@@ -327,15 +355,18 @@ fn runs_of_unknown_sample_types_or_without_samples_are_refused() {
 #[test]
 fn every_format_names_the_regressions() {
     use stacklens_core::report::gate as render;
-    let mut report = gate(GateConfig::default(), &[100, 110, 120], &[200, 210, 190]);
+    let mut report = slower(GateConfig::default());
     report.diff_url = Some("http://stacklens:8080/#/diff/a/b".into());
 
     let text = render::text(&report);
-    let regressions = "\nRegressions (1):\n  function main.slow  flat 11.00% → 20.00% (+9.00 pp, +82%), p = 0.050, \
-                       sampling p < 0.001\n";
+    let family = "\nP-values Holm-corrected over 4 shares of 2 names that could reach the minimum effect (3 names \
+                  cannot: untested), sampling p over 7 shares\n";
+    assert!(text.contains(family), "{text}");
+    let regressions = "\nRegressions (1):\n  function main.slow  flat 11.00% → 20.00% (+9.00 pp, +82%), p = 0.004 \
+                       (adjusted 0.016), sampling p < 0.001 (adjusted < 0.001)\n";
     assert!(text.contains(regressions), "{text}");
-    let improvements = "\nImprovements (1):\n  function main.fast  flat 89.00% → 80.00% (-9.00 pp, -10%), p = 0.050, \
-                        sampling p < 0.001\n";
+    let improvements = "\nImprovements (1):\n  function main.fast  flat 89.00% → 80.00% (-9.00 pp, -10%), p = 0.004 \
+                        (adjusted 0.016), sampling p < 0.001 (adjusted < 0.001)\n";
     assert!(text.contains(improvements), "{text}");
     let end = "4 functions and 1 package tested, 0 ignored by rules: FAILED, 1 regression\n\
                Diff view: http://stacklens:8080/#/diff/a/b\n";
@@ -343,29 +374,106 @@ fn every_format_names_the_regressions() {
 
     let markdown = render::markdown(&report);
     assert!(markdown.starts_with("### stacklens gate: 1 regression\n"), "{markdown}");
-    let row = "| function `main.slow` | flat | 11.00% → 20.00% | +9.00 pp, +82% | 0.050 | < 0.001 |";
+    let row = "| function `main.slow` | flat | 11.00% → 20.00% | +9.00 pp, +82% | 0.004 (adjusted 0.016) \
+               | < 0.001 (adjusted < 0.001) |";
     assert!(markdown.contains(row), "{markdown}");
     assert!(markdown.ends_with("\n[Open the diff view](http://stacklens:8080/#/diff/a/b)\n"));
 
     assert_eq!(
         render::github(&report),
         "::error title=Profile regression%3A main.slow::function main.slow: flat 11.00%25 → 20.00%25 \
-         (+9.00 pp, +82%25), p = 0.050, sampling p < 0.001 (one-sided Mann–Whitney U (exact), 3 base runs vs 3 compare runs)\n"
+         (+9.00 pp, +82%25), p = 0.004 (adjusted 0.016), sampling p < 0.001 (adjusted < 0.001) \
+         (one-sided Mann–Whitney U (exact), 5 base runs vs 5 compare runs)\n"
     );
 
     let junit = render::junit(&report);
-    let head =
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"stacklens gate\" tests=\"5\" failures=\"1\">";
+    let head = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+                <testsuites name=\"stacklens gate\" tests=\"5\" failures=\"1\" errors=\"0\">";
     assert!(junit.starts_with(head), "{junit}");
     let failure = "<testcase classname=\"stacklens.gate.function\" name=\"main.slow\">\n      \
                    <failure type=\"regression\" message=\"function main.slow regressed: flat 11.00% → 20.00% \
-                   (+9.00 pp, +82%), p = 0.050, sampling p &lt; 0.001\">";
+                   (+9.00 pp, +82%), p = 0.004 (adjusted 0.016), sampling p &lt; 0.001 (adjusted &lt; 0.001)\">";
     assert!(junit.contains(failure), "{junit}");
-    assert!(junit.contains("base runs: 10.00, 11.00, 12.00\ncompare runs: 20.00, 21.00, 19.00\n"));
-    assert!(junit.contains("\nsamples pooled: 330 base, 600 compare\n"), "{junit}");
+    assert!(junit
+        .contains("base runs: 10.00, 10.50, 11.00, 11.50, 12.00\ncompare runs: 19.00, 19.50, 20.00, 20.50, 21.00\n"));
+    assert!(junit.contains("\nsamples pooled: 550 base, 1000 compare\n"), "{junit}");
     assert!(junit.contains("<testcase classname=\"stacklens.gate.function\" name=\"main.fast\"/>"));
+    assert!(!junit.contains("inconclusive"), "{junit}");
 
-    let passing = gate(GateConfig::default(), &[100, 110, 120], &[100, 110, 120]);
+    let passing = gate(GateConfig::default(), &SLOWER.0, &SLOWER.0);
+    assert_eq!(passing.status, Status::Passed);
     assert!(render::github(&passing).starts_with("::notice title=stacklens gate::No regression: "));
     assert!(render::markdown(&passing).starts_with("### stacklens gate: passed\n"));
+    assert!(render::text(&passing).ends_with("ignored by rules: passed\n"));
+}
+
+#[test]
+fn too_few_runs_for_the_correction_are_inconclusive_in_every_format() {
+    use stacklens_core::report::gate as render;
+    // Three runs a side at best give p = 1/20; over main.slow's and main.fast's flat and
+    // cum, Holm makes that 4/20 = 0.2. Every compare run above every base run, +9 points:
+    // the change the old, uncorrected gate failed; now the runs cannot tell.
+    let report = gate(GateConfig::default(), &[100, 110, 120], &[190, 200, 210]);
+    assert_eq!((report.status, report.passed, report.regression_count), (Status::Inconclusive, false, 0));
+    let slow = &row(&report, "main.slow").flat;
+    assert!(close(slow.p_value, 0.05) && close(slow.adjusted_p_value.unwrap(), 0.2), "{slow:?}");
+    assert_eq!(row(&report, "main.slow").verdict, Verdict::Unchanged);
+    // 5 a side: 1/252 × 4 ≤ 0.05 (4 a side: 1/70 × 4 = 0.057 is not).
+    assert_eq!(report.runs_needed, Some(5));
+    assert!(close(report.smallest_p_value, 0.05));
+    let why = "3 base and 3 compare runs give at best p = 0.0500, which the correction over 4 shares makes 0.200, \
+               above alpha 0.05: no regression could show; 5 runs a side needed";
+    assert_eq!(render::inconclusive(&report), why);
+
+    let text = render::text(&report);
+    assert!(text.ends_with(&format!("ignored by rules: INCONCLUSIVE: {why}\n")), "{text}");
+    assert!(!text.contains("Regressions"), "{text}");
+    let markdown = render::markdown(&report);
+    assert!(markdown.starts_with("### stacklens gate: inconclusive (5 runs a side needed)\n"), "{markdown}");
+    assert!(markdown.contains(&format!("\n**Inconclusive:** {why}.\n")), "{markdown}");
+    assert_eq!(
+        render::github(&report),
+        format!(
+            "::warning title=stacklens gate inconclusive::Inconclusive: {why} (one-sided Mann–Whitney U (exact), \
+             3 base runs vs 3 compare runs)\n"
+        )
+    );
+    let junit = render::junit(&report);
+    assert!(junit.contains("tests=\"6\" failures=\"0\" errors=\"1\">"), "{junit}");
+    let error = format!(
+        "<testcase classname=\"stacklens.gate\" name=\"enough runs\">\n      \
+         <error type=\"inconclusive\" message=\"{why}\"/>\n    </testcase>"
+    );
+    assert!(junit.contains(&error), "{junit}");
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(
+        (&json["status"], &json["passed"], &json["runsNeeded"]),
+        (&"inconclusive".into(), &false.into(), &5.into())
+    );
+    assert_eq!(json["correction"], "holm");
+    assert_eq!(json["family"], serde_json::json!({"tests": 4, "names": 2, "untested": 3, "samplingTests": 7}));
+    assert!(close(
+        json["functions"].as_array().unwrap().iter().find(|f| f["name"] == "main.slow").unwrap()["flat"]
+            ["adjustedPValue"]
+            .as_f64()
+            .unwrap(),
+        0.2
+    ));
+
+    // A rule's stricter alpha is the one the runs must reach: 5 a side give 4/252 = 0.016,
+    // above 0.01; 6 give 4/924.
+    let strict = GateConfig { rules: vec![Rule { alpha: Some(0.01), ..rule("slow") }], ..GateConfig::default() };
+    let report = gate(strict, &SLOWER.0, &SLOWER.1);
+    assert_eq!((report.status, report.runs_needed), (Status::Inconclusive, Some(6)));
+    assert_eq!(row(&report, "main.fast").verdict, Verdict::Improvement, "at 0.05");
+}
+
+#[test]
+fn nothing_that_could_reach_the_minimum_effect_passes_at_any_run_count() {
+    // 10.0 % to 10.2 % against 10.5 % to 10.7 %: no split of these values moves a median
+    // by a point, so no share is tested and three runs are enough to pass.
+    let report = gate(GateConfig::default(), &[100, 101, 102], &[105, 106, 107]);
+    assert_eq!(report.family, Family { tests: 0, names: 0, untested: 5, sampling_tests: 7 });
+    assert_eq!((report.status, report.runs_needed), (Status::Passed, None));
+    assert_eq!(row(&report, "main.slow").flat.adjusted_p_value, None);
 }

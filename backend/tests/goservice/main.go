@@ -5,7 +5,9 @@
 //
 // GOSERVICE_SLOW=allocate injects a slowdown for the gate's tests: allocate then also
 // writes over each buffer it allocates, in its own loop (its flat CPU time grows).
-// Unset, nothing changes.
+// GOSERVICE_SLOW_PERCENT=N (scripts/gate-fpr.sh) makes allocate write over its buffers
+// for N % of the time the service has run instead: extra work of N % of burnCPU's core,
+// about N % of the service's CPU time. Unset, nothing changes.
 package main
 
 import (
@@ -41,8 +43,13 @@ func burnCPU() {
 // slowAllocate: GOSERVICE_SLOW=allocate.
 var slowAllocate bool
 
+// slowPercent: GOSERVICE_SLOW_PERCENT.
+var slowPercent int64
+
 // allocate keeps allocating and holds on to part of it.
 func allocate() {
+	started := time.Now()
+	var extra time.Duration
 	for i := 0; ; i++ {
 		b := make([]byte, 64<<10)
 		if slowAllocate {
@@ -51,6 +58,14 @@ func allocate() {
 					b[j] += byte(j + pass)
 				}
 			}
+		}
+		// Catch up with slowPercent % of the time since the start.
+		for due := time.Since(started) * time.Duration(slowPercent) / 100; extra < due; {
+			pass := time.Now()
+			for j := range b {
+				b[j] += byte(j)
+			}
+			extra += time.Since(pass)
 		}
 		if i%16 == 0 {
 			sink = append(sink, b)
@@ -96,6 +111,12 @@ func main() {
 	default:
 		fmt.Fprintf(os.Stderr, "GOSERVICE_SLOW=%q: the only slowdown is \"allocate\"\n", slow)
 		os.Exit(2)
+	}
+	if percent := os.Getenv("GOSERVICE_SLOW_PERCENT"); percent != "" {
+		if _, err := fmt.Sscan(percent, &slowPercent); err != nil || slowPercent < 0 {
+			fmt.Fprintf(os.Stderr, "GOSERVICE_SLOW_PERCENT=%q: not a percentage\n", percent)
+			os.Exit(2)
+		}
 	}
 	runtime.SetBlockProfileRate(1)
 	runtime.SetMutexProfileFraction(1)

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::analysis::gate::mann_whitney::Method;
-use crate::analysis::gate::{Alternative, Change, GateReport, GateRow, Metric, Verdict};
+use crate::analysis::gate::{Alternative, Change, GateReport, GateRow, Metric, Status, Verdict};
 use crate::export::svg::escape as xml;
 use crate::units::format_value;
 
@@ -36,10 +36,20 @@ fn metric(row: &GateRow) -> &'static str {
     }
 }
 
-/// `p = 0.050, sampling p < 0.001` (the second when samples are counted).
+/// `= 0.004 (adjusted 0.016)`: a p-value and, when tested, its corrected value.
+fn p_and_adjusted(p: f64, adjusted: Option<f64>) -> String {
+    let adjusted =
+        adjusted.map_or_else(String::new, |a| format!(" (adjusted {})", p_value(a).trim_start_matches("= ")));
+    format!("{}{adjusted}", p_value(p))
+}
+
+/// `p = 0.004 (adjusted 0.016), sampling p < 0.001 (adjusted < 0.001)` (sampling when
+/// samples are counted).
 fn p_values(change: &Change) -> String {
-    let sampling = change.sampling_p_value.map_or_else(String::new, |p| format!(", sampling p {}", p_value(p)));
-    format!("p {}{sampling}", p_value(change.p_value))
+    let sampling = change
+        .sampling_p_value
+        .map_or_else(String::new, |p| format!(", sampling p {}", p_and_adjusted(p, change.sampling_adjusted_p_value)));
+    format!("p {}{sampling}", p_and_adjusted(change.p_value, change.adjusted_p_value))
 }
 
 /// `flat 0.52% → 18.30% (+17.78 pp, +3419%), p = 0.050, sampling p < 0.001`
@@ -72,10 +82,48 @@ fn test_text(r: &GateReport) -> String {
 fn criteria_text(r: &GateReport) -> String {
     let d = &r.defaults;
     format!(
-        "a regression is a median share (flat, else cum) up by at least {} pp and {}% with p ≤ {} across runs \
-         and, where samples are counted, in the runs' pooled samples",
+        "a regression is a median share (flat, else cum) up by at least {} pp and {}% with adjusted p ≤ {} across \
+         runs and, where samples are counted, in the runs' pooled samples",
         d.min_effect, d.min_relative, d.alpha
     )
+}
+
+/// The correction's families: `p-values Holm-corrected over 4 shares of 3 names that
+/// could reach the minimum effect (66 names cannot: untested), sampling p over 46`.
+fn family_text(r: &GateReport) -> String {
+    let f = &r.family;
+    format!(
+        "p-values Holm-corrected over {} of {} that could reach the minimum effect ({} cannot: untested), \
+         sampling p over {}",
+        plural(f.tests, "share"),
+        plural(f.names, "name"),
+        plural(f.untested, "name"),
+        plural(f.sampling_tests, "share")
+    )
+}
+
+/// Why the runs cannot decide, and how many they need; empty unless inconclusive.
+pub fn inconclusive(r: &GateReport) -> String {
+    let Some(needed) = r.runs_needed.filter(|_| r.status == Status::Inconclusive) else { return String::new() };
+    format!(
+        "{} base and {} compare runs give at best p = {:.4}, which the correction over {} makes {:.3}, \
+         above alpha {}: no regression could show; {needed} runs a side needed",
+        r.base_runs,
+        r.compare_runs,
+        r.smallest_p_value,
+        plural(r.family.tests, "share"),
+        (r.smallest_p_value * r.family.tests as f64).min(1.0),
+        r.strictest_alpha()
+    )
+}
+
+/// The verdict in a word or few: `passed`, `FAILED, 2 regressions`, `INCONCLUSIVE`.
+fn status_text(r: &GateReport) -> String {
+    match r.status {
+        Status::Passed => "passed".to_owned(),
+        Status::Failed => format!("FAILED, {}", plural(r.regression_count, "regression")),
+        Status::Inconclusive => format!("INCONCLUSIVE: {}", inconclusive(r)),
+    }
 }
 
 /// `total cpu per second (not gated): 952ms → 1.18s (+24%, p = 0.050)`, when known.
@@ -110,6 +158,7 @@ pub fn text(r: &GateReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Type: {}; {}", r.sample_type, test_text(r));
     let _ = writeln!(out, "{}", capitalized(&criteria_text(r)));
+    let _ = writeln!(out, "{}", capitalized(&family_text(r)));
     if let Some(rate) = rate_text(r) {
         let _ = writeln!(out, "{}", capitalized(&rate));
     }
@@ -125,9 +174,7 @@ pub fn text(r: &GateReport) -> String {
             let _ = writeln!(out, "  {name:<width$}  {}", change_text(row), width = width.unwrap_or(0));
         }
     }
-    let verdict =
-        if r.passed { "passed".to_owned() } else { format!("FAILED, {}", plural(r.regression_count, "regression")) };
-    let _ = writeln!(out, "\n{}: {verdict}", capitalized(&tested_text(r)));
+    let _ = writeln!(out, "\n{}: {}", capitalized(&tested_text(r)), status_text(r));
     if let Some(url) = &r.diff_url {
         let _ = writeln!(out, "Diff view: {url}");
     }
@@ -154,9 +201,16 @@ fn markdown_code(name: &str) -> String {
 /// largest regressions as a table, and the diff view's link when there is one.
 pub fn markdown(r: &GateReport) -> String {
     let mut out = String::new();
-    let title = if r.passed { "passed".to_owned() } else { plural(r.regression_count, "regression") };
+    let title = match r.status {
+        Status::Passed => "passed".to_owned(),
+        Status::Failed => plural(r.regression_count, "regression"),
+        Status::Inconclusive => format!("inconclusive ({} runs a side needed)", r.runs_needed.unwrap_or_default()),
+    };
     let _ = writeln!(out, "### stacklens gate: {title}\n");
-    let _ = writeln!(out, "{}, {}; {}.\n", r.sample_type, test_text(r), criteria_text(r));
+    if r.status == Status::Inconclusive {
+        let _ = writeln!(out, "**Inconclusive:** {}.\n", inconclusive(r));
+    }
+    let _ = writeln!(out, "{}, {}; {}; {}.\n", r.sample_type, test_text(r), criteria_text(r), family_text(r));
     let regressions: Vec<(&str, &GateRow)> = r.rows(Verdict::Regression).collect();
     if !regressions.is_empty() {
         let _ = writeln!(out, "| Regressed | Share | Median | Change | p (runs) | p (samples) |");
@@ -171,8 +225,10 @@ pub fn markdown(r: &GateReport) -> String {
                 share(change.base_median),
                 share(change.compare_median),
                 effect(change),
-                p_value(change.p_value).trim_start_matches("= "),
-                change.sampling_p_value.map_or("–".to_owned(), |p| p_value(p).trim_start_matches("= ").to_owned())
+                p_and_adjusted(change.p_value, change.adjusted_p_value).trim_start_matches("= "),
+                change.sampling_p_value.map_or("–".to_owned(), |p| {
+                    p_and_adjusted(p, change.sampling_adjusted_p_value).trim_start_matches("= ").to_owned()
+                })
             );
         }
         if regressions.len() > MARKDOWN_ROWS {
@@ -200,8 +256,22 @@ fn values(values: &[f64]) -> String {
 pub fn junit(r: &GateReport) -> String {
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let failures = r.regression_count;
-    let tests = r.functions.len() + r.packages.len();
-    let _ = writeln!(out, "<testsuites name=\"stacklens gate\" tests=\"{tests}\" failures=\"{failures}\">");
+    let errors = usize::from(r.status == Status::Inconclusive);
+    let tests = r.functions.len() + r.packages.len() + errors;
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"stacklens gate\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">"
+    );
+    if errors > 0 {
+        // Not a regression, and no pass either: an error of the gate's own test case.
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"runs\" tests=\"1\" failures=\"0\" errors=\"1\">\n    \
+             <testcase classname=\"stacklens.gate\" name=\"enough runs\">\n      \
+             <error type=\"inconclusive\" message=\"{}\"/>\n    </testcase>\n  </testsuite>",
+            xml(&inconclusive(r))
+        );
+    }
     for (suite, kind, rows) in [("functions", "function", &r.functions), ("packages", "package", &r.packages)] {
         let failed = rows.iter().filter(|row| row.verdict == Verdict::Regression).count();
         let _ = writeln!(out, "  <testsuite name=\"{suite}\" tests=\"{}\" failures=\"{failed}\">", rows.len());
@@ -223,8 +293,9 @@ pub fn junit(r: &GateReport) -> String {
                 Some(format!("compare runs: {}", values(&change.compare))),
                 samples,
                 Some(format!(
-                    "{}; thresholds: p ≤ {}, at least {} pp and {}%{rule}",
+                    "{}; {}; thresholds: adjusted p ≤ {}, at least {} pp and {}%{rule}",
                     test_text(r),
+                    family_text(r),
                     t.alpha,
                     t.min_effect,
                     t.min_relative
@@ -270,9 +341,16 @@ pub fn github(r: &GateReport) -> String {
         let message = format!("{kind} {}: {} ({})", row.name, change_text(row), test_text(r));
         let _ = writeln!(out, "::error title={}::{}", workflow_escape(&title, true), workflow_escape(&message, false));
     }
-    if r.passed {
-        let message = format!("No regression: {} ({})", tested_text(r), test_text(r));
-        let _ = writeln!(out, "::notice title=stacklens gate::{}", workflow_escape(&message, false));
+    match r.status {
+        Status::Passed => {
+            let message = format!("No regression: {} ({})", tested_text(r), test_text(r));
+            let _ = writeln!(out, "::notice title=stacklens gate::{}", workflow_escape(&message, false));
+        }
+        Status::Inconclusive => {
+            let message = format!("Inconclusive: {} ({})", inconclusive(r), test_text(r));
+            let _ = writeln!(out, "::warning title=stacklens gate inconclusive::{}", workflow_escape(&message, false));
+        }
+        Status::Failed => {}
     }
     out
 }
