@@ -223,8 +223,7 @@ impl Budget {
     }
 
     /// Grows `r` to `bytes`, `holding` bytes that wait for a parse.
-    async fn grow(&self, r: &mut Reservation, bytes: u64, holding: bool) -> Result<(), BudgetError> {
-        let held = r;
+    async fn grow(&self, held: &mut Reservation, bytes: u64, holding: bool) -> Result<(), BudgetError> {
         if bytes > self.total {
             return Err(BudgetError::OverBudget { need: bytes, budget: self.total });
         }

@@ -26,6 +26,11 @@ fn valid_owner(owner: &str) -> bool {
     owner == "*" || valid_name(owner, 64)
 }
 
+/// Whether `tenant` may use what `owner` (a target's or a pipeline's) names.
+fn admits(owner: &str, tenant: &Tenant) -> bool {
+    owner == "*" || owner == tenant.0
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Target {
@@ -42,12 +47,6 @@ pub struct Target {
     /// so a target cannot send the server to fetch an internal address.
     #[serde(default)]
     pub follow_redirects: bool,
-}
-
-impl Target {
-    pub fn open_to(&self, tenant: &Tenant) -> bool {
-        self.tenant == "*" || self.tenant == tenant.0
-    }
 }
 
 /// A local process profiled with `samply record` (the seed's pipelines).
@@ -67,10 +66,6 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    pub fn open_to(&self, tenant: &Tenant) -> bool {
-        self.tenant == "*" || self.tenant == tenant.0
-    }
-
     /// The process ids, read now (a pid file may change between runs).
     pub fn pids(&self) -> Result<Vec<u32>, String> {
         match (&self.pid, &self.pid_file) {
@@ -123,11 +118,11 @@ impl Targets {
 
     /// The pipeline `name`, when `tenant` may run it (others are told it does not exist).
     pub fn pipeline(&self, name: &str, tenant: &Tenant) -> Option<&Pipeline> {
-        self.pipelines.iter().find(|p| p.name == name && p.open_to(tenant))
+        self.pipelines.iter().find(|p| p.name == name && admits(&p.tenant, tenant))
     }
 
     /// The target of `service`, when `tenant` may capture it (others are told it does not exist).
     pub fn find(&self, service: &str, tenant: &Tenant) -> Option<&Target> {
-        self.targets.iter().find(|t| t.service == service && t.open_to(tenant))
+        self.targets.iter().find(|t| t.service == service && admits(&t.tenant, tenant))
     }
 }
