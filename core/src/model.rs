@@ -364,32 +364,6 @@ impl Profile {
         self.sample_types.len().saturating_sub(1)
     }
 
-    /// Resolves `-sample_index` the way pprof does: a number, a type name, or `""` for
-    /// the default. pprof also accepts a legacy `sample_index=` prefix; so do we.
-    pub fn sample_index(&self, spec: &str) -> Result<usize, crate::Error> {
-        let spec = spec.trim();
-        let spec = spec.strip_prefix("sample_index=").unwrap_or(spec);
-        if spec.is_empty() {
-            return Ok(self.default_sample_index());
-        }
-        if let Ok(n) = spec.parse::<usize>() {
-            if n < self.sample_types.len() {
-                return Ok(n);
-            }
-        } else if let Some(i) = self.sample_types.iter().position(|t| self.str(t.kind) == spec) {
-            return Ok(i);
-        } else if let Some(legacy) = spec.strip_prefix("inuse_") {
-            // pprof accepts inuse_space for legacy heap profiles whose type is "space".
-            if let Ok(i) = self.sample_index(legacy) {
-                return Ok(i);
-            }
-        }
-        Err(crate::Error::UnknownSampleType {
-            requested: spec.to_owned(),
-            available: self.sample_types.iter().map(|t| self.str(t.kind).to_owned()).collect(),
-        })
-    }
-
     /// Whether the samples have times (see [`Profile::sample_times`]).
     pub fn has_sample_times(&self) -> bool {
         !self.samples.is_empty() && self.sample_times.len() == self.samples.len()

@@ -7,22 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::frames::{CompiledFilters, Filters, FrameTable, Granularity, Stamps};
+use super::frames::{CompiledFilters, FrameTable, Stamps};
 use super::labels::{LabelKeySummary, LabelTally};
-use crate::model::{LocationId, Profile, SampleRef};
+use super::query::Prepared;
+use crate::model::{LocationId, SampleRef};
 use crate::{Error, Result};
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct DetailsOptions {
-    /// The node's name as top and tree name it at `granularity`.
-    pub function: String,
-    pub granularity: Granularity,
-    pub filters: Filters,
-    /// The sample type callers, callees and labels are weighed in: name, index, or empty
-    /// for the profile's default.
-    pub sample_index: String,
-}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -175,16 +164,17 @@ fn add_to(sums: &mut [Option<i64>], node: u32, value: i64) {
     *sum = sum.saturating_add(value);
 }
 
-/// The details of `options.function`, or [`Error::UnknownNode`] when no sample the
-/// filters keep contains it.
-pub fn details(profile: &Profile, options: &DetailsOptions) -> Result<FunctionDetails> {
-    let index = profile.sample_index(&options.sample_index)?;
-    let filters = options.filters.compile()?;
-    let table = FrameTable::new(profile, options.granularity, &options.filters)?;
+/// The details of `function` (a node's name as top and tree name it at the prepared
+/// granularity), weighed in the prepared sample type, or [`Error::UnknownNode`] when no
+/// sample the filters keep contains it.
+pub fn details(prepared: &Prepared, function: &str) -> Result<FunctionDetails> {
+    let index = prepared.sample_index;
+    let filters = prepared.filters.compile()?;
+    let table = prepared.frames()?;
     // The samples as the filters see them, with their label frames.
     let kept = table.profile();
-    let unknown = || Error::UnknownNode(options.function.clone());
-    let target = (0..table.node_count() as u32).find(|&n| table.name(n) == options.function).ok_or_else(unknown)?;
+    let unknown = || Error::UnknownNode(function.to_owned());
+    let target = (0..table.node_count() as u32).find(|&n| table.name(n) == function).ok_or_else(unknown)?;
     let types = kept.sample_types.len();
     let mut sums = Sums {
         holds_target: (0..kept.locations.len() as u32)
@@ -250,10 +240,10 @@ pub fn details(profile: &Profile, options: &DetailsOptions) -> Result<FunctionDe
         })
         .collect();
     let total = sums.totals.get(index).copied().unwrap_or(0);
-    let labels = sums.labels.summary(total, &options.filters)?.keys;
+    let labels = sums.labels.summary(total, &prepared.filters)?.keys;
     let (files, mappings) = whereabouts(&table, &filters, target, &sums.holds_target);
     Ok(FunctionDetails {
-        name: options.function.clone(),
+        name: function.to_owned(),
         files,
         mappings,
         values,

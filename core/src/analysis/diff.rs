@@ -6,18 +6,16 @@ use rustc_hash::FxHashMap as HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::frames::{Filters, FrameTable, Granularity};
+use super::frames::FrameTable;
+use super::query::Prepared;
 use super::top::{
     fraction_cutoff, inline_marks, scale, select_rows, sort_rows, NodeValues, TopOptions, TopReport, TopRow,
 };
-use crate::{Error, Profile, Result};
+use crate::{Profile, Result};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct DiffOptions {
-    pub sample_index: String,
-    pub granularity: Granularity,
-    pub filters: Filters,
     /// Scale the compared profile's samples by base total / compared total before
     /// subtracting, as pprof's `-normalize` does with `-diff_base`.
     pub normalize: bool,
@@ -32,9 +30,6 @@ pub struct DiffOptions {
 impl Default for DiffOptions {
     fn default() -> Self {
         Self {
-            sample_index: String::new(),
-            granularity: Granularity::Functions,
-            filters: Filters::default(),
             normalize: false,
             noise_threshold_pct: 1.0,
             max_stacks: 50,
@@ -97,21 +92,6 @@ pub struct DiffReport {
     pub changed_stacks: Vec<StackDelta>,
 }
 
-/// The base profile's sample index with the same type (and unit) as `compare[index]`.
-pub(crate) fn matching_sample_index(base: &Profile, compare: &Profile, index: usize) -> Result<usize> {
-    let (name, unit) = (compare.sample_type_name(index), compare.sample_type_unit(index));
-    (0..base.sample_types.len())
-        .find(|&i| base.sample_type_name(i) == name && base.sample_type_unit(i) == unit)
-        .ok_or_else(|| {
-            let available: Vec<String> =
-                (0..base.sample_types.len()).map(|i| base.sample_type_name(i).to_owned()).collect();
-            Error::Incompatible(format!(
-                "the base profile has no '{name}' ({unit}) samples; it has: {}",
-                available.join(", ")
-            ))
-        })
-}
-
 /// Scales base values so the base total equals the compare total.
 /// Per-name values in both profiles: (base flat, base cum, compare flat, compare cum).
 struct Deltas<'a> {
@@ -124,32 +104,25 @@ struct Deltas<'a> {
     ratio: f64,
 }
 
-fn deltas<'a>(
-    base: &'a Profile,
-    compare: &'a Profile,
-    sample_index: &str,
-    granularity: Granularity,
-    filters: &Filters,
-    normalize: bool,
-) -> Result<Deltas<'a>> {
-    let compare_index = compare.sample_index(sample_index)?;
-    let base_index = matching_sample_index(base, compare, compare_index)?;
-    let b = NodeValues::compute(base, base_index, granularity, filters)?;
+/// `base` and `compare` come from [`super::query::Query::prepare_pair`]: of one sample type.
+fn deltas<'a>(base: &'a Prepared, compare: &'a Prepared, normalize: bool) -> Result<Deltas<'a>> {
+    let (base_index, compare_index) = (base.sample_index, compare.sample_index);
+    let b = NodeValues::compute(base)?;
     // pprof's Profile.Normalize: every sample's values (filters apply later), and a
     // compared profile that sums to 0 is scaled to nothing.
     let ratio = if normalize {
         let sum =
             |p: &Profile, i: usize| p.samples.iter().map(|s| s.values.get(i).copied().unwrap_or(0) as f64).sum::<f64>();
-        let compare_sum = sum(compare, compare_index);
+        let compare_sum = sum(compare.profile(), compare_index);
         if compare_sum == 0.0 {
             0.0
         } else {
-            sum(base, base_index) / compare_sum
+            sum(base.profile(), base_index) / compare_sum
         }
     } else {
         1.0
     };
-    let c = NodeValues::compute_scaled(compare, compare_index, granularity, filters, ratio)?;
+    let c = NodeValues::compute_scaled(compare, ratio)?;
     let mut by_name: HashMap<String, (i64, i64, i64, i64)> = HashMap::default();
     for n in 0..b.table.node_count() {
         let e = by_name.entry(b.table.name(n as u32).to_owned()).or_default();
@@ -180,8 +153,8 @@ pub struct Mover {
 }
 
 /// The `n` functions whose self share changed most, largest change first (then by name).
-pub fn movers(base: &Profile, compare: &Profile, sample_index: &str, n: usize) -> Result<Vec<Mover>> {
-    let d = deltas(base, compare, sample_index, Granularity::Functions, &Filters::default(), false)?;
+pub fn movers(base: &Prepared, compare: &Prepared, n: usize) -> Result<Vec<Mover>> {
+    let d = deltas(base, compare, false)?;
     let share = |v: i64, total: i64| if total != 0 { v as f64 * 100.0 / total as f64 } else { 0.0 };
     let mut movers: Vec<Mover> = d
         .by_name
@@ -200,8 +173,8 @@ pub fn movers(base: &Profile, compare: &Profile, sample_index: &str, n: usize) -
 /// `go tool pprof -top -diff_base=BASE COMPARE`: flat and cum are compare − base, the
 /// total is the base total (before filters, as pprof's), and rows are trimmed exactly as
 /// pprof trims them.
-pub fn diff_top(base: &Profile, compare: &Profile, options: &TopOptions) -> Result<TopReport> {
-    let d = deltas(base, compare, &options.sample_index, options.granularity, &options.filters, false)?;
+pub fn diff_top(base: &Prepared, compare: &Prepared, options: &TopOptions) -> Result<TopReport> {
+    let d = deltas(base, compare, false)?;
     let mut rows: Vec<TopRow> = d
         .by_name
         .into_iter()
@@ -215,8 +188,8 @@ pub fn diff_top(base: &Profile, compare: &Profile, options: &TopOptions) -> Resu
         row.inline = inline;
     }
     Ok(TopReport {
-        sample_type: compare.sample_type_name(d.compare_index).to_owned(),
-        unit: compare.sample_type_unit(d.compare_index).to_owned(),
+        sample_type: compare.sample_type().to_owned(),
+        unit: compare.unit().to_owned(),
         total: d.base.unfiltered_total,
         node_total: selection.node_total,
         dropped_nodes: selection.dropped_nodes,
@@ -225,8 +198,8 @@ pub fn diff_top(base: &Profile, compare: &Profile, options: &TopOptions) -> Resu
     })
 }
 
-pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<DiffReport> {
-    let d = deltas(base, compare, &options.sample_index, options.granularity, &options.filters, options.normalize)?;
+pub fn diff(base: &Prepared, compare: &Prepared, options: &DiffOptions) -> Result<DiffReport> {
+    let d = deltas(base, compare, options.normalize)?;
     let (b, c, by_name) = (&d.base, &d.compare, &d.by_name);
     let (base_index, compare_index, ratio) = (d.base_index, d.compare_index, d.ratio);
     let base_total = b.total;
@@ -305,8 +278,8 @@ pub fn diff(base: &Profile, compare: &Profile, options: &DiffOptions) -> Result<
     }
 
     Ok(DiffReport {
-        sample_type: compare.sample_type_name(compare_index).to_owned(),
-        unit: compare.sample_type_unit(compare_index).to_owned(),
+        sample_type: compare.sample_type().to_owned(),
+        unit: compare.unit().to_owned(),
         base_total,
         compare_total: c.total,
         overall_delta_pct: pct(c.total.saturating_sub(base_total)),

@@ -15,7 +15,7 @@ use crate::model::{Line, Location, LocationId, Profile, SampleRef};
 use crate::{Error, Result};
 
 /// What one report node stands for, as pprof's `-granularity`.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Granularity {
     #[default]
@@ -28,23 +28,35 @@ pub enum Granularity {
     Addresses,
 }
 
+impl Granularity {
+    const NAMES: [(Granularity, &'static str); 4] = [
+        (Self::Functions, "functions"),
+        (Self::Filefunctions, "filefunctions"),
+        (Self::Lines, "lines"),
+        (Self::Addresses, "addresses"),
+    ];
+}
+
+impl std::fmt::Display for Granularity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = Self::NAMES.iter().find(|(g, _)| g == self).map_or("", |(_, name)| name);
+        f.write_str(name)
+    }
+}
+
 impl std::str::FromStr for Granularity {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "functions" => Ok(Self::Functions),
-            "filefunctions" => Ok(Self::Filefunctions),
-            "lines" => Ok(Self::Lines),
-            "addresses" => Ok(Self::Addresses),
-            other => Err(format!("unknown granularity '{other}' (functions, filefunctions, lines, addresses)")),
-        }
+        Self::NAMES.iter().find(|(_, name)| *name == s).map(|(g, _)| *g).ok_or_else(|| {
+            format!("unknown granularity '{s}' (functions, filefunctions, lines, addresses)")
+        })
     }
 }
 
 /// pprof's filters. `focus`, `ignore`, `hide` and `show` are regexes matching a frame's
 /// function name or file, or its binary's name; the `tag_*` options work on sample
 /// labels (see [`super::labels`]). The default filters nothing.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Filters {
     /// Keep only samples with a frame matching this.

@@ -39,9 +39,10 @@ use regex::Regex;
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
+use super::query::Prepared;
 use super::summary::package_of;
 use super::top::{top, TopOptions};
-use crate::{Error, Profile, Result};
+use crate::{Error, Result};
 use mann_whitney::{Method, Tables};
 
 /// Fewest runs a side: one run has no spread to tell noise from a change.
@@ -148,8 +149,8 @@ struct Tally {
 }
 
 impl Tally {
-    fn of(profile: &Profile, sample_index: usize) -> Result<(Tally, String, String)> {
-        let report = top(profile, &TopOptions { sample_index: sample_index.to_string(), ..TopOptions::default() })?;
+    fn of(prepared: &Prepared) -> Result<(Tally, String, String)> {
+        let report = top(prepared, &TopOptions::default())?;
         let mut packages: HashMap<String, i64> = HashMap::default();
         for row in &report.functions {
             let package = package_of(&row.name);
@@ -206,16 +207,15 @@ pub struct Run {
 }
 
 impl Run {
-    /// The run of `profile` in the sample type `sample_type` names (see
-    /// [`Profile::sample_index`]; "" for the profile's default).
-    pub fn of(profile: &Profile, sample_type: &str) -> Result<Run> {
-        let index = profile.sample_index(sample_type)?;
-        let (values, sample_type, unit) = Tally::of(profile, index)?;
+    /// The run of the prepared profile in its sample type.
+    pub fn of(prepared: &Prepared) -> Result<Run> {
+        let profile = prepared.profile();
+        let (values, sample_type, unit) = Tally::of(prepared)?;
         if values.total == 0 {
             return Err(Error::Gate(format!("the profile's total of {sample_type} is 0: nothing to compare")));
         }
         let other_counts = match profile.sample_types.iter().position(|t| profile.str(t.unit) == "count") {
-            Some(i) if unit != "count" => Some(Tally::of(profile, i)?.0).filter(|c| c.total > 0),
+            Some(i) if unit != "count" => Some(Tally::of(&prepared.with_sample(i))?.0).filter(|c| c.total > 0),
             _ => None,
         };
         let counts_proportional = other_counts.as_ref().is_none_or(|counts| counts.proportional_to(&values));

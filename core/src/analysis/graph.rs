@@ -13,7 +13,8 @@ use regex::Regex;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::{Deserialize, Serialize};
 
-use super::frames::{Filters, FrameTable, Granularity, Stamps};
+use super::frames::{FrameTable, Granularity, Stamps};
+use super::query::Prepared;
 use super::top::fraction_cutoff;
 use crate::model::{Label, LabelValue};
 use crate::units::{format_value, format_value_in, percentage, report_unit};
@@ -22,10 +23,6 @@ use crate::{Error, Profile, Result};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct GraphOptions {
-    /// Sample type: name, index, or empty for the profile's default.
-    pub sample_index: String,
-    pub granularity: Granularity,
-    pub filters: Filters,
     /// Drop nodes whose |cum| is below this share of the summed flat values
     /// (`-nodefraction`).
     pub node_fraction: f64,
@@ -44,9 +41,6 @@ pub struct GraphOptions {
 impl Default for GraphOptions {
     fn default() -> Self {
         Self {
-            sample_index: String::new(),
-            granularity: Granularity::default(),
-            filters: Filters::default(),
             node_fraction: 0.005,
             edge_fraction: 0.001,
             node_count: Some(80),
@@ -120,9 +114,9 @@ impl CallGraph {
 }
 
 /// A profile's call graph, pruned as `go tool pprof -dot` prunes it.
-pub fn call_graph(profile: &Profile, options: &GraphOptions) -> Result<CallGraph> {
-    let sample_index = profile.sample_index(&options.sample_index)?;
-    let table = FrameTable::new(profile, options.granularity, &options.filters)?;
+pub fn call_graph(prepared: &Prepared, options: &GraphOptions) -> Result<CallGraph> {
+    let (profile, sample_index) = (prepared.profile(), prepared.sample_index);
+    let table = prepared.frames()?;
     let focus = match &options.focus_node {
         Some(name) => Some(
             (0..table.node_count() as u32)
@@ -181,7 +175,7 @@ pub fn call_graph(profile: &Profile, options: &GraphOptions) -> Result<CallGraph
     let max_flat = graph.nodes.iter().map(|&n| values.flat[n as usize].unsigned_abs()).max().unwrap_or(0);
     for &n in &graph.nodes {
         let (flat, cum) = (values.flat[n as usize], values.cum[n as usize]);
-        let mut label = name_lines(&input.table, options.granularity, n);
+        let mut label = name_lines(&input.table, prepared.granularity, n);
         label.extend(value_lines(&result, flat, cum));
         let file = input.table.file(n);
         result.nodes.push(GraphNode {

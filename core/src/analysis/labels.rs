@@ -11,6 +11,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::frames::{compile_regex, Filters, FrameTable, Granularity};
+use super::query::Prepared;
 use crate::model::{
     Function, FunctionId, Label, LabelValue, Line, Location, LocationId, Profile, SampleRef, Samples, StrId,
 };
@@ -387,17 +388,16 @@ pub struct LabelValueSummary {
     pub total_pct: f64,
 }
 
-/// Per label key, the values of sample type `sample_index` (see
-/// [`Profile::sample_index`]) over the samples the filters keep, as pprof's `-tags`
-/// sums them.
-pub fn label_summary(profile: &Profile, sample_index: &str, filters: &Filters) -> Result<LabelSummary> {
-    let index = profile.sample_index(sample_index)?;
+/// Per label key, the values of the prepared sample type over the samples the filters
+/// keep, as pprof's `-tags` sums them (at any granularity: labels are per sample).
+pub fn label_summary(prepared: &Prepared) -> Result<LabelSummary> {
+    let (index, filters) = (prepared.sample_index, &prepared.filters);
     // The samples kept are those top counts (a focus may match label frames).
-    let table = FrameTable::new(profile, Granularity::Functions, filters)?;
+    let table = FrameTable::new(prepared.profile(), Granularity::Functions, filters)?;
     let kept = table.profile();
     let mut tally = LabelTally::new(kept, index);
     kept.samples.iter().filter(|&s| table.keeps(s)).for_each(|s| tally.add(s));
-    tally.summary(profile.total(index), filters)
+    tally.summary(prepared.total(), filters)
 }
 
 /// Label values summed over samples as they come (those of one function, say), for a

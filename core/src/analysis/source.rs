@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::frames::{Filters, Stamps};
+use super::query::Prepared;
 use super::transforms::filter;
 use crate::model::{Location, Profile};
 use crate::{Error, Result};
@@ -26,9 +27,6 @@ pub struct SourceOptions {
     /// Regular expression for the function names to list (pprof's `-list` argument);
     /// [`SourceOptions::function`] builds one that names a single function.
     pub functions: String,
-    /// Sample type: name, index, or empty for the profile's default.
-    pub sample_index: String,
-    pub filters: Filters,
     /// pprof's `-trim_path`: `:`-separated prefixes removed from file names.
     pub trim_path: String,
     /// pprof's `-source_path`, as far as it names files: where a file name contains the
@@ -181,14 +179,15 @@ fn objfile<'p>(profile: &'p Profile, location: &Location) -> &'p str {
 
 /// Per-line values of the functions `options.functions` matches, as `go tool pprof
 /// -list` computes them. No function with a value matching is an error, as in pprof.
-pub fn source(profile: &Profile, options: &SourceOptions) -> Result<SourceReport> {
-    let index = profile.sample_index(&options.sample_index)?;
+/// Lines are always the unit here; the prepared granularity does not apply.
+pub fn source(prepared: &Prepared, options: &SourceOptions) -> Result<SourceReport> {
+    let (profile, index) = (prepared.profile(), prepared.sample_index);
     let symbol =
         Regex::new(&options.functions).map_err(|e| Error::InvalidRegex { option: "list", reason: e.to_string() })?;
-    let filtered: Cow<Profile> = if options.filters == Filters::default() {
+    let filtered: Cow<Profile> = if prepared.filters == Filters::default() {
         Cow::Borrowed(profile)
     } else {
-        Cow::Owned(filter(profile, &options.filters)?)
+        Cow::Owned(filter(profile, &prepared.filters)?)
     };
     let nodes = LineNodes::new(&filtered, &symbol, options);
     let (mut flat, mut cum) = (vec![0i64; nodes.keys.len()], vec![0i64; nodes.keys.len()]);

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::query::Prepared;
 use super::top::{top, TopOptions};
 use crate::units::percentage_value;
 use crate::{Profile, Result};
@@ -48,14 +49,12 @@ pub fn sample_count(profile: &Profile) -> i64 {
     count_index(profile).map_or(profile.samples.len() as i64, |i| profile.total(i))
 }
 
-/// The `n` functions with the largest self value in the sample type `sample_index`
-/// names (see [`Profile::sample_index`]; "" for the default).
-pub fn top_functions(profile: &Profile, sample_index: &str, n: usize) -> Result<Vec<FunctionShare>> {
-    let options = TopOptions { sample_index: sample_index.to_owned(), node_count: Some(n), ..TopOptions::default() };
-    let report = top(profile, &options)?;
-    let counts = match count_index(profile) {
-        Some(i) if i != profile.sample_index(sample_index)? => {
-            let all = top(profile, &TopOptions { sample_index: i.to_string(), ..TopOptions::default() })?;
+/// The `n` functions with the largest self value in the prepared sample type.
+pub fn top_functions(prepared: &Prepared, n: usize) -> Result<Vec<FunctionShare>> {
+    let report = top(prepared, &TopOptions { node_count: Some(n), ..TopOptions::default() })?;
+    let counts = match count_index(prepared.profile()) {
+        Some(i) if i != prepared.sample_index => {
+            let all = top(&prepared.with_sample(i), &TopOptions::default())?;
             Some(all.functions.into_iter().map(|r| (r.name, r.flat)).collect::<std::collections::HashMap<_, _>>())
         }
         _ => None,

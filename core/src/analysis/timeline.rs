@@ -12,7 +12,8 @@
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
-use super::frames::{Filters, FrameTable, Granularity};
+use super::frames::FrameTable;
+use super::query::Prepared;
 use crate::model::{Label, LabelValue, Profile, SampleRef, SampleTime, StrId};
 use crate::{Error, Result};
 
@@ -50,10 +51,6 @@ fn checked_range(profile: &Profile) -> Result<(i64, i64)> {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TimelineOptions {
-    /// Samples whose value of this type is 0 are left out (as in the call tree).
-    pub sample_index: String,
-    pub granularity: Granularity,
-    pub filters: Filters,
     /// The window, in the samples' time (nanoseconds); the profile's range when absent.
     pub start: Option<i64>,
     pub end: Option<i64>,
@@ -137,10 +134,11 @@ struct Selection<'a> {
 }
 
 impl<'a> Selection<'a> {
-    fn new(profile: &'a Profile, options: &TimelineOptions) -> Result<Self> {
+    /// Samples whose value of the prepared type is 0 are left out (as in the call tree).
+    fn new(prepared: &'a Prepared, options: &TimelineOptions) -> Result<Self> {
+        let (profile, index) = (prepared.profile(), prepared.sample_index);
         let (first, last) = checked_range(profile)?;
-        let index = profile.sample_index(&options.sample_index)?;
-        let table = FrameTable::new(profile, options.granularity, &options.filters)?;
+        let table = prepared.frames()?;
         let (start, end) = (options.start.unwrap_or(first), options.end.unwrap_or(last));
         if start >= end {
             return Err(Error::Invalid(format!("the time window [{start}, {end}) is empty")));
@@ -176,8 +174,9 @@ impl<'a> Selection<'a> {
 }
 
 /// The stack chart of the window (see the module documentation).
-pub fn stack_chart(profile: &Profile, options: &TimelineOptions, viewport: &ChartViewport) -> Result<StackChart> {
-    let selection = Selection::new(profile, options)?;
+pub fn stack_chart(prepared: &Prepared, options: &TimelineOptions, viewport: &ChartViewport) -> Result<StackChart> {
+    let selection = Selection::new(prepared, options)?;
+    let profile = prepared.profile();
     let table = &selection.table;
     let ns_per_px = selection.span() / viewport.width_px.max(1.0);
     let min_ns = viewport.min_width_px.max(0.0) * ns_per_px;
@@ -333,8 +332,8 @@ fn lane_name(profile: &Profile, key: &[Label]) -> String {
 const MAX_BUCKETS: usize = 1 << 20;
 
 /// The total value in each of `buckets` equal stretches of the window.
-pub fn histogram(profile: &Profile, options: &TimelineOptions, buckets: usize) -> Result<Histogram> {
-    let selection = Selection::new(profile, options)?;
+pub fn histogram(prepared: &Prepared, options: &TimelineOptions, buckets: usize) -> Result<Histogram> {
+    let selection = Selection::new(prepared, options)?;
     if !(1..=MAX_BUCKETS).contains(&buckets) {
         return Err(Error::Invalid(format!("a histogram has 1 to {MAX_BUCKETS} buckets, not {buckets}")));
     }
@@ -361,12 +360,11 @@ pub fn histogram(profile: &Profile, options: &TimelineOptions, buckets: usize) -
             *slot += (to.min(b_end) - from.max(b_start)).max(0.0) * per_ns;
         }
     }
-    let index = selection.index;
     Ok(Histogram {
         start,
         end,
-        sample_type: profile.sample_type_name(index).to_owned(),
-        unit: profile.sample_type_unit(index).to_owned(),
+        sample_type: prepared.sample_type().to_owned(),
+        unit: prepared.unit().to_owned(),
         values,
     })
 }

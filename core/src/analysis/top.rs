@@ -4,16 +4,14 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::frames::{Filters, FrameTable, Granularity, Stamps};
-use crate::{Profile, Result};
+use super::frames::{FrameTable, Stamps};
+use super::query::Prepared;
+use crate::Result;
 
+/// How the rows of a top report are chosen (what they sum is the [`Prepared`] query's).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TopOptions {
-    /// Sample type: name, index, or empty for the profile's default.
-    pub sample_index: String,
-    pub granularity: Granularity,
-    pub filters: Filters,
     /// Sort by cumulative value instead of flat (`-cum`).
     pub cum: bool,
     /// Keep only the first N rows (`-nodecount`); all when `None`.
@@ -81,25 +79,14 @@ pub(crate) struct NodeValues<'a> {
 }
 
 impl<'a> NodeValues<'a> {
-    pub fn compute(
-        profile: &'a Profile,
-        sample_index: usize,
-        granularity: Granularity,
-        filters: &Filters,
-    ) -> Result<Self> {
-        Self::compute_scaled(profile, sample_index, granularity, filters, 1.0)
+    pub fn compute(prepared: &'a Prepared) -> Result<Self> {
+        Self::compute_scaled(prepared, 1.0)
     }
 
     /// [`compute`](Self::compute) with each sample's value first scaled by `ratio` and
     /// rounded, as pprof's `Profile.ScaleN` does; the totals stay those of the raw values.
-    pub fn compute_scaled(
-        profile: &'a Profile,
-        sample_index: usize,
-        granularity: Granularity,
-        filters: &Filters,
-        ratio: f64,
-    ) -> Result<Self> {
-        let table = FrameTable::new(profile, granularity, filters)?;
+    pub fn compute_scaled(prepared: &'a Prepared, ratio: f64) -> Result<Self> {
+        let (table, sample_index) = (prepared.frames()?, prepared.sample_index);
         let parts = crate::parallel::each(sample_ranges(&table, sample_index, ratio), |range| {
             let mut v = Sums::new(table.node_count());
             let mut seen = Stamps::new(table.node_count());
@@ -322,9 +309,9 @@ pub(crate) fn select_rows<T>(
     Selection { node_total, dropped_nodes, flat_sum }
 }
 
-pub fn top(profile: &Profile, options: &TopOptions) -> Result<TopReport> {
-    let index = profile.sample_index(&options.sample_index)?;
-    let values = NodeValues::compute(profile, index, options.granularity, &options.filters)?;
+pub fn top(prepared: &Prepared, options: &TopOptions) -> Result<TopReport> {
+    let index = prepared.sample_index;
+    let values = NodeValues::compute(prepared)?;
     let mut nodes: Vec<u32> = (0..values.table.node_count() as u32).collect();
     let selection = select_rows(
         &mut nodes,
@@ -344,8 +331,8 @@ pub fn top(profile: &Profile, options: &TopOptions) -> Result<TopReport> {
         })
         .collect();
     Ok(TopReport {
-        sample_type: profile.sample_type_name(index).to_owned(),
-        unit: profile.sample_type_unit(index).to_owned(),
+        sample_type: prepared.sample_type().to_owned(),
+        unit: prepared.unit().to_owned(),
         total: values.unfiltered_total,
         node_total: selection.node_total,
         dropped_nodes: selection.dropped_nodes,

@@ -7,15 +7,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::frames::{Filters, FrameTable, Granularity};
-use crate::{Profile, Result};
+use super::query::Prepared;
+use crate::Result;
 
+/// How much of a call tree is built (what it sums is the [`Prepared`] query's).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TreeOptions {
-    pub sample_index: String,
-    pub granularity: Granularity,
-    pub filters: Filters,
     /// Build at most this many nodes: a tree that would have more leaves out its
     /// narrowest subtrees (see [`CallTree::pruned_below`]). `None`: every node.
     pub max_nodes: Option<usize>,
@@ -89,8 +87,8 @@ struct Stacks {
 }
 
 impl Stacks {
-    fn add(&mut self, profile: &Profile, index: usize, options: &TreeOptions, base: bool) -> Result<()> {
-        let table = FrameTable::new(profile, options.granularity, &options.filters)?;
+    fn add(&mut self, prepared: &Prepared, options: &TreeOptions, base: bool) -> Result<()> {
+        let (table, index) = (prepared.frames()?, prepared.sample_index);
         let mut ids = Vec::with_capacity(table.node_count());
         for n in 0..table.node_count() as u32 {
             let name = table.name(n);
@@ -417,43 +415,33 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
 }
 
 impl CallTree {
-    pub fn build(profile: &Profile, options: &TreeOptions) -> Result<Self> {
-        Self::of_one(profile, options, |stacks| stacks)
+    pub fn build(prepared: &Prepared, options: &TreeOptions) -> Result<Self> {
+        Self::of_one(prepared, options, |stacks| stacks)
     }
 
     /// Builds from one profile's stacks after `shape` rewrites them.
-    fn of_one(profile: &Profile, options: &TreeOptions, shape: impl FnOnce(Stacks) -> Stacks) -> Result<Self> {
-        let index = profile.sample_index(&options.sample_index)?;
+    fn of_one(prepared: &Prepared, options: &TreeOptions, shape: impl FnOnce(Stacks) -> Stacks) -> Result<Self> {
         let mut stacks = Stacks::default();
-        stacks.add(profile, index, options, false)?;
-        Ok(shape(stacks).build(
-            profile.sample_type_name(index).to_owned(),
-            profile.sample_type_unit(index).to_owned(),
-            false,
-            options.max_nodes,
-        ))
+        stacks.add(prepared, options, false)?;
+        let (sample_type, unit) = (prepared.sample_type().to_owned(), prepared.unit().to_owned());
+        Ok(shape(stacks).build(sample_type, unit, false, options.max_nodes))
     }
 
     /// The callers or the callees of `function` (a node name at the chosen granularity),
     /// merged over every stack that contains it; recursion is counted once per sample.
-    pub fn sandwich(profile: &Profile, options: &TreeOptions, function: &str, side: Side) -> Result<Self> {
-        Self::of_one(profile, options, |stacks| stacks.sandwich(function, side))
+    pub fn sandwich(prepared: &Prepared, options: &TreeOptions, function: &str, side: Side) -> Result<Self> {
+        Self::of_one(prepared, options, |stacks| stacks.sandwich(function, side))
     }
 
     /// One tree over both profiles, matched by call path: `total`/`self_value` from
-    /// `compare`, [`CallTree::base`] from `base`.
-    pub fn build_diff(base: &Profile, compare: &Profile, options: &TreeOptions) -> Result<Self> {
-        let compare_index = compare.sample_index(&options.sample_index)?;
-        let base_index = super::diff::matching_sample_index(base, compare, compare_index)?;
+    /// `compare`, [`CallTree::base`] from `base` (both from
+    /// [`super::query::Query::prepare_pair`]).
+    pub fn build_diff(base: &Prepared, compare: &Prepared, options: &TreeOptions) -> Result<Self> {
         let mut stacks = Stacks::default();
-        stacks.add(compare, compare_index, options, false)?;
-        stacks.add(base, base_index, options, true)?;
-        Ok(stacks.build(
-            compare.sample_type_name(compare_index).to_owned(),
-            compare.sample_type_unit(compare_index).to_owned(),
-            true,
-            options.max_nodes,
-        ))
+        stacks.add(compare, options, false)?;
+        stacks.add(base, options, true)?;
+        let (sample_type, unit) = (compare.sample_type().to_owned(), compare.unit().to_owned());
+        Ok(stacks.build(sample_type, unit, true, options.max_nodes))
     }
 
     /// Children of `node` in name order.

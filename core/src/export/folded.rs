@@ -3,13 +3,13 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::ExportOptions;
 use crate::analysis::frames::FrameTable;
-use crate::{Profile, Result};
+use crate::analysis::query::Prepared;
+use crate::Result;
 
-/// The profile's stacks for sample type `index`, one line each.
-pub fn write(profile: &Profile, index: usize, options: &ExportOptions) -> Result<Vec<u8>> {
-    let table = FrameTable::new(profile, options.granularity, &options.filters)?;
+/// The prepared profile's stacks in its sample type, one line each.
+pub fn write(prepared: &Prepared) -> Result<Vec<u8>> {
+    let (table, index) = (prepared.frames()?, prepared.sample_index);
     let names: Vec<String> = (0..table.node_count() as u32).map(|n| frame_name(table.name(n))).collect();
     let mut lines = Vec::new();
     for (stack, value) in stacks(&table, index) {

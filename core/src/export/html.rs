@@ -4,26 +4,17 @@
 use std::fmt::Write;
 
 use super::svg::{escape, svg};
-use super::ExportOptions;
+use crate::analysis::query::Prepared;
 use crate::analysis::top::{top, TopOptions};
 use crate::units::{format_value, percentage_value};
-use crate::{Profile, Result};
+use crate::Result;
 
 /// Rows of the top table, at most.
 const TOP_ROWS: usize = 500;
 
-pub fn write(profile: &Profile, index: usize, options: &ExportOptions) -> Result<Vec<u8>> {
-    let flame = svg(profile, index, options)?;
-    let report = top(
-        profile,
-        &TopOptions {
-            sample_index: index.to_string(),
-            granularity: options.granularity,
-            filters: options.filters.clone(),
-            node_count: Some(TOP_ROWS),
-            ..TopOptions::default()
-        },
-    )?;
+pub fn write(prepared: &Prepared) -> Result<Vec<u8>> {
+    let flame = svg(prepared)?;
+    let report = top(prepared, &TopOptions { node_count: Some(TOP_ROWS), ..TopOptions::default() })?;
     let title = format!("stacklens: {} ({})", report.sample_type, report.unit);
     let mut rows = String::new();
     for f in &report.functions {

@@ -10,8 +10,8 @@ pub mod svg;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{transforms, Filters, Granularity};
-use crate::{Error, Profile, Result};
+use crate::analysis::{transforms, Prepared};
+use crate::{Error, Result};
 
 /// An output format.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,32 +95,23 @@ impl std::str::FromStr for ExportFormat {
     }
 }
 
-/// What to write, as the reports' options say it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ExportOptions {
-    /// The sample type the output leads with: name, index, or empty for the default.
-    pub sample_index: String,
-    /// How frames are named in the stack formats (pprof output keeps every location).
-    pub granularity: Granularity,
-    pub filters: Filters,
-}
-
-/// `profile` written as `format`.
-pub fn export(profile: &Profile, format: ExportFormat, options: &ExportOptions) -> Result<Vec<u8>> {
-    let index = profile.sample_index(&options.sample_index)?;
+/// The prepared profile written as `format`: its sample type leads, its filters apply,
+/// and the stack formats name frames at its granularity (pprof output keeps every
+/// location).
+pub fn export(prepared: &Prepared, format: ExportFormat) -> Result<Vec<u8>> {
+    let (profile, index) = (prepared.profile(), prepared.sample_index);
     if profile.sample_types.is_empty() {
         return Err(Error::Invalid("the profile has no sample types to write".into()));
     }
     match format {
         ExportFormat::Pprof => {
-            let mut filtered = transforms::filter(profile, &options.filters)?;
+            let mut filtered = transforms::filter(profile, &prepared.filters)?;
             filtered.default_sample_type = filtered.sample_types[index].kind;
             Ok(pprof::write(&filtered))
         }
-        ExportFormat::Folded => folded::write(profile, index, options),
-        ExportFormat::Speedscope => speedscope::write(profile, index, options),
-        ExportFormat::Svg => svg::write(profile, index, options),
-        ExportFormat::Html => html::write(profile, index, options),
+        ExportFormat::Folded => folded::write(prepared),
+        ExportFormat::Speedscope => speedscope::write(prepared),
+        ExportFormat::Svg => svg::write(prepared),
+        ExportFormat::Html => html::write(prepared),
     }
 }

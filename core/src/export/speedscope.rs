@@ -6,12 +6,11 @@
 use serde_json::{json, Value};
 
 use super::folded::stacks;
-use super::ExportOptions;
-use crate::analysis::frames::FrameTable;
-use crate::{Profile, Result};
+use crate::analysis::query::Prepared;
+use crate::Result;
 
-pub fn write(profile: &Profile, index: usize, options: &ExportOptions) -> Result<Vec<u8>> {
-    let table = FrameTable::new(profile, options.granularity, &options.filters)?;
+pub fn write(prepared: &Prepared) -> Result<Vec<u8>> {
+    let (profile, index, table) = (prepared.profile(), prepared.sample_index, prepared.frames()?);
     let frames: Vec<Value> = (0..table.node_count() as u32)
         .map(|n| match table.file(n) {
             "" => json!({ "name": table.name(n) }),

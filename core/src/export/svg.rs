@@ -4,11 +4,11 @@
 
 use std::fmt::Write;
 
-use super::ExportOptions;
+use crate::analysis::query::Prepared;
 use crate::analysis::tree::{CallTree, TreeOptions};
 use crate::layout::{layout, Viewport};
 use crate::units::{format_value, percentage_value};
-use crate::{Profile, Result};
+use crate::Result;
 
 const WIDTH: f64 = 1200.0;
 const ROW: f64 = 16.0;
@@ -16,21 +16,13 @@ const TOP: f64 = 40.0;
 /// Frames narrower than this many pixels are left out (their parents keep their width).
 const MIN_WIDTH: f64 = 0.1;
 
-pub fn write(profile: &Profile, index: usize, options: &ExportOptions) -> Result<Vec<u8>> {
-    Ok(format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}", svg(profile, index, options)?).into_bytes())
+pub fn write(prepared: &Prepared) -> Result<Vec<u8>> {
+    Ok(format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}", svg(prepared)?).into_bytes())
 }
 
 /// The `<svg>` element alone, for embedding in HTML as well.
-pub(super) fn svg(profile: &Profile, index: usize, options: &ExportOptions) -> Result<String> {
-    let tree = CallTree::build(
-        profile,
-        &TreeOptions {
-            sample_index: index.to_string(),
-            granularity: options.granularity,
-            filters: options.filters.clone(),
-            ..TreeOptions::default()
-        },
-    )?;
+pub(super) fn svg(prepared: &Prepared) -> Result<String> {
+    let tree = CallTree::build(prepared, &TreeOptions::default())?;
     let viewport = Viewport { width_px: WIDTH, min_width_px: MIN_WIDTH, ..Viewport::default() };
     let rects = layout(&tree, &viewport);
     let depth = rects.iter().map(|r| r.depth).max().unwrap_or(0);
