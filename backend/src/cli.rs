@@ -16,8 +16,8 @@ use stacklens_core::analysis::merge::Merger;
 use stacklens_core::analysis::sanitize::{sanitize, SanitizeOptions};
 use stacklens_core::analysis::source::{source, trim_source_path, SourceOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
-use stacklens_core::analysis::{Filters, Granularity};
-use stacklens_core::export::{export, ExportFormat, ExportOptions};
+use stacklens_core::analysis::{Filters, Granularity, Prepared, Query, SampleType};
+use stacklens_core::export::{export, ExportFormat};
 use stacklens_core::report::dot::dot;
 use stacklens_core::report::list::list;
 use stacklens_core::report::tags::tags;
@@ -74,8 +74,16 @@ pub enum GraphFormat {
     Json,
 }
 
+/// What every analysis command asks of its profiles (core's [`Query`] as flags): the
+/// sample type, the granularity and pprof's filters.
 #[derive(clap::Args, Clone)]
-struct FilterArgs {
+struct QueryArgs {
+    /// Sample type by name (alloc_space, delay, …) or index; default as pprof.
+    #[arg(long)]
+    sample_index: Option<String>,
+    /// What a row or frame stands for: functions, filefunctions, lines or addresses.
+    #[arg(long, default_value = "functions")]
+    granularity: Granularity,
     /// Keep only samples with a frame matching this regex.
     #[arg(long)]
     focus: Option<String>,
@@ -109,9 +117,9 @@ struct FilterArgs {
     tagleaf: Vec<String>,
 }
 
-impl FilterArgs {
-    fn filters(&self) -> Filters {
-        Filters {
+impl QueryArgs {
+    fn query(&self) -> Query {
+        let filters = Filters {
             focus: self.focus.clone(),
             ignore: self.ignore.clone(),
             hide: self.hide.clone(),
@@ -122,7 +130,9 @@ impl FilterArgs {
             tag_hide: self.taghide.clone(),
             tag_root: self.tagroot.clone(),
             tag_leaf: self.tagleaf.clone(),
-        }
+        };
+        let sample = SampleType::parse(self.sample_index.as_deref().unwrap_or_default());
+        Query { sample, granularity: self.granularity, filters, ..Query::default() }
     }
 }
 
@@ -152,15 +162,12 @@ enum Command {
         /// types, values of equal samples summed).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
-        /// Sample type by name (alloc_space, delay, …) or index; default as pprof.
-        #[arg(long)]
-        sample_index: Option<String>,
         /// Show the difference against this base profile, several merged (pprof -diff_base). It takes
         /// the names up to the next option: put FILE before it, or end the list with --.
         #[arg(long, num_args = 1.., value_name = "BASE")]
         diff_base: Vec<PathBuf>,
         #[command(flatten)]
-        filters: FilterArgs,
+        query: QueryArgs,
         /// Show at most N rows (all by default).
         #[arg(long)]
         nodecount: Option<usize>,
@@ -170,8 +177,6 @@ enum Command {
         /// Sort by cumulative value.
         #[arg(long)]
         cum: bool,
-        #[arg(long, default_value = "functions")]
-        granularity: Granularity,
         /// Name functions by their raw symbols (mangled, as the binary has them).
         #[arg(long)]
         raw_names: bool,
@@ -192,10 +197,8 @@ enum Command {
         /// Prefixes (`:`-separated) to remove from the profile's file names, as pprof's -trim_path.
         #[arg(long, default_value = "")]
         trim_path: String,
-        #[arg(long)]
-        sample_index: Option<String>,
         #[command(flatten)]
-        filters: FilterArgs,
+        query: QueryArgs,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -205,11 +208,8 @@ enum Command {
         /// types, values of equal samples summed).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
-        /// Sample type by name (alloc_space, delay, …) or index; default as pprof.
-        #[arg(long)]
-        sample_index: Option<String>,
         #[command(flatten)]
-        filters: FilterArgs,
+        query: QueryArgs,
         /// Keep only the samples through this node (a function, at the default granularity).
         #[arg(long)]
         focus_node: Option<String>,
@@ -222,8 +222,6 @@ enum Command {
         /// Drop edges whose |weight| is below this share of the total.
         #[arg(long, default_value_t = 0.001)]
         edgefraction: f64,
-        #[arg(long, default_value = "functions")]
-        granularity: Granularity,
         #[arg(long, value_enum, default_value = "dot")]
         format: GraphFormat,
     },
@@ -242,10 +240,8 @@ enum Command {
         /// The new runs, merged (instead of BASE NEW, with --base).
         #[arg(long = "new", num_args = 1.., value_name = "FILE")]
         new_runs: Vec<PathBuf>,
-        #[arg(long)]
-        sample_index: Option<String>,
         #[command(flatten)]
-        filters: FilterArgs,
+        query: QueryArgs,
         /// Scale the new profile to the base's total before subtracting (pprof -normalize).
         #[arg(long)]
         normalize: bool,
@@ -269,13 +265,9 @@ enum Command {
         #[arg(long)]
         to: Option<ExportFormat>,
         /// The sample type folded stacks carry, and that pprof and speedscope open first.
-        #[arg(long)]
-        sample_index: Option<String>,
         #[command(flatten)]
-        filters: FilterArgs,
+        query: QueryArgs,
         /// How frames are named in folded and speedscope output.
-        #[arg(long, default_value = "functions")]
-        granularity: Granularity,
         /// Name functions by their raw symbols (mangled, as the binary has them).
         #[arg(long)]
         raw_names: bool,
@@ -301,11 +293,8 @@ enum Command {
         /// types, values of equal samples summed).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
-        /// Sample type by name (alloc_space, delay, …) or index; default as pprof.
-        #[arg(long)]
-        sample_index: Option<String>,
         #[command(flatten)]
-        filters: FilterArgs,
+        query: QueryArgs,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -581,18 +570,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         }
         Command::Open { sources, listen, no_browser, dist } => open(&sources, listen, no_browser, dist)?,
         Command::Gate(gate) => return crate::gate::run(gate),
-        Command::Top {
-            files,
-            sample_index,
-            diff_base,
-            filters,
-            nodecount,
-            nodefraction,
-            cum,
-            granularity,
-            raw_names,
-            format,
-        } => {
+        Command::Top { files, diff_base, query, nodecount, nodefraction, cum, raw_names, format } => {
             let load = |files: &[PathBuf]| {
                 let mut profile = load_merged(files)?;
                 if raw_names {
@@ -600,34 +578,27 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 }
                 Ok::<_, CliError>(profile)
             };
-            let profile = load(&files)?;
-            let options = TopOptions {
-                sample_index: sample_index.unwrap_or_default(),
-                granularity,
-                filters: filters.filters(),
-                cum,
-                node_count: nodecount,
-                node_fraction: nodefraction,
-            };
+            let (profile, query) = (load(&files)?, query.query());
+            let options = TopOptions { cum, node_count: nodecount, node_fraction: nodefraction };
             let report = if diff_base.is_empty() {
-                top(&profile, &options)?
+                top(&query.prepare(&profile)?, &options)?
             } else {
-                diff_top(&*load(&diff_base)?, &profile, &options)?
+                let base = load(&diff_base)?;
+                let (base, compare) = query.prepare_pair(&base, &profile)?;
+                diff_top(&base, &compare, &options)?
             };
             match format {
                 Format::Json => print_json(&report),
                 Format::Text => print!("{}", for_terminal(&text::top(&report))),
             }
         }
-        Command::List { regex, files, source_dir, trim_path, sample_index, filters, format } => {
+        Command::List { regex, files, source_dir, trim_path, query, format } => {
             let options = SourceOptions {
                 functions: regex,
-                sample_index: sample_index.unwrap_or_default(),
-                filters: filters.filters(),
                 trim_path: trim_path.clone(),
                 source_path: source_dir.clone().unwrap_or_default(),
             };
-            let report = source(&*load_merged(&files)?, &options)?;
+            let report = source(&query.query().prepare(&*load_merged(&files)?)?, &options)?;
             match format {
                 Format::Json => print_json(&report),
                 Format::Text => {
@@ -644,28 +615,15 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 }
             }
         }
-        Command::Graph {
-            files,
-            sample_index,
-            filters,
-            focus_node,
-            nodecount,
-            nodefraction,
-            edgefraction,
-            granularity,
-            format,
-        } => {
+        Command::Graph { files, query, focus_node, nodecount, nodefraction, edgefraction, format } => {
             let profile = load_merged(&files)?;
             let options = GraphOptions {
-                sample_index: sample_index.unwrap_or_default(),
-                granularity,
-                filters: filters.filters(),
                 node_fraction: nodefraction,
                 edge_fraction: edgefraction,
                 node_count: Some(nodecount),
                 focus_node,
             };
-            let graph = call_graph(&profile, &options)?;
+            let graph = call_graph(&query.query().prepare(&profile)?, &options)?;
             match format {
                 GraphFormat::Json => print_json(&graph),
                 GraphFormat::Dot => print!("{}", for_terminal(&dot(&profile, &graph))),
@@ -676,22 +634,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             new,
             base_runs,
             new_runs,
-            sample_index,
-            filters,
+            query,
             normalize,
             noise_threshold,
             fail_on_regression,
             format,
         } => {
             let (base, new) = diff_sides(base, new, base_runs, new_runs)?;
-            let options = DiffOptions {
-                sample_index: sample_index.unwrap_or_default(),
-                filters: filters.filters(),
-                normalize,
-                noise_threshold_pct: noise_threshold,
-                ..DiffOptions::default()
-            };
-            let report = diff(&*load_merged(&base)?, &*load_merged(&new)?, &options)?;
+            let options = DiffOptions { normalize, noise_threshold_pct: noise_threshold, ..DiffOptions::default() };
+            let (base, new) = (load_merged(&base)?, load_merged(&new)?);
+            let (base, new) = query.query().prepare_pair(&base, &new)?;
+            let report = diff(&base, &new, &options)?;
             match format {
                 Format::Json => print_json(&report),
                 Format::Text => print!("{}", for_terminal(&text::diff(&report))),
@@ -707,7 +660,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 }
             }
         }
-        Command::Convert { files, output, to, sample_index, filters, granularity, raw_names } => {
+        Command::Convert { files, output, to, query, raw_names } => {
             let format = match to.or_else(|| ExportFormat::from_file_name(&output.to_string_lossy())) {
                 Some(format) => format,
                 None => {
@@ -721,12 +674,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             if raw_names {
                 use_raw_names(&mut profile);
             }
-            let options = ExportOptions {
-                sample_index: sample_index.unwrap_or_default(),
-                granularity,
-                filters: filters.filters(),
-            };
-            write_output(&output, &export(&profile, format, &options)?)?;
+            write_output(&output, &export(&query.query().prepare(&profile)?, format)?)?;
         }
         Command::Sanitize { input, output, strip, redact } => {
             let options = SanitizeOptions { redact, ..SanitizeOptions::strip(&strip).map_err(CliError::Usage)? };
@@ -734,10 +682,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 return Err(CliError::Usage("nothing to remove: pass --strip or --redact".into()));
             }
             let clean = sanitize(&*load_merged(std::slice::from_ref(&input))?, &options)?;
-            write_output(&output, &export(&clean, ExportFormat::Pprof, &ExportOptions::default())?)?;
+            write_output(&output, &export(&Prepared::whole(&clean)?, ExportFormat::Pprof)?)?;
         }
-        Command::Tags { files, sample_index, filters, format } => {
-            let summary = label_summary(&*load_merged(&files)?, &sample_index.unwrap_or_default(), &filters.filters())?;
+        Command::Tags { files, query, format } => {
+            let summary = label_summary(&query.query().prepare(&*load_merged(&files)?)?)?;
             match format {
                 Format::Json => print_json(&summary),
                 Format::Text => print!("{}", for_terminal(&tags(&summary))),

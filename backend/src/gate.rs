@@ -12,8 +12,9 @@ use clap::{ArgGroup, ValueEnum};
 use reqwest::StatusCode;
 use stacklens_core::analysis::gate::{Gate, GateConfig, GateReport, Run, Status, Verdict};
 use stacklens_core::analysis::merge::Merger;
+use stacklens_core::analysis::Query;
 use stacklens_core::api::{BaselineResponse, SessionResponse};
-use stacklens_core::export::{export, ExportFormat, ExportOptions};
+use stacklens_core::export::{export, ExportFormat};
 use stacklens_core::report::gate::{github, inconclusive, junit, markdown, text};
 use stacklens_core::Profile;
 use url::Url;
@@ -249,7 +250,8 @@ struct Side<'a> {
 impl Side<'_> {
     fn add(&mut self, input: &str, profile: Profile, first: Option<&Run>) -> Result<(), CliError> {
         let named = |source| CliError::Merge { path: input.into(), source };
-        let run = Run::of(&profile, self.gate.sample_type()).map_err(named)?;
+        let run =
+            Query::of_sample(self.gate.sample_type()).prepare(&profile).and_then(|p| Run::of(&p)).map_err(named)?;
         if let Some(first) = first.or(self.runs.first()) {
             run.check_matches(first).map_err(named)?;
         }
@@ -263,8 +265,8 @@ impl Side<'_> {
     /// The merged profile as gzipped pprof, opening in the gate's sample type.
     fn merged(self) -> Result<Option<Vec<u8>>, CliError> {
         let Some(merger) = self.merger else { return Ok(None) };
-        let options = ExportOptions { sample_index: self.gate.sample_type().to_owned(), ..ExportOptions::default() };
-        Ok(Some(export(&merger.finish()?, ExportFormat::Pprof, &options)?))
+        let query = Query::of_sample(self.gate.sample_type());
+        Ok(Some(export(&query.prepare(&merger.finish()?)?, ExportFormat::Pprof)?))
     }
 }
 

@@ -91,7 +91,7 @@ pub async fn file_profile_held(
             sample_types: new.sample_types.clone(),
             units: (0..profile.sample_types.len()).map(|i| profile.sample_type_unit(i).to_owned()).collect(),
             totals: (0..profile.sample_types.len()).map(|i| profile.total(i)).collect(),
-            default_index: profile.sample_index("").unwrap_or(0),
+            default_index: profile.default_sample_index(),
             filed_by: Some(filed_by),
         };
         (series, entry)

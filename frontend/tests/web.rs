@@ -1,27 +1,44 @@
 //! The page's WASM bindings, run in headless Chromium by wasm-bindgen-test-runner.
 
 use stacklens_core::analysis::timeline::{ChartViewport, Lane, StackBox, StackChart};
+use stacklens_core::analysis::top::{top, TopOptions, TopReport};
 use stacklens_core::analysis::transforms::Transform;
-use stacklens_core::analysis::Filters;
+use stacklens_core::analysis::tree::cache::{TreeCache, MAX_TREE_NODES};
+use stacklens_core::analysis::tree::CallTree;
+use stacklens_core::analysis::{Filters, Query, SampleType};
+use stacklens_core::ProfileKind;
 use stacklens_frontend::app::encrypted::{open, seal, Link};
 use stacklens_frontend::views::timeline::{box_at, lane_tops, zoomed, Scale, MIN_SPAN};
-use stacklens_frontend::worker::protocol::{FirstTree, Shape, Summary, Timeline, TreeKind};
-use stacklens_frontend::worker::session::{
-    detail_path, detail_window, diff_profiles, diff_tree, flame_window, tiny_cpu_profile, warm_up_profile, Loaded,
-    TreeCache,
-};
+use stacklens_frontend::worker::protocol::{FirstTree, Summary, Timeline, TreeKind};
+use stacklens_frontend::worker::session::{diff_profiles, diff_tree, tiny_cpu_profile, warm_up_profile, Loaded};
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
+/// The page's query: sample type `sample`, `filters`, and a shape (transforms, range).
+fn query(sample: usize, filters: Filters, transforms: Vec<Transform>, range: Option<(i64, i64)>) -> Query {
+    Query { sample: sample.into(), filters, transforms, range, ..Query::default() }
+}
+
+fn plain(sample: usize) -> Query {
+    query(sample, Filters::default(), Vec::new(), None)
+}
+
+fn top_of(loaded: &Loaded, query: &Query) -> Result<TopReport, String> {
+    loaded.prepared(query, |p| top(p, &TopOptions::default()))
+}
+
+fn tree_of(loaded: &Loaded, query: &Query) -> Result<CallTree, String> {
+    loaded.tree_below(query, Vec::new(), MAX_TREE_NODES)
+}
+
 #[wasm_bindgen_test]
 fn parses_and_ranks_in_the_browser() {
-    let none = Shape::default();
     let loaded = Loaded::parse("small.pb", &tiny_cpu_profile()).expect("parses");
     let (types, default) = loaded.sample_types();
     assert_eq!(types, ["samples", "cpu"]);
     assert_eq!(default, 1);
-    let top = loaded.top(&none, default, &Filters::default()).expect("top");
+    let top = top_of(&loaded, &plain(default)).expect("top");
     assert_eq!(top.total, 40);
     let rows: Vec<(&str, i64, i64)> = top.functions.iter().map(|f| (f.name.as_str(), f.flat, f.cum)).collect();
     assert_eq!(rows, [("hot", 30, 30), ("idle", 10, 10), ("main", 0, 40), ("work", 0, 30)]);
@@ -34,7 +51,7 @@ fn the_warm_up_profile_is_a_deep_profile_with_inlined_lines() {
     let loaded = Loaded::parse("warm-up", &warm_up_profile()).expect("parses");
     assert_eq!(loaded.profile.samples.len(), 3_000);
     assert!(loaded.profile.samples.iter().all(|s| (10..=40).contains(&s.locations.len())));
-    let tree = loaded.tree(&Shape::default(), 1, &Filters::default()).expect("tree").0;
+    let tree = tree_of(&loaded, &plain(1)).expect("tree");
     assert_eq!(tree.total(), 3_000 * 10_000_000);
     assert!(tree.max_depth > 40, "inlined lines add frames: {}", tree.max_depth);
     assert!(tree.names.iter().any(|n| n.ends_with(".inlined")));
@@ -47,30 +64,34 @@ fn the_tree_built_ahead_has_the_key_the_page_asks_for() {
     let loaded = Loaded::parse("cpu.pb.gz", &tiny_cpu_profile()).expect("parses");
     let meta = stacklens_core::analysis::summary::meta(&loaded.profile);
     let cpu = Summary {
-        kind: "cpu".into(),
+        kind: ProfileKind::Cpu,
         sample_types: vec!["samples".into(), "cpu".into()],
         default_sample: 1,
-        goroutine: false,
         meta: meta.clone(),
     };
     let filters = Filters { focus: Some("main".into()), ..Filters::default() };
-    let first =
-        |wanted: &str| FirstTree { wanted_sample: wanted.into(), filters: filters.clone(), shape: Shape::default() };
+    let first = |wanted: &str| FirstTree {
+        query: Query { sample: SampleType::parse(wanted), filters: filters.clone(), ..Query::default() },
+    };
+    let sample = |key: stacklens_frontend::worker::protocol::TreeKey| key.query.sample;
     let key = first("").key(7, &cpu).expect("a cpu profile opens in the flame graph");
-    assert_eq!((key.id, key.sample, key.kind, key.filters), (7, 1, TreeKind::Plain, filters.clone()));
-    assert_eq!(first("samples").key(7, &cpu).map(|k| k.sample), Some(0));
-    assert_eq!(first("no such type").key(7, &cpu).map(|k| k.sample), Some(1));
-    let goroutines = Summary { goroutine: true, sample_types: vec!["goroutine".into()], default_sample: 0, ..cpu };
+    assert_eq!(
+        (key.id, key.query.sample.clone(), key.kind.clone(), key.query.filters.clone()),
+        (7, SampleType::Index(1), TreeKind::Plain, filters.clone())
+    );
+    assert_eq!(first("samples").key(7, &cpu).map(sample), Some(SampleType::Index(0)));
+    assert_eq!(first("no such type").key(7, &cpu).map(sample), Some(SampleType::Index(1)));
+    let goroutines =
+        Summary { kind: ProfileKind::Goroutine, sample_types: vec!["goroutine".into()], default_sample: 0, ..cpu };
     assert!(first("").key(7, &goroutines).is_none(), "a goroutine profile opens in its report");
-    assert_eq!(first("goroutine").key(7, &goroutines).map(|k| k.sample), Some(0));
+    assert_eq!(first("goroutine").key(7, &goroutines).map(sample), Some(SampleType::Index(0)));
 }
 
 #[wasm_bindgen_test]
 fn goroutine_dumps_parse_in_the_browser() {
     let dump = "goroutine 1 [chan send, 2 minutes]:\nmain.f()\n\t/src/a.go:3 +0x1\n\ngoroutine 2 [chan send]:\nmain.f()\n\t/src/a.go:3 +0x1\n";
-    let none = Shape::default();
     let loaded = Loaded::parse("dump.txt", dump.as_bytes()).expect("parses");
-    let top = loaded.top(&none, 0, &Filters::default()).expect("top");
+    let top = top_of(&loaded, &plain(0)).expect("top");
     assert_eq!(top.total, 2);
     assert_eq!(top.functions[0].name, "main.f");
 }
@@ -84,33 +105,33 @@ fn a_bad_file_names_itself_and_the_problem() {
 
 #[wasm_bindgen_test]
 fn flame_tree_search_and_diff_in_the_browser() {
-    let none = Shape::default();
     let loaded = Loaded::parse("small.pb", &tiny_cpu_profile()).expect("parses");
-    let tree = loaded.tree(&none, 1, &Filters::default()).expect("tree");
-    assert_eq!(tree.0.total(), 40);
-    let (_, covered) = tree.0.search(|n| n == "work" || n == "hot");
+    let tree = tree_of(&loaded, &plain(1)).expect("tree");
+    assert_eq!(tree.total(), 40);
+    let (_, covered) = tree.search(|n| n == "work" || n == "hot");
     assert_eq!(covered, 30, "hot is inside work: counted once");
-    let focused = loaded.tree(&none, 1, &Filters { focus: Some("^idle$".into()), ..Filters::default() }).expect("tree");
-    assert_eq!(focused.0.total(), 10);
-    let bad = loaded.top(&none, 1, &Filters { ignore: Some("(".into()), ..Filters::default() }).expect_err("bad regex");
+    let focus = Filters { focus: Some("^idle$".into()), ..Filters::default() };
+    let focused = tree_of(&loaded, &query(1, focus, Vec::new(), None)).expect("tree");
+    assert_eq!(focused.total(), 10);
+    let ignore = Filters { ignore: Some("(".into()), ..Filters::default() };
+    let bad = top_of(&loaded, &query(1, ignore, Vec::new(), None)).expect_err("bad regex");
     assert!(bad.contains("ignore"), "{bad}");
 
     let again = Loaded::parse("again.pb", &tiny_cpu_profile()).expect("parses");
-    let d = diff_profiles(&loaded, &again, &none, 1, &Filters::default(), false).expect("diff");
+    let d = diff_profiles(&loaded, &again, &plain(1), false).expect("diff");
     assert_eq!((d.overall_delta_pct, d.regressions.len(), d.improvements.len()), (0.0, 0, 0));
-    let t = diff_tree(&loaded, &again, &none, 1, &Filters::default()).expect("diff tree");
-    assert_eq!(t.0.base_values(0).total, 40);
+    let t = diff_tree(&loaded, &again, &plain(1)).expect("diff tree");
+    assert_eq!(t.base_values(0).total, 40);
 }
 
 #[wasm_bindgen_test]
 fn windows_are_cut_from_cached_whole_trees() {
-    let none = Shape::default();
     let loaded = Loaded::parse("small.pb", &tiny_cpu_profile()).expect("parses");
     let mut cache = TreeCache::new();
     let built = std::cell::Cell::new(0);
     let build = || {
         built.set(built.get() + 1);
-        loaded.tree(&none, 1, &Filters::default())
+        tree_of(&loaded, &plain(1))
     };
     let whole = cache.get_or_build("a", build).expect("tree");
     let again = cache.get_or_build("a", build).expect("tree");
@@ -118,7 +139,7 @@ fn windows_are_cut_from_cached_whole_trees() {
     assert_eq!(built.get(), 1);
 
     let path = ["main".to_owned(), "work".to_owned()];
-    let (window, meta) = flame_window(&whole, &path, "HOT");
+    let (window, meta) = whole.flame_window(&path, "HOT");
     let zoom = meta.zoom;
     assert_eq!(window.name(zoom), "work");
     assert_eq!(window.nodes[zoom as usize].total, 30);
@@ -126,7 +147,7 @@ fn windows_are_cut_from_cached_whole_trees() {
     assert_eq!((meta.pruned_below, meta.complete), (0, true), "a small tree has every node");
     let names: Vec<&str> = (0..window.nodes.len() as u32).map(|n| window.name(n)).collect();
     assert_eq!(names, ["root", "main", "work", "hot"], "ancestors, then the zoomed subtree; idle is outside");
-    let (stale, meta) = flame_window(&whole, &["main".to_owned(), "gone".to_owned()], "");
+    let (stale, meta) = whole.flame_window(&["main".to_owned(), "gone".to_owned()], "");
     assert_eq!((stale.name(meta.zoom), meta.matched), ("main", None), "a stale path stops at its last frame");
 
     for key in ["b", "c", "d"] {
@@ -135,7 +156,7 @@ fn windows_are_cut_from_cached_whole_trees() {
     assert_eq!(cache.len(), 3, "the oldest tree was dropped");
     cache.retain(|k| *k != "d");
     assert_eq!(cache.len(), 2);
-    assert!(cache.get_or_build("e", || Err("no".into())).is_err());
+    assert!(cache.get_or_build("e", || Err::<CallTree, _>("no")).is_err());
 
     // The tree has 5 nodes (root, main, work, hot, idle): over a 4-node budget, each
     // tree is dropped before the next is built.
@@ -152,20 +173,20 @@ fn windows_are_cut_from_cached_whole_trees() {
 #[wasm_bindgen_test]
 fn shapes_transform_the_profile_every_view_reads() {
     let loaded = Loaded::parse("small.pb", &tiny_cpu_profile()).expect("parses");
-    let dropped = Shape { transforms: vec![Transform::DropFunction { name: "idle".into() }], range: None };
-    assert_eq!(loaded.top(&dropped, 1, &Filters::default()).expect("top").total, 30);
+    let dropped = query(1, Filters::default(), vec![Transform::DropFunction { name: "idle".into() }], None);
+    assert_eq!(top_of(&loaded, &dropped).expect("top").total, 30);
     let merged =
-        Shape { transforms: vec![Transform::MergeFunction { name: "work".into() }, Transform::Invert], range: None };
-    let tree = loaded.tree(&merged, 1, &Filters::default()).expect("tree");
-    let roots: Vec<&str> = tree.0.children(0).map(|n| tree.0.name(n)).collect();
+        query(1, Filters::default(), vec![Transform::MergeFunction { name: "work".into() }, Transform::Invert], None);
+    let tree = tree_of(&loaded, &merged).expect("tree");
+    let roots: Vec<&str> = tree.children(0).map(|n| tree.name(n)).collect();
     assert_eq!(roots, ["hot", "idle"], "inverted: the leaves are the roots, and work is gone");
     assert!(
         std::rc::Rc::ptr_eq(&loaded.shaped(&merged).expect("shaped"), &loaded.shaped(&merged).expect("shaped")),
         "one shape is applied once"
     );
-    assert!(std::rc::Rc::ptr_eq(&loaded.shaped(&Shape::default()).expect("plain"), &loaded.profile));
-    let ranged = Shape { transforms: vec![], range: Some((0, 10)) };
-    let err = loaded.top(&ranged, 1, &Filters::default()).expect_err("no sample times");
+    assert!(std::rc::Rc::ptr_eq(&loaded.shaped(&plain(1)).expect("plain"), &loaded.profile));
+    let ranged = query(1, Filters::default(), Vec::new(), Some((0, 10)));
+    let err = top_of(&loaded, &ranged).expect_err("no sample times");
     assert!(err.contains("does not say when samples were taken"), "{err}");
 }
 
@@ -191,8 +212,7 @@ fn the_timeline_draws_every_sample_and_a_window_of_it() {
     let loaded = Loaded::parse("timed.cpuprofile", TIMED.as_bytes()).expect("parses");
     let viewport = ChartViewport { width_px: 1000.0, min_width_px: 0.0, max_depth: 100 };
     let wall = 1; // wall/microseconds, the default
-    let Timeline::Drawn { chart, histogram } =
-        loaded.timeline(&Shape::default(), wall, Filters::default(), None, &viewport, 4).expect("timeline")
+    let Timeline::Drawn { chart, histogram } = loaded.timeline(&plain(wall), None, &viewport, 4).expect("timeline")
     else {
         panic!("a .cpuprofile has sample times")
     };
@@ -213,8 +233,7 @@ fn the_timeline_draws_every_sample_and_a_window_of_it() {
 
     // A window: only the samples in it, the histogram still of the whole span.
     let window = Some((100_000, 300_000));
-    let Timeline::Drawn { chart, histogram } =
-        loaded.timeline(&Shape::default(), wall, Filters::default(), window, &viewport, 4).expect("timeline")
+    let Timeline::Drawn { chart, histogram } = loaded.timeline(&plain(wall), window, &viewport, 4).expect("timeline")
     else {
         panic!("drawn")
     };
@@ -225,35 +244,27 @@ fn the_timeline_draws_every_sample_and_a_window_of_it() {
     );
 
     // The shape's transforms apply; the other views read the range.
-    let dropped = Shape { transforms: vec![Transform::DropFunction { name: "idle".into() }], range: None };
-    let Timeline::Drawn { chart, .. } =
-        loaded.timeline(&dropped, wall, Filters::default(), None, &viewport, 4).expect("timeline")
-    else {
+    let dropped = query(wall, Filters::default(), vec![Transform::DropFunction { name: "idle".into() }], None);
+    let Timeline::Drawn { chart, .. } = loaded.timeline(&dropped, None, &viewport, 4).expect("timeline") else {
         panic!("drawn")
     };
     assert!(!boxes(&chart).iter().any(|b| b.1 == "idle"), "{:?}", boxes(&chart));
-    let ranged = Shape { transforms: vec![], range: Some((100_000, 300_000)) };
-    assert_eq!(loaded.top(&ranged, wall, &Filters::default()).expect("top").total, 200, "two samples of 100 µs");
-    assert_eq!(loaded.top(&Shape::default(), wall, &Filters::default()).expect("top").total, 400);
+    let ranged = query(wall, Filters::default(), Vec::new(), Some((100_000, 300_000)));
+    assert_eq!(top_of(&loaded, &ranged).expect("top").total, 200, "two samples of 100 µs");
+    assert_eq!(top_of(&loaded, &plain(wall)).expect("top").total, 400);
 }
 
 #[wasm_bindgen_test]
 fn a_profile_without_sample_times_says_why_it_has_no_timeline() {
     let loaded = Loaded::parse("small.pb", &tiny_cpu_profile()).expect("parses");
-    let answer = loaded
-        .timeline(&Shape::default(), 1, Filters::default(), None, &ChartViewport::default(), 100)
-        .expect("an answer, not an error");
+    let answer = loaded.timeline(&plain(1), None, &ChartViewport::default(), 100).expect("an answer, not an error");
     let Timeline::Unavailable(why) = answer else { panic!("a pprof profile has no sample times") };
     assert!(why.contains("no sample times") && why.contains("does not say when samples were taken"), "{why}");
     // Bad requests are errors, not panics.
     let timed = Loaded::parse("timed.cpuprofile", TIMED.as_bytes()).expect("parses");
-    let err = timed
-        .timeline(&Shape::default(), 1, Filters::default(), Some((5, 5)), &ChartViewport::default(), 10)
-        .expect_err("an empty window");
+    let err = timed.timeline(&plain(1), Some((5, 5)), &ChartViewport::default(), 10).expect_err("an empty window");
     assert!(err.contains("empty"), "{err}");
-    let err = timed
-        .timeline(&Shape::default(), 1, Filters::default(), None, &ChartViewport::default(), 0)
-        .expect_err("no buckets");
+    let err = timed.timeline(&plain(1), None, &ChartViewport::default(), 0).expect_err("no buckets");
     assert!(err.contains("buckets"), "{err}");
 }
 
@@ -294,9 +305,8 @@ fn timeline_zoom_and_hit_testing() {
 /// a zoom deeper than the pruned tree goes, and the ancestors' values from the whole.
 #[wasm_bindgen_test]
 fn zooming_past_a_pruned_trees_detail_builds_the_subtree_alone() {
-    let none = Shape::default();
     let loaded = Loaded::parse("small.pb", &tiny_cpu_profile()).expect("parses");
-    let tree = |below: Vec<String>, max_nodes| loaded.tree_below(&none, 1, &Filters::default(), below, max_nodes);
+    let tree = |below: Vec<String>, max_nodes| loaded.tree_below(&plain(1), below, max_nodes);
     let names = |t: &stacklens_core::analysis::tree::CallTree| -> Vec<(String, i64)> {
         (0..t.nodes.len() as u32).map(|n| (t.name(n).to_owned(), t.nodes[n as usize].total)).collect()
     };
@@ -306,33 +316,33 @@ fn zooming_past_a_pruned_trees_detail_builds_the_subtree_alone() {
     let whole = cache.get_or_build("whole", || tree(Vec::new(), 4)).expect("tree");
     assert_eq!((whole.nodes.len(), whole.pruned_below), (4, 20));
     let zoom = at(&["main", "work"]);
-    let (_, meta) = flame_window(&whole, &zoom, "");
+    let (_, meta) = whole.flame_window(&zoom, "");
     assert!(!meta.complete, "the window at work could miss frames under 20");
-    let path = detail_path(&whole, &zoom, &meta).expect("past the kept detail");
+    let path = whole.detail_path(&zoom, &meta).expect("past the kept detail");
     assert_eq!(path, zoom);
     // Built beside the whole tree, which the cache keeps.
     let detail = cache.get_or_build_keeping("detail", whole.nodes.len(), || tree(path.clone(), 4)).expect("tree");
     assert_eq!(cache.len(), 2, "the whole tree stays");
     assert_eq!(detail.total(), 30, "only the stacks through main;work");
-    let (window, meta) = detail_window(&whole, &detail, &path, &zoom, meta);
+    let (window, meta) = whole.detail_window(&detail, &path, &zoom, meta);
     assert!(meta.complete);
     assert_eq!((window.name(meta.zoom), meta.pruned_below), ("work", 20));
     let expected = [("root", 40), ("main", 40), ("work", 30), ("hot", 30)];
     assert_eq!(names(&window), expected.map(|(n, v)| (n.to_owned(), v)), "the ancestors' values are the whole's");
 
     // Within 3 nodes the whole tree stops at main; a zoom at work goes on in the subtree.
-    let whole = tree(Vec::new(), 3).expect("tree").0;
+    let whole = tree(Vec::new(), 3).expect("tree");
     assert_eq!(names(&whole), [("root".to_owned(), 40), ("main".to_owned(), 40)]);
-    let (_, meta) = flame_window(&whole, &zoom, "");
-    let path = detail_path(&whole, &zoom, &meta).expect("past the kept detail");
+    let (_, meta) = whole.flame_window(&zoom, "");
+    let path = whole.detail_path(&zoom, &meta).expect("past the kept detail");
     assert_eq!(path, at(&["main"]));
-    let detail = tree(path.clone(), 100).expect("tree").0;
-    let (window, meta) = detail_window(&whole, &detail, &path, &zoom, meta);
+    let detail = tree(path.clone(), 100).expect("tree");
+    let (window, meta) = whole.detail_window(&detail, &path, &zoom, meta);
     assert_eq!(window.name(meta.zoom), "work");
     // A complete window, or one at the root, needs nothing more.
-    let full = tree(Vec::new(), 100).expect("tree").0;
-    let (_, meta) = flame_window(&full, &zoom, "");
-    assert_eq!(detail_path(&full, &zoom, &meta), None);
+    let full = tree(Vec::new(), 100).expect("tree");
+    let (_, meta) = full.flame_window(&zoom, "");
+    assert_eq!(full.detail_path(&zoom, &meta), None);
 }
 
 #[wasm_bindgen_test]

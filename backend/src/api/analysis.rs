@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stacklens_core::analysis::diff::{diff, movers, DiffOptions, FunctionDelta, Mover};
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineGroup, GoroutineOptions};
+use stacklens_core::analysis::Query as ProfileQuery;
 use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
@@ -318,17 +319,16 @@ pub async fn diff_sessions(
                 ..envelope
             });
         }
-        let sample_index = kind.sample_type(later_profile).to_owned();
+        let query = ProfileQuery::of_sample(kind.sample_type(later_profile));
+        let (base, later) = query.prepare_pair(base_profile, later_profile)?;
         let options = DiffOptions {
-            sample_index: sample_index.clone(),
             normalize,
             noise_threshold_pct: noise,
             // The answer names functions, not stacks.
             max_stacks: 0,
-            ..DiffOptions::default()
         };
-        let report = diff(base_profile, later_profile, &options)?;
-        let top_movers = if ranges { Some(movers(base_profile, later_profile, &sample_index, MOVERS)?) } else { None };
+        let report = diff(&base, &later, &options)?;
+        let top_movers = if ranges { Some(movers(&base, &later, MOVERS)?) } else { None };
         Ok(DiffResponse {
             sample_type: Some(report.sample_type),
             unit: Some(report.unit),
@@ -491,14 +491,10 @@ pub async fn compare_profiles(
     let parsed = stored_profiles(&state, &tenant, &[base.clone(), later.clone()]).await?;
     let report = off_thread(move || {
         let (base_profile, later_profile) = (&parsed.profiles[0], &parsed.profiles[1]);
-        let options = DiffOptions {
-            sample_index: kind.sample_type(later_profile).to_owned(),
-            noise_threshold_pct: noise,
-            // The answer names functions, not stacks.
-            max_stacks: 0,
-            ..DiffOptions::default()
-        };
-        diff(base_profile, later_profile, &options)
+        let query = ProfileQuery::of_sample(kind.sample_type(later_profile));
+        let (base, later) = query.prepare_pair(base_profile, later_profile)?;
+        // The answer names functions, not stacks.
+        diff(&base, &later, &DiffOptions { noise_threshold_pct: noise, max_stacks: 0, ..DiffOptions::default() })
     })
     .await?
     .map_err(analysis_failed)?;

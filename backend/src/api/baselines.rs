@@ -9,6 +9,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 use stacklens_core::analysis::summary::{top_functions, FunctionShare};
+use stacklens_core::analysis::Query as ProfileQuery;
 use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
@@ -106,7 +107,8 @@ pub async fn create(
         let parsed = stored_profiles(&state, &tenant, std::slice::from_ref(&session)).await?;
         tokio::task::spawn_blocking(move || {
             let profile = &parsed.profiles[0];
-            top_functions(profile, kind.sample_type(profile), TOP_FUNCTIONS)
+            let query = ProfileQuery::of_sample(kind.sample_type(profile));
+            top_functions(&query.prepare(profile)?, TOP_FUNCTIONS)
         })
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", e.to_string()))?

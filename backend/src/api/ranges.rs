@@ -10,13 +10,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use serde_json::{json, Value};
-use stacklens_core::analysis::details::{details, DetailsOptions};
+use stacklens_core::analysis::details::details;
 use stacklens_core::analysis::top::{top, TopOptions, TopReport};
+use stacklens_core::analysis::{Query as ProfileQuery, SampleType};
 use stacklens_core::api::{
     FunctionHistory, FunctionPoint, LabelCount, LabelList, RangeSpec, SeriesLine, SeriesList, SeriesName, SeriesPoint,
     SeriesResponse,
 };
-use stacklens_core::export::{export, ExportFormat, ExportOptions};
+use stacklens_core::export::{export, ExportFormat};
 use utoipa::ToSchema;
 
 use super::access::{Reader, WritesCaches};
@@ -257,19 +258,17 @@ pub async fn merge(
     let (from, to) = (rfc3339(range.from), rfc3339(range.to));
     let profile_count = merged.profile_count;
     tokio::task::spawn_blocking(move || -> Result<Response, ApiError> {
-        profile.sample_index(&sample_index).map_err(bad_index)?;
-        let file = |format| {
-            let options = ExportOptions { sample_index: sample_index.clone(), ..ExportOptions::default() };
-            export(&profile, format, &options).map_err(bad_index)
-        };
+        let prepared = ProfileQuery::of_sample(sample_index.as_str()).prepare(&profile);
+        let prepared = prepared.map_err(bad_index)?;
+        let file = |format| export(&prepared, format).map_err(bad_index);
         Ok(match format {
             Some(ExportFormat::Folded) => {
                 ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], file(ExportFormat::Folded)?).into_response()
             }
             Some(format) => ([(header::CONTENT_TYPE, "application/octet-stream")], file(format)?).into_response(),
             None => {
-                let options = TopOptions { sample_index, node_count: Some(limit), ..TopOptions::default() };
-                let top = top(&profile, &options).map_err(bad_index)?;
+                let options = TopOptions { node_count: Some(limit), ..TopOptions::default() };
+                let top = top(&prepared, &options).map_err(bad_index)?;
                 Json(MergedTop { profile_count, from, to, top }).into_response()
             }
         })
@@ -285,16 +284,9 @@ async fn entries(state: &State, range: &RangeQuery) -> Result<Vec<Entry>, ApiErr
 }
 
 /// The sample type a series sums: by name or index as `sampleIndex`, else each
-/// profile's default.
+/// profile's default (pprof's rule, as every analysis resolves it).
 fn value_of(entry: &Entry, sample_index: &str) -> Option<usize> {
-    if sample_index.is_empty() {
-        return Some(entry.default_index);
-    }
-    entry
-        .sample_types
-        .iter()
-        .position(|t| t == sample_index)
-        .or_else(|| sample_index.parse::<usize>().ok().filter(|&i| i < entry.totals.len()))
+    SampleType::parse(sample_index).resolve_in(&entry.sample_types, entry.default_index).ok()
 }
 
 /// Totals per step over a range, for a timeline: each step sums the totals of the
@@ -491,13 +483,10 @@ pub async fn function_history(
         &entries,
         (points, String::new(), String::new()),
         move |(points, sample_type, unit), entry, profile| {
-            let index = profile.sample_index(&sample_index).map_err(MergeError::Incompatible)?;
-            let options = DetailsOptions {
-                function: function.clone(),
-                sample_index: index.to_string(),
-                ..DetailsOptions::default()
-            };
-            let (flat, cum) = match details(&profile, &options) {
+            let query = ProfileQuery::of_sample(sample_index.as_str());
+            let prepared = query.prepare(&profile).map_err(MergeError::Incompatible)?;
+            let index = prepared.sample_index;
+            let (flat, cum) = match details(&prepared, &function) {
                 Ok(found) => found.values.get(index).map_or((0, 0), |v| (v.flat, v.cum)),
                 Err(stacklens_core::Error::UnknownNode(_)) => (0, 0),
                 Err(e) => return Err(MergeError::Incompatible(e)),

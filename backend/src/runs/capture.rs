@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use stacklens_core::analysis::summary::top_functions;
+use stacklens_core::analysis::Query as ProfileQuery;
 use stacklens_core::ProfileKind;
 
 use super::{launch, StartError};
@@ -191,9 +192,9 @@ async fn run(state: &AppState, tenant: &Tenant, target: &Target, started: &Start
         let parsed = state.budget.parse(vec![bytes]).await.ok()?;
         tokio::task::spawn_blocking(move || {
             let p = &parsed.profiles[0];
-            let index = p.sample_index(kind.sample_type(p)).ok()?;
-            let top = top_functions(p, kind.sample_type(p), 20).ok()?;
-            Some((p.total(index), p.sample_type_unit(index).to_owned(), top))
+            let prepared = ProfileQuery::of_sample(kind.sample_type(p)).prepare(p).ok()?;
+            let top = top_functions(&prepared, 20).ok()?;
+            Some((prepared.total(), prepared.unit().to_owned(), top))
         })
         .await
         .ok()?

@@ -29,11 +29,7 @@ pub struct DiffOptions {
 
 impl Default for DiffOptions {
     fn default() -> Self {
-        Self {
-            normalize: false,
-            noise_threshold_pct: 1.0,
-            max_stacks: 50,
-        }
+        Self { normalize: false, noise_threshold_pct: 1.0, max_stacks: 50 }
     }
 }
 

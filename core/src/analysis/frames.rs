@@ -47,9 +47,11 @@ impl std::fmt::Display for Granularity {
 impl std::str::FromStr for Granularity {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Self::NAMES.iter().find(|(_, name)| *name == s).map(|(g, _)| *g).ok_or_else(|| {
-            format!("unknown granularity '{s}' (functions, filefunctions, lines, addresses)")
-        })
+        Self::NAMES
+            .iter()
+            .find(|(_, name)| *name == s)
+            .map(|(g, _)| *g)
+            .ok_or_else(|| format!("unknown granularity '{s}' (functions, filefunctions, lines, addresses)"))
     }
 }
 

@@ -40,12 +40,7 @@ pub struct GraphOptions {
 /// pprof's defaults for `-dot`.
 impl Default for GraphOptions {
     fn default() -> Self {
-        Self {
-            node_fraction: 0.005,
-            edge_fraction: 0.001,
-            node_count: Some(80),
-            focus_node: None,
-        }
+        Self { node_fraction: 0.005, edge_fraction: 0.001, node_count: Some(80), focus_node: None }
     }
 }
 

@@ -131,6 +131,11 @@ pub const QUERY_KEYS: [&str; 14] = [
 ];
 
 impl Query {
+    /// The whole profile in one sample type.
+    pub fn of_sample(sample: impl Into<SampleType>) -> Query {
+        Query { sample: sample.into(), ..Query::default() }
+    }
+
     /// Sets the field `key` names from its text (`key` one of [`QUERY_KEYS`]; a list's
     /// key adds one value). `Ok(false)` when the key is not a query's.
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool> {
@@ -151,7 +156,9 @@ impl Query {
             "tagroot" => f.tag_root.extend(text()),
             "tagleaf" => f.tag_leaf.extend(text()),
             "transforms" => self.transforms = parse_transforms(value)?,
-            "range" => self.range = Some(parse_range(value).ok_or_else(|| invalid(format!("'{value}' is not FROM~TO")))?),
+            "range" => {
+                self.range = Some(parse_range(value).ok_or_else(|| invalid(format!("'{value}' is not FROM~TO")))?)
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -206,13 +213,16 @@ impl Query {
     /// The query made ready for `profile`: shaped, the sample type resolved, the filters
     /// checked.
     pub fn prepare<'p>(&self, profile: &'p Profile) -> Result<Prepared<'p>> {
-        self.prepare_shaped(self.shape(profile)?)
+        self.ready(self.shape(profile)?)
     }
 
     /// [`Query::prepare`] of a profile already shaped by this query (the worker keeps the
     /// last shaped profile across the views' requests).
-    pub fn prepare_shaped<'p>(&self, shaped: impl Into<Cow<'p, Profile>>) -> Result<Prepared<'p>> {
-        let profile = shaped.into();
+    pub fn prepare_shaped<'p>(&self, shaped: &'p Profile) -> Result<Prepared<'p>> {
+        self.ready(Cow::Borrowed(shaped))
+    }
+
+    fn ready<'p>(&self, profile: Cow<'p, Profile>) -> Result<Prepared<'p>> {
         let sample_index = self.sample.resolve(&profile)?;
         self.filters.compile()?;
         Ok(Prepared { profile, sample_index, granularity: self.granularity, filters: self.filters.clone() })

@@ -4,21 +4,21 @@
 use std::rc::Rc;
 
 use leptos::prelude::*;
-use stacklens_core::analysis::Filters;
+use stacklens_core::analysis::{Filters, Query};
 use stacklens_core::export::ExportFormat;
 use wasm_bindgen::JsCast;
 
 use crate::worker::client::Client;
-use crate::worker::protocol::{Request, Response, Shape};
+use crate::worker::protocol::{Ask, Request, Response};
 
 /// What a download needs to know about the profile on screen.
 #[derive(Clone, PartialEq)]
 pub struct Current {
     pub id: u32,
     pub name: String,
-    pub sample: usize,
-    pub filters: Filters,
-    pub shape: Shape,
+    /// The page's query: the sample type leads the file, and a filtered download keeps
+    /// its filters, transforms and range.
+    pub query: Query,
 }
 
 #[component]
@@ -32,13 +32,12 @@ pub fn DownloadMenu(
     let download = move |_| {
         let Some(current) = current.get_untracked() else { return };
         let format = format.get_untracked();
-        let (filters, shape) = if filtered.get_untracked() {
-            (current.filters, current.shape)
-        } else {
-            (Filters::default(), Shape::default())
+        let query = match filtered.get_untracked() {
+            true => current.query,
+            false => Query { sample: current.query.sample, filters: Filters::default(), ..Query::default() },
         };
         let file_name = format!("{}.{}", stem(&current.name), format.extension());
-        let request = Request::Export { id: current.id, sample: current.sample, filters, shape, format };
+        let request = Request::Ask { profile: current.id, query, ask: Ask::Export { format } };
         client.get_value().request(request, move |response, bytes| match (response, bytes) {
             (Response::Export(Ok(())), Some(bytes)) => {
                 if let Err(e) = save(&bytes, &file_name, format.media_type()) {

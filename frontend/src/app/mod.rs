@@ -17,6 +17,7 @@ mod toolbar;
 mod url_state;
 
 use leptos::prelude::*;
+use stacklens_core::analysis::{Query, SampleType};
 
 use crate::views::details::DetailsPanel;
 use crate::views::diff::DiffView;
@@ -87,19 +88,16 @@ fn follow_in_address(state: State) {
         }
     };
     Effect::new(move |_| {
+        // The sample type by name: a link opens another profile of the same kind.
         let sample = state.current.get().and_then(|e| e.summary.sample_types.get(state.sample_index.get()).cloned());
+        let sample = sample.map_or_else(|| state.wanted_sample.get_value(), |name| SampleType::Named(name));
         let address = url_state::HashState {
             view: state.view_kind.get().key().to_owned(),
-            sample: sample.unwrap_or_else(|| state.wanted_sample.get_value()),
-            focus: state.focus.get(),
-            ignore: state.ignore.get(),
-            hide: state.hide.get(),
+            query: Query { sample, ..state.query.get() },
             search: state.search.get(),
             zoom: state.zoom.get(),
             profiles: state.entries.with(|e| e.iter().map(|x| x.name.clone()).collect()),
             urls: state.sources.get(),
-            transforms: state.transforms.get(),
-            range: state.range.get(),
         };
         let zoom_or_search_only = written.with_value(|w| {
             w.as_ref().is_some_and(|w| {

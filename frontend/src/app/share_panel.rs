@@ -90,7 +90,7 @@ fn compare_with_latest_baseline(state: State) {
     let Some(e) = state.current.get_untracked() else { return };
     spawn_local(async move {
         let tenant = state.tenant.get_value();
-        let latest = match share::baselines(Some(&e.summary.kind), true, tenant.as_deref()).await {
+        let latest = match share::baselines(Some(e.summary.kind.as_str()), true, tenant.as_deref()).await {
             Ok(list) => list.into_iter().next(),
             Err(err) => return state.report(format!("cannot list baselines: {err}")),
         };

@@ -6,13 +6,13 @@ use std::rc::Rc;
 use leptos::prelude::*;
 use stacklens_core::analysis::diff::Mover;
 use stacklens_core::analysis::transforms::Transform;
-use stacklens_core::analysis::Filters;
+use stacklens_core::analysis::{Filters, Query, SampleType};
 
 use super::ranges::RangeProfile;
 
 use super::url_state::HashState;
 use crate::worker::client::Client;
-use crate::worker::protocol::{FirstTree, Request, Response, Shape, Summary};
+use crate::worker::protocol::{FirstTree, Request, Response, Summary};
 use web_sys::Blob;
 
 /// A parsed profile, as the page knows it.
@@ -124,7 +124,7 @@ pub struct State {
     pub callers_zoom: RwSignal<Vec<String>>,
     pub callees_zoom: RwSignal<Vec<String>>,
     /// The sample type the address asks for, applied when a profile arrives.
-    pub wanted_sample: StoredValue<String>,
+    pub wanted_sample: StoredValue<SampleType>,
     /// The address's zoom applies to the profiles it names, until the user zooms.
     pub wanted_zoom: StoredValue<Vec<String>>,
     /// URLs the loaded profiles were fetched from (kept in the address).
@@ -144,8 +144,9 @@ pub struct State {
     /// The server's top movers between two ranges opened as (base id, compare id).
     pub range_movers: RwSignal<Option<(u32, u32, Vec<Mover>)>>,
     pub current: Memo<Option<Entry>>,
-    pub filters: Memo<Filters>,
-    pub shape: Memo<Shape>,
+    /// What every view asks of the active profile: the sample type, pprof's filters, the
+    /// transforms and the time range.
+    pub query: Memo<Query>,
 }
 
 impl State {
@@ -153,14 +154,17 @@ impl State {
     pub fn new(initial: &HashState, tenant: Option<String>) -> Self {
         let entries = RwSignal::new(Vec::<Entry>::new());
         let active = RwSignal::new(None::<u32>);
-        let (focus, ignore, hide) = (
-            RwSignal::new(initial.focus.clone()),
-            RwSignal::new(initial.ignore.clone()),
-            RwSignal::new(initial.hide.clone()),
+        let wanted = &initial.query;
+        let text = |filter: &Option<String>| RwSignal::new(filter.clone().unwrap_or_default());
+        let (focus, ignore, hide) =
+            (text(&wanted.filters.focus), text(&wanted.filters.ignore), text(&wanted.filters.hide));
+        let (tag_focus, tag_ignore, tag_root) = (
+            text(&wanted.filters.tag_focus),
+            text(&wanted.filters.tag_ignore),
+            RwSignal::new(wanted.filters.tag_root.clone()),
         );
-        let (tag_focus, tag_ignore, tag_root) =
-            (RwSignal::new(String::new()), RwSignal::new(String::new()), RwSignal::new(Vec::new()));
-        let (transforms, range) = (RwSignal::new(initial.transforms.clone()), RwSignal::new(initial.range));
+        let (transforms, range) = (RwSignal::new(wanted.transforms.clone()), RwSignal::new(wanted.range));
+        let sample_index = RwSignal::new(0);
         let client = Client::new();
         let state = State {
             client: StoredValue::new_local(client.clone()),
@@ -170,7 +174,7 @@ impl State {
             next_id: StoredValue::new(0),
             errors: RwSignal::new(Vec::new()),
             view_kind: RwSignal::new(ViewKind::from_key(&initial.view).unwrap_or(ViewKind::Flame)),
-            sample_index: RwSignal::new(0),
+            sample_index,
             focus,
             ignore,
             hide,
@@ -193,7 +197,7 @@ impl State {
             source_files: RwSignal::new(Vec::new()),
             callers_zoom: RwSignal::new(Vec::new()),
             callees_zoom: RwSignal::new(Vec::new()),
-            wanted_sample: StoredValue::new(initial.sample.clone()),
+            wanted_sample: StoredValue::new(wanted.sample.clone()),
             wanted_zoom: StoredValue::new(initial.zoom.clone()),
             sources: RwSignal::new(Vec::new()),
             tenant: StoredValue::new(tenant),
@@ -206,16 +210,21 @@ impl State {
                 let id = active.get()?;
                 entries.with(|e| e.iter().find(|x| x.id == id).cloned())
             }),
-            filters: Memo::new(move |_| Filters {
-                focus: Some(focus.get()),
-                ignore: Some(ignore.get()),
-                hide: Some(hide.get()),
-                tag_focus: Some(tag_focus.get()),
-                tag_ignore: Some(tag_ignore.get()),
-                tag_root: tag_root.get(),
-                ..Filters::default()
+            query: Memo::new(move |_| Query {
+                sample: sample_index.get().into(),
+                filters: Filters {
+                    focus: Some(focus.get()),
+                    ignore: Some(ignore.get()),
+                    hide: Some(hide.get()),
+                    tag_focus: Some(tag_focus.get()),
+                    tag_ignore: Some(tag_ignore.get()),
+                    tag_root: tag_root.get(),
+                    ..Filters::default()
+                },
+                transforms: transforms.get(),
+                range: range.get(),
+                ..Query::default()
             }),
-            shape: Memo::new(move |_| Shape { transforms: transforms.get(), range: range.get() }),
         };
         client.start(move |event| state.on_worker_event(event));
         state
@@ -318,9 +327,7 @@ impl State {
         let in_flame_graph =
             self.view_kind.get_untracked() == ViewKind::Flame && self.pending_compare.get_value().is_none();
         let first_tree = in_flame_graph.then(|| FirstTree {
-            wanted_sample: self.wanted_sample.get_value(),
-            filters: self.filters.get_untracked(),
-            shape: self.shape.get_untracked(),
+            query: Query { sample: self.wanted_sample.get_value(), ..self.query.get_untracked() },
         });
         self.client.with_value(|c| c.parse(id, &name, source, first_tree));
         Some(id)

@@ -217,13 +217,7 @@ pub fn Toolbar() -> impl IntoView {
     })
     .collect_view();
     let download_current = Signal::derive(move || {
-        state.current.get().map(|e| Current {
-            id: e.id,
-            name: e.name,
-            sample: state.sample_index.get(),
-            filters: state.filters.get(),
-            shape: state.shape.get(),
-        })
+        state.current.get().map(|e| Current { id: e.id, name: e.name, query: state.query.get() })
     });
     view! {
         <div class="toolbar">

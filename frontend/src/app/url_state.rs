@@ -1,17 +1,16 @@
 //! View state in the URL hash (`#view=flame&sample=cpu&focus=…`), so a reload or a
 //! copied link restores what the user was looking at, and `url=` sources to fetch.
 
-use stacklens_core::analysis::transforms::{format_transforms, parse_transforms, Transform};
+use stacklens_core::analysis::Query;
 use wasm_bindgen::{JsCast, JsValue};
 
 /// The hash's fields; values are percent-encoded.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HashState {
     pub view: String,
-    pub sample: String,
-    pub focus: String,
-    pub ignore: String,
-    pub hide: String,
+    /// The sample type (by name), filters, transforms and time range, in core's one
+    /// grammar of a query ([`Query::set`], [`Query::pairs`]).
+    pub query: Query,
     pub search: String,
     /// Root-first frame names of the zoomed frame.
     pub zoom: Vec<String>,
@@ -19,10 +18,6 @@ pub struct HashState {
     pub profiles: Vec<String>,
     /// Profiles to fetch.
     pub urls: Vec<String>,
-    /// Stack transforms, in order (core's short form).
-    pub transforms: Vec<Transform>,
-    /// The timeline's range: `from~to` in the samples' time.
-    pub range: Option<(i64, i64)>,
 }
 
 /// Separates zoom path entries; function names never contain it.
@@ -37,31 +32,22 @@ pub(crate) fn encode(s: &str) -> String {
     String::from(js_sys::encode_uri_component(s))
 }
 
-fn parse_range(text: &str) -> Option<(i64, i64)> {
-    let (from, to) = text.split_once('~')?;
-    let range = (from.parse().ok()?, to.parse().ok()?);
-    (range.0 < range.1).then_some(range)
-}
-
 impl HashState {
     pub fn parse(fragment: &str) -> Self {
         let mut st = HashState::default();
         for pair in fragment.trim_start_matches(['#', '?']).split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             let v = decode(v);
+            // A link edited by hand keeps what it can: a bad list or range is ignored.
+            if st.query.set(k, &v).unwrap_or(true) {
+                continue;
+            }
             match k {
                 "view" => st.view = v,
-                "sample" => st.sample = v,
-                "focus" => st.focus = v,
-                "ignore" => st.ignore = v,
-                "hide" => st.hide = v,
                 "search" => st.search = v,
                 "zoom" => st.zoom = v.split(PATH_SEPARATOR).filter(|s| !s.is_empty()).map(str::to_owned).collect(),
                 "profile" => st.profiles.push(v),
                 "url" => st.urls.push(v),
-                // A link edited by hand keeps what it can: a bad list or range is ignored.
-                "transforms" => st.transforms = parse_transforms(&v).unwrap_or_default(),
-                "range" => st.range = parse_range(&v),
                 _ => {}
             }
         }
@@ -69,28 +55,12 @@ impl HashState {
     }
 
     pub fn to_fragment(&self) -> String {
-        let mut parts = Vec::new();
-        for (k, v) in [
-            ("view", &self.view),
-            ("sample", &self.sample),
-            ("focus", &self.focus),
-            ("ignore", &self.ignore),
-            ("hide", &self.hide),
-            ("search", &self.search),
-        ] {
-            if !v.is_empty() {
-                parts.push(format!("{k}={}", encode(v)));
-            }
-        }
-        if !self.zoom.is_empty() {
-            parts.push(format!("zoom={}", encode(&self.zoom.join(&PATH_SEPARATOR.to_string()))));
-        }
-        if !self.transforms.is_empty() {
-            parts.push(format!("transforms={}", encode(&format_transforms(&self.transforms))));
-        }
-        if let Some((from, to)) = self.range {
-            parts.push(format!("range={from}~{to}"));
-        }
+        let zoom = self.zoom.join(&PATH_SEPARATOR.to_string());
+        let pairs = std::iter::once(("view", self.view.clone()))
+            .chain(self.query.pairs())
+            .chain([("search", self.search.clone()), ("zoom", zoom)]);
+        let mut parts: Vec<String> =
+            pairs.filter(|(_, v)| !v.is_empty()).map(|(k, v)| format!("{k}={}", encode(&v))).collect();
         parts.extend(self.urls.iter().map(|u| format!("url={}", encode(u))));
         parts.extend(self.profiles.iter().map(|p| format!("profile={}", encode(p))));
         format!("#{}", parts.join("&"))

@@ -10,7 +10,7 @@ use stacklens_core::units::{format_value, percentage};
 
 use super::trend::FunctionTrend;
 use crate::app::state::{State, ViewKind};
-use crate::worker::protocol::{Request, Response};
+use crate::worker::protocol::{Ask, Request, Response};
 
 fn calls(
     state: State,
@@ -135,13 +135,8 @@ pub fn DetailsPanel() -> impl IntoView {
     let answer = super::report_on_active(
         state,
         move |e| {
-            Some(Request::Details {
-                id: e.id,
-                sample: state.sample_index.get(),
-                filters: state.filters.get(),
-                shape: state.shape.get(),
-                function: state.selected_fn.get()?,
-            })
+            let function = state.selected_fn.get()?;
+            Some(Request::Ask { profile: e.id, query: state.query.get(), ask: Ask::Details { function } })
         },
         |r| match r {
             Response::Details(d) => Some(d),

@@ -40,10 +40,9 @@ pub fn DiffView() -> impl IntoView {
     Effect::new(move |_| {
         state.generation().get();
         let (Some(base), Some(compare)) = (state.base_id.get(), state.compare_id.get()) else { return };
-        let (sample, filters, normalize) = (state.sample_index.get(), state.filters.get(), state.normalize.get());
-        let shape = state.shape.get();
+        let (query, normalize) = (state.query.get().without_range(), state.normalize.get());
         report.set(None);
-        state.ask(token, report, Request::Diff { base, compare, sample, filters, shape, normalize }, |r, _| match r {
+        state.ask(token, report, Request::Diff { base, compare, query, normalize }, |r, _| match r {
             Response::Diff(d) => Some(d),
             _ => None,
         });

@@ -17,8 +17,10 @@ use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, MouseEvent};
 
 use crate::app::state::{Answer, State};
-use crate::worker::protocol::{Request, Response, TreeKey, TreeKind};
-use crate::worker::session::{search_matcher, SharedTree, MAX_ROWS};
+use crate::worker::protocol::{Ask, Request, Response, TreeKey, TreeKind};
+use stacklens_core::analysis::tree::window::{search_matcher, MAX_ROWS};
+
+use super::SharedTree;
 
 const ROW: f64 = 18.0;
 
@@ -433,9 +435,9 @@ impl TreeWindow {
             self.answer.set(Some(Ok(kept)));
             return;
         }
-        let TreeKey { id, sample, filters, shape, kind } = key;
+        let TreeKey { id, query, kind } = key;
         let (zoom, search) = at.clone();
-        let request = Request::Tree { id, sample, filters, shape, kind, zoom, search };
+        let request = Request::Ask { profile: id, query, ask: Ask::Tree { kind, zoom, search } };
         let recent = self.recent;
         state.ask(self.token, self.answer, request, move |response, bytes| {
             let window = decode_tree(response, bytes);
@@ -479,7 +481,7 @@ fn decode_tree(response: Response, bytes: Option<Vec<u8>>) -> Option<Result<Flam
 
 /// The key of `kind`'s tree for `id` at the page's sample type and filters.
 pub fn tree_key(state: &State, id: u32, kind: TreeKind) -> TreeKey {
-    TreeKey { id, sample: state.sample_index.get(), filters: state.filters.get(), shape: state.shape.get(), kind }
+    TreeKey { id, query: state.query.get(), kind }
 }
 
 /// A flame graph of `window`'s answer, zooming through `zoom` and `span`. A click on a

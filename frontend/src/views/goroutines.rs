@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 use stacklens_core::analysis::goroutines::{GoroutineComparison, GoroutineGroup, GoroutineReport};
+use stacklens_core::ProfileKind;
 
 use crate::app::state::State;
 use crate::worker::protocol::{Request, Response};
@@ -73,8 +74,9 @@ pub fn GoroutinesView() -> impl IntoView {
     let answer = super::report_on_active(
         state,
         move |e| {
-            let earlier =
-                state.entries.with(|l| l.iter().rev().find(|x| x.id < e.id && x.summary.goroutine).map(|x| x.id));
+            let earlier = state.entries.with(|l| {
+                l.iter().rev().find(|x| x.id < e.id && x.summary.kind == ProfileKind::Goroutine).map(|x| x.id)
+            });
             Some(Request::Goroutines { id: e.id, filter: state.goroutine_filter.get(), earlier })
         },
         |r| match r {

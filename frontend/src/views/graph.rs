@@ -10,7 +10,7 @@ use stacklens_core::layout::graph::{EdgePath, NodeBox};
 use stacklens_core::report::dot::{edge_color, node_colors, pen_width};
 
 use crate::app::state::State;
-use crate::worker::protocol::{GraphPruning, LaidOutGraph, Request, Response};
+use crate::worker::protocol::{Ask, GraphPruning, LaidOutGraph, Request, Response};
 
 /// The SVG path of an edge's Bézier curves.
 fn curve_path(edge: &EdgePath) -> String {
@@ -177,18 +177,13 @@ pub fn GraphView() -> impl IntoView {
     let answer = super::report_on_active(
         state,
         move |e| {
-            Some(Request::Graph {
-                id: e.id,
-                sample: state.sample_index.get(),
-                filters: state.filters.get(),
-                shape: state.shape.get(),
-                pruning: GraphPruning {
-                    node_fraction: node_fraction.get(),
-                    edge_fraction: edge_fraction.get(),
-                    node_count: node_count.get() as usize,
-                    focus: focus.get(),
-                },
-            })
+            let pruning = GraphPruning {
+                node_fraction: node_fraction.get(),
+                edge_fraction: edge_fraction.get(),
+                node_count: node_count.get() as usize,
+                focus: focus.get(),
+            };
+            Some(Request::Ask { profile: e.id, query: state.query.get(), ask: Ask::Graph { pruning } })
         },
         |r| match r {
             Response::Graph(g) => Some(g),

@@ -8,7 +8,7 @@ use stacklens_core::analysis::labels::{LabelKeySummary, LabelSummary};
 use stacklens_core::units::{format_value, percentage};
 
 use crate::app::state::{State, ViewKind};
-use crate::worker::protocol::{Request, Response};
+use crate::worker::protocol::{Ask, Request, Response};
 
 /// A tag filter matching exactly `value` of `key`.
 fn exactly(key: &str, value: &str) -> String {
@@ -81,14 +81,7 @@ pub fn LabelsView() -> impl IntoView {
     let state = expect_context::<State>();
     let answer = super::report_on_active(
         state,
-        move |e| {
-            Some(Request::Labels {
-                id: e.id,
-                sample: state.sample_index.get(),
-                filters: state.filters.get(),
-                shape: state.shape.get(),
-            })
-        },
+        move |e| Some(Request::Ask { profile: e.id, query: state.query.get(), ask: Ask::Labels }),
         |r| match r {
             Response::Labels(l) => Some(l),
             _ => None,

@@ -19,8 +19,23 @@ pub mod trend;
 
 use leptos::prelude::*;
 
+use std::sync::Arc;
+
+use stacklens_core::analysis::tree::CallTree;
+
 use crate::app::state::{Answer, Entry, State};
 use crate::worker::protocol::{Request, Response};
+
+/// A call tree the views share; equal when it is the same tree (a signal then does not
+/// compare millions of nodes).
+#[derive(Clone)]
+pub struct SharedTree(pub Arc<CallTree>);
+
+impl PartialEq for SharedTree {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
 
 fn error_view(err: String) -> AnyView {
     view! { <p class="error" data-testid="error">{err}</p> }.into_any()

@@ -9,7 +9,7 @@ use stacklens_core::units::format_value;
 use web_sys::HtmlInputElement;
 
 use crate::app::state::State;
-use crate::worker::protocol::{Request, Response};
+use crate::worker::protocol::{Ask, Request, Response};
 
 /// The text of the given file that `path` (as the profile names it) most likely is:
 /// the same path, else the longest common ending of at least the base name.
@@ -104,13 +104,7 @@ pub fn SourceView() -> impl IntoView {
         state,
         move |e| {
             let functions = format!("^{}$", regex::escape(&state.selected_fn.get()?));
-            Some(Request::Source {
-                id: e.id,
-                sample: state.sample_index.get(),
-                filters: state.filters.get(),
-                shape: state.shape.get(),
-                functions,
-            })
+            Some(Request::Ask { profile: e.id, query: state.query.get(), ask: Ask::Source { functions } })
         },
         |r| match r {
             Response::Source(s) => Some(s),

@@ -6,7 +6,7 @@ use stacklens_core::analysis::top::TopReport;
 use stacklens_core::units::{format_value_in, percentage, report_unit};
 
 use crate::app::state::{State, ViewKind};
-use crate::worker::protocol::{Request, Response};
+use crate::worker::protocol::{Ask, Request, Response};
 
 #[derive(Copy, Clone, PartialEq, Eq)]
 pub enum SortBy {
@@ -197,14 +197,7 @@ pub fn TopView() -> impl IntoView {
     let state = expect_context::<State>();
     let report = super::report_on_active(
         state,
-        move |e| {
-            Some(Request::Top {
-                id: e.id,
-                sample: state.sample_index.get(),
-                filters: state.filters.get(),
-                shape: state.shape.get(),
-            })
-        },
+        move |e| Some(Request::Ask { profile: e.id, query: state.query.get(), ask: Ask::Top }),
         |r| match r {
             Response::Top(t) => Some(t),
             _ => None,

@@ -15,8 +15,8 @@ use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, MouseEvent, ResizeObs
 
 use super::flame::{context, package_colour, paint_boxes, PaintedBox};
 use crate::app::state::State;
-use crate::worker::protocol::{Request, Response, Shape, Timeline};
-use crate::worker::session::MAX_ROWS;
+use crate::worker::protocol::{Ask, Request, Response, Timeline};
+use stacklens_core::analysis::tree::window::MAX_ROWS;
 
 /// Heights in CSS pixels: a stack row, a lane's name above its rows, the space between
 /// lanes, the time axis above the chart and the histogram.
@@ -554,16 +554,13 @@ pub fn TimelineView() -> impl IntoView {
         state,
         move |e| {
             let width = width.get()?;
-            Some(Request::Timeline {
-                id: e.id,
-                sample: state.sample_index.get(),
-                filters: state.filters.get(),
-                // Every sample: the range is drawn on the chart, not applied to it.
-                shape: Shape { transforms: state.transforms.get(), range: None },
+            let ask = Ask::Timeline {
                 window: window.get().filter(|w| w.0 == e.id).map(|(_, start, end)| (start, end)),
                 viewport: ChartViewport { width_px: width, min_width_px: 0.5, max_depth: MAX_ROWS - 1 },
                 buckets: (width / 3.0).clamp(1.0, 4096.0) as usize,
-            })
+            };
+            // Every sample: the range is drawn on the chart, not applied to it.
+            Some(Request::Ask { profile: e.id, query: state.query.get().without_range(), ask })
         },
         |r| match r {
             Response::Timeline(t) => Some(t),

@@ -10,13 +10,17 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
-use stacklens_core::analysis::details::{details, DetailsOptions};
+use stacklens_core::analysis::details::details;
 use stacklens_core::analysis::labels::label_summary;
 use stacklens_core::analysis::sanitize::{inventory, sanitize};
 use stacklens_core::analysis::source::{source, SourceOptions};
 use stacklens_core::analysis::summary::meta;
 use stacklens_core::analysis::top::{top, TopOptions};
-use stacklens_core::export::{export, ExportOptions};
+use stacklens_core::analysis::tree::cache::{TreeCache, MAX_TREE_NODES, MIN_DETAIL_NODES};
+use stacklens_core::analysis::tree::window::WindowMeta;
+use stacklens_core::analysis::tree::{CallTree, TreeOptions};
+use stacklens_core::analysis::{Prepared, Query};
+use stacklens_core::export::export;
 use stacklens_core::import::IncrementalParse;
 use stacklens_core::{ProfileKind, Stage};
 
@@ -25,11 +29,8 @@ pub mod protocol;
 mod reading;
 pub mod session;
 
-use protocol::{Envelope, FirstTree, Request, Response, Shape, Summary, TreeKey, TreeKind};
-use session::{
-    detail_path, detail_window, diff_profiles, diff_tree, flame_window, goroutine_growth, Loaded, TreeCache,
-    MAX_TREE_NODES, MIN_DETAIL_NODES,
-};
+use protocol::{Ask, Envelope, FirstTree, Request, Response, Summary, TreeKey, TreeKind};
+use session::{diff_profiles, diff_tree, goroutine_growth, Loaded};
 
 thread_local! {
     static PROFILES: RefCell<HashMap<u32, Loaded>> = RefCell::new(HashMap::new());
@@ -64,13 +65,13 @@ fn with<T>(id: u32, f: impl FnOnce(&Loaded) -> Result<T, String>) -> Result<T, S
     PROFILES.with(|p| p.borrow().get(&id).map_or_else(|| Err(format!("profile {id} is not loaded")), f))
 }
 
-/// Core's report `f` on profile `id` as `shape` makes it; its error as text.
-fn with_shaped<T>(
+/// Core's answer `f` of profile `id` prepared for `query`; its error as text.
+fn with_prepared<T>(
     id: u32,
-    shape: &Shape,
-    f: impl FnOnce(&stacklens_core::Profile) -> stacklens_core::Result<T>,
+    query: &Query,
+    f: impl FnOnce(&Prepared) -> stacklens_core::Result<T>,
 ) -> Result<T, String> {
-    with(id, |l| f(&*l.shaped(shape)?).map_err(|e| e.to_string()))
+    with(id, |l| l.prepared(query, f))
 }
 
 fn with_two<T>(a: u32, b: u32, f: impl FnOnce(&Loaded, &Loaded) -> Result<T, String>) -> Result<T, String> {
@@ -81,11 +82,6 @@ fn with_two<T>(a: u32, b: u32, f: impl FnOnce(&Loaded, &Loaded) -> Result<T, Str
             _ => Err("a compared profile is not loaded".to_owned()),
         }
     })
-}
-
-/// A diff's shape: the transforms, as a time range belongs to one profile.
-fn transforms_only(shape: &Shape) -> Shape {
-    Shape { transforms: shape.transforms.clone(), range: None }
 }
 
 /// Progress of a parse, sent to the page when it moved by 2% at least and 50 ms have
@@ -206,10 +202,7 @@ fn parsed(seq: u64, id: u32, loaded: Result<Loaded, String>, first_tree: Option<
 /// What the page learns of a parsed profile.
 fn summary(loaded: &Loaded) -> Summary {
     let (sample_types, default_sample) = loaded.sample_types();
-    let kind = ProfileKind::of(&loaded.profile);
-    let goroutine = kind == ProfileKind::Goroutine;
-    let meta = meta(&loaded.profile);
-    Summary { kind: kind.as_str().to_owned(), sample_types, default_sample, goroutine, meta }
+    Summary { kind: ProfileKind::of(&loaded.profile), sample_types, default_sample, meta: meta(&loaded.profile) }
 }
 
 /// Handles a message now, or, while a parse waits on the browser, once it is done: the
@@ -251,17 +244,40 @@ fn browser_inflates(blob: &Blob) -> bool {
 }
 
 /// The whole tree `key` names, from the cache or built.
-fn whole_tree(key: &TreeKey) -> Result<std::sync::Arc<stacklens_core::analysis::tree::CallTree>, String> {
-    let TreeKey { id, sample, filters, shape, kind } = key;
+fn whole_tree(key: &TreeKey) -> Result<std::sync::Arc<CallTree>, String> {
+    let TreeKey { id, query, kind } = key;
     TREES.with(|t| {
         t.borrow_mut().get_or_build((key.clone(), Vec::new()), || match kind {
-            TreeKind::Plain => with(*id, |l| l.tree(shape, *sample, filters)),
-            TreeKind::DiffAgainst(base) => {
-                with_two(*base, *id, |b, c| diff_tree(b, c, &transforms_only(shape), *sample, filters))
-            }
-            TreeKind::Sandwich(function, side) => with(*id, |l| l.sandwich(shape, *sample, filters, function, *side)),
+            TreeKind::Plain => with(*id, |l| l.tree_below(query, Vec::new(), MAX_TREE_NODES)),
+            TreeKind::DiffAgainst(base) => with_two(*base, *id, |b, c| diff_tree(b, c, query)),
+            TreeKind::Sandwich(function, side) => with_prepared(*id, query, |p| {
+                CallTree::sandwich(
+                    p,
+                    &TreeOptions { max_nodes: Some(MAX_TREE_NODES), ..TreeOptions::default() },
+                    function,
+                    *side,
+                )
+            }),
         })
     })
+}
+
+/// A window of the tree `key` names, zoomed at `zoom`: cut from the whole tree, or, zoomed
+/// past what a pruned tree kept, from the zoomed subtree built alone.
+fn tree_window(key: TreeKey, zoom: &[String], search: &str) -> Result<(CallTree, WindowMeta), String> {
+    let whole = whole_tree(&key)?;
+    let (window, meta) = whole.flame_window(zoom, search);
+    let Some(path) = whole.detail_path(zoom, &meta).filter(|_| key.kind == TreeKind::Plain) else {
+        return Ok((window, meta));
+    };
+    let budget = MAX_TREE_NODES.saturating_sub(whole.nodes.len()).max(MIN_DETAIL_NODES);
+    let (id, query) = (key.id, key.query.clone());
+    let detail = TREES.with(|t| {
+        t.borrow_mut().get_or_build_keeping((key, path.clone()), whole.nodes.len(), || {
+            with(id, |l| l.tree_below(&query, path.clone(), budget))
+        })
+    })?;
+    Ok(whole.detail_window(&detail, &path, zoom, meta))
 }
 
 fn handle(seq: u64, request: Request, profile_bytes: Option<Blob>) {
@@ -274,34 +290,9 @@ fn handle(seq: u64, request: Request, profile_bytes: Option<Blob>) {
             PROFILES.with(|p| p.borrow_mut().remove(&id));
             TREES.with(|t| t.borrow_mut().retain(|k| !k.0.involves(id)));
         }
-        Request::Top { id, sample, filters, shape } => {
-            post(seq, &Response::Top(with(id, |l| l.top(&shape, sample, &filters))), None)
-        }
-        Request::Tree { id, sample, filters, shape, kind, zoom, search } => {
-            let key = TreeKey { id, sample, filters: filters.clone(), shape: shape.clone(), kind: kind.clone() };
-            let whole = whole_tree(&key);
-            let window = whole.and_then(|whole| {
-                let (window, meta) = flame_window(&whole, &zoom, &search);
-                // Zoomed past what a pruned tree kept: the zoomed subtree, built alone.
-                let Some(path) = detail_path(&whole, &zoom, &meta).filter(|_| kind == TreeKind::Plain) else {
-                    return Ok((window, meta));
-                };
-                let budget = MAX_TREE_NODES.saturating_sub(whole.nodes.len()).max(MIN_DETAIL_NODES);
-                let detail = TREES.with(|t| {
-                    t.borrow_mut().get_or_build_keeping((key, path.clone()), whole.nodes.len(), || {
-                        with(id, |l| l.tree_below(&shape, sample, &filters, path.clone(), budget))
-                    })
-                })?;
-                Ok(detail_window(&whole, &detail, &path, &zoom, meta))
-            });
-            match window {
-                Ok((window, meta)) => post(seq, &Response::Tree(Ok(meta)), Some(window.to_bytes())),
-                Err(e) => post(seq, &Response::Tree(Err(e)), None),
-            }
-        }
-        Request::Diff { base, compare, sample, filters, shape, normalize } => {
-            let shape = transforms_only(&shape);
-            let report = with_two(base, compare, |b, c| diff_profiles(b, c, &shape, sample, &filters, normalize));
+        Request::Ask { profile, query, ask } => answer(seq, profile, query, ask),
+        Request::Diff { base, compare, query, normalize } => {
+            let report = with_two(base, compare, |b, c| diff_profiles(b, c, &query, normalize));
             post(seq, &Response::Diff(report), None);
         }
         Request::Goroutines { id, filter, earlier } => {
@@ -315,51 +306,55 @@ fn handle(seq: u64, request: Request, profile_bytes: Option<Blob>) {
             });
             post(seq, &Response::Goroutines(report), None);
         }
-        Request::Graph { id, sample, filters, shape, pruning } => {
-            let graph = with(id, |l| session::call_graph_laid_out(&*l.shaped(&shape)?, sample, filters, pruning));
-            post(seq, &Response::Graph(graph), None);
-        }
-        Request::Details { id, sample, filters, shape, function } => {
-            let options = DetailsOptions { function, filters, sample_index: sample.to_string(), ..Default::default() };
-            let report = with_shaped(id, &shape, |p| details(p, &options));
-            post(seq, &Response::Details(report), None);
-        }
-        Request::Labels { id, sample, filters, shape } => {
-            let summary = with_shaped(id, &shape, |p| label_summary(p, &sample.to_string(), &filters));
-            post(seq, &Response::Labels(summary), None);
-        }
-        Request::Source { id, sample, filters, shape, functions } => {
-            let options =
-                SourceOptions { functions, sample_index: sample.to_string(), filters, ..SourceOptions::default() };
-            let report = with_shaped(id, &shape, |p| source(p, &options));
-            post(seq, &Response::Source(report), None);
-        }
-        Request::Timeline { id, sample, filters, shape, window, viewport, buckets } => {
-            let report = with(id, |l| l.timeline(&shape, sample, filters, window, &viewport, buckets));
-            post(seq, &Response::Timeline(report), None);
-        }
         Request::Inventory { id } => {
             post(seq, &Response::Inventory(with(id, |l| Ok(inventory(&l.profile)))), None);
         }
         Request::Sanitize { id, sample, options } => {
             let sanitized = with(id, |l| {
                 let clean = sanitize(&l.profile, &options).map_err(|e| e.to_string())?;
-                let options = TopOptions { sample_index: sample.to_string(), ..TopOptions::default() };
-                let report = top(&clean, &options).map_err(|e| e.to_string())?;
-                Ok((report, stacklens_core::export::pprof::write(&clean)))
+                let query = Query { sample: sample.into(), ..Query::default() };
+                let report = query.prepare(&clean).and_then(|p| top(&p, &TopOptions::default()));
+                Ok((report.map_err(|e| e.to_string())?, stacklens_core::export::pprof::write(&clean)))
             });
             match sanitized {
                 Ok((report, bytes)) => post(seq, &Response::Sanitized(Ok(report)), Some(bytes)),
                 Err(e) => post(seq, &Response::Sanitized(Err(e)), None),
             }
         }
-        Request::Export { id, sample, filters, shape, format } => {
-            let options = ExportOptions { sample_index: sample.to_string(), filters, ..ExportOptions::default() };
-            match with_shaped(id, &shape, |p| export(p, format, &options)) {
-                Ok(bytes) => post(seq, &Response::Export(Ok(())), Some(bytes)),
-                Err(e) => post(seq, &Response::Export(Err(e)), None),
-            }
+    }
+}
+
+/// Answers one [`Request::Ask`].
+fn answer(seq: u64, id: u32, query: Query, ask: Ask) {
+    match ask {
+        Ask::Top => {
+            let report = with_prepared(id, &query, |p| top(p, &TopOptions::default()));
+            post(seq, &Response::Top(report), None)
         }
+        Ask::Tree { kind, zoom, search } => match tree_window(TreeKey { id, query, kind }, &zoom, &search) {
+            Ok((window, meta)) => post(seq, &Response::Tree(Ok(meta)), Some(window.to_bytes())),
+            Err(e) => post(seq, &Response::Tree(Err(e)), None),
+        },
+        Ask::Graph { pruning } => {
+            let graph = with_prepared(id, &query, |p| session::call_graph_laid_out(p, pruning));
+            post(seq, &Response::Graph(graph), None);
+        }
+        Ask::Details { function } => {
+            post(seq, &Response::Details(with_prepared(id, &query, |p| details(p, &function))), None);
+        }
+        Ask::Labels => post(seq, &Response::Labels(with_prepared(id, &query, label_summary)), None),
+        Ask::Source { functions } => {
+            let options = SourceOptions { functions, ..SourceOptions::default() };
+            post(seq, &Response::Source(with_prepared(id, &query, |p| source(p, &options))), None);
+        }
+        Ask::Timeline { window, viewport, buckets } => {
+            let report = with(id, |l| l.timeline(&query, window, &viewport, buckets));
+            post(seq, &Response::Timeline(report), None);
+        }
+        Ask::Export { format } => match with_prepared(id, &query, |p| export(p, format)) {
+            Ok(bytes) => post(seq, &Response::Export(Ok(())), Some(bytes)),
+            Err(e) => post(seq, &Response::Export(Err(e)), None),
+        },
     }
 }
 
@@ -407,18 +402,15 @@ impl Drop for Mark {
 fn warm_up_messages() {
     let json = |body: &Request| serde_json::to_string(&Envelope { seq: 0, body }).expect("requests serialize");
     receive(json(&Request::Remove { id: u32::MAX }), None);
-    let tree = Request::Tree {
-        id: 0,
-        sample: 0,
-        filters: Default::default(),
-        shape: Shape::default(),
-        kind: TreeKind::Plain,
-        zoom: Vec::new(),
-        search: String::new(),
+    let tree = Request::Ask {
+        profile: 0,
+        query: Query::default(),
+        ask: Ask::Tree { kind: TreeKind::Plain, zoom: Vec::new(), search: String::new() },
     };
     let _ = serde_json::from_str::<Envelope<Request>>(&json(&tree));
     if let Ok(loaded) = Loaded::parse("warm-up", &session::tiny_cpu_profile()) {
-        let tree = loaded.tree(&Shape::default(), 1, &Default::default()).map(|t| flame_window(&t.0, &[], "").1);
+        let query = Query { sample: 1.into(), ..Query::default() };
+        let tree = loaded.tree_below(&query, Vec::new(), MAX_TREE_NODES).map(|t| t.flame_window(&[], "").1);
         for body in [Response::Parsed { id: 0, summary: summary(&loaded) }, Response::Tree(tree)] {
             let _ = serde_json::to_string(&Envelope { seq: 0, body });
         }

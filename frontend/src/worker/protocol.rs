@@ -12,11 +12,12 @@ use stacklens_core::analysis::source::SourceReport;
 use stacklens_core::analysis::summary::ProfileMeta;
 use stacklens_core::analysis::timeline::{ChartViewport, Histogram, StackChart};
 use stacklens_core::analysis::top::TopReport;
-use stacklens_core::analysis::transforms::Transform;
+use stacklens_core::analysis::tree::window::WindowMeta;
 use stacklens_core::analysis::tree::Side;
-use stacklens_core::analysis::Filters;
+use stacklens_core::analysis::{Query, SampleType};
 use stacklens_core::export::ExportFormat;
 use stacklens_core::layout::graph::GraphLayout;
+use stacklens_core::ProfileKind;
 
 /// What a tree request asks for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -25,15 +26,6 @@ pub enum TreeKind {
     /// A diff tree of `id` against this base profile.
     DiffAgainst(u32),
     Sandwich(String, Side),
-}
-
-/// What the worker changes in a profile before analysing it: the Firefox Profiler's
-/// stack transforms, in order, and the time range chosen in the timeline (samples that
-/// start in `[from, to)`). Filters, by contrast, are pprof's and part of each report.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Shape {
-    pub transforms: Vec<Transform>,
-    pub range: Option<(i64, i64)>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -49,30 +41,19 @@ pub enum Request {
     Remove {
         id: u32,
     },
-    Top {
-        id: u32,
-        sample: usize,
-        filters: Filters,
-        shape: Shape,
+    /// One question about one profile, asked with the page's query (sample type,
+    /// filters, transforms and time range).
+    Ask {
+        profile: u32,
+        query: Query,
+        ask: Ask,
     },
-    /// A window of the tree zoomed at `zoom` (frame names from the root), with the
-    /// value `search` matches in the whole tree.
-    Tree {
-        id: u32,
-        sample: usize,
-        filters: Filters,
-        shape: Shape,
-        kind: TreeKind,
-        zoom: Vec<String>,
-        search: String,
-    },
+    /// Both profiles get the query's transforms; a time range belongs to one profile, so
+    /// the page sends none.
     Diff {
         base: u32,
         compare: u32,
-        sample: usize,
-        filters: Filters,
-        /// Both profiles get the transforms; a time range belongs to one profile, so none.
-        shape: Shape,
+        query: Query,
         normalize: bool,
     },
     Goroutines {
@@ -80,67 +61,56 @@ pub enum Request {
         filter: String,
         earlier: Option<u32>,
     },
-    /// Per-line values of the functions `functions` (a regex) matches, as pprof's `-list`.
-    Source {
-        id: u32,
-        sample: usize,
-        filters: Filters,
-        shape: Shape,
-        functions: String,
-    },
-    /// pprof's call graph (its `-dot` nodes and edges at these settings), laid out.
-    Graph {
-        id: u32,
-        sample: usize,
-        filters: Filters,
-        shape: Shape,
-        pruning: GraphPruning,
-    },
-    /// The details panel's function: its values, callers, callees, files and labels.
-    Details {
-        id: u32,
-        sample: usize,
-        filters: Filters,
-        shape: Shape,
-        function: String,
-    },
-    /// Label keys and values with their shares of the sample type.
-    Labels {
-        id: u32,
-        sample: usize,
-        filters: Filters,
-        shape: Shape,
-    },
-    /// The stack chart of `window` (the whole time span when `None`) and the activity
-    /// histogram of the whole span. The page sends a shape without a range: the chart
-    /// shows every sample, with the range drawn on it.
-    Timeline {
-        id: u32,
-        sample: usize,
-        filters: Filters,
-        shape: Shape,
-        window: Option<(i64, i64)>,
-        viewport: ChartViewport,
-        buckets: usize,
-    },
-    /// The profile written as `format` (with `filters` applied; empty ones for none).
-    Export {
-        id: u32,
-        sample: usize,
-        filters: Filters,
-        shape: Shape,
-        format: ExportFormat,
-    },
     /// What the profile gives away (paths, build ids, comments, labels), for the share panel.
     Inventory {
         id: u32,
     },
-    /// The profile without what `options` removes: its top rows (the panel's preview)
-    /// and, after the message, its gzipped pprof bytes (what Share uploads).
+    /// The profile without what `options` removes: its top rows in the sample type
+    /// `sample` (the panel's preview) and, after the message, its gzipped pprof bytes
+    /// (what Share uploads).
     Sanitize {
         id: u32,
         sample: usize,
         options: SanitizeOptions,
+    },
+}
+
+/// What a [`Request::Ask`] asks of its profile.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Ask {
+    Top,
+    /// A window of the tree zoomed at `zoom` (frame names from the root), with the
+    /// value `search` matches in the whole tree.
+    Tree {
+        kind: TreeKind,
+        zoom: Vec<String>,
+        search: String,
+    },
+    /// Per-line values of the functions `functions` (a regex) matches, as pprof's `-list`.
+    Source {
+        functions: String,
+    },
+    /// pprof's call graph (its `-dot` nodes and edges at these settings), laid out.
+    Graph {
+        pruning: GraphPruning,
+    },
+    /// The details panel's function: its values, callers, callees, files and labels.
+    Details {
+        function: String,
+    },
+    /// Label keys and values with their shares of the sample type.
+    Labels,
+    /// The stack chart of `window` (the whole time span when `None`) and the activity
+    /// histogram of the whole span. The page asks with a query without a range: the
+    /// chart shows every sample, with the range drawn on it.
+    Timeline {
+        window: Option<(i64, i64)>,
+        viewport: ChartViewport,
+        buckets: usize,
+    },
+    /// The profile written as `format`.
+    Export {
+        format: ExportFormat,
     },
 }
 
@@ -150,16 +120,18 @@ impl Request {
         match self {
             Request::Parse { .. } => "parse",
             Request::Remove { .. } => "remove",
-            Request::Top { .. } => "top",
-            Request::Tree { .. } => "tree",
+            Request::Ask { ask, .. } => match ask {
+                Ask::Top => "top",
+                Ask::Tree { .. } => "tree",
+                Ask::Source { .. } => "source",
+                Ask::Graph { .. } => "graph",
+                Ask::Details { .. } => "details",
+                Ask::Labels => "labels",
+                Ask::Timeline { .. } => "timeline",
+                Ask::Export { .. } => "export",
+            },
             Request::Diff { .. } => "diff",
             Request::Goroutines { .. } => "goroutines",
-            Request::Source { .. } => "source",
-            Request::Graph { .. } => "graph",
-            Request::Details { .. } => "details",
-            Request::Labels { .. } => "labels",
-            Request::Timeline { .. } => "timeline",
-            Request::Export { .. } => "export",
             Request::Inventory { .. } => "inventory",
             Request::Sanitize { .. } => "sanitize",
         }
@@ -188,9 +160,7 @@ pub struct LaidOutGraph {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TreeKey {
     pub id: u32,
-    pub sample: usize,
-    pub filters: Filters,
-    pub shape: Shape,
+    pub query: Query,
     pub kind: TreeKind,
 }
 
@@ -200,65 +170,46 @@ impl TreeKey {
     }
 }
 
-/// About a window sent with a `Tree` response.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct WindowMeta {
-    /// The zoomed node's index in the window.
-    pub zoom: u32,
-    /// The search and the value it matches in the whole tree (at least that much when
-    /// the tree is pruned).
-    pub matched: Option<(String, i64)>,
-    /// The worker's tree left out subtrees narrower than this (0: it has every node).
-    pub pruned_below: i64,
-    /// Whether the window has every frame it would have from the whole tree.
-    pub complete: bool,
-}
-
 /// What the page learns about a parsed profile.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// What it measures, as the API names profile types (cpu, memory, goroutine, …).
-    pub kind: String,
+    pub kind: ProfileKind,
     pub sample_types: Vec<String>,
     pub default_sample: usize,
-    pub goroutine: bool,
     pub meta: ProfileMeta,
 }
 
 /// The page's first flame graph of a profile, as far as it is known before the profile
-/// is: the sample type by name ([`Summary::sample_index`]), the filters and the shape.
+/// is: its query, whose sample type is the one the address names ([`Summary::sample_index`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FirstTree {
-    pub wanted_sample: String,
-    pub filters: Filters,
-    pub shape: Shape,
+    pub query: Query,
 }
 
 impl FirstTree {
     /// The key of the tree the page will ask for, unless the profile opens in another
     /// view.
     pub fn key(&self, id: u32, summary: &Summary) -> Option<TreeKey> {
-        summary.opens_in_flame_graph(&self.wanted_sample).then(|| TreeKey {
+        summary.opens_in_flame_graph(&self.query.sample).then(|| TreeKey {
             id,
-            sample: summary.sample_index(&self.wanted_sample),
-            filters: self.filters.clone(),
-            shape: self.shape.clone(),
+            query: Query { sample: summary.sample_index(&self.query.sample).into(), ..self.query.clone() },
             kind: TreeKind::Plain,
         })
     }
 }
 
 impl Summary {
-    /// The sample type the page shows: the one named `wanted` (a link's), else the
+    /// The sample type the page shows: the one `wanted` names (a link's), else the
     /// profile's default.
-    pub fn sample_index(&self, wanted: &str) -> usize {
-        self.sample_types.iter().position(|t| t == wanted).unwrap_or(self.default_sample)
+    pub fn sample_index(&self, wanted: &SampleType) -> usize {
+        wanted.resolve_in(&self.sample_types, self.default_sample).unwrap_or(self.default_sample)
     }
 
     /// Whether the page opens this profile in the view it is on rather than the
     /// goroutine report (a goroutine profile, unless a link names a sample type).
-    pub fn opens_in_flame_graph(&self, wanted: &str) -> bool {
-        !(self.goroutine && wanted.is_empty())
+    pub fn opens_in_flame_graph(&self, wanted: &SampleType) -> bool {
+        !(self.kind == ProfileKind::Goroutine && *wanted == SampleType::Default)
     }
 }
 
