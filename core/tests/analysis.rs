@@ -144,7 +144,8 @@ fn a_diff_without_stacks_has_the_same_functions() {
     let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
     let (prepared_base, prepared_new) = pair(&base, &new);
     let with = diff(&prepared_base, &prepared_new, &DiffOptions::default()).unwrap();
-    let without = diff(&prepared_base, &prepared_new, &DiffOptions { max_stacks: 0, ..DiffOptions::default() }).unwrap();
+    let without =
+        diff(&prepared_base, &prepared_new, &DiffOptions { max_stacks: 0, ..DiffOptions::default() }).unwrap();
     assert_eq!((with.new_stack_count, with.removed_stack_count), (112, 172));
     assert_eq!((without.new_stack_count, without.removed_stack_count, without.changed_stacks.len()), (0, 0, 0));
     assert_eq!(without.functions, with.functions);

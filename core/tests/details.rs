@@ -236,11 +236,7 @@ fn callers_and_callees_equal_pprof_peek_under_filters_and_granularities() {
     let cases = [
         (vec![r"-focus=compress/flate|sort", r"-hide=runtime\."], filtered, deflate),
         (vec!["-tagroot=endpoint", "-tagfocus=tenant=acme"], labelled, "main.(*service).requestLoop"),
-        (
-            vec!["-filefunctions"],
-            Query { granularity: Granularity::Filefunctions, ..Query::default() },
-            deflate_file,
-        ),
+        (vec!["-filefunctions"], Query { granularity: Granularity::Filefunctions, ..Query::default() }, deflate_file),
         (vec!["-lines"], Query { granularity: Granularity::Lines, ..Query::default() }, deflate_file),
     ];
     for (flags, options, node) in cases {
@@ -351,7 +347,8 @@ fn label_key(key: &str, unit: Option<&str>, values: &[(&str, i64)], missing: i64
 #[test]
 fn built_profile_sums() {
     let p = built();
-    let of = |function: &str, query: Query| query.prepare(&p).and_then(|prepared| details(&prepared, function)).unwrap();
+    let of =
+        |function: &str, query: Query| query.prepare(&p).and_then(|prepared| details(&prepared, function)).unwrap();
     let parse = of("parse", Query::default());
     let values: Vec<(&str, i64, i64, i64)> =
         parse.values.iter().map(|v| (v.sample_type.as_str(), v.flat, v.cum, v.total)).collect();
@@ -392,17 +389,13 @@ fn built_profile_sums() {
     // Hiding parse makes main call leaf directly.
     let hidden = of(
         "main",
-        Query {
-            filters: Filters { hide: Some("^parse$".into()), ..Filters::default() },
-            ..Query::default()
-        },
+        Query { filters: Filters { hide: Some("^parse$".into()), ..Filters::default() }, ..Query::default() },
     );
     assert_eq!(hidden.callees, [call("leaf", 30, 0.5), call("[lib.so]", 10, 10.0 / 60.0)]);
     assert_eq!(hidden.values[1].flat, 20);
 
     // At line granularity, each line is a node of its own.
-    let lines =
-        of("parse parse.go:31", Query { granularity: Granularity::Lines, ..Query::default() });
+    let lines = of("parse parse.go:31", Query { granularity: Granularity::Lines, ..Query::default() });
     assert_eq!(lines.callers, [call("parse parse.go:25", 30, 1.0)]);
     assert_eq!(lines.files.iter().map(|f| (f.first_line, f.last_line)).collect::<Vec<_>>(), [(31, 31)]);
 }

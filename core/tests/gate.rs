@@ -2,10 +2,10 @@
 //! hand, the minimum effect, rules, and the checks on runs and thresholds.
 
 use stacklens_core::analysis::gate::mann_whitney::{normal_upper_tail, Tables};
-use stacklens_core::analysis::{Prepared, Query};
 use stacklens_core::analysis::gate::{
     Alternative, Family, Gate, GateConfig, GateReport, GateRow, Metric, Rule, Run, Status, Verdict,
 };
+use stacklens_core::analysis::{Prepared, Query};
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1e-12)

@@ -206,7 +206,8 @@ fn expected(text: &str) -> (SelfTotal, SelfTotal) {
 }
 
 fn self_total(p: &Profile, sample_index: &str) -> SelfTotal {
-    let report = top(&Query { sample: sample_index.into(), ..Query::default() }.prepare(p).unwrap(), &TopOptions::default()).unwrap();
+    let prepared = Query { sample: sample_index.into(), ..Query::default() }.prepare(p).unwrap();
+    let report = top(&prepared, &TopOptions::default()).unwrap();
     report.functions.into_iter().map(|r| (r.name, (r.flat, r.cum))).collect()
 }
 

@@ -9,7 +9,7 @@ use std::io::Write;
 use common::{fixtures, read};
 use proptest::prelude::*;
 use stacklens_core::analysis::top::{top, TopOptions};
-use stacklens_core::analysis::{Query, Prepared};
+use stacklens_core::analysis::{Prepared, Query};
 use stacklens_core::import::{detect, folded, Format};
 use stacklens_core::model::SourceFormat;
 use stacklens_core::{parse, Error, Profile};
@@ -42,7 +42,8 @@ fn expected(text: &str) -> (i64, BTreeMap<String, i64>, usize) {
 }
 
 fn flat_by_function(p: &Profile, sample_index: usize) -> BTreeMap<String, i64> {
-    let report = top(&Query { sample: sample_index.into(), ..Query::default() }.prepare(p).unwrap(), &TopOptions::default()).unwrap();
+    let prepared = Query { sample: sample_index.into(), ..Query::default() }.prepare(p).unwrap();
+    let report = top(&prepared, &TopOptions::default()).unwrap();
     report.functions.into_iter().filter(|f| f.flat != 0).map(|f| (f.name, f.flat)).collect()
 }
 

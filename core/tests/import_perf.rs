@@ -92,7 +92,8 @@ fn expected(text: &str) -> Vec<(String, Event)> {
 }
 
 fn flat_by_function(p: &Profile, sample_type: &str) -> BTreeMap<String, i64> {
-    let report = top(&Query { sample: sample_type.into(), ..Query::default() }.prepare(p).unwrap(), &TopOptions::default()).unwrap();
+    let prepared = Query { sample: sample_type.into(), ..Query::default() }.prepare(p).unwrap();
+    let report = top(&prepared, &TopOptions::default()).unwrap();
     report.functions.into_iter().filter(|f| f.flat != 0).map(|f| (f.name, f.flat)).collect()
 }
 
@@ -346,7 +347,8 @@ fn inlined_frames_are_lines_of_one_location() {
     assert_eq!(p.total(0), 4);
 
     // pprof's marks: `inner` is only ever inlined; `main` and the physical frames are calls.
-    let report = top(&Query { sample: "samples".into(), ..Query::default() }.prepare(&p).unwrap(), &TopOptions::default()).unwrap();
+    let prepared = Query { sample: "samples".into(), ..Query::default() }.prepare(&p).unwrap();
+    let report = top(&prepared, &TopOptions::default()).unwrap();
     let row = |name: &str| report.functions.iter().find(|r| r.name == name).unwrap();
     assert_eq!((row("inner").flat, row("inner").cum, row("inner").inline), (3, 3, Some(Inlining::Inline)));
     assert_eq!((row("outer").flat, row("outer").cum, row("outer").inline), (0, 2, None));

@@ -124,8 +124,9 @@ fn label_summary_shares_are_of_the_profile_total() {
     assert_eq!(only_search.keys[0].values.len(), 1);
     assert_eq!(only_search.keys[0].missing, 0);
     // Numeric labels carry their unit, and their values are written in it.
-    let heap = labels_of(&load(&root, "go/base/heap.pb.gz"), Query { sample: "inuse_space".into(), ..Query::default() })
-        .unwrap();
+    let heap =
+        labels_of(&load(&root, "go/base/heap.pb.gz"), Query { sample: "inuse_space".into(), ..Query::default() })
+            .unwrap();
     assert_eq!(heap.keys[0].key, "bytes");
     assert_eq!(heap.keys[0].unit.as_deref(), Some("bytes"));
     assert_eq!(heap.keys[0].values[0].value, "16kB");

@@ -42,7 +42,8 @@ fn java_contentionz_scales_by_period() {
     assert_eq!(p.duration_nanos, 6_019_923_000_000);
     // "(Native Method)" is a path without a line: the base name is kept as the file.
     assert_eq!(names(&p, 0), ["java.lang.Object.wait"]);
-    let r = top(&Query { sample: "delay".into(), ..Query::default() }.prepare(&p).unwrap(), &TopOptions::default()).unwrap();
+    let prepared = Query { sample: "delay".into(), ..Query::default() }.prepare(&p).unwrap();
+    let r = top(&prepared, &TopOptions::default()).unwrap();
     assert_eq!(r.functions[0].flat, 200_000);
 }
 

@@ -66,11 +66,8 @@ fn go_profiles_list_like_pprof_with_their_sources() {
             flags.push(&index_flag);
         }
         let expected = theirs(go, &fixtures, regex, &flags, &path);
-        let options = SourceOptions {
-            functions: regex.to_owned(),
-            source_path: gen_str.to_owned(),
-            ..SourceOptions::default()
-        };
+        let options =
+            SourceOptions { functions: regex.to_owned(), source_path: gen_str.to_owned(), ..SourceOptions::default() };
         let actual = ours(&path, sample_index, &options, &gen);
         assert!(expected.matches("ROUTINE").count() >= 5, "{file} {regex}: too few functions:\n{expected}");
         assert_eq!(actual, expected, "{file} -list {regex} {sample_index}");

@@ -31,7 +31,8 @@ fn totals(p: &Profile) -> Vec<i64> {
 
 /// Flat values by function name, for the first `n` rows of top on sample type 1.
 fn top_rows(p: &Profile) -> Vec<(String, i64, i64)> {
-    let report = top(&Query { sample: "1".into(), ..Query::default() }.prepare(p).unwrap(), &TopOptions::default()).expect("top");
+    let prepared = Query { sample: "1".into(), ..Query::default() }.prepare(p).unwrap();
+    let report = top(&prepared, &TopOptions::default()).expect("top");
     report.functions.iter().map(|r| (r.name.clone(), r.flat, r.cum)).collect()
 }
 
