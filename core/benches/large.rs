@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use stacklens_core::analysis::details::{details, DetailsOptions};
+use stacklens_core::analysis::details::details;
 use stacklens_core::analysis::frames::{FrameTable, Granularity};
 use stacklens_core::analysis::goroutines::{analyze, GoroutineOptions};
 use stacklens_core::analysis::graph::{call_graph, GraphOptions};
@@ -12,6 +12,7 @@ use stacklens_core::analysis::source::{source, SourceOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::transforms::{apply, Transform};
 use stacklens_core::analysis::tree::{CallTree, TreeOptions};
+use stacklens_core::analysis::Prepared;
 use stacklens_core::layout::graph::{layout_call_graph, GraphLayoutOptions};
 use stacklens_core::layout::{layout, Viewport};
 
@@ -63,13 +64,16 @@ fn benches(c: &mut Criterion) {
         });
         g.throughput(criterion::Throughput::Elements(1));
         let p = stacklens_core::parse(&cpu).unwrap();
+        let whole = Prepared::whole(&p).unwrap();
         let options = TopOptions { node_count: Some(20), node_fraction: 0.005, ..TopOptions::default() };
-        g.bench_function("cpu.large: top (parsed)", |b| b.iter(|| top(&p, &options).unwrap()));
+        g.bench_function("cpu.large: top (parsed)", |b| b.iter(|| top(&whole, &options).unwrap()));
         g.bench_function("cpu.large: parse + top", |b| {
-            b.iter(|| top(&stacklens_core::parse(&cpu).unwrap(), &options).unwrap())
+            b.iter(|| top(&Prepared::whole(&stacklens_core::parse(&cpu).unwrap()).unwrap(), &options).unwrap())
         });
-        g.bench_function("cpu.large: call tree", |b| b.iter(|| CallTree::build(&p, &TreeOptions::default()).unwrap()));
-        let tree = CallTree::build(&p, &TreeOptions::default()).unwrap();
+        g.bench_function("cpu.large: call tree", |b| {
+            b.iter(|| CallTree::build(&whole, &TreeOptions::default()).unwrap())
+        });
+        let tree = CallTree::build(&whole, &TreeOptions::default()).unwrap();
         let viewport = Viewport { width_px: 1920.0, min_width_px: 0.5, ..Viewport::default() };
         g.bench_function("cpu.large: flame layout 1920px", |b| b.iter(|| layout(&tree, &viewport)));
         // What the page's worker sends: frames at least 1/16384 of the view (0.5 px at 8192 px).
@@ -96,12 +100,12 @@ fn benches(c: &mut Criterion) {
         });
         // The page's source view of one function, and `-list` of a whole package.
         let function = SourceOptions::function("runtime.mallocgc");
-        g.bench_function("cpu.large: source lines of one function", |b| b.iter(|| source(&p, &function).unwrap()));
+        g.bench_function("cpu.large: source lines of one function", |b| b.iter(|| source(&whole, &function).unwrap()));
         let package = SourceOptions { functions: r"^runtime\.".into(), ..SourceOptions::default() };
-        g.bench_function("cpu.large: source lines of runtime.*", |b| b.iter(|| source(&p, &package).unwrap()));
+        g.bench_function("cpu.large: source lines of runtime.*", |b| b.iter(|| source(&whole, &package).unwrap()));
         // The page's details panel: what a click on a frame asks.
-        let selected = DetailsOptions { function: "main.startBranchy.func1.1".into(), ..DetailsOptions::default() };
-        g.bench_function("cpu.large: details of one function", |b| b.iter(|| details(&p, &selected).unwrap()));
+        let selected = "main.startBranchy.func1.1";
+        g.bench_function("cpu.large: details of one function", |b| b.iter(|| details(&whole, selected).unwrap()));
         g.bench_function("cpu.large: frame table", |b| {
             b.iter(|| FrameTable::new(&p, Granularity::default(), &Default::default()).unwrap().node_count())
         });
@@ -109,14 +113,14 @@ fn benches(c: &mut Criterion) {
         let graph_options = GraphOptions::default();
         let layout_options = GraphLayoutOptions::default();
         g.bench_function("cpu.large: call graph (default pruning)", |b| {
-            b.iter(|| call_graph(&p, &graph_options).unwrap())
+            b.iter(|| call_graph(&whole, &graph_options).unwrap())
         });
-        let graph = call_graph(&p, &graph_options).unwrap();
+        let graph = call_graph(&whole, &graph_options).unwrap();
         g.bench_function("cpu.large: call graph layout", |b| {
             b.iter(|| layout_call_graph(&graph, &layout_options).unwrap())
         });
         g.bench_function("cpu.large: call graph + layout", |b| {
-            b.iter(|| layout_call_graph(&call_graph(&p, &graph_options).unwrap(), &layout_options).unwrap())
+            b.iter(|| layout_call_graph(&call_graph(&whole, &graph_options).unwrap(), &layout_options).unwrap())
         });
     }
     if let Some(dump) = large("goroutine.large.debug2.txt") {

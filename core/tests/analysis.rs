@@ -9,13 +9,18 @@ use stacklens_core::analysis::diff::{diff, movers, DiffOptions};
 use stacklens_core::analysis::goroutines::{analyze, compare, is_blocked, GoroutineOptions};
 use stacklens_core::analysis::top::{top, Inlining, TopOptions, TopReport};
 use stacklens_core::analysis::tree::{CallTree, Side, TreeOptions, ROOT};
-use stacklens_core::analysis::{Filters, Granularity};
+use stacklens_core::analysis::{Filters, Granularity, Prepared, Query, SampleType};
 use stacklens_core::layout::{hit, layout, Viewport};
 use stacklens_core::{Error, Profile};
 
 fn load(rel: &str) -> Option<Profile> {
     let root = common::fixtures()?;
     Some(stacklens_core::parse(&common::read(&root.join(rel))).unwrap())
+}
+
+/// A base and a compared profile prepared for a diff with the default query.
+fn pair<'p>(base: &'p Profile, compare: &'p Profile) -> (Prepared<'p>, Prepared<'p>) {
+    Query::default().prepare_pair(base, compare).unwrap()
 }
 
 /// Each sample's function names, root first with inlined calls expanded, summed by stack.
@@ -62,7 +67,8 @@ fn rows_ms(r: &TopReport) -> Vec<(&str, i64, i64, Option<Inlining>)> {
 #[test]
 fn cpu_diff_finds_the_regressed_code_path() {
     let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
-    let d = diff(&base, &new, &DiffOptions::default()).unwrap();
+    let (prepared_base, prepared_new) = pair(&base, &new);
+    let d = diff(&prepared_base, &prepared_new, &DiffOptions::default()).unwrap();
     assert_eq!((d.base_total, d.compare_total), (7_080_000_000, 6_900_000_000));
     assert!((d.overall_delta_pct - (-2.5424)).abs() < 1e-3, "{}", d.overall_delta_pct);
     assert_eq!(d.noise_threshold, 70_800_000);
@@ -111,13 +117,14 @@ fn cpu_diff_finds_the_regressed_code_path() {
 #[test]
 fn normalized_diff_balances_the_totals() {
     let (Some(base), Some(new)) = (load("go/base/heap.pb.gz"), load("go/compare/heap.pb.gz")) else { return };
-    let d = diff(&base, &new, &DiffOptions { normalize: true, ..DiffOptions::default() }).unwrap();
+    let (prepared_base, prepared_new) = pair(&base, &new);
+    let d = diff(&prepared_base, &prepared_new, &DiffOptions { normalize: true, ..DiffOptions::default() }).unwrap();
     assert!(d.normalized);
     // inuse_space: 7617933 bytes before, 14530408 after (SOURCES.md). As pprof's -normalize
     // with -diff_base, each sample of the compared profile is scaled by base/compare and
     // rounded; the flat deltas then sum to that rounding's error.
     assert_eq!((d.base_total, d.compare_total), (7_617_933, 14_530_408));
-    let index = base.sample_index("inuse_space").unwrap();
+    let index = SampleType::parse("inuse_space").resolve(&base).unwrap();
     let scaled = flat_by_function(&new, index, 7_617_933.0 / 14_530_408.0);
     let raw_base = flat_by_function(&base, index, 1.0);
     let net: i64 = d.functions.iter().map(|f| f.flat_delta).sum();
@@ -135,8 +142,10 @@ fn normalized_diff_balances_the_totals() {
 #[test]
 fn a_diff_without_stacks_has_the_same_functions() {
     let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
-    let with = diff(&base, &new, &DiffOptions::default()).unwrap();
-    let without = diff(&base, &new, &DiffOptions { max_stacks: 0, ..DiffOptions::default() }).unwrap();
+    let (prepared_base, prepared_new) = pair(&base, &new);
+    let with = diff(&prepared_base, &prepared_new, &DiffOptions::default()).unwrap();
+    let without =
+        diff(&prepared_base, &prepared_new, &DiffOptions { max_stacks: 0, ..DiffOptions::default() }).unwrap();
     assert_eq!((with.new_stack_count, with.removed_stack_count), (112, 172));
     assert_eq!((without.new_stack_count, without.removed_stack_count, without.changed_stacks.len()), (0, 0, 0));
     assert_eq!(without.functions, with.functions);
@@ -147,9 +156,10 @@ fn a_diff_without_stacks_has_the_same_functions() {
 #[test]
 fn movers_are_the_largest_changes_of_self_share() {
     let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
-    let moved = movers(&base, &new, "", 5).unwrap();
+    let (prepared_base, prepared_new) = pair(&base, &new);
+    let moved = movers(&prepared_base, &prepared_new, 5).unwrap();
     // Shares of each side's own total, from the per-function flat values (the reference).
-    let index = base.sample_index("").unwrap();
+    let index = SampleType::Default.resolve(&base).unwrap();
     let (b, c) = (flat_by_function(&base, index, 1.0), flat_by_function(&new, index, 1.0));
     let (bt, ct) = (base.total(index) as f64, new.total(index) as f64);
     let mut all: Vec<(String, f64)> = b
@@ -171,21 +181,22 @@ fn movers_are_the_largest_changes_of_self_share() {
         assert!((m.compare_share_pct - m.base_share_pct - m.delta_pct).abs() < 1e-9);
     }
     // The same profile on both sides moves nothing.
-    assert!(movers(&base, &base, "", 5).unwrap().is_empty());
+    let (base_again, same_base) = pair(&base, &base);
+    assert!(movers(&base_again, &same_base, 5).unwrap().is_empty());
 }
 
 #[test]
 fn diff_of_different_types_is_refused() {
     let (Some(cpu), Some(heap)) = (load("go/base/cpu.pb.gz"), load("go/base/heap.pb.gz")) else { return };
-    let err = diff(&heap, &cpu, &DiffOptions::default()).unwrap_err();
+    let err = Query::default().prepare_pair(&heap, &cpu).and_then(|(b, c)| diff(&b, &c, &DiffOptions::default()));
+    let err = err.unwrap_err();
     assert!(matches!(err, Error::Incompatible(_)), "{err:?}");
 }
 
-/// `go tool pprof -top` on go/base/cpu.pb.gz with these options, as TopOptions.
+/// `go tool pprof -top` on go/base/cpu.pb.gz with these options, as a Query and TopOptions.
 fn cpu_top(p: &Profile, nodes: usize, filters: Filters, granularity: Granularity) -> TopReport {
-    let options =
-        TopOptions { filters, granularity, node_count: Some(nodes), node_fraction: 0.005, ..Default::default() };
-    top(p, &options).unwrap()
+    let prepared = Query { filters, granularity, ..Query::default() }.prepare(p).unwrap();
+    top(&prepared, &TopOptions { node_count: Some(nodes), node_fraction: 0.005, ..Default::default() }).unwrap()
 }
 
 #[test]
@@ -237,11 +248,8 @@ fn filters_follow_pprof() {
             ("compress/flate.matchLen", 340, 340, Some(Inlining::Inline)),
         ]
     );
-    let err = top(
-        &p,
-        &TopOptions { filters: Filters { focus: Some("(".into()), ..Filters::default() }, ..TopOptions::default() },
-    )
-    .unwrap_err();
+    let bad_focus = Query { filters: Filters { focus: Some("(".into()), ..Filters::default() }, ..Query::default() };
+    let err = bad_focus.prepare(&p).and_then(|prepared| top(&prepared, &TopOptions::default())).unwrap_err();
     assert!(matches!(err, Error::InvalidRegex { option: "focus", .. }), "{err:?}");
 }
 
@@ -324,7 +332,8 @@ fn show_and_granularities_follow_pprof() {
 #[test]
 fn unknown_sample_type_lists_the_choices() {
     let Some(p) = load("go/base/heap.pb.gz") else { return };
-    let err = top(&p, &TopOptions { sample_index: "bogus".into(), ..TopOptions::default() }).unwrap_err();
+    let bogus = Query { sample: "bogus".into(), ..Query::default() };
+    let err = bogus.prepare(&p).and_then(|prepared| top(&prepared, &TopOptions::default())).unwrap_err();
     assert_eq!(
         err.to_string(),
         "unknown sample type 'bogus'; this profile has: alloc_objects, alloc_space, inuse_objects, inuse_space"
@@ -334,7 +343,7 @@ fn unknown_sample_type_lists_the_choices() {
 #[test]
 fn call_tree_and_layout_are_consistent() {
     let Some(p) = load("go/base/cpu.pb.gz") else { return };
-    let tree = CallTree::build(&p, &TreeOptions::default()).unwrap();
+    let tree = CallTree::build(&Prepared::whole(&p).unwrap(), &TreeOptions::default()).unwrap();
     assert_eq!(tree.total(), p.total(p.default_sample_index()));
     for (i, n) in tree.nodes.iter().enumerate() {
         let children: i64 = tree.children(i as u32).map(|c| tree.nodes[c as usize].total).sum();
@@ -408,8 +417,9 @@ fn drawn(tree: &CallTree, rects: &[stacklens_core::layout::Rect]) -> Vec<(String
 #[test]
 fn a_window_lays_out_like_the_whole_tree() {
     let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
-    let plain = CallTree::build(&new, &TreeOptions::default()).unwrap();
-    let diff = CallTree::build_diff(&base, &new, &TreeOptions::default()).unwrap();
+    let (prepared_base, prepared_new) = pair(&base, &new);
+    let plain = CallTree::build(&prepared_new, &TreeOptions::default()).unwrap();
+    let diff = CallTree::build_diff(&prepared_base, &prepared_new, &TreeOptions::default()).unwrap();
     for tree in [&plain, &diff] {
         let deflate =
             (0..tree.nodes.len() as u32).find(|&n| tree.name(n) == "compress/flate.(*compressor).deflate").unwrap();
@@ -444,17 +454,18 @@ fn a_window_lays_out_like_the_whole_tree() {
 #[test]
 fn a_pruned_tree_draws_like_the_whole_tree() {
     let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
+    let (prepared_base, prepared_new) = pair(&base, &new);
     let whole = [
-        CallTree::build(&new, &TreeOptions::default()).unwrap(),
-        CallTree::build_diff(&base, &new, &TreeOptions::default()).unwrap(),
+        CallTree::build(&prepared_new, &TreeOptions::default()).unwrap(),
+        CallTree::build_diff(&prepared_base, &prepared_new, &TreeOptions::default()).unwrap(),
     ];
     for whole in whole {
         let max_nodes = whole.nodes.len() / 4;
         let options = TreeOptions { max_nodes: Some(max_nodes), ..TreeOptions::default() };
         let pruned = if whole.base.is_empty() {
-            CallTree::build(&new, &options).unwrap()
+            CallTree::build(&prepared_new, &options).unwrap()
         } else {
-            CallTree::build_diff(&base, &new, &options).unwrap()
+            CallTree::build_diff(&prepared_base, &prepared_new, &options).unwrap()
         };
         assert_eq!(whole.pruned_below, 0);
         let min = pruned.pruned_below;
@@ -495,11 +506,12 @@ fn a_pruned_tree_draws_like_the_whole_tree() {
 #[test]
 fn a_tree_below_a_path_is_that_nodes_subtree() {
     let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
+    let (prepared_base, prepared_new) = pair(&base, &new);
     let build = |options: &TreeOptions, diff: bool| {
         if diff {
-            CallTree::build_diff(&base, &new, options).unwrap()
+            CallTree::build_diff(&prepared_base, &prepared_new, options).unwrap()
         } else {
-            CallTree::build(&new, options).unwrap()
+            CallTree::build(&prepared_new, options).unwrap()
         }
     };
     for diff in [false, true] {
@@ -545,7 +557,8 @@ fn a_tree_below_a_path_is_that_nodes_subtree() {
 #[test]
 fn diff_tree_carries_both_profiles() {
     let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
-    let tree = CallTree::build_diff(&base, &new, &TreeOptions::default()).unwrap();
+    let (prepared_base, prepared_new) = pair(&base, &new);
+    let tree = CallTree::build_diff(&prepared_base, &prepared_new, &TreeOptions::default()).unwrap();
     assert_eq!(tree.nodes[ROOT as usize].total, 6_900_000_000);
     assert_eq!(tree.base_values(ROOT).total, 7_080_000_000);
     for i in 0..tree.nodes.len() as u32 {
@@ -625,7 +638,7 @@ fn inline_marks_leave_out_edges_below_pprofs_edge_fraction() {
     let (Some(base), Some(compare)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
     let options = TopOptions { node_fraction: 0.005, ..TopOptions::default() };
     let mark = |p: &Profile| {
-        let rows = top(p, &options).unwrap().functions;
+        let rows = top(&Prepared::whole(p).unwrap(), &options).unwrap().functions;
         rows.into_iter().find(|f| f.name == "reflect.typedmemmove").map(|f| f.inline)
     };
     // In the compare profile reflect.Value.Set calls it once without inlining, in one
@@ -675,6 +688,7 @@ fn merged_goroutine_dumps_are_analysed_as_one_dump_of_both() {
 fn sandwich_shows_callers_and_callees() {
     let Some(p) = load("go/base/cpu.pb.gz") else { return };
     let name = "compress/flate.(*compressor).deflate";
+    let p = Prepared::whole(&p).unwrap();
     let cum = top(&p, &TopOptions::default()).unwrap().functions.iter().find(|f| f.name == name).unwrap().cum;
     for side in [Side::Callers, Side::Callees] {
         let t = CallTree::sandwich(&p, &TreeOptions::default(), name, side).unwrap();
@@ -693,9 +707,10 @@ fn sandwich_shows_callers_and_callees() {
 #[test]
 fn trees_survive_their_binary_form() {
     let (Some(base), Some(new)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
+    let (prepared_base, prepared_new) = pair(&base, &new);
     for tree in [
-        CallTree::build(&new, &TreeOptions::default()).unwrap(),
-        CallTree::build_diff(&base, &new, &TreeOptions::default()).unwrap(),
+        CallTree::build(&prepared_new, &TreeOptions::default()).unwrap(),
+        CallTree::build_diff(&prepared_base, &prepared_new, &TreeOptions::default()).unwrap(),
     ] {
         let back = CallTree::from_bytes(&tree.to_bytes()).expect("round trip");
         assert_eq!(back.nodes, tree.nodes);
@@ -707,7 +722,7 @@ fn trees_survive_their_binary_form() {
             ("cpu", "nanoseconds", tree.max_depth)
         );
     }
-    let bytes = CallTree::build(&new, &TreeOptions::default()).unwrap().to_bytes();
+    let bytes = CallTree::build(&prepared_new, &TreeOptions::default()).unwrap().to_bytes();
     assert!(CallTree::from_bytes(&bytes[..bytes.len() - 1]).is_none(), "truncated");
     assert!(CallTree::from_bytes(b"nope").is_none());
 }
@@ -745,7 +760,7 @@ fn profile_kinds_and_summaries() {
 
     // cpu.pprof-top.txt: findMatch 1.34s flat (18.93%) of 7.08s; deflate 43.50% cum.
     let Some(cpu) = load("go/base/cpu.pb.gz") else { return };
-    let top = top_functions(&cpu, "", 20).unwrap();
+    let top = top_functions(&Prepared::whole(&cpu).unwrap(), 20).unwrap();
     assert_eq!(top.len(), 20);
     assert!(top.windows(2).all(|w| w[0].self_pct >= w[1].self_pct), "sorted by self");
     let deflate = top.iter().find(|f| f.func_name == "compress/flate.(*compressor).deflate").unwrap();

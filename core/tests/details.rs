@@ -9,10 +9,10 @@ use common::{pprof, pprof_top, read_pprof_top};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use stacklens_core::analysis::details::{details, Binary, CallWeight, DetailsOptions, FunctionDetails, SourceFile};
+use stacklens_core::analysis::details::{details, Binary, CallWeight, FunctionDetails, SourceFile};
 use stacklens_core::analysis::labels::{LabelKeySummary, LabelSummary, LabelValueSummary};
 use stacklens_core::analysis::top::{top, TopOptions};
-use stacklens_core::analysis::{Filters, Granularity};
+use stacklens_core::analysis::{Filters, Granularity, Prepared, Query};
 use stacklens_core::model::{Label, LabelValue, Line, LocationId, Sample, SourceFormat};
 use stacklens_core::report::tags::tags;
 use stacklens_core::units::percentage_value;
@@ -59,9 +59,9 @@ fn exact(printed: &str, suffix: &str) -> i64 {
     value as i64
 }
 
-fn details_of(profile: &Profile, name: &str, sample_index: usize, base: &DetailsOptions) -> FunctionDetails {
-    let options = DetailsOptions { function: name.to_owned(), sample_index: sample_index.to_string(), ..base.clone() };
-    details(profile, &options).unwrap_or_else(|e| panic!("{name}: {e}"))
+fn details_of(profile: &Profile, name: &str, sample_index: usize, base: &Query) -> FunctionDetails {
+    let query = Query { sample: sample_index.into(), ..base.clone() };
+    query.prepare(profile).and_then(|prepared| details(&prepared, name)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 #[test]
@@ -72,8 +72,8 @@ fn values_equal_pprof_top_and_our_top_in_every_sample_type() {
         // Our top of every sample type, by node name.
         let ours: Vec<BTreeMap<String, (i64, i64)>> = (0..types)
             .map(|i| {
-                let report =
-                    top(&profile, &TopOptions { sample_index: i.to_string(), ..TopOptions::default() }).unwrap();
+                let prepared = Query { sample: i.into(), ..Query::default() }.prepare(&profile).unwrap();
+                let report = top(&prepared, &TopOptions::default()).unwrap();
                 report.functions.into_iter().map(|r| (r.name, (r.flat, r.cum))).collect()
             })
             .collect();
@@ -83,7 +83,7 @@ fn values_equal_pprof_top_and_our_top_in_every_sample_type() {
             assert_eq!(pprof.sample_type, profile.sample_type_name(i), "{rel}");
             assert!(pprof.rows.len() >= 5, "{rel} {i}: {} rows", pprof.rows.len());
             for row in &pprof.rows {
-                let d = details_of(&profile, &row.name, i, &DetailsOptions::default());
+                let d = details_of(&profile, &row.name, i, &Query::default());
                 let v = &d.values[i];
                 let what = format!("{rel} {} {}", row.name, v.sample_type);
                 assert_eq!((v.flat, v.cum), (exact(&row.flat, suffix), exact(&row.cum, suffix)), "{what}");
@@ -168,7 +168,7 @@ fn assert_edges(ours: &[CallWeight], pprof: &[(String, i64, f64)], what: &str) {
 
 /// Compares every node's callers and callees with `go tool pprof -peek=. FLAGS` for each
 /// sample type; returns the nodes compared (with the sample type) for the caller to check.
-fn compare_with_peek(rel: &str, flags: &[&str], base: &DetailsOptions) -> Option<Vec<(usize, PeekBlock)>> {
+fn compare_with_peek(rel: &str, flags: &[&str], base: &Query) -> Option<Vec<(usize, PeekBlock)>> {
     let (profile, go, root) = load(rel)?;
     let mut compared = Vec::new();
     for i in 0..profile.sample_types.len() {
@@ -191,7 +191,7 @@ fn compare_with_peek(rel: &str, flags: &[&str], base: &DetailsOptions) -> Option
 #[test]
 fn callers_and_callees_equal_pprof_peek_for_every_node() {
     for rel in GO_PROFILES {
-        let Some(compared) = compare_with_peek(rel, &[], &DetailsOptions::default()) else { return };
+        let Some(compared) = compare_with_peek(rel, &[], &Query::default()) else { return };
         if rel.ends_with("cpu.pb.gz") {
             let block = |name: &str| compared.iter().find(|(_, b)| b.name == name).map(|(_, b)| b).unwrap();
             // Recursive: json's value calls object and array, which call value again.
@@ -213,22 +213,22 @@ fn callers_and_callees_equal_pprof_peek_for_every_node() {
 
 #[test]
 fn callers_and_callees_equal_pprof_peek_under_filters_and_granularities() {
-    let filtered = DetailsOptions {
+    let filtered = Query {
         filters: Filters {
             focus: Some("compress/flate|sort".into()),
             hide: Some(r"runtime\.".into()),
             ..Filters::default()
         },
-        ..DetailsOptions::default()
+        ..Query::default()
     };
     // Label frames are nodes too: the endpoints call the request loop.
-    let labelled = DetailsOptions {
+    let labelled = Query {
         filters: Filters {
             tag_root: vec!["endpoint".into()],
             tag_focus: Some("tenant=acme".into()),
             ..Filters::default()
         },
-        ..DetailsOptions::default()
+        ..Query::default()
     };
     let deflate = "compress/flate.(*compressor).deflate";
     let deflate_file = "compress/flate.(*compressor).deflate /usr/lib/go-1.19/src/compress/flate/deflate.go";
@@ -236,12 +236,8 @@ fn callers_and_callees_equal_pprof_peek_under_filters_and_granularities() {
     let cases = [
         (vec![r"-focus=compress/flate|sort", r"-hide=runtime\."], filtered, deflate),
         (vec!["-tagroot=endpoint", "-tagfocus=tenant=acme"], labelled, "main.(*service).requestLoop"),
-        (
-            vec!["-filefunctions"],
-            DetailsOptions { granularity: Granularity::Filefunctions, ..DetailsOptions::default() },
-            deflate_file,
-        ),
-        (vec!["-lines"], DetailsOptions { granularity: Granularity::Lines, ..DetailsOptions::default() }, deflate_file),
+        (vec!["-filefunctions"], Query { granularity: Granularity::Filefunctions, ..Query::default() }, deflate_file),
+        (vec!["-lines"], Query { granularity: Granularity::Lines, ..Query::default() }, deflate_file),
     ];
     for (flags, options, node) in cases {
         let Some(compared) = compare_with_peek("go/base/cpu.pb.gz", &flags, &options) else { return };
@@ -265,7 +261,7 @@ fn labels_equal_pprof_tags_of_the_focused_function_byte_for_byte() {
         let Some((profile, go, root)) = load(rel) else { return };
         let focus = format!("-focus=^{}$", regex::escape(name));
         let expected = pprof(go, &root, &[&root.join(rel)], &["-tags", &focus, &format!("-sample_index={i}")]);
-        let d = details_of(&profile, name, i, &DetailsOptions::default());
+        let d = details_of(&profile, name, i, &Query::default());
         let summary = LabelSummary {
             sample_type: d.sample_type.clone(),
             unit: d.unit.clone(),
@@ -351,10 +347,9 @@ fn label_key(key: &str, unit: Option<&str>, values: &[(&str, i64)], missing: i64
 #[test]
 fn built_profile_sums() {
     let p = built();
-    let of = |function: &str, options: DetailsOptions| {
-        details(&p, &DetailsOptions { function: function.into(), ..options }).unwrap()
-    };
-    let parse = of("parse", DetailsOptions::default());
+    let of =
+        |function: &str, query: Query| query.prepare(&p).and_then(|prepared| details(&prepared, function)).unwrap();
+    let parse = of("parse", Query::default());
     let values: Vec<(&str, i64, i64, i64)> =
         parse.values.iter().map(|v| (v.sample_type.as_str(), v.flat, v.cum, v.total)).collect();
     // Recursion counts once: cum is every sample but helper's.
@@ -369,12 +364,12 @@ fn built_profile_sums() {
     assert_eq!(parse.labels, [label_key("endpoint", None, &[("/orders", 30), ("/search", 20)], 0)]);
 
     // Counted in samples, the zero-cpu sample weighs too.
-    let in_samples = of("parse", DetailsOptions { sample_index: "samples".into(), ..DetailsOptions::default() });
+    let in_samples = of("parse", Query { sample: "samples".into(), ..Query::default() });
     assert_eq!(in_samples.callers, [call("main", 10, 1.0)]);
     assert_eq!((in_samples.labels[0].values[0].value.as_str(), in_samples.labels[0].values[0].total), ("/orders", 8));
 
     // A lineless location: named by its binary, no file; a numeric label with its unit.
-    let helper = of("[lib.so]", DetailsOptions::default());
+    let helper = of("[lib.so]", Query::default());
     assert_eq!((helper.values[1].flat, helper.values[1].cum), (10, 10));
     assert!(helper.files.is_empty());
     assert_eq!(helper.mappings, [Binary { file: "/usr/lib/lib.so".into(), build_id: String::new() }]);
@@ -382,10 +377,10 @@ fn built_profile_sums() {
     assert_eq!(helper.labels, [endpoint, label_key("size", Some("bytes"), &[("64B", 10)], 0)]);
 
     // A function without line numbers reports its start line; main covers one line.
-    let leaf = of("leaf", DetailsOptions::default());
+    let leaf = of("leaf", Query::default());
     assert_eq!((leaf.files[0].first_line, leaf.files[0].last_line), (0, 0));
     assert_eq!(leaf.callers, [call("parse", 30, 1.0)]);
-    let main = of("main", DetailsOptions::default());
+    let main = of("main", Query::default());
     // Of main's samples, those worth 50 lack `size`.
     assert_eq!(main.labels[1], label_key("size", Some("bytes"), &[("64B", 10)], 50));
     assert_eq!((main.files[0].first_line, main.files[0].last_line), (12, 12));
@@ -394,17 +389,13 @@ fn built_profile_sums() {
     // Hiding parse makes main call leaf directly.
     let hidden = of(
         "main",
-        DetailsOptions {
-            filters: Filters { hide: Some("^parse$".into()), ..Filters::default() },
-            ..DetailsOptions::default()
-        },
+        Query { filters: Filters { hide: Some("^parse$".into()), ..Filters::default() }, ..Query::default() },
     );
     assert_eq!(hidden.callees, [call("leaf", 30, 0.5), call("[lib.so]", 10, 10.0 / 60.0)]);
     assert_eq!(hidden.values[1].flat, 20);
 
     // At line granularity, each line is a node of its own.
-    let lines =
-        of("parse parse.go:31", DetailsOptions { granularity: Granularity::Lines, ..DetailsOptions::default() });
+    let lines = of("parse parse.go:31", Query { granularity: Granularity::Lines, ..Query::default() });
     assert_eq!(lines.callers, [call("parse parse.go:25", 30, 1.0)]);
     assert_eq!(lines.files.iter().map(|f| (f.first_line, f.last_line)).collect::<Vec<_>>(), [(31, 31)]);
 }
@@ -412,30 +403,24 @@ fn built_profile_sums() {
 #[test]
 fn unknown_or_filtered_out_functions_are_typed_errors() {
     let p = built();
-    let options = |function: &str, filters: Filters| DetailsOptions {
-        function: function.into(),
-        filters,
-        ..DetailsOptions::default()
-    };
-    assert_eq!(details(&p, &options("nope", Filters::default())), Err(Error::UnknownNode("nope".into())));
+    let options = |function: &str, query: Query| query.prepare(&p).and_then(|prepared| details(&prepared, function));
+    let filtered = |filters: Filters| Query { filters, ..Query::default() };
+    assert_eq!(options("nope", Query::default()), Err(Error::UnknownNode("nope".into())));
     // A node no kept sample reaches is not in the report.
     let ignored = Filters { ignore: Some("^parse$".into()), ..Filters::default() };
-    assert_eq!(details(&p, &options("leaf", ignored)), Err(Error::UnknownNode("leaf".into())));
+    assert_eq!(options("leaf", filtered(ignored)), Err(Error::UnknownNode("leaf".into())));
     let bad_regex = Filters { focus: Some("(".into()), ..Filters::default() };
-    assert!(matches!(details(&p, &options("main", bad_regex)), Err(Error::InvalidRegex { .. })));
-    let bad_type = DetailsOptions { sample_index: "alloc_space".into(), ..options("main", Filters::default()) };
-    assert!(matches!(details(&p, &bad_type), Err(Error::UnknownSampleType { .. })));
+    assert!(matches!(options("main", filtered(bad_regex)), Err(Error::InvalidRegex { .. })));
+    let bad_type = Query { sample: "alloc_space".into(), ..Query::default() };
+    assert!(matches!(options("main", bad_type), Err(Error::UnknownSampleType { .. })));
 }
 
 #[test]
 fn options_and_details_round_trip_as_camel_case_json() {
-    let options: DetailsOptions =
-        serde_json::from_str(r#"{"function":"main","granularity":"lines","sampleIndex":"cpu"}"#).unwrap();
-    assert_eq!(
-        (options.function.as_str(), options.granularity, options.sample_index.as_str()),
-        ("main", Granularity::Lines, "cpu")
-    );
-    let d = details(&built(), &DetailsOptions { function: "parse".into(), ..DetailsOptions::default() }).unwrap();
+    let query: Query = serde_json::from_str(r#"{"granularity":"lines","sample":"cpu"}"#).unwrap();
+    assert_eq!((query.granularity, query.sample.to_string().as_str()), (Granularity::Lines, "cpu"));
+    let p = built();
+    let d = details(&Prepared::whole(&p).unwrap(), "parse").unwrap();
     let json = serde_json::to_value(&d).unwrap();
     assert_eq!(json["values"][1]["sampleType"], "cpu");
     assert_eq!(json["mappings"][0]["buildId"], "abc123");

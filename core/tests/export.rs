@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use stacklens_core::analysis::merge::merge;
 use stacklens_core::analysis::top::{top, TopOptions};
-use stacklens_core::export::{export, ExportFormat, ExportOptions};
+use stacklens_core::analysis::Prepared;
+use stacklens_core::export::{export, ExportFormat};
 use stacklens_core::{parse, Error, Profile};
 
 /// The values of names that several functions come back as.
@@ -20,7 +21,7 @@ const ALIKE: (i64, i64) = (i64::MIN, i64::MIN);
 /// `in_nanoseconds`, times in nanoseconds (speedscope's importer converts a file's time
 /// unit; folded stacks carry no unit at all).
 fn by_function(profile: &Profile, in_nanoseconds: bool) -> (i64, BTreeMap<String, (i64, i64)>) {
-    let report = top(profile, &TopOptions::default()).unwrap();
+    let report = top(&Prepared::whole(profile).unwrap(), &TopOptions::default()).unwrap();
     let scale = match report.unit.as_str() {
         _ if !in_nanoseconds => 1,
         "microseconds" => 1_000,
@@ -68,7 +69,7 @@ fn folded_and_speedscope_output_read_back_with_the_same_numbers() {
         for format in [ExportFormat::Folded, ExportFormat::Speedscope] {
             let in_nanoseconds = format == ExportFormat::Speedscope;
             let (total, functions) = by_function(&profile, in_nanoseconds);
-            let bytes = export(&profile, format, &ExportOptions::default()).unwrap();
+            let bytes = export(&Prepared::whole(&profile).unwrap(), format).unwrap();
             let back = match parse(&bytes) {
                 Ok(back) => back,
                 Err(e) => {
@@ -100,9 +101,9 @@ fn folded_and_speedscope_output_read_back_with_the_same_numbers() {
 fn folded_output_keeps_names_a_line_cannot_hold_apart() {
     let text = "main;handle<script>alert(1)</script>;a\\;b 5\nmain;x\"y 2\n";
     let profile = parse(text.as_bytes()).unwrap();
-    let folded = String::from_utf8(export(&profile, ExportFormat::Folded, &ExportOptions::default()).unwrap()).unwrap();
+    let folded = String::from_utf8(export(&Prepared::whole(&profile).unwrap(), ExportFormat::Folded).unwrap()).unwrap();
     assert_eq!(folded.lines().count(), 2, "{folded}");
-    let speedscope = export(&profile, ExportFormat::Speedscope, &ExportOptions::default()).unwrap();
+    let speedscope = export(&Prepared::whole(&profile).unwrap(), ExportFormat::Speedscope).unwrap();
     let json: serde_json::Value = serde_json::from_slice(&speedscope).unwrap();
     let names: Vec<&str> =
         json["shared"]["frames"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
@@ -158,7 +159,7 @@ fn svg_and_html_escape_every_name_and_carry_every_frame() {
     let text = "main;<script>alert(1)</script>;\"quoted\" & 'single' 7\nmain;ok 3\n";
     let profile = parse(text.as_bytes()).unwrap();
     for format in [ExportFormat::Svg, ExportFormat::Html] {
-        let out = String::from_utf8(export(&profile, format, &ExportOptions::default()).unwrap()).unwrap();
+        let out = String::from_utf8(export(&Prepared::whole(&profile).unwrap(), format).unwrap()).unwrap();
         assert!(!out.contains("<script>alert"), "{} has the name as markup:\n{out}", format.name());
         assert!(out.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{}", format.name());
         assert!(out.contains("&quot;quoted&quot; &amp; &#39;single&#39;"), "{}", format.name());
@@ -169,7 +170,7 @@ fn svg_and_html_escape_every_name_and_carry_every_frame() {
         assert_eq!(out.matches("<g class=\"frame\"").count(), 5, "{}", format.name());
         assert!(out.contains("(10, 100.00%)"), "the root's title has the total: {}", format.name());
     }
-    let html = String::from_utf8(export(&profile, ExportFormat::Html, &ExportOptions::default()).unwrap()).unwrap();
+    let html = String::from_utf8(export(&Prepared::whole(&profile).unwrap(), ExportFormat::Html).unwrap()).unwrap();
     assert!(html.contains("default-src 'none'"), "the page loads nothing");
     assert_eq!(html.matches("<tr data-name=").count(), 4, "main, the two leaves and ok");
 }
@@ -196,7 +197,7 @@ fn inferno_draws_our_folded_output_with_the_same_total() {
         "tools/python-cprofile-A.pstats",
     ] {
         let profile = parse(&common::read(&root.join(file))).unwrap();
-        let folded = export(&profile, ExportFormat::Folded, &ExportOptions::default()).unwrap();
+        let folded = export(&Prepared::whole(&profile).unwrap(), ExportFormat::Folded).unwrap();
         let mut child = std::process::Command::new(&inferno)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())

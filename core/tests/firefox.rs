@@ -4,6 +4,7 @@ mod common;
 
 use common::{fixtures, read};
 use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::Prepared;
 use stacklens_core::model::LabelValue;
 use stacklens_core::{parse, Error, ProfileKind};
 
@@ -15,7 +16,7 @@ fn samply_processed_profile() {
     // 13,069 weighted samples of 0.25 ms (summed from the file's sample tables).
     assert_eq!(p.total(0), 13_069);
     assert_eq!(p.total(1), 3_267_250_000);
-    let report = top(&p, &TopOptions::default()).unwrap();
+    let report = top(&Prepared::whole(&p).unwrap(), &TopOptions::default()).unwrap();
     let first = &report.functions[0];
     // Unsymbolicated: the address with its library.
     assert_eq!((first.name.as_str(), first.flat), ("libc.so.6!0xb27a8", 11_938 * 250_000));
@@ -41,7 +42,7 @@ fn processed_and_gecko_formats_of_one_profile_agree() {
     // addresses. Either way 0x100000f84 has 6 of the 21 ms.
     for (p, qualified) in [(&processed, true), (&gecko, false)] {
         assert_eq!((p.samples.len(), p.total(0), p.total(1)), (21, 21, 21_000_000));
-        let report = top(p, &TopOptions::default()).unwrap();
+        let report = top(&Prepared::whole(p).unwrap(), &TopOptions::default()).unwrap();
         let hottest = report.functions.iter().filter(|f| f.name.ends_with("0x100000f84"));
         assert_eq!(hottest.clone().map(|f| f.flat).sum::<i64>(), 6_000_000);
         assert_eq!(hottest.clone().any(|f| f.name == "firefox!0x100000f84"), qualified);
@@ -83,7 +84,7 @@ fn samply_symbols_sidecar_names_functions() {
     .unwrap();
     assert_eq!(symbolicate(&mut profile, &syms).unwrap(), 1);
     let p = parse(&serde_json::to_vec(&profile).unwrap()).unwrap();
-    let report = top(&p, &TopOptions::default()).unwrap();
+    let report = top(&Prepared::whole(&p).unwrap(), &TopOptions::default()).unwrap();
     let names: Vec<(&str, i64)> = report.functions.iter().map(|f| (f.name.as_str(), f.flat)).collect();
     assert_eq!(names, [("main.hot", 2_000_000), ("busy!0x900", 1_000_000)]);
     let hot = p.functions.iter().find(|f| p.str(f.name) == "main.hot").unwrap();

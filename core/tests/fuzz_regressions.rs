@@ -4,6 +4,7 @@
 use stacklens_core::analysis::diff::diff_top;
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::tree::{CallTree, TreeNode, TreeOptions};
+use stacklens_core::analysis::{Prepared, Query};
 use stacklens_core::model::{Line, Profile, Sample, SourceFormat};
 use stacklens_core::parse;
 
@@ -37,7 +38,8 @@ fn tree_from_bytes_with_a_huge_name_count_is_refused_without_allocating_it() {
 /// `path` (and layout's walk up from a zoomed node) then looped, growing until OOM.
 #[test]
 fn tree_from_bytes_refuses_a_parent_that_does_not_come_first() {
-    let mut tree = CallTree::build(&profile(&[(&["main", "work"], 1)]), &TreeOptions::default()).unwrap();
+    let p = profile(&[(&["main", "work"], 1)]);
+    let mut tree = CallTree::build(&Prepared::whole(&p).unwrap(), &TreeOptions::default()).unwrap();
     assert_eq!(tree.nodes.len(), 3);
     assert!(CallTree::from_bytes(&tree.to_bytes()).is_some());
     tree.nodes[2] = TreeNode { parent: 2, ..tree.nodes[2] };
@@ -54,7 +56,7 @@ fn tree_from_bytes_refuses_a_parent_that_does_not_come_first() {
 #[test]
 fn tree_search_saturates_the_covered_value() {
     let p = profile(&[(&["main", "a"], i64::MAX), (&["other", "b"], i64::MAX)]);
-    let tree = CallTree::build(&p, &TreeOptions::default()).unwrap();
+    let tree = CallTree::build(&Prepared::whole(&p).unwrap(), &TreeOptions::default()).unwrap();
     let (hits, covered) = tree.search(|name| name == "a" || name == "b");
     assert_eq!(hits.iter().filter(|&&h| h).count(), 2);
     assert_eq!(covered, i64::MAX);
@@ -70,12 +72,13 @@ fn tree_search_saturates_the_covered_value() {
 fn top_with_a_huge_negative_node_fraction_drops_every_node() {
     let p = profile(&[(&["main", "work"], 5)]);
     let options = TopOptions { node_fraction: -1e300, ..TopOptions::default() };
-    let r = top(&p, &options).unwrap();
+    let r = top(&Prepared::whole(&p).unwrap(), &options).unwrap();
     assert_eq!((r.total, r.node_total, r.dropped_nodes, r.node_cutoff), (5, 2, 2, i64::MAX));
     assert!(r.functions.is_empty());
     // A net change of i64::MIN (compare MIN, base MAX) times a fraction of 1 is the same.
     let base = profile(&[(&["main"], i64::MAX)]);
     let compare = profile(&[(&["main"], i64::MIN)]);
+    let (base, compare) = Query::default().prepare_pair(&base, &compare).unwrap();
     let d = diff_top(&base, &compare, &TopOptions { node_fraction: 1.0, ..TopOptions::default() }).unwrap();
     assert_eq!(d.node_cutoff, i64::MAX);
     assert_eq!(d.functions.len(), 1, "|cum| of i64::MIN reaches the cutoff");

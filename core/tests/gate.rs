@@ -5,6 +5,7 @@ use stacklens_core::analysis::gate::mann_whitney::{normal_upper_tail, Tables};
 use stacklens_core::analysis::gate::{
     Alternative, Family, Gate, GateConfig, GateReport, GateRow, Metric, Rule, Run, Status, Verdict,
 };
+use stacklens_core::analysis::{Prepared, Query};
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1e-12)
@@ -74,7 +75,7 @@ fn normal_approximation_above_ten_runs_with_tie_correction() {
 
 /// A run from folded stacks (`frame;frame value` lines).
 fn run(folded: &str) -> Run {
-    Run::of(&stacklens_core::parse(folded.as_bytes()).unwrap(), "").unwrap()
+    Run::of(&Prepared::whole(&stacklens_core::parse(folded.as_bytes()).unwrap()).unwrap()).unwrap()
 }
 
 /// Runs of `total` samples in which `main.handle` calls `main.slow` (`slow` of them)
@@ -221,7 +222,7 @@ fn a_rarely_sampled_function_a_few_samples_up_is_sampling_noise() {
                 .unwrap();
         let bytes = p.strings.intern("bytes");
         p.sample_types[0].unit = bytes;
-        Run::of(&p, "").unwrap()
+        Run::of(&Prepared::whole(&p).unwrap()).unwrap()
     };
     let report = Gate::new(GateConfig::default()).unwrap().compare(&[2; 5].map(heap), &[4; 5].map(heap)).unwrap();
     let slow = row(&report, "main.slow");
@@ -344,10 +345,11 @@ fn configurations_refuse_unknown_keys() {
 #[test]
 fn runs_of_unknown_sample_types_or_without_samples_are_refused() {
     let mut profile = stacklens_core::parse(b"main.main;main.alloc 10\n").unwrap();
-    assert_eq!(Run::of(&profile, "alloc_space").unwrap_err().code(), "UnknownSampleType");
+    let alloc_space = Query { sample: "alloc_space".into(), ..Query::default() };
+    assert_eq!(alloc_space.prepare(&profile).and_then(|p| Run::of(&p)).unwrap_err().code(), "UnknownSampleType");
     profile.samples.clear();
     assert_eq!(
-        Run::of(&profile, "").unwrap_err().to_string(),
+        Prepared::whole(&profile).and_then(|p| Run::of(&p)).unwrap_err().to_string(),
         "the profile's total of samples is 0: nothing to compare"
     );
 }

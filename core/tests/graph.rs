@@ -12,10 +12,10 @@ use std::path::Path;
 
 use regex::Regex;
 use stacklens_core::analysis::graph::{call_graph, CallGraph, GraphEdge, GraphNode, GraphOptions};
-use stacklens_core::analysis::Granularity;
+use stacklens_core::analysis::{Granularity, Query};
 use stacklens_core::layout::graph::{layout_call_graph, GraphLayout, GraphLayoutOptions, NodeBox, Point};
 use stacklens_core::report::dot::dot;
-use stacklens_core::Profile;
+use stacklens_core::{Profile, Result};
 
 /// What a pprof-shaped DOT text says, values as printed.
 #[derive(Debug, PartialEq)]
@@ -81,19 +81,20 @@ fn printed(graph: &CallGraph) -> DotGraph {
 }
 
 /// pprof's flags for our options.
-fn pprof_flags(options: &GraphOptions) -> Vec<String> {
+fn pprof_flags(query: &Query, options: &GraphOptions) -> Vec<String> {
     let mut flags = vec![
         format!("-nodefraction={}", options.node_fraction),
         format!("-edgefraction={}", options.edge_fraction),
         format!("-nodecount={}", options.node_count.unwrap_or(0)),
     ];
-    if !options.sample_index.is_empty() {
-        flags.push(format!("-sample_index={}", options.sample_index));
+    let sample = query.sample.to_string();
+    if !sample.is_empty() {
+        flags.push(format!("-sample_index={sample}"));
     }
-    if options.granularity == Granularity::Lines {
+    if query.granularity == Granularity::Lines {
         flags.push("-lines".to_owned());
     }
-    let filters = &options.filters;
+    let filters = &query.filters;
     for (flag, value) in [
         ("focus", &filters.focus),
         ("hide", &filters.hide),
@@ -116,14 +117,19 @@ fn load(path: &Path) -> Profile {
     stacklens_core::parse(&common::read(path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The call graph of `profile` under `query`.
+fn graph_of(profile: &Profile, query: &Query, options: &GraphOptions) -> Result<CallGraph> {
+    query.prepare(profile).and_then(|prepared| call_graph(&prepared, options))
+}
+
 /// Compares our graph and our DOT text of `file` with `go tool pprof -dot`.
-fn assert_like_pprof(go: &Path, file: &Path, options: &GraphOptions) {
-    let flags = pprof_flags(options);
+fn assert_like_pprof(go: &Path, file: &Path, query: &Query, options: &GraphOptions) {
+    let flags = pprof_flags(query, options);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let dir = file.parent().unwrap();
     let expected = read_dot(&common::pprof(go, dir, &[file], &[&["-dot"], &flags[..]].concat()));
     let profile = load(file);
-    let graph = call_graph(&profile, options).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let graph = graph_of(&profile, query, options).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let what = format!("{} {flags:?}", file.display());
     assert!(!expected.nodes.is_empty() && !expected.legend.is_empty(), "{what}: unreadable pprof output");
     let ours = printed(&graph);
@@ -158,8 +164,8 @@ fn go_profiles_at_pprof_defaults() {
             ("goroutine.pb.gz", ""),
             ("threadcreate.pb.gz", ""),
         ] {
-            let options = GraphOptions { sample_index: sample_index.to_owned(), ..GraphOptions::default() };
-            assert_like_pprof(go, &root.join(set).join(file), &options);
+            let query = Query { sample: sample_index.into(), ..Query::default() };
+            assert_like_pprof(go, &root.join(set).join(file), &query, &GraphOptions::default());
         }
     }
 }
@@ -177,7 +183,7 @@ fn go_profiles_pruned_harder() {
     for set in ["go/base", "go/compare"] {
         for file in ["cpu.pb.gz", "heap.pb.gz", "allocs.pb.gz", "mutex.pb.gz", "block.pb.gz", "goroutine.pb.gz"] {
             for options in &settings {
-                assert_like_pprof(go, &root.join(set).join(file), options);
+                assert_like_pprof(go, &root.join(set).join(file), &Query::default(), options);
             }
         }
     }
@@ -193,7 +199,7 @@ fn large_cpu_profile() {
         GraphOptions::default(),
         GraphOptions { node_count: Some(200), node_fraction: 0.001, ..GraphOptions::default() },
     ] {
-        assert_like_pprof(go, &file, &options);
+        assert_like_pprof(go, &file, &Query::default(), &options);
     }
 }
 
@@ -203,19 +209,20 @@ fn other_profiles_and_options() {
     let Some((go, root)) = go_fixtures() else { return };
     let pprof = root.join("thirdparty/pprof");
     for file in ["cppbench.cpu", "gobench.cpu", "large.cpu", "cppbench.contention"] {
-        assert_like_pprof(go, &pprof.join(file), &GraphOptions::default());
+        assert_like_pprof(go, &pprof.join(file), &Query::default(), &GraphOptions::default());
     }
     let cpu = root.join("go/base/cpu.pb.gz");
-    let mut by_line = GraphOptions { granularity: Granularity::Lines, ..GraphOptions::default() };
-    assert_like_pprof(go, &cpu, &by_line);
+    let defaults = GraphOptions::default();
+    let mut by_line = Query { granularity: Granularity::Lines, ..Query::default() };
+    assert_like_pprof(go, &cpu, &by_line, &defaults);
     by_line.filters.focus = Some("main".to_owned());
     by_line.filters.hide = Some("runtime".to_owned());
-    assert_like_pprof(go, &cpu, &by_line);
-    let hidden = GraphOptions {
+    assert_like_pprof(go, &cpu, &by_line, &defaults);
+    let hidden = Query {
         filters: stacklens_core::analysis::Filters { hide: Some("compress".to_owned()), ..Default::default() },
-        ..GraphOptions::default()
+        ..Query::default()
     };
-    assert_like_pprof(go, &root.join("go/base/heap.pb.gz"), &hidden);
+    assert_like_pprof(go, &root.join("go/base/heap.pb.gz"), &hidden, &defaults);
 }
 
 /// Tag filters keep and drop samples by label; tagroot/tagleaf label frames are nodes
@@ -223,7 +230,7 @@ fn other_profiles_and_options() {
 #[test]
 fn tag_filters_and_label_frames_like_pprof() {
     let Some((go, root)) = go_fixtures() else { return };
-    let tags = |focus: &str, ignore: &str, tag_root: &[&str], tag_leaf: &[&str]| GraphOptions {
+    let tags = |focus: &str, ignore: &str, tag_root: &[&str], tag_leaf: &[&str]| Query {
         filters: stacklens_core::analysis::Filters {
             tag_focus: (!focus.is_empty()).then(|| focus.to_owned()),
             tag_ignore: (!ignore.is_empty()).then(|| ignore.to_owned()),
@@ -231,21 +238,19 @@ fn tag_filters_and_label_frames_like_pprof() {
             tag_leaf: tag_leaf.iter().map(|&k| k.to_owned()).collect(),
             ..Default::default()
         },
-        ..GraphOptions::default()
+        ..Query::default()
     };
+    let defaults = GraphOptions::default();
     let cpu = root.join("go/base/cpu.pb.gz");
-    assert_like_pprof(go, &cpu, &tags("endpoint=/api/report", "", &[], &[]));
-    assert_like_pprof(go, &cpu, &tags("", "tenant=acme|globex", &[], &[]));
-    assert_like_pprof(go, &cpu, &tags("", "", &["endpoint"], &[]));
-    assert_like_pprof(go, &cpu, &tags("tenant=umbrella", "", &["endpoint", "tenant"], &["tenant"]));
+    assert_like_pprof(go, &cpu, &tags("endpoint=/api/report", "", &[], &[]), &defaults);
+    assert_like_pprof(go, &cpu, &tags("", "tenant=acme|globex", &[], &[]), &defaults);
+    assert_like_pprof(go, &cpu, &tags("", "", &["endpoint"], &[]), &defaults);
+    assert_like_pprof(go, &cpu, &tags("tenant=umbrella", "", &["endpoint", "tenant"], &["tenant"]), &defaults);
     let heap = root.join("go/compare/heap.pb.gz");
-    assert_like_pprof(
-        go,
-        &heap,
-        &GraphOptions { sample_index: "alloc_space".to_owned(), ..tags("", "", &[], &["bytes"]) },
-    );
-    assert_like_pprof(go, &heap, &tags(":32kb", "", &["bytes"], &[]));
-    let labelled = call_graph(&load(&cpu), &tags("", "", &["endpoint"], &[])).unwrap();
+    let alloc_space = Query { sample: "alloc_space".into(), ..tags("", "", &[], &["bytes"]) };
+    assert_like_pprof(go, &heap, &alloc_space, &defaults);
+    assert_like_pprof(go, &heap, &tags(":32kb", "", &["bytes"], &[]), &defaults);
+    let labelled = graph_of(&load(&cpu), &tags("", "", &["endpoint"], &[]), &defaults).unwrap();
     // A label frame is a function named by the value, in a "file" named by the key.
     assert!(labelled.nodes.iter().any(|n| n.file.as_deref() == Some("endpoint")), "{:?}", labelled.nodes);
 }
@@ -255,25 +260,26 @@ fn tag_filters_and_label_frames_like_pprof() {
 fn focus_node_is_pprof_focus_on_its_name() {
     let Some((go, root)) = go_fixtures() else { return };
     let cpu = root.join("go/base/cpu.pb.gz");
-    let graph = call_graph(&load(&cpu), &GraphOptions::default()).unwrap();
+    let whole = Query::default();
+    let graph = graph_of(&load(&cpu), &whole, &GraphOptions::default()).unwrap();
     let name = &graph.nodes[graph.nodes.len() / 2].name;
     let focused = GraphOptions { focus_node: Some(name.clone()), ..GraphOptions::default() };
-    let by_regex = GraphOptions {
+    let by_regex = Query {
         filters: stacklens_core::analysis::Filters {
             focus: Some(format!("^{}$", regex::escape(name))),
             ..Default::default()
         },
-        ..GraphOptions::default()
+        ..Query::default()
     };
-    let ours = call_graph(&load(&cpu), &focused).unwrap();
+    let ours = graph_of(&load(&cpu), &whole, &focused).unwrap();
     assert!(ours.nodes.iter().any(|n| &n.name == name) && ours.nodes.len() < graph.nodes.len());
-    let flags = pprof_flags(&by_regex);
+    let flags = pprof_flags(&by_regex, &GraphOptions::default());
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let expected = read_dot(&common::pprof(go, cpu.parent().unwrap(), &[&cpu], &[&["-dot"], &flags[..]].concat()));
     let ours = printed(&ours);
     assert_eq!((ours.nodes, ours.edges), (expected.nodes, expected.edges));
     let unknown = GraphOptions { focus_node: Some("no such function".to_owned()), ..GraphOptions::default() };
-    assert_eq!(call_graph(&load(&cpu), &unknown).unwrap_err().code(), "UnknownNode");
+    assert_eq!(graph_of(&load(&cpu), &whole, &unknown).unwrap_err().code(), "UnknownNode");
 }
 
 /// A graph of `n` nodes with these edges, labels of varying length and font size.
@@ -373,7 +379,7 @@ fn layouts_of_fixture_graphs_are_drawable_and_deterministic() {
         ("go/base/goroutine.pb.gz", GraphOptions::default()),
         ("large/cpu.large.pb.gz", GraphOptions::default()),
     ] {
-        let graph = call_graph(&load(&root.join(file)), &options).unwrap();
+        let graph = graph_of(&load(&root.join(file)), &Query::default(), &options).unwrap();
         let layout = layout_call_graph(&graph, &GraphLayoutOptions::default()).unwrap();
         assert_drawable(&graph, &layout);
         assert_eq!(layout, layout_call_graph(&graph, &GraphLayoutOptions::default()).unwrap(), "{file}");

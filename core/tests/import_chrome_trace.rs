@@ -14,6 +14,7 @@ use std::io::Read;
 use common::{fixtures, read};
 use serde_json::Value;
 use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::Prepared;
 use stacklens_core::model::{LabelValue, Profile, SampleRef, SourceFormat};
 use stacklens_core::{parse, Error};
 
@@ -22,7 +23,7 @@ const DEVTOOLS: &str = "thirdparty/speedscope/chrome116-Trace-20230603T221323.js
 
 /// Self value per function name, as `top` reports it.
 fn flat(p: &Profile) -> BTreeMap<String, i64> {
-    let report = top(p, &TopOptions::default()).unwrap();
+    let report = top(&Prepared::whole(p).unwrap(), &TopOptions::default()).unwrap();
     report.functions.iter().filter(|f| f.flat != 0).map(|f| (f.name.clone(), f.flat)).collect()
 }
 

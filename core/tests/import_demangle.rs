@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use common::{fixtures, read};
 use stacklens_core::analysis::frames::use_raw_names;
 use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::Query;
 use stacklens_core::import::demangle::demangle;
 use stacklens_core::{parse, Profile};
 
@@ -205,7 +206,8 @@ fn expected(text: &str) -> (SelfTotal, SelfTotal) {
 }
 
 fn self_total(p: &Profile, sample_index: &str) -> SelfTotal {
-    let report = top(p, &TopOptions { sample_index: sample_index.into(), ..TopOptions::default() }).unwrap();
+    let prepared = Query { sample: sample_index.into(), ..Query::default() }.prepare(p).unwrap();
+    let report = top(&prepared, &TopOptions::default()).unwrap();
     report.functions.into_iter().map(|r| (r.name, (r.flat, r.cum))).collect()
 }
 

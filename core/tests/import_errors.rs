@@ -9,6 +9,7 @@ use stacklens_core::analysis::diff::{diff, DiffOptions};
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::tree::{CallTree, TreeOptions};
+use stacklens_core::analysis::{Prepared, Query};
 use stacklens_core::export::pprof::encode;
 use stacklens_core::layout::{layout, Viewport};
 use stacklens_core::model::{Line, Profile, Sample, SourceFormat};
@@ -231,7 +232,7 @@ fn non_utf8_names_are_kept_lossily() {
         );
     });
     let p = parse(&buf).unwrap();
-    let r = top(&p, &TopOptions::default()).unwrap();
+    let r = top(&Prepared::whole(&p).unwrap(), &TopOptions::default()).unwrap();
     assert_eq!(r.functions[0].name, "main.\u{fffd}\u{fffd}name");
     assert_eq!(r.total, 5);
 }
@@ -253,14 +254,15 @@ fn deep_profile(depth: usize) -> Profile {
 #[test]
 fn ten_thousand_deep_stacks_work_everywhere() {
     let p = parse(&gzip(&encode(&deep_profile(10_000)))).unwrap();
-    let r = top(&p, &TopOptions::default()).unwrap();
+    let r = top(&Prepared::whole(&p).unwrap(), &TopOptions::default()).unwrap();
     assert_eq!(r.functions.len(), 10_000);
     assert!(r.functions.iter().all(|f| f.cum == 3));
-    let tree = CallTree::build(&p, &TreeOptions::default()).unwrap();
+    let tree = CallTree::build(&Prepared::whole(&p).unwrap(), &TreeOptions::default()).unwrap();
     assert_eq!(tree.max_depth, 10_000);
     let rects = layout(&tree, &Viewport::default());
     assert_eq!(rects.len(), 10_001);
-    let d = diff(&p, &p, &DiffOptions::default()).unwrap();
+    let (base, compare) = Query::default().prepare_pair(&p, &p).unwrap();
+    let d = diff(&base, &compare, &DiffOptions::default()).unwrap();
     assert_eq!((d.regressions.len(), d.improvements.len()), (0, 0));
 
     let mut dump = String::from("goroutine 1 [select]:\n");
@@ -281,7 +283,7 @@ fn recursion_is_not_counted_twice() {
     let lb = p.add_location(2, vec![Line { function: b, line: 1, column: 0 }]);
     // leaf first: a <- b <- a <- b <- a
     p.samples.push(Sample { locations: vec![la, lb, la, lb, la], values: vec![5], labels: vec![] });
-    let r = top(&p, &TopOptions::default()).unwrap();
+    let r = top(&Prepared::whole(&p).unwrap(), &TopOptions::default()).unwrap();
     let row = |n: &str| r.functions.iter().find(|f| f.name == n).map(|f| (f.flat, f.cum)).unwrap();
     assert_eq!(row("a"), (5, 5));
     assert_eq!(row("b"), (0, 5));
@@ -354,11 +356,12 @@ fn huge_values_saturate_instead_of_overflowing() {
     ]
     .into();
     let p = parse(&encode(&p)).unwrap();
-    let r = top(&p, &TopOptions::default()).unwrap();
+    let r = top(&Prepared::whole(&p).unwrap(), &TopOptions::default()).unwrap();
     assert_eq!(r.total, i64::MAX);
     assert!(r.functions.iter().all(|f| f.cum == i64::MAX));
-    assert_eq!(CallTree::build(&p, &TreeOptions::default()).unwrap().total(), i64::MAX);
-    let d = diff(&p, &p, &DiffOptions::default()).unwrap();
+    assert_eq!(CallTree::build(&Prepared::whole(&p).unwrap(), &TreeOptions::default()).unwrap().total(), i64::MAX);
+    let (base, compare) = Query::default().prepare_pair(&p, &p).unwrap();
+    let d = diff(&base, &compare, &DiffOptions::default()).unwrap();
     assert_eq!(d.regressions.len(), 0);
 }
 

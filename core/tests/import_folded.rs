@@ -9,6 +9,7 @@ use std::io::Write;
 use common::{fixtures, read};
 use proptest::prelude::*;
 use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::{Prepared, Query};
 use stacklens_core::import::{detect, folded, Format};
 use stacklens_core::model::SourceFormat;
 use stacklens_core::{parse, Error, Profile};
@@ -41,7 +42,8 @@ fn expected(text: &str) -> (i64, BTreeMap<String, i64>, usize) {
 }
 
 fn flat_by_function(p: &Profile, sample_index: usize) -> BTreeMap<String, i64> {
-    let report = top(p, &TopOptions { sample_index: sample_index.to_string(), ..TopOptions::default() }).unwrap();
+    let prepared = Query { sample: sample_index.into(), ..Query::default() }.prepare(p).unwrap();
+    let report = top(&prepared, &TopOptions::default()).unwrap();
     report.functions.into_iter().filter(|f| f.flat != 0).map(|f| (f.name, f.flat)).collect()
 }
 
@@ -130,7 +132,7 @@ fn inline_frames_join_their_caller() {
     assert_eq!(names, ["helper", "main"], "innermost first");
     // The same physical frame without inlining is another location.
     assert_ne!(p.samples.sample(1).locations[1], p.samples.sample(0).locations[1]);
-    let report = top(&p, &TopOptions::default()).unwrap();
+    let report = top(&Prepared::whole(&p).unwrap(), &TopOptions::default()).unwrap();
     let cum: BTreeMap<&str, i64> = report.functions.iter().map(|f| (f.name.as_str(), f.cum)).collect();
     assert_eq!((cum["main"], cum["helper"], cum["leaf"]), (5, 3, 5));
 }
@@ -202,8 +204,8 @@ proptest! {
         }
         if let Ok(p) = folded::parse(text.as_bytes(), &Default::default()) {
             for i in 0..p.sample_types.len() {
-                let options = TopOptions { sample_index: i.to_string(), ..TopOptions::default() };
-                prop_assert!(top(&p, &options).is_ok());
+                let query = Query { sample: i.into(), ..Query::default() };
+                prop_assert!(query.prepare(&p).and_then(|prepared| top(&prepared, &TopOptions::default())).is_ok());
             }
         }
     }

@@ -9,6 +9,7 @@ use common::{fixtures, inflated, read, PERF_SCRIPT_FIXTURES};
 use proptest::prelude::*;
 use stacklens_core::analysis::frames::use_raw_names;
 use stacklens_core::analysis::top::{top, Inlining, TopOptions};
+use stacklens_core::analysis::{Query, SampleType};
 use stacklens_core::import::{detect, perf_script, Format};
 use stacklens_core::model::{LabelValue, SourceFormat};
 use stacklens_core::{parse, Error, Profile};
@@ -91,7 +92,8 @@ fn expected(text: &str) -> Vec<(String, Event)> {
 }
 
 fn flat_by_function(p: &Profile, sample_type: &str) -> BTreeMap<String, i64> {
-    let report = top(p, &TopOptions { sample_index: sample_type.into(), ..TopOptions::default() }).unwrap();
+    let prepared = Query { sample: sample_type.into(), ..Query::default() }.prepare(p).unwrap();
+    let report = top(&prepared, &TopOptions::default()).unwrap();
     report.functions.into_iter().filter(|f| f.flat != 0).map(|f| (f.name, f.flat)).collect()
 }
 
@@ -128,12 +130,12 @@ fn every_fixture_matches_its_text() {
         let single = events.len() == 1;
         for (event, e) in &events {
             let count_type = if single { "samples".to_owned() } else { format!("{event}_samples") };
-            let i = p.sample_index(&count_type).unwrap_or_else(|_| panic!("{name}: no {count_type}"));
+            let i = SampleType::parse(&count_type).resolve(&p).unwrap_or_else(|_| panic!("{name}: no {count_type}"));
             assert_eq!(p.sample_type_unit(i), "count");
             assert_eq!(p.total(i), e.samples, "{name}: {count_type}");
             assert_eq!(flat_by_symbol(&p, &count_type), e.flat, "{name}: self per function, {count_type}");
             if e.has_period {
-                let w = p.sample_index(event).unwrap();
+                let w = SampleType::parse(event).resolve(&p).unwrap();
                 assert_eq!(p.total(w), e.periods, "{name}: {event} periods");
                 let flat: BTreeMap<String, i64> = e.flat_period.clone().into_iter().filter(|(_, v)| *v != 0).collect();
                 assert_eq!(flat_by_symbol(&p, event), flat, "{name}: self per function, {event}");
@@ -345,7 +347,8 @@ fn inlined_frames_are_lines_of_one_location() {
     assert_eq!(p.total(0), 4);
 
     // pprof's marks: `inner` is only ever inlined; `main` and the physical frames are calls.
-    let report = top(&p, &TopOptions { sample_index: "samples".into(), ..TopOptions::default() }).unwrap();
+    let prepared = Query { sample: "samples".into(), ..Query::default() }.prepare(&p).unwrap();
+    let report = top(&prepared, &TopOptions::default()).unwrap();
     let row = |name: &str| report.functions.iter().find(|r| r.name == name).unwrap();
     assert_eq!((row("inner").flat, row("inner").cum, row("inner").inline), (3, 3, Some(Inlining::Inline)));
     assert_eq!((row("outer").flat, row("outer").cum, row("outer").inline), (0, 2, None));
@@ -380,8 +383,8 @@ proptest! {
         }
         if let Ok(p) = perf_script::parse(text.as_bytes(), &Default::default()) {
             for i in 0..p.sample_types.len() {
-                let options = TopOptions { sample_index: i.to_string(), ..TopOptions::default() };
-                prop_assert!(top(&p, &options).is_ok());
+                let query = Query { sample: i.into(), ..Query::default() };
+                prop_assert!(query.prepare(&p).and_then(|prepared| top(&prepared, &TopOptions::default())).is_ok());
             }
         }
     }

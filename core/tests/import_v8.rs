@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use common::{fixtures, read};
 use serde_json::Value;
 use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::Query;
 use stacklens_core::model::{LabelValue, Profile, SourceFormat};
 use stacklens_core::{parse, Error, ProfileKind};
 
@@ -22,8 +23,8 @@ const HEAP: &str = "thirdparty/speedscope/chrome69-Heap-20181005T144546.heapprof
 
 /// Self value per function name as `top` reports it for one sample type.
 fn flat(p: &Profile, sample_index: usize) -> BTreeMap<String, i64> {
-    let options = TopOptions { sample_index: sample_index.to_string(), ..TopOptions::default() };
-    let report = top(p, &options).unwrap();
+    let query = Query { sample: sample_index.into(), ..Query::default() };
+    let report = query.prepare(p).and_then(|prepared| top(&prepared, &TopOptions::default())).unwrap();
     report.functions.iter().filter(|f| f.flat != 0).map(|f| (f.name.clone(), f.flat)).collect()
 }
 

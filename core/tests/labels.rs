@@ -5,12 +5,17 @@
 mod common;
 use common::top_check::{check_against_pprof_run_now, options_for, rows};
 
-use stacklens_core::analysis::labels::label_summary;
+use stacklens_core::analysis::labels::{label_summary, LabelSummary};
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::tree::{CallTree, TreeOptions, ROOT};
-use stacklens_core::analysis::Filters;
+use stacklens_core::analysis::{Filters, Query};
 use stacklens_core::report::tags::tags;
-use stacklens_core::{Error, Profile};
+use stacklens_core::{Error, Profile, Result};
+
+/// The label summary of `profile` under `query`.
+fn labels_of(profile: &Profile, query: Query) -> Result<LabelSummary> {
+    query.prepare(profile).and_then(|prepared| label_summary(&prepared))
+}
 
 fn load(root: &std::path::Path, file: &str) -> Profile {
     stacklens_core::parse(&common::read(&root.join(file))).unwrap_or_else(|e| panic!("{file}: {e}"))
@@ -79,8 +84,8 @@ fn tags_report_equals_go_tool_pprof_tags_byte_for_byte() {
     let mut failures = Vec::new();
     for (file, flags) in cases {
         let expected = common::pprof(go, &root, &[&root.join(file)], &[&["-tags"], *flags].concat());
-        let (options, _) = options_for(&root, flags);
-        let summary = label_summary(&load(&root, file), &options.sample_index, &options.filters).unwrap();
+        let (query, _, _) = options_for(&root, flags);
+        let summary = labels_of(&load(&root, file), query).unwrap();
         let ours = tags(&summary);
         if ours != expected {
             failures.push(format!("{file} {flags:?}:\nours:\n{ours:?}\npprof:\n{expected:?}"));
@@ -93,7 +98,7 @@ fn tags_report_equals_go_tool_pprof_tags_byte_for_byte() {
 fn label_summary_shares_are_of_the_profile_total() {
     let Some(root) = common::fixtures() else { return };
     let cpu = load(&root, "go/base/cpu.pb.gz");
-    let summary = label_summary(&cpu, "", &Filters::default()).unwrap();
+    let summary = labels_of(&cpu, Query::default()).unwrap();
     assert_eq!(
         (summary.sample_type.as_str(), summary.unit.as_str(), summary.total),
         ("cpu", "nanoseconds", 7_080_000_000)
@@ -112,19 +117,22 @@ fn label_summary_shares_are_of_the_profile_total() {
     assert_eq!(endpoint.values[0].total_pct, 46.19);
     // Top with the same focus agrees with the summary.
     let focused = Filters { tag_focus: Some("endpoint=^/api/search$".into()), ..Filters::default() };
-    let report = top(&cpu, &TopOptions { filters: focused.clone(), ..TopOptions::default() }).unwrap();
+    let focused = Query { filters: focused, ..Query::default() };
+    let report = top(&focused.prepare(&cpu).unwrap(), &TopOptions::default()).unwrap();
     assert_eq!(report.functions.iter().map(|r| r.flat).sum::<i64>(), 530_000_000);
-    let only_search = label_summary(&cpu, "", &focused).unwrap();
+    let only_search = labels_of(&cpu, focused).unwrap();
     assert_eq!(only_search.keys[0].values.len(), 1);
     assert_eq!(only_search.keys[0].missing, 0);
     // Numeric labels carry their unit, and their values are written in it.
-    let heap = label_summary(&load(&root, "go/base/heap.pb.gz"), "inuse_space", &Filters::default()).unwrap();
+    let heap =
+        labels_of(&load(&root, "go/base/heap.pb.gz"), Query { sample: "inuse_space".into(), ..Query::default() })
+            .unwrap();
     assert_eq!(heap.keys[0].key, "bytes");
     assert_eq!(heap.keys[0].unit.as_deref(), Some("bytes"));
     assert_eq!(heap.keys[0].values[0].value, "16kB");
     // tag_show/tag_hide choose keys.
     let hidden = Filters { tag_hide: Some("^end".into()), ..Filters::default() };
-    let keys = label_summary(&cpu, "", &hidden).unwrap().keys;
+    let keys = labels_of(&cpu, Query { filters: hidden, ..Query::default() }).unwrap().keys;
     assert_eq!(keys.iter().map(|k| k.key.as_str()).collect::<Vec<_>>(), ["tenant"]);
 }
 
@@ -132,7 +140,7 @@ fn label_summary_shares_are_of_the_profile_total() {
 /// original with the same flags.
 #[test]
 fn converted_profiles_carry_the_tag_filters() {
-    use stacklens_core::export::{export, ExportFormat, ExportOptions};
+    use stacklens_core::export::{export, ExportFormat};
     let Some(root) = common::fixtures() else { return };
     let Some(go) = common::go() else { return };
     let cpu = root.join("go/base/cpu.pb.gz");
@@ -142,12 +150,8 @@ fn converted_profiles_carry_the_tag_filters() {
         tag_hide: Some("tenant".into()),
         ..Filters::default()
     };
-    let bytes = export(
-        &load(&root, "go/base/cpu.pb.gz"),
-        ExportFormat::Pprof,
-        &ExportOptions { filters, ..Default::default() },
-    )
-    .unwrap();
+    let profile = load(&root, "go/base/cpu.pb.gz");
+    let bytes = export(&Query { filters, ..Query::default() }.prepare(&profile).unwrap(), ExportFormat::Pprof).unwrap();
     let tmp = std::env::temp_dir().join(format!("stacklens-labels-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     let converted = tmp.join("tagged.pb.gz");
@@ -182,8 +186,9 @@ fn label_frames_go_first_root_key_outermost_and_last_leaf_key_innermost() {
         tag_leaf: keys(&["tenant", "", "endpoint"]),
         ..Filters::default()
     };
-    let tree = CallTree::build(&cpu, &TreeOptions { filters, ..TreeOptions::default() }).unwrap();
-    let summary = label_summary(&cpu, "", &Filters::default()).unwrap();
+    let labelled = Query { filters, ..Query::default() }.prepare(&cpu).unwrap();
+    let tree = CallTree::build(&labelled, &TreeOptions::default()).unwrap();
+    let summary = labels_of(&cpu, Query::default()).unwrap();
     let values = |key: usize| -> Vec<(String, i64)> {
         let k = &summary.keys[key];
         let mut v: Vec<(String, i64)> = k.values.iter().map(|v| (v.value.clone(), v.total)).collect();
@@ -216,7 +221,10 @@ fn label_frames_go_first_root_key_outermost_and_last_leaf_key_innermost() {
 fn malformed_tag_filters_are_typed_errors() {
     let Some(root) = common::fixtures() else { return };
     let cpu = load(&root, "go/base/cpu.pb.gz");
-    let with = |filters: Filters| top(&cpu, &TopOptions { filters, ..TopOptions::default() }).unwrap_err();
+    let with = |filters: Filters| {
+        let query = Query { filters, ..Query::default() };
+        query.prepare(&cpu).and_then(|prepared| top(&prepared, &TopOptions::default())).unwrap_err()
+    };
     let focus = |spec: &str| with(Filters { tag_focus: Some(spec.into()), ..Filters::default() });
     assert!(matches!(focus("endpoint=("), Error::InvalidRegex { option: "tagfocus", .. }), "{:?}", focus("endpoint=("));
     assert!(matches!(focus("(,x"), Error::InvalidRegex { option: "tagfocus", .. }));
@@ -232,6 +240,7 @@ fn malformed_tag_filters_are_typed_errors() {
     }
     let show = with(Filters { tag_show: Some("(".into()), ..Filters::default() });
     assert!(matches!(show, Error::InvalidRegex { option: "tagshow", .. }));
-    let hide = label_summary(&cpu, "", &Filters { tag_hide: Some("*".into()), ..Filters::default() }).unwrap_err();
+    let hide_star = Filters { tag_hide: Some("*".into()), ..Filters::default() };
+    let hide = labels_of(&cpu, Query { filters: hide_star, ..Query::default() }).unwrap_err();
     assert!(matches!(hide, Error::InvalidRegex { option: "taghide", .. }));
 }

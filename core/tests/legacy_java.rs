@@ -3,6 +3,7 @@
 //! are written here from that layout.
 
 use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::Query;
 use stacklens_core::model::SourceFormat;
 
 fn names(p: &stacklens_core::Profile, sample: usize) -> Vec<String> {
@@ -41,7 +42,8 @@ fn java_contentionz_scales_by_period() {
     assert_eq!(p.duration_nanos, 6_019_923_000_000);
     // "(Native Method)" is a path without a line: the base name is kept as the file.
     assert_eq!(names(&p, 0), ["java.lang.Object.wait"]);
-    let r = top(&p, &TopOptions { sample_index: "delay".into(), ..TopOptions::default() }).unwrap();
+    let prepared = Query { sample: "delay".into(), ..Query::default() }.prepare(&p).unwrap();
+    let r = top(&prepared, &TopOptions::default()).unwrap();
     assert_eq!(r.functions[0].flat, 200_000);
 }
 

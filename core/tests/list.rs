@@ -5,11 +5,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use stacklens_core::analysis::source::{source, LineValues, SourceOptions};
+use stacklens_core::analysis::source::{source, LineValues, SourceOptions, SourceReport};
+use stacklens_core::analysis::Query;
 use stacklens_core::export::pprof::write;
 use stacklens_core::model::{Line, Profile, Sample, SourceFormat};
 use stacklens_core::report::list::list;
-use stacklens_core::Error;
+use stacklens_core::{Error, Result};
 
 /// Reads a source the way pprof's `openSourceFile` does in these tests: an absolute name
 /// as is, a relative one in `search`; failing, pprof's message.
@@ -24,10 +25,15 @@ fn read_from(search: &Path) -> impl Fn(&str) -> Result<String, String> + '_ {
     }
 }
 
-/// Our `-list` of `file`, with sources read from `search`.
-fn ours(file: &Path, options: &SourceOptions, search: &Path) -> String {
+/// The source report of `profile` in the sample type `sample` names ("" for the default).
+fn source_of(profile: &Profile, sample: &str, options: &SourceOptions) -> Result<SourceReport> {
+    Query { sample: sample.into(), ..Query::default() }.prepare(profile).and_then(|prepared| source(&prepared, options))
+}
+
+/// Our `-list` of `file` in the sample type `sample` names, with sources read from `search`.
+fn ours(file: &Path, sample: &str, options: &SourceOptions, search: &Path) -> String {
     let profile = stacklens_core::parse(&common::read(file)).unwrap();
-    list(&source(&profile, options).unwrap(), read_from(search))
+    list(&source_of(&profile, sample, options).unwrap(), read_from(search))
 }
 
 /// `go tool pprof -symbolize=none -list REGEX FLAGS FILE`, run in `dir`.
@@ -60,13 +66,9 @@ fn go_profiles_list_like_pprof_with_their_sources() {
             flags.push(&index_flag);
         }
         let expected = theirs(go, &fixtures, regex, &flags, &path);
-        let options = SourceOptions {
-            functions: regex.to_owned(),
-            sample_index: sample_index.to_owned(),
-            source_path: gen_str.to_owned(),
-            ..SourceOptions::default()
-        };
-        let actual = ours(&path, &options, &gen);
+        let options =
+            SourceOptions { functions: regex.to_owned(), source_path: gen_str.to_owned(), ..SourceOptions::default() };
+        let actual = ours(&path, sample_index, &options, &gen);
         assert!(expected.matches("ROUTINE").count() >= 5, "{file} {regex}: too few functions:\n{expected}");
         assert_eq!(actual, expected, "{file} -list {regex} {sample_index}");
     }
@@ -87,7 +89,7 @@ fn trim_path_names_files_as_pprof_does() {
         ..SourceOptions::default()
     };
     assert!(expected.contains(" in gen/workload.go\n"), "{expected}");
-    assert_eq!(ours(&path, &options, &fixtures), expected);
+    assert_eq!(ours(&path, "", &options, &fixtures), expected);
 }
 
 #[test]
@@ -100,7 +102,7 @@ fn missing_sources_are_reported_as_pprof_does() {
     let expected = theirs(go, &empty, r"main\.", &[], &path);
     let options = SourceOptions { functions: r"main\.".to_owned(), ..SourceOptions::default() };
     assert!(expected.contains(" Error: open /src/stacklens/shared/fixtures/gen/workload.go: no such file"));
-    assert_eq!(ours(&path, &options, &empty), expected);
+    assert_eq!(ours(&path, "", &options, &empty), expected);
 }
 
 /// A profile of one program, `prog.go` (30 lines), with what `-list` must handle: a
@@ -171,16 +173,15 @@ fn a_built_profile_lists_like_pprof() {
     for (regex, sample_index) in [(r"main\.", ""), (r"main\.", "samples"), (r"work|recurse", "cpu")] {
         let flags = ["-source_path", dir.to_str().unwrap(), "-sample_index", sample_index];
         let expected = theirs(go, &dir, regex, if sample_index.is_empty() { &flags[..2] } else { &flags }, &file);
-        let options =
-            SourceOptions { functions: regex.to_owned(), sample_index: sample_index.to_owned(), ..Default::default() };
-        let actual = list(&source(&profile, &options).unwrap(), read_from(&dir));
+        let options = SourceOptions { functions: regex.to_owned(), ..Default::default() };
+        let actual = list(&source_of(&profile, sample_index, &options).unwrap(), read_from(&dir));
         assert_eq!(actual, expected, "-list {regex} -sample_index {sample_index}");
     }
 }
 
 #[test]
 fn source_rows_carry_the_listing() {
-    let report = source(&built(), &SourceOptions::function("main.work")).unwrap();
+    let report = source_of(&built(), "", &SourceOptions::function("main.work")).unwrap();
     assert_eq!((report.sample_type.as_str(), report.total), ("cpu", 290_000_000));
     let [work] = &report.functions[..] else { panic!("{report:?}") };
     let [file] = &work.files[..] else { panic!("{work:?}") };
@@ -190,7 +191,7 @@ fn source_rows_carry_the_listing() {
     assert_eq!(file.lines, [row(10, 3, 3), row(11, 0, 4), row(12, 3, 3)]);
 
     // Recursion counts a sample once per line, so the function's cum is twice the sample.
-    let report = source(&built(), &SourceOptions::function("main.recurse")).unwrap();
+    let report = source_of(&built(), "", &SourceOptions::function("main.recurse")).unwrap();
     let file = &report.functions[0].files[0];
     assert_eq!((file.file.as_str(), file.cum, file.first_line, file.last_line), ("prog.go", 100_000_000, 10, 22));
 
@@ -205,11 +206,11 @@ fn source_rows_carry_the_listing() {
 #[test]
 fn no_match_and_bad_regex_are_errors() {
     let profile = built();
-    let no_match = source(&profile, &SourceOptions::function("main.idle")).unwrap_err();
+    let no_match = source_of(&profile, "", &SourceOptions::function("main.idle")).unwrap_err();
     assert_eq!(no_match, Error::NoMatchingFunction { regex: "^main\\.idle$".to_owned() });
     assert_eq!(no_match.to_string(), "no matches found for regexp: ^main\\.idle$");
     let bad = SourceOptions { functions: "main.(".to_owned(), ..SourceOptions::default() };
-    assert!(matches!(source(&profile, &bad), Err(Error::InvalidRegex { option: "list", .. })));
-    let unknown = SourceOptions { functions: "main".to_owned(), sample_index: "wall".to_owned(), ..Default::default() };
-    assert!(matches!(source(&profile, &unknown), Err(Error::UnknownSampleType { .. })));
+    assert!(matches!(source_of(&profile, "", &bad), Err(Error::InvalidRegex { option: "list", .. })));
+    let unknown = SourceOptions { functions: "main".to_owned(), ..Default::default() };
+    assert!(matches!(source_of(&profile, "wall", &unknown), Err(Error::UnknownSampleType { .. })));
 }

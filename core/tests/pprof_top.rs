@@ -10,14 +10,19 @@ use common::top_check::{check_against, check_against_pprof_run_now, pprof_option
 
 use std::path::{Path, PathBuf};
 
-use stacklens_core::analysis::Granularity;
+use stacklens_core::analysis::{Granularity, Query};
 
 fn case_for(expected: &Path) -> Option<Case> {
     let dir = expected.parent()?;
     let file = expected.file_name()?.to_str()?;
     let stem = file.strip_suffix(".pprof-top.txt")?;
-    let mut case =
-        Case { expected: expected.to_owned(), profile: PathBuf::new(), base: None, options: pprof_options(20) };
+    let mut case = Case {
+        expected: expected.to_owned(),
+        profile: PathBuf::new(),
+        base: None,
+        query: Query::default(),
+        options: pprof_options(20),
+    };
     let (mut name, diff) = match stem.strip_suffix(".diff-vs-base") {
         Some(s) => (s.to_owned(), true),
         None => (stem.to_owned(), false),
@@ -38,7 +43,7 @@ fn case_for(expected: &Path) -> Option<Case> {
             _ => (name.clone(), String::new()),
         }
     };
-    case.options.sample_index = index;
+    case.query.sample = index.as_str().into();
     let profile =
         if dir.join(&file_part).is_file() { dir.join(&file_part) } else { dir.join(format!("{file_part}.pb.gz")) };
     if !profile.is_file() {
@@ -46,7 +51,7 @@ fn case_for(expected: &Path) -> Option<Case> {
     }
     if file_part.ends_with(".debug1.txt") {
         // The ground truth for legacy texts was made with -addresses.
-        case.options.granularity = Granularity::Addresses;
+        case.query.granularity = Granularity::Addresses;
     }
     if diff {
         let base_dir = dir.parent()?.join("base");
@@ -88,7 +93,7 @@ fn top_equals_go_tool_pprof_on_every_ground_truth() {
     // The kinds the README names are all among them.
     assert_eq!(cases.iter().filter(|c| c.base.is_some()).count(), 4, "-diff_base cases");
     assert_eq!(cases.iter().filter(|c| c.options.cum).count(), 2, "-cum cases");
-    let addresses = cases.iter().filter(|c| c.options.granularity == Granularity::Addresses).count();
+    let addresses = cases.iter().filter(|c| c.query.granularity == Granularity::Addresses).count();
     assert_eq!(addresses, 8, "-addresses cases");
     for c in &cases {
         let e = read_pprof_top(&std::fs::read_to_string(&c.expected).unwrap());
@@ -145,7 +150,8 @@ fn filters_granularities_and_diffs_equal_go_tool_pprof_run_now() {
 /// a sample type too. Several files converted at once are merged as pprof merges them.
 #[test]
 fn converted_profiles_read_the_same_in_go_tool_pprof() {
-    use stacklens_core::export::{export, ExportFormat, ExportOptions};
+    use stacklens_core::analysis::Prepared;
+    use stacklens_core::export::{export, ExportFormat};
     let Some(root) = common::fixtures() else { return };
     let Some(go) = common::go() else { return };
     let tmp = std::env::temp_dir().join(format!("stacklens-convert-{}", std::process::id()));
@@ -160,9 +166,10 @@ fn converted_profiles_read_the_same_in_go_tool_pprof() {
             continue; // pprof has no rows to compare (and says so)
         }
         let converted = tmp.join(format!("{n}.pb.gz"));
-        std::fs::write(&converted, export(&profile, ExportFormat::Pprof, &ExportOptions::default()).unwrap()).unwrap();
+        std::fs::write(&converted, export(&Prepared::whole(&profile).unwrap(), ExportFormat::Pprof).unwrap()).unwrap();
         let reference = common::pprof_top(go, &tmp, &converted, &["-nodecount=20"]);
-        let case = Case { expected: file.clone(), profile: file.clone(), base: None, options: pprof_options(20) };
+        let (expected, profile) = (file.clone(), file.clone());
+        let case = Case { expected, profile, base: None, query: Query::default(), options: pprof_options(20) };
         checked += 1;
         if let Err(e) = check_against(&case, &reference) {
             failures.push(e);
@@ -172,8 +179,8 @@ fn converted_profiles_read_the_same_in_go_tool_pprof() {
     // file shows the rows pprof shows for the original with the same flags (totals
     // differ: a filtered file holds only what was kept, so no node fraction either).
     let heap = root.join("go/compare/heap.pb.gz");
-    let options = ExportOptions {
-        sample_index: "alloc_space".into(),
+    let query = Query {
+        sample: "alloc_space".into(),
         filters: stacklens_core::analysis::Filters {
             focus: Some("compress".into()),
             hide: Some("flate".into()),
@@ -182,7 +189,8 @@ fn converted_profiles_read_the_same_in_go_tool_pprof() {
         ..Default::default()
     };
     let converted = tmp.join("filtered.pb.gz");
-    let bytes = export(&stacklens_core::parse(&common::read(&heap)).unwrap(), ExportFormat::Pprof, &options).unwrap();
+    let heap_profile = stacklens_core::parse(&common::read(&heap)).unwrap();
+    let bytes = export(&query.prepare(&heap_profile).unwrap(), ExportFormat::Pprof).unwrap();
     std::fs::write(&converted, bytes).unwrap();
     let all = ["-nodecount=80", "-nodefraction=0"];
     let filtered = common::pprof_top(go, &tmp, &converted, &all);
@@ -208,7 +216,7 @@ original:
         [&base, &compare].iter().map(|p| stacklens_core::parse(&common::read(p)).unwrap()).collect();
     let merged = stacklens_core::analysis::merge::merge(&both).unwrap();
     let converted = tmp.join("merged.pb.gz");
-    std::fs::write(&converted, export(&merged, ExportFormat::Pprof, &ExportOptions::default()).unwrap()).unwrap();
+    std::fs::write(&converted, export(&Prepared::whole(&merged).unwrap(), ExportFormat::Pprof).unwrap()).unwrap();
     let ours = common::pprof_top(go, &tmp, &converted, &["-nodecount=40"]);
     let theirs = common::pprof_top_merged(go, &root, &[&base, &compare], &["-nodecount=40"]);
     assert!(!rows(&theirs).is_empty(), "pprof merged nothing:\n{theirs}");

@@ -3,6 +3,7 @@
 
 use proptest::prelude::*;
 use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::Query;
 use stacklens_core::export::pprof::encode;
 use stacklens_core::model::{Label, LabelValue, Line, Profile, Sample, SampleRef, SourceFormat};
 use stacklens_core::parse;
@@ -97,7 +98,8 @@ proptest! {
             prop_assert_eq!(a.labels.len(), b.labels.len());
         }
         for i in 0..p.sample_types.len() {
-            let r = top(&back, &TopOptions { sample_index: i.to_string(), ..TopOptions::default() }).unwrap();
+            let prepared = Query { sample: i.into(), ..Query::default() }.prepare(&back).unwrap();
+            let r = top(&prepared, &TopOptions::default()).unwrap();
             prop_assert_eq!(r.total, p.total(i));
             // Flat values partition the samples that have a frame.
             let with_frames: i64 = p.samples.iter().filter(|s| !s.locations.is_empty()).map(|s| s.values[i]).sum();

@@ -5,6 +5,7 @@ mod common;
 
 use stacklens_core::analysis::sanitize::{inventory, sanitize, Labels, Paths, SanitizeOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::Query;
 use stacklens_core::export::pprof::encode;
 use stacklens_core::model::LabelValue;
 use stacklens_core::Profile;
@@ -30,7 +31,8 @@ fn totals(p: &Profile) -> Vec<i64> {
 
 /// Flat values by function name, for the first `n` rows of top on sample type 1.
 fn top_rows(p: &Profile) -> Vec<(String, i64, i64)> {
-    let report = top(p, &TopOptions { sample_index: "1".into(), ..Default::default() }).expect("top");
+    let prepared = Query { sample: "1".into(), ..Query::default() }.prepare(p).unwrap();
+    let report = top(&prepared, &TopOptions::default()).expect("top");
     report.functions.iter().map(|r| (r.name.clone(), r.flat, r.cum)).collect()
 }
 

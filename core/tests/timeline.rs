@@ -13,6 +13,7 @@ use stacklens_core::analysis::frames::Filters;
 use stacklens_core::analysis::merge::merge;
 use stacklens_core::analysis::timeline::{self, ChartViewport, StackChart, TimelineOptions};
 use stacklens_core::analysis::transforms;
+use stacklens_core::analysis::{Prepared, Query};
 use stacklens_core::model::{
     Label, LabelValue, Line, LocationId, Profile, Sample, SampleRef, SampleTime, SourceFormat,
 };
@@ -284,7 +285,7 @@ fn untimed_profiles_have_no_range_and_cannot_be_restricted() {
     assert_eq!(timeline::time_range(&p), None);
     let err = timeline::restrict(&p, 0, 1).unwrap_err();
     assert_eq!(err.code(), "NoSampleTimes", "{err}");
-    let err = timeline::stack_chart(&p, &TimelineOptions::default(), &ChartViewport::default()).unwrap_err();
+    let err = timeline::stack_chart(&whole(&p), &TimelineOptions::default(), &ChartViewport::default()).unwrap_err();
     assert_eq!(err.code(), "NoSampleTimes", "{err}");
 }
 
@@ -316,6 +317,16 @@ fn built(samples: &[(&str, &str, i64, i64)]) -> Profile {
     p
 }
 
+/// `p` as the default query prepares it.
+fn whole(p: &Profile) -> Prepared<'_> {
+    Prepared::whole(p).unwrap()
+}
+
+/// `p` prepared for the sample type `sample` names.
+fn in_type<'p>(p: &'p Profile, sample: &str) -> Prepared<'p> {
+    Query { sample: sample.into(), ..Query::default() }.prepare(p).unwrap()
+}
+
 /// A chart's boxes as (lane, depth, start, end, name).
 fn boxes(chart: &StackChart) -> Vec<(u32, u32, i64, i64, &str)> {
     chart.boxes.iter().map(|b| (b.lane, b.depth, b.start, b.end, chart.names[b.name as usize].as_str())).collect()
@@ -334,18 +345,18 @@ fn stack_chart_joins_runs_of_a_frame_and_its_callers() {
     // a;b 0..20 (two samples), a;c 20..30, a 30..40, nothing 40..60, a 60..70.
     let p =
         built(&[("a;b", "", 0, 10), ("a;b", "", 10, 10), ("a;c", "", 20, 10), ("a", "", 30, 10), ("a", "", 60, 10)]);
-    let chart = timeline::stack_chart(&p, &TimelineOptions::default(), &viewport(700.0, 0.5)).unwrap();
+    let chart = timeline::stack_chart(&whole(&p), &TimelineOptions::default(), &viewport(700.0, 0.5)).unwrap();
     assert_eq!((chart.start, chart.end), (0, 70));
     assert_eq!(boxes(&chart), [(0, 0, 0, 40, "a"), (0, 0, 60, 70, "a"), (0, 1, 0, 20, "b"), (0, 1, 20, 30, "c")]);
     assert_eq!(chart.lanes.len(), 1);
     assert_eq!((chart.lanes[0].name.as_str(), chart.lanes[0].depth), ("", 2));
 
     // 10 ns a pixel, 2.5 px at least: the 20 ns gap closes, b and c are too narrow.
-    let chart = timeline::stack_chart(&p, &TimelineOptions::default(), &viewport(7.0, 2.5)).unwrap();
+    let chart = timeline::stack_chart(&whole(&p), &TimelineOptions::default(), &viewport(7.0, 2.5)).unwrap();
     assert_eq!(boxes(&chart), [(0, 0, 0, 70, "a")]);
 
     // A window: the samples overlapping 25..65, each box as long as its samples.
-    let chart = timeline::stack_chart(&p, &window(25, 65), &viewport(400.0, 0.5)).unwrap();
+    let chart = timeline::stack_chart(&whole(&p), &window(25, 65), &viewport(400.0, 0.5)).unwrap();
     assert_eq!(boxes(&chart), [(0, 0, 20, 40, "a"), (0, 0, 60, 70, "a"), (0, 1, 20, 30, "c")]);
     assert_eq!(chart.lanes[0].depth, 2, "lanes keep their height in any window");
     let mut names = chart.names.clone();
@@ -353,7 +364,7 @@ fn stack_chart_joins_runs_of_a_frame_and_its_callers() {
     assert_eq!(names, ["a", "c"], "only the names drawn");
 
     let shallow = ChartViewport { max_depth: 0, ..viewport(700.0, 0.5) };
-    let chart = timeline::stack_chart(&p, &TimelineOptions::default(), &shallow).unwrap();
+    let chart = timeline::stack_chart(&whole(&p), &TimelineOptions::default(), &shallow).unwrap();
     assert_eq!(boxes(&chart), [(0, 0, 0, 40, "a"), (0, 0, 60, 70, "a")]);
     assert_eq!(chart.lanes[0].depth, 1);
 }
@@ -361,39 +372,36 @@ fn stack_chart_joins_runs_of_a_frame_and_its_callers() {
 #[test]
 fn stack_chart_boxes_need_the_same_callers_and_lanes_are_threads() {
     let p = built(&[("a;b;x", "", 0, 10), ("a;c;x", "", 10, 10)]);
-    let chart = timeline::stack_chart(&p, &TimelineOptions::default(), &viewport(200.0, 0.5)).unwrap();
+    let chart = timeline::stack_chart(&whole(&p), &TimelineOptions::default(), &viewport(200.0, 0.5)).unwrap();
     let expected =
         [(0, 0, 0, 20, "a"), (0, 1, 0, 10, "b"), (0, 1, 10, 20, "c"), (0, 2, 0, 10, "x"), (0, 2, 10, 20, "x")];
     assert_eq!(boxes(&chart), expected);
 
     let p = built(&[("a", "T1", 0, 10), ("b;c", "T2", 0, 10), ("a", "T1", 10, 10)]);
-    let chart = timeline::stack_chart(&p, &TimelineOptions::default(), &viewport(200.0, 0.5)).unwrap();
+    let chart = timeline::stack_chart(&whole(&p), &TimelineOptions::default(), &viewport(200.0, 0.5)).unwrap();
     assert_eq!(boxes(&chart), [(0, 0, 0, 20, "a"), (1, 0, 0, 10, "b"), (1, 1, 0, 10, "c")]);
     let lanes: Vec<(&str, u32)> = chart.lanes.iter().map(|l| (l.name.as_str(), l.depth)).collect();
     assert_eq!(lanes, [("T1", 1), ("T2", 2)]);
 
     // Filters apply as in every view: hidden frames leave the stacks.
-    let options = TimelineOptions {
-        filters: Filters { hide: Some("^b$".into()), ..Filters::default() },
-        ..TimelineOptions::default()
-    };
-    let chart = timeline::stack_chart(&p, &options, &viewport(200.0, 0.5)).unwrap();
+    let hidden = Query { filters: Filters { hide: Some("^b$".into()), ..Filters::default() }, ..Query::default() };
+    let hidden = hidden.prepare(&p).unwrap();
+    let chart = timeline::stack_chart(&hidden, &TimelineOptions::default(), &viewport(200.0, 0.5)).unwrap();
     assert_eq!(boxes(&chart), [(0, 0, 0, 20, "a"), (1, 0, 0, 10, "c")]);
 }
 
 #[test]
 fn histogram_shares_each_value_over_the_time_it_covers() {
     let p = built(&[("a", "", 0, 10), ("a", "", 10, 10), ("a", "", 20, 10), ("a", "", 30, 10), ("a", "", 60, 10)]);
-    let wall = TimelineOptions { sample_index: "wall".into(), ..TimelineOptions::default() };
-    let h = timeline::histogram(&p, &wall, 7).unwrap();
+    let h = timeline::histogram(&in_type(&p, "wall"), &TimelineOptions::default(), 7).unwrap();
     assert_eq!((h.start, h.end, h.sample_type.as_str(), h.unit.as_str()), (0, 70, "wall", "nanoseconds"));
     assert_eq!(h.values, [10.0, 10.0, 10.0, 10.0, 0.0, 0.0, 10.0]);
 
     // 5..15 across two buckets; a sample of no length counts where it starts.
     let p = built(&[("a", "", 5, 10), ("a", "", 12, 0), ("a", "", 19, 1)]);
-    let h = timeline::histogram(&p, &TimelineOptions { sample_index: "samples".into(), ..window(0, 20) }, 2).unwrap();
+    let h = timeline::histogram(&in_type(&p, "samples"), &window(0, 20), 2).unwrap();
     assert_eq!(h.values, [0.5, 2.5]);
-    assert!(timeline::histogram(&p, &TimelineOptions::default(), 0).is_err());
+    assert!(timeline::histogram(&whole(&p), &TimelineOptions::default(), 0).is_err());
 }
 
 #[test]
@@ -401,8 +409,7 @@ fn histogram_of_a_whole_fixture_adds_up_to_its_total() {
     let Some(dir) = fixtures() else { return };
     let p = parse(&read(&dir.join("thirdparty/samply/ls-profile.json"))).unwrap();
     for (index, total) in [("samples", p.total(0)), ("cpu", p.total(1))] {
-        let options = TimelineOptions { sample_index: index.into(), ..TimelineOptions::default() };
-        let h = timeline::histogram(&p, &options, 300).unwrap();
+        let h = timeline::histogram(&in_type(&p, index), &TimelineOptions::default(), 300).unwrap();
         let sum: f64 = h.values.iter().sum();
         assert!((sum - total as f64).abs() <= 1e-6 * total as f64, "{index}: {sum} != {total}");
     }
@@ -433,7 +440,7 @@ fn stack_chart_of_the_largest_timed_fixture_stays_small() {
     let Some(dir) = fixtures() else { return };
     let p = parse(&read(&dir.join(PERF_SCRIPT_FIXTURES[0]))).unwrap();
     let frames: usize = p.samples.iter().map(|s| s.locations.len()).sum();
-    let chart = timeline::stack_chart(&p, &TimelineOptions::default(), &viewport(1000.0, 0.5)).unwrap();
+    let chart = timeline::stack_chart(&whole(&p), &TimelineOptions::default(), &viewport(1000.0, 0.5)).unwrap();
     assert_drawable(&chart, 1000.0, 0.5);
     // 1315 deep stacks in 15 threads: runs of one frame are joined, and what is left
     // is at least half a pixel wide.
@@ -441,7 +448,7 @@ fn stack_chart_of_the_largest_timed_fixture_stays_small() {
     eprintln!("{frames} frames of {} samples: {} boxes in {rows} rows", p.samples.len(), chart.boxes.len());
     assert!(chart.boxes.len() < frames / 2, "{} boxes", chart.boxes.len());
     // Fewer, wider boxes when zoomed out further.
-    let coarse = timeline::stack_chart(&p, &TimelineOptions::default(), &viewport(100.0, 0.5)).unwrap();
+    let coarse = timeline::stack_chart(&whole(&p), &TimelineOptions::default(), &viewport(100.0, 0.5)).unwrap();
     assert_drawable(&coarse, 100.0, 0.5);
     assert!(coarse.boxes.len() < chart.boxes.len() / 2, "{} boxes at 100 px", coarse.boxes.len());
 }
@@ -474,7 +481,7 @@ fn stack_chart_of_a_million_samples_stays_a_few_thousand_boxes() {
         p.samples.push(Sample { locations: stack.iter().rev().copied().collect(), values: vec![1], labels: vec![] });
         p.sample_times.push(SampleTime { start: i * 1000, duration: 1000 });
     }
-    let chart = timeline::stack_chart(&p, &TimelineOptions::default(), &viewport(1000.0, 0.5)).unwrap();
+    let chart = timeline::stack_chart(&whole(&p), &TimelineOptions::default(), &viewport(1000.0, 0.5)).unwrap();
     assert_drawable(&chart, 1000.0, 0.5);
     // Runs of 500 samples (half a pixel) and more: about 2000 + 1000 + 500 + … boxes.
     assert!((2_000..6_000).contains(&chart.boxes.len()), "{} boxes", chart.boxes.len());
@@ -504,14 +511,14 @@ fn extreme_times_give_results_or_typed_errors() {
     assert_eq!(timeline::time_range(&p), Some((i64::MIN, i64::MAX)));
     assert_eq!(timeline::restrict(&p, i64::MIN, i64::MAX).unwrap().samples.len(), 3);
     for window in [TimelineOptions::default(), window(i64::MIN, i64::MAX), window(-1, 0)] {
-        let chart = timeline::stack_chart(&p, &window, &viewport(100.0, 0.5)).unwrap();
+        let chart = timeline::stack_chart(&whole(&p), &window, &viewport(100.0, 0.5)).unwrap();
         assert_drawable(&chart, 100.0, 0.5);
         assert!(!chart.boxes.is_empty());
-        let nothing_fits = timeline::stack_chart(&p, &window, &viewport(f64::NAN, f64::INFINITY)).unwrap();
+        let nothing_fits = timeline::stack_chart(&whole(&p), &window, &viewport(f64::NAN, f64::INFINITY)).unwrap();
         assert!(nothing_fits.boxes.is_empty());
-        let h = timeline::histogram(&p, &window, 3).unwrap();
+        let h = timeline::histogram(&whole(&p), &window, 3).unwrap();
         assert!(h.values.iter().all(|v| v.is_finite()), "{:?}", h.values);
     }
-    let err = timeline::histogram(&p, &TimelineOptions::default(), usize::MAX).unwrap_err();
+    let err = timeline::histogram(&whole(&p), &TimelineOptions::default(), usize::MAX).unwrap_err();
     assert!(matches!(err, Error::Invalid(_)), "{err}");
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::transforms::{apply, format_transforms, parse_transforms, Transform};
 use stacklens_core::analysis::tree::{CallTree, TreeOptions, ROOT};
-use stacklens_core::analysis::Filters;
+use stacklens_core::analysis::{Filters, Prepared, Query};
 use stacklens_core::export::pprof::write;
 use stacklens_core::model::{FunctionId, Label, LabelValue, Line, Profile, Sample, SampleTime, SourceFormat};
 use stacklens_core::Error;
@@ -154,13 +154,13 @@ fn transforms_apply_in_order_and_compose_with_filters() {
     // pprof's filters then see the transformed stacks: inverted, `c` is a root and
     // focusing on it keeps the samples with c; hiding `a` leaves b's self value.
     let inverted = apply(&p, &[Transform::Invert]).unwrap();
-    let options = TopOptions {
-        sample_index: "samples".into(),
+    let query = Query {
+        sample: "samples".into(),
         filters: Filters { focus: Some("^c$".into()), hide: Some("^a$".into()), ..Filters::default() },
-        ..TopOptions::default()
+        ..Query::default()
     };
-    let rows: Vec<(String, i64, i64)> =
-        top(&inverted, &options).unwrap().functions.into_iter().map(|r| (r.name, r.flat, r.cum)).collect();
+    let report = top(&query.prepare(&inverted).unwrap(), &TopOptions::default()).unwrap();
+    let rows: Vec<(String, i64, i64)> = report.functions.into_iter().map(|r| (r.name, r.flat, r.cum)).collect();
     assert_eq!(rows, [("c".to_owned(), 2, 3), ("b".to_owned(), 1, 1)]);
 }
 
@@ -200,11 +200,10 @@ fn short_form_and_json_round_trip() {
 
 /// Each function's flat value per `top`, and the tree's total, of one sample type.
 fn flat_and_total(p: &Profile, sample_index: &str) -> (BTreeMap<String, i64>, i64) {
-    let options = TopOptions { sample_index: sample_index.into(), ..TopOptions::default() };
-    let flat =
-        top(p, &options).unwrap().functions.into_iter().filter(|r| r.flat != 0).map(|r| (r.name, r.flat)).collect();
-    let tree =
-        CallTree::build(p, &TreeOptions { sample_index: sample_index.into(), ..TreeOptions::default() }).unwrap();
+    let prepared = Query { sample: sample_index.into(), ..Query::default() }.prepare(p).unwrap();
+    let report = top(&prepared, &TopOptions::default()).unwrap();
+    let flat = report.functions.into_iter().filter(|r| r.flat != 0).map(|r| (r.name, r.flat)).collect();
+    let tree = CallTree::build(&prepared, &TreeOptions::default()).unwrap();
     (flat, tree.total())
 }
 
@@ -237,7 +236,8 @@ fn a_real_profile_keeps_its_totals_except_where_samples_are_dropped() {
     assert!(recursive(&p) > 0);
     assert_eq!(recursive(&apply(&p, &keeping[1..2]).unwrap()), 0);
     // Inverted, the roots are the leaves: each root's total is that function's flat value.
-    let inverted = CallTree::build(&apply(&p, &[Transform::Invert]).unwrap(), &TreeOptions::default()).unwrap();
+    let inverted_profile = apply(&p, &[Transform::Invert]).unwrap();
+    let inverted = CallTree::build(&Prepared::whole(&inverted_profile).unwrap(), &TreeOptions::default()).unwrap();
     let roots: BTreeMap<String, i64> =
         inverted.children(ROOT).map(|n| (inverted.name(n).to_owned(), inverted.nodes[n as usize].total)).collect();
     assert_eq!(roots, flat);
@@ -251,16 +251,17 @@ fn a_real_profile_keeps_its_totals_except_where_samples_are_dropped() {
 
     // Dropping a function removes exactly the samples through it; focusing keeps exactly
     // those under the path.
-    let through = CallTree::build(&p, &TreeOptions::default()).unwrap().search(|n| n == deflate).1;
+    let whole = Prepared::whole(&p).unwrap();
+    let through = CallTree::build(&whole, &TreeOptions::default()).unwrap().search(|n| n == deflate).1;
     let dropped = apply(&p, &[Transform::DropFunction { name: deflate.into() }]).unwrap();
     assert_eq!(flat_and_total(&dropped, "cpu").1, total - through);
     assert!(through > 0);
-    let tree = CallTree::build(&p, &TreeOptions::default()).unwrap();
+    let tree = CallTree::build(&whole, &TreeOptions::default()).unwrap();
     let root = tree.children(ROOT).max_by_key(|&n| tree.nodes[n as usize].total).unwrap();
     let child = tree.children(root).max_by_key(|&n| tree.nodes[n as usize].total).unwrap();
     let path = vec![tree.name(root).to_owned(), tree.name(child).to_owned()];
     let focused = apply(&p, &[Transform::FocusSubtree { path: path.clone() }]).unwrap();
-    let focused_tree = CallTree::build(&focused, &TreeOptions::default()).unwrap();
+    let focused_tree = CallTree::build(&Prepared::whole(&focused).unwrap(), &TreeOptions::default()).unwrap();
     assert_eq!(focused_tree.total(), tree.nodes[child as usize].total, "{path:?}");
     assert!(focused_tree.total() < total);
     assert_eq!(focused_tree.children(ROOT).map(|n| focused_tree.name(n)).collect::<Vec<_>>(), [path[1].as_str()]);

@@ -18,10 +18,12 @@ fuzz_target!(|data: &[u8]| {
     let Ok(p) = stacklens_core::parse(rest) else { return };
     let _ = ProfileKind::of(&p);
     let _ = sample_count(&p);
+    let Ok(prepared) = o.query.prepare(&p) else { return };
     let options = &o.top;
-    if let Ok(r) = top(&p, options) {
-        if options.filters.focus.is_none() && options.filters.ignore.is_none() {
-            let index = p.sample_index(&options.sample_index).expect("top resolved it");
+    if let Ok(r) = top(&prepared, options) {
+        let filters = &o.query.filters;
+        if filters.focus.is_none() && filters.ignore.is_none() {
+            let index = prepared.sample_index;
             assert_eq!(r.total, p.total(index), "without focus/ignore top's total is the profile's");
         }
         assert!(r.functions.len() + r.dropped_nodes <= r.node_total);
@@ -31,5 +33,5 @@ fuzz_target!(|data: &[u8]| {
             let _ = (percentage(f.flat, r.total), percentage_value(f.cum, r.total));
         }
     }
-    let _ = top_functions(&p, &options.sample_index, options.node_count.unwrap_or(10));
+    let _ = top_functions(&prepared, options.node_count.unwrap_or(10));
 });

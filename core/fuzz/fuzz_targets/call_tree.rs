@@ -5,7 +5,7 @@
 
 use arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
-use stacklens_core::analysis::tree::{CallTree, Side};
+use stacklens_core::analysis::tree::{CallTree, Side, TreeOptions};
 use stacklens_core_fuzz::{check_round_trip, check_tree, split, Options};
 
 fuzz_target!(|data: &[u8]| {
@@ -13,8 +13,9 @@ fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(&head);
     let o = Options::read(&mut u);
     let Ok(p) = stacklens_core::parse(rest) else { return };
-    let options = o.tree();
-    let Ok(tree) = CallTree::build(&p, &options) else { return };
+    let Ok(prepared) = o.query.prepare(&p) else { return };
+    let options = TreeOptions::default();
+    let Ok(tree) = CallTree::build(&prepared, &options) else { return };
     check_tree(&tree);
     check_round_trip(&tree);
     let pick = u.arbitrary::<u32>().unwrap_or(0) % tree.nodes.len() as u32;
@@ -30,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
     check_round_trip(&window);
     assert_eq!(window.name(at), name);
     let side = if u.arbitrary().unwrap_or(false) { Side::Callers } else { Side::Callees };
-    if let Ok(s) = CallTree::sandwich(&p, &options, &name, side) {
+    if let Ok(s) = CallTree::sandwich(&prepared, &options, &name, side) {
         check_tree(&s);
     }
 });

@@ -8,7 +8,7 @@ use arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 use stacklens_core::analysis::diff::{diff, diff_top};
 use stacklens_core::analysis::goroutines::compare;
-use stacklens_core::analysis::tree::CallTree;
+use stacklens_core::analysis::tree::{CallTree, TreeOptions};
 use stacklens_core_fuzz::{check_tree, split, Options};
 
 fuzz_target!(|data: &[u8]| {
@@ -26,16 +26,15 @@ fuzz_target!(|data: &[u8]| {
         (Err(_), Ok(b)) => (b.clone(), b),
         _ => return,
     };
-    let options = o.diff();
-    if let Ok(d) = diff(&base, &compared, &options) {
+    let _ = compare(&base, &compared);
+    let Ok((base, compared)) = o.query.prepare_pair(&base, &compared) else { return };
+    if let Ok(d) = diff(&base, &compared, &o.diff()) {
         assert!(d.new_stacks.len() <= d.new_stack_count && d.removed_stacks.len() <= d.removed_stack_count);
         assert!(d.regressions.len() + d.improvements.len() <= d.functions.len());
     }
     let _ = diff_top(&base, &compared, &o.top);
-    let tree = o.tree();
-    if let Ok(t) = CallTree::build_diff(&base, &compared, &tree) {
+    if let Ok(t) = CallTree::build_diff(&base, &compared, &TreeOptions::default()) {
         check_tree(&t);
         assert_eq!(t.base.len(), t.nodes.len());
     }
-    let _ = compare(&base, &compared);
 });

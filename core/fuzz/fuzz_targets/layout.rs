@@ -7,16 +7,17 @@
 use arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 use stacklens_core::analysis::tree::{CallTree, TreeOptions};
+use stacklens_core::analysis::{Granularity, Query};
 use stacklens_core::layout::{hit, layout};
 use stacklens_core_fuzz::{split, viewport};
 
 fuzz_target!(|data: &[u8]| {
     let (head, rest) = split(data);
     let mut u = Unstructured::new(&head);
-    let granularity = [stacklens_core::analysis::Granularity::Functions, stacklens_core::analysis::Granularity::Lines]
-        [usize::from(u.arbitrary::<bool>().unwrap_or(false))];
+    let granularity = [Granularity::Functions, Granularity::Lines][usize::from(u.arbitrary::<bool>().unwrap_or(false))];
     let Ok(p) = stacklens_core::parse(rest) else { return };
-    let Ok(tree) = CallTree::build(&p, &TreeOptions { granularity, ..TreeOptions::default() }) else { return };
+    let Ok(prepared) = Query { granularity, ..Query::default() }.prepare(&p) else { return };
+    let Ok(tree) = CallTree::build(&prepared, &TreeOptions::default()) else { return };
     let whole = viewport(&mut u, tree.nodes.len());
     let rects = layout(&tree, &whole);
     assert!(rects.len() <= tree.nodes.len());

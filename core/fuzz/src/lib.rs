@@ -4,8 +4,7 @@
 use arbitrary::{Arbitrary, Unstructured};
 use stacklens_core::analysis::diff::DiffOptions;
 use stacklens_core::analysis::top::TopOptions;
-use stacklens_core::analysis::tree::TreeOptions;
-use stacklens_core::analysis::{Filters, Granularity};
+use stacklens_core::analysis::{Filters, Granularity, Query};
 use stacklens_core::Profile;
 
 /// Bytes at the start of an analysis target's input that choose the options; the rest
@@ -86,7 +85,9 @@ struct RawOptions {
 /// Analysis options as the API could send them (any finite JSON number included).
 #[derive(Debug)]
 pub struct Options {
-    /// Sample type, granularity, filters, -cum, -nodecount, -nodefraction.
+    /// Sample type, granularity, filters.
+    pub query: Query,
+    /// -cum, -nodecount, -nodefraction.
     pub top: TopOptions,
     pub normalize: bool,
     pub noise_threshold_pct: f64,
@@ -122,8 +123,8 @@ impl Options {
         });
         let regex = |i: Option<u8>| i.map(|i| REGEXES[i as usize % REGEXES.len()].to_owned());
         Options {
-            top: TopOptions {
-                sample_index: SAMPLE_INDEX[r.sample_index as usize % SAMPLE_INDEX.len()].to_owned(),
+            query: Query {
+                sample: SAMPLE_INDEX[r.sample_index as usize % SAMPLE_INDEX.len()].into(),
                 granularity: [
                     Granularity::Functions,
                     Granularity::Filefunctions,
@@ -137,6 +138,9 @@ impl Options {
                     show: regex(r.show),
                     ..Filters::default()
                 },
+                ..Query::default()
+            },
+            top: TopOptions {
                 cum: r.cum,
                 node_count: r.node_count.map(usize::from),
                 node_fraction: finite(r.node_fraction),
@@ -148,24 +152,9 @@ impl Options {
         }
     }
 
-    /// The same sample type, granularity and filters for a call tree.
-    pub fn tree(&self) -> TreeOptions {
-        let t = &self.top;
-        TreeOptions {
-            sample_index: t.sample_index.clone(),
-            granularity: t.granularity,
-            filters: t.filters.clone(),
-            ..TreeOptions::default()
-        }
-    }
-
-    /// The same sample type, granularity and filters for a diff.
+    /// The diff's own settings (the query holds the rest).
     pub fn diff(&self) -> DiffOptions {
-        let t = &self.top;
         DiffOptions {
-            sample_index: t.sample_index.clone(),
-            granularity: t.granularity,
-            filters: t.filters.clone(),
             normalize: self.normalize,
             noise_threshold_pct: self.noise_threshold_pct,
             max_stacks: self.max_stacks,

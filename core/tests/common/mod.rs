@@ -202,8 +202,9 @@ pub fn fixture_files(root: &std::path::Path) -> Vec<PathBuf> {
 #[allow(dead_code)] // only the importer tests that compare self values
 pub fn flat_by_name(p: &stacklens_core::Profile, sample_index: usize) -> std::collections::BTreeMap<String, i64> {
     use stacklens_core::analysis::top::{top, TopOptions};
-    let options = TopOptions { sample_index: sample_index.to_string(), ..TopOptions::default() };
-    let report = top(p, &options).unwrap();
+    use stacklens_core::analysis::Query;
+    let prepared = Query { sample: sample_index.into(), ..Query::default() }.prepare(p).unwrap();
+    let report = top(&prepared, &TopOptions::default()).unwrap();
     report.functions.iter().filter(|f| f.flat != 0).map(|f| (f.name.clone(), f.flat)).collect()
 }
 

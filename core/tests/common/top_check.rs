@@ -7,17 +7,18 @@ use std::path::{Path, PathBuf};
 
 use stacklens_core::analysis::diff::diff_top;
 use stacklens_core::analysis::top::{top, TopOptions, TopReport};
-use stacklens_core::analysis::Granularity;
+use stacklens_core::analysis::{Granularity, Query};
 use stacklens_core::units::{format_value_in, report_unit};
 
 use super::read_pprof_top;
 
-/// One comparison: a profile (and a base for `-diff_base`), our options, and where pprof's
-/// output comes from (a stored file, or the pprof flags run at test time).
+/// One comparison: a profile (and a base for `-diff_base`), our query and options, and
+/// where pprof's output comes from (a stored file, or the pprof flags run at test time).
 pub struct Case {
     pub expected: PathBuf,
     pub profile: PathBuf,
     pub base: Option<PathBuf>,
+    pub query: Query,
     pub options: TopOptions,
 }
 
@@ -30,9 +31,10 @@ fn run_case(case: &Case) -> TopReport {
     let compare = stacklens_core::parse(&super::read(&case.profile))
         .unwrap_or_else(|e| panic!("{}: {e}", case.profile.display()));
     match &case.base {
-        None => top(&compare, &case.options).unwrap(),
+        None => top(&case.query.prepare(&compare).unwrap(), &case.options).unwrap(),
         Some(base_path) => {
             let base = stacklens_core::parse(&super::read(base_path)).unwrap();
+            let (base, compare) = case.query.prepare_pair(&base, &compare).unwrap();
             diff_top(&base, &compare, &case.options).unwrap()
         }
     }
@@ -73,7 +75,7 @@ pub fn check_against(case: &Case, pprof_output: &str) -> Result<(), String> {
         // pprof names no frames of legacy texts (it ignores their `#` lines; we read them):
         // there, with -addresses, only the address can be compared.
         let name_ok = match e.name.strip_suffix(" <unknown>") {
-            Some(address) if case.options.granularity == Granularity::Addresses => {
+            Some(address) if case.query.granularity == Granularity::Addresses => {
                 address.len() == 16 && a.name.get(..17) == Some(&format!("{address} "))
             }
             _ => a.name == e.name,
@@ -104,22 +106,23 @@ pub fn rows(text: &str) -> Vec<String> {
     read_pprof_top(text).rows.iter().map(|r| format!("{} {} {}", r.flat, r.cum, r.name)).collect()
 }
 
-/// Our options for pprof's flags (the subset the cases use), so both get the same ones.
-pub fn options_for(root: &Path, flags: &[&str]) -> (TopOptions, Option<PathBuf>) {
-    let mut options = pprof_options(80);
+/// Our query and options for pprof's flags (the subset the cases use), so both get the
+/// same ones.
+pub fn options_for(root: &Path, flags: &[&str]) -> (Query, TopOptions, Option<PathBuf>) {
+    let (mut query, mut options) = (Query::default(), pprof_options(80));
     let mut base = None;
     for flag in flags {
         let flag = flag.trim_start_matches('-');
         let (name, value) = flag.split_once('=').unwrap_or((flag, ""));
         let regex = Some(value.to_owned());
         let keys = || value.split(',').map(str::to_owned).collect();
-        let filters = &mut options.filters;
+        let filters = &mut query.filters;
         match name {
             "nodecount" => options.node_count = Some(value.parse().unwrap()),
-            "sample_index" => options.sample_index = value.to_owned(),
+            "sample_index" => query.sample = value.into(),
             "diff_base" => base = Some(root.join(value)),
             "cum" => options.cum = true,
-            "filefunctions" | "lines" | "addresses" | "functions" => options.granularity = name.parse().unwrap(),
+            "filefunctions" | "lines" | "addresses" | "functions" => query.granularity = name.parse().unwrap(),
             "focus" => filters.focus = regex,
             "ignore" => filters.ignore = regex,
             "hide" => filters.hide = regex,
@@ -133,7 +136,7 @@ pub fn options_for(root: &Path, flags: &[&str]) -> (TopOptions, Option<PathBuf>)
             other => panic!("no option for pprof's -{other}"),
         }
     }
-    (options, base)
+    (query, options, base)
 }
 
 /// Each (profile, pprof flags besides `-nodecount=80`) checked against pprof run now with
@@ -155,8 +158,9 @@ pub fn check_against_pprof_run_now(root: &Path, go: &Path, cases: &[(&str, &[&st
             rows(&super::pprof_top(go, root, &profile, &plain)),
             "{file} {extra:?} changes nothing"
         );
-        let (options, base) = options_for(root, &flags);
-        let case = Case { expected: PathBuf::from(format!("{file} {}", flags.join(" "))), profile, base, options };
+        let (query, options, base) = options_for(root, &flags);
+        let expected = PathBuf::from(format!("{file} {}", flags.join(" ")));
+        let case = Case { expected, profile, base, query, options };
         if let Err(e) = check_against(&case, &reference) {
             failures.push(e);
         }
