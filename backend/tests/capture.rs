@@ -18,6 +18,7 @@ use common::{
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 use stacklens_core::analysis::top::{top, TopOptions, TopReport};
+use stacklens_core::analysis::Query;
 
 /// How long a wait in these tests may take at most.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -62,7 +63,7 @@ fn wait_done(http: &Client, server: &Server, id: &str) -> Value {
 fn report_of(http: &Client, server: &Server, session: &str, sample_index: &str) -> TopReport {
     let raw = http.get(format!("{}/api/v1/profiles/{session}/raw", server.base)).send().unwrap().bytes().unwrap();
     let profile = stacklens_core::parse(&raw).unwrap();
-    top(&profile, &TopOptions { sample_index: sample_index.to_owned(), ..TopOptions::default() }).unwrap()
+    top(&Query::of_sample(sample_index).prepare(&profile).unwrap(), &TopOptions::default()).unwrap()
 }
 
 /// Cumulative value of `function` in the default sample type of a stored session.

@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use stacklens_core::analysis::details::{details, DetailsOptions};
+use stacklens_core::analysis::details::details;
 use stacklens_core::analysis::top::{top, TopOptions};
+use stacklens_core::analysis::Prepared;
 
 const RUNS: usize = 10;
 
@@ -20,16 +21,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let function = match std::env::args().nth(2) {
         Some(function) => function,
         None => {
-            let hottest = top(&profile, &TopOptions { node_count: Some(1), ..TopOptions::default() })?;
+            let hottest = top(&Prepared::whole(&profile)?, &TopOptions { node_count: Some(1), ..TopOptions::default() })?;
             hottest.functions.first().ok_or("the profile has no samples")?.name.clone()
         }
     };
-    let options = DetailsOptions { function, ..DetailsOptions::default() };
+    let prepared = Prepared::whole(&profile)?;
     let mut times: Vec<Duration> = Vec::with_capacity(RUNS);
-    let mut report = details(&profile, &options)?; // warm-up
+    let mut report = details(&prepared, &function)?; // warm-up
     for _ in 0..RUNS {
         let start = Instant::now();
-        report = details(&profile, &options)?;
+        report = details(&prepared, &function)?;
         times.push(start.elapsed());
     }
     times.sort();

@@ -6,20 +6,23 @@
 
 use std::time::{Duration, Instant};
 
+use stacklens_core::analysis::tree::cache::MAX_TREE_NODES;
 use stacklens_core::analysis::tree::{CallTree, TreeOptions};
+use stacklens_core::analysis::Prepared;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let path = args.next().ok_or("give a FILE")?;
-    let max_nodes: usize = args.next().map_or(Ok(8 << 20), |n| n.parse())?;
+    let max_nodes: usize = args.next().map_or(Ok(MAX_TREE_NODES), |n| n.parse())?;
     let runs: usize = args.next().map_or(Ok(3), |n| n.parse())?;
     let profile = stacklens_core::parse(&std::fs::read(&path)?)?;
+    let prepared = Prepared::whole(&profile)?;
     let options = TreeOptions { max_nodes: Some(max_nodes), ..TreeOptions::default() };
     let mut times: Vec<Duration> = Vec::with_capacity(runs);
     let mut tree = None;
     for _ in 0..runs.max(1) {
         let start = Instant::now();
-        tree = Some(CallTree::build(&profile, &options)?);
+        tree = Some(CallTree::build(&prepared, &options)?);
         times.push(start.elapsed());
     }
     times.sort();
