@@ -28,7 +28,7 @@
 # an alternating CI job would, not one side after the other.
 #
 # Usage: scripts/gate-fpr.sh [WORKLOAD…]   (default: go native python; ~15 min with POOL=40)
-# Environment: POOL (40), DRAWS (200), RUNS ("6 7 8"), GO_SECONDS (2: the Go captures'),
+# Environment: POOL (40), DRAWS (200), RUNS ("8 10": 10 advised), GO_SECONDS (2: the Go captures'),
 # SEED (1: the draws'), GATE_ARGS (passed to every gate: --config FILE, …), CAPTURES (a
 # previous run's folder, printed at the end: gate its captures again without capturing).
 # The binary is $STACKLENS, else target/release/stacklens, else target/debug/stacklens.
@@ -39,7 +39,7 @@ cd "$(dirname "$0")/.."
 
 pool=${POOL:-40}
 draws=${DRAWS:-200}
-read -r -a run_counts <<<"${RUNS:-6 7 8}"
+read -r -a run_counts <<<"${RUNS:-8 10}"
 seconds=${GO_SECONDS:-2}
 read -r -a gate_args <<<"${GATE_ARGS:-}"
 workloads=("$@")

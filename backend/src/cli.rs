@@ -305,8 +305,9 @@ enum Command {
     /// least the minimum effect with a Mann–Whitney p-value at most alpha across runs and,
     /// when samples are counted, a sampling p-value at most alpha on the pooled samples,
     /// both Holm-corrected over the names tested (see --config). Exit status 6 when the
-    /// runs are too few for a regression to survive that correction (the message says how
-    /// many are needed). Give 8 runs a side, base and change captured alternately.
+    /// runs are too few for a regression to survive that correction, or to reach alpha at
+    /// all (the message says how many are needed). Give 10 runs a side (at the default
+    /// alpha, 0.01), base and change captured alternately.
     Gate(crate::gate::GateArgs),
     /// Goroutine counts by state, grouped stacks, blocked goroutines and growth.
     Goroutines {

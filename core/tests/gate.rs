@@ -95,10 +95,18 @@ fn gate(config: GateConfig, base: &[i64], compare: &[i64]) -> GateReport {
     Gate::new(config).unwrap().compare(&runs(base), &runs(compare)).unwrap()
 }
 
+/// The defaults but alpha 0.05 (the default before it became 0.01): the tests of the
+/// statistics with five runs a side, whose hand-worked p-values (4/252 = 0.016 over four
+/// shares) survive the correction at 0.05, not at 0.01.
+fn alpha_05() -> GateConfig {
+    GateConfig { alpha: 0.05, ..GateConfig::default() }
+}
+
 /// main.slow's samples in five base runs (10 % to 12 % of 1000) and in five compare
 /// runs (19 % to 21 %): every compare run above every base run, p = 1/C(10, 5) = 1/252.
 /// Five, as three runs a side cannot survive the correction of even two shares (1/20 × 2
-/// is above 0.05); four shares (main.slow's and main.fast's flat and cum) make 4/252.
+/// is above 0.05); four shares (main.slow's and main.fast's flat and cum) make 4/252, which
+/// is within alpha 0.05 ([`alpha_05`]), not the default 0.01.
 const SLOWER: ([i64; 5], [i64; 5]) = ([100, 105, 110, 115, 120], [190, 195, 200, 205, 210]);
 
 fn slower(config: GateConfig) -> GateReport {
@@ -111,7 +119,7 @@ fn row<'a>(report: &'a GateReport, name: &str) -> &'a GateRow {
 
 #[test]
 fn a_grown_flat_share_regresses_and_comes_before_its_callers() {
-    let report = slower(GateConfig::default());
+    let report = slower(alpha_05());
     assert_eq!((report.status, report.passed), (Status::Failed, false));
     let slow = row(&report, "main.slow");
     assert_eq!((slow.verdict, slow.metric), (Verdict::Regression, Some(Metric::Flat)));
@@ -139,7 +147,8 @@ fn a_cum_share_regresses_when_no_flat_one_did() {
     // Time moves from main.fast into main.parse's two callees, half each: neither
     // callee's flat grows by the 6 points asked, main.parse's cum does. (Runs of 1,000
     // samples: with 100, 2,200 against 2,700 of 5,000 would not survive the sampling
-    // test's correction over 9 shares.)
+    // test's correction over 9 shares.) At alpha 0.05: five runs a side do not survive
+    // this family's correction at the default 0.01.
     let runs = |parse: &[i64]| -> Vec<Run> {
         parse
             .iter()
@@ -153,7 +162,7 @@ fn a_cum_share_regresses_when_no_flat_one_did() {
             })
             .collect()
     };
-    let config = GateConfig { min_effect: 6.0, ..GateConfig::default() };
+    let config = GateConfig { min_effect: 6.0, ..alpha_05() };
     let report =
         Gate::new(config).unwrap().compare(&runs(&[40, 42, 44, 46, 48]), &runs(&[50, 52, 54, 56, 58])).unwrap();
     let parse = row(&report, "main.parse");
@@ -179,8 +188,9 @@ fn the_minimum_effect_keeps_small_consistent_changes_from_failing() {
     assert_eq!((report.regression_count, report.status), (0, Status::Inconclusive));
     assert!(close(row(&report, "main.slow").flat.p_value, 0.35));
     // The same change with lower thresholds is still within sampling noise: 3,500 of
-    // 5,000 samples against 3,608 of 5,000. With ten times the samples it is not.
-    let config = GateConfig { min_effect: 0.0, min_relative: 0.0, ..GateConfig::default() };
+    // 5,000 samples against 3,608 of 5,000. With ten times the samples it is not (at
+    // alpha 0.05: all four shares are in the family, 4/252 = 0.016).
+    let config = GateConfig { min_effect: 0.0, min_relative: 0.0, ..alpha_05() };
     let (base, compare) = ([690, 695, 700, 705, 710], [715, 718, 720, 725, 730]);
     let report = gate(config.clone(), &base, &compare);
     assert_eq!(report.status, Status::Passed);
@@ -273,10 +283,8 @@ fn packages_sum_their_functions_flat_shares() {
             })
             .collect()
     };
-    let report = Gate::new(GateConfig::default())
-        .unwrap()
-        .compare(&runs(&[20, 22, 24, 26, 28]), &runs(&[40, 42, 44, 46, 48]))
-        .unwrap();
+    let report =
+        Gate::new(alpha_05()).unwrap().compare(&runs(&[20, 22, 24, 26, 28]), &runs(&[40, 42, 44, 46, 48])).unwrap();
     let json = row(&report, "encoding/json");
     assert_eq!((json.verdict, json.flat.base_median, json.flat.compare_median), (Verdict::Regression, 24.0, 44.0));
     assert_eq!(json.cum, None);
@@ -293,22 +301,66 @@ fn two_sided_tests_double_the_p_value() {
 }
 
 #[test]
-fn too_few_runs_and_unreachable_alphas_are_refused() {
-    let gate = Gate::new(GateConfig::default()).unwrap();
+fn only_fewer_than_two_runs_are_refused_unreachable_alphas_are_inconclusive() {
+    use stacklens_core::report::gate as render;
+    let defaults = Gate::new(GateConfig::default()).unwrap();
     let message = |r: Result<(), stacklens_core::Error>| r.unwrap_err().to_string();
-    assert!(message(gate.check_runs(1, 5)).contains("the base side has 1 run(s)"));
-    // 2 and 2 runs: at best 1/6.
-    let two = message(gate.check_runs(2, 2));
-    assert!(two.contains("smallest p-value the test can give is 0.1667, above alpha 0.05"), "{two}");
-    assert!(gate.check_runs(3, 3).is_ok());
-    let lenient = Gate::new(GateConfig { alpha: 0.2, ..GateConfig::default() }).unwrap();
-    assert!(lenient.check_runs(2, 2).is_ok());
-    let strict =
-        Gate::new(GateConfig { rules: vec![Rule { alpha: Some(0.01), ..rule("x") }], ..GateConfig::default() });
-    let strict = strict.unwrap();
-    assert!(message(strict.check_runs(3, 3)).contains("above rule 1's alpha 0.01"));
-    assert!(strict.check_runs(5, 5).is_ok());
-    assert!(gate.compare(&runs(&[1, 2]), &runs(&[3, 4])).is_err());
+    assert_eq!(
+        message(defaults.check_runs(1, 5)),
+        "the base side has 1 run(s): the gate needs at least 2 a side (10 advised)"
+    );
+    assert!(message(defaults.check_runs(5, 0)).contains("the compare side has 0 run(s)"));
+    assert!(defaults.compare(&runs(&[1]), &runs(&[3, 4])).is_err());
+    // 2 and 2 runs give at best 1/6, 3 and 3 1/20: above the default alpha 0.01 and a
+    // rule's 0.001 even uncorrected, and still not refused.
+    assert!(defaults.check_runs(2, 2).is_ok() && defaults.check_runs(3, 3).is_ok());
+    let strict = GateConfig { rules: vec![Rule { alpha: Some(0.001), ..rule("slow") }], ..GateConfig::default() };
+    assert!(Gate::new(strict.clone()).unwrap().check_runs(3, 3).is_ok());
+
+    // main.slow up 9 points in 2 and 2 runs at the defaults: 4 shares could reach the
+    // minimum effect, none could show a regression. Inconclusive, and the runs needed:
+    // 4/C(2n, n) ≤ 0.01 needs C(2n, n) ≥ 400, so 6 a side (1/924; 5 give 4/252 = 0.016).
+    let report = gate(GateConfig::default(), &[100, 110], &[190, 200]);
+    assert_eq!((report.status, report.passed, report.regression_count), (Status::Inconclusive, false, 0));
+    assert_eq!((report.family.tests, report.runs_needed), (4, Some(6)));
+    assert!(close(report.smallest_p_value, 1.0 / 6.0));
+    assert_eq!(
+        render::inconclusive(&report),
+        "2 base and 2 compare runs give at best p = 0.1667, above alpha 0.01 even before the correction over \
+         4 shares: no regression could show; 6 runs a side needed"
+    );
+    // A rule's alpha on a name in the family, out of reach of 5 and 5 runs (1/252 =
+    // 0.004 > 0.001): 4/C(2n, n) ≤ 0.001 needs C(2n, n) ≥ 4000, so 8 a side (1/12870;
+    // 7 give 1/3432).
+    let report = gate(strict, &SLOWER.0, &SLOWER.1);
+    assert_eq!((report.status, report.family.tests, report.runs_needed), (Status::Inconclusive, 4, Some(8)));
+    assert_eq!(
+        render::inconclusive(&report),
+        "5 base and 5 compare runs give at best p = 0.0040, above alpha 0.001 even before the correction over \
+         4 shares: no regression could show; 8 runs a side needed"
+    );
+}
+
+/// main.slow's share in ten runs a side: 10.0 % to 11.8 % of the base runs' samples, 19.0 %
+/// to 20.8 % of the compare runs': +9 points, every compare run above every base run.
+const TEN_SLOWER: ([i64; 10], [i64; 10]) =
+    ([100, 110, 102, 112, 104, 114, 106, 116, 108, 118], [190, 200, 192, 202, 194, 204, 196, 206, 198, 208]);
+
+#[test]
+fn at_the_defaults_ten_runs_a_side_fail_a_slowdown_three_are_inconclusive() {
+    let report = gate(GateConfig::default(), &TEN_SLOWER.0, &TEN_SLOWER.1);
+    assert_eq!(report.defaults.alpha, 0.01);
+    assert_eq!((report.status, report.regression_count, report.runs_needed), (Status::Failed, 1, None));
+    let slow = row(&report, "main.slow");
+    assert_eq!((slow.verdict, slow.metric), (Verdict::Regression, Some(Metric::Flat)));
+    // 1/C(20, 10) = 1/184756, times the 4 shares of main.slow and main.fast.
+    assert_eq!(report.family.tests, 4);
+    assert!(close(slow.flat.adjusted_p_value.unwrap(), 4.0 / 184_756.0), "{slow:?}");
+    // The first three of each side: at best 1/20 = 0.05, above 0.01. Not refused, but
+    // inconclusive: 6 runs a side needed (4/924 ≤ 0.01).
+    let report = gate(GateConfig::default(), &TEN_SLOWER.0[..3], &TEN_SLOWER.1[..3]);
+    assert_eq!((report.status, report.regression_count, report.runs_needed), (Status::Inconclusive, 0, Some(6)));
+    assert_eq!(row(&report, "main.slow").verdict, Verdict::Unchanged);
 }
 
 #[test]
@@ -357,7 +409,7 @@ fn runs_of_unknown_sample_types_or_without_samples_are_refused() {
 #[test]
 fn every_format_names_the_regressions() {
     use stacklens_core::report::gate as render;
-    let mut report = slower(GateConfig::default());
+    let mut report = slower(alpha_05());
     report.diff_url = Some("http://stacklens:8080/#/diff/a/b".into());
 
     let text = render::text(&report);
@@ -414,8 +466,9 @@ fn too_few_runs_for_the_correction_are_inconclusive_in_every_format() {
     use stacklens_core::report::gate as render;
     // Three runs a side at best give p = 1/20; over main.slow's and main.fast's flat and
     // cum, Holm makes that 4/20 = 0.2. Every compare run above every base run, +9 points:
-    // the change the old, uncorrected gate failed; now the runs cannot tell.
-    let report = gate(GateConfig::default(), &[100, 110, 120], &[190, 200, 210]);
+    // the change the old, uncorrected gate failed; now the runs cannot tell. (At alpha
+    // 0.05, which 1/20 reaches uncorrected: the default 0.01 is in the next tests.)
+    let report = gate(alpha_05(), &[100, 110, 120], &[190, 200, 210]);
     assert_eq!((report.status, report.passed, report.regression_count), (Status::Inconclusive, false, 0));
     let slow = &row(&report, "main.slow").flat;
     assert!(close(slow.p_value, 0.05) && close(slow.adjusted_p_value.unwrap(), 0.2), "{slow:?}");
@@ -464,7 +517,7 @@ fn too_few_runs_for_the_correction_are_inconclusive_in_every_format() {
 
     // A rule's stricter alpha is the one the runs must reach: 5 a side give 4/252 = 0.016,
     // above 0.01; 6 give 4/924.
-    let strict = GateConfig { rules: vec![Rule { alpha: Some(0.01), ..rule("slow") }], ..GateConfig::default() };
+    let strict = GateConfig { rules: vec![Rule { alpha: Some(0.01), ..rule("slow") }], ..alpha_05() };
     let report = gate(strict, &SLOWER.0, &SLOWER.1);
     assert_eq!((report.status, report.runs_needed), (Status::Inconclusive, Some(6)));
     assert_eq!(row(&report, "main.fast").verdict, Verdict::Improvement, "at 0.05");
@@ -473,7 +526,8 @@ fn too_few_runs_for_the_correction_are_inconclusive_in_every_format() {
 #[test]
 fn nothing_that_could_reach_the_minimum_effect_passes_at_any_run_count() {
     // 10.0 % to 10.2 % against 10.5 % to 10.7 %: no split of these values moves a median
-    // by a point, so no share is tested and three runs are enough to pass.
+    // by a point, so no share is tested and three runs are enough to pass, though their
+    // best p, 1/20, is above the default alpha 0.01 even uncorrected.
     let report = gate(GateConfig::default(), &[100, 101, 102], &[105, 106, 107]);
     assert_eq!(report.family, Family { tests: 0, names: 0, untested: 5, sampling_tests: 7 });
     assert_eq!((report.status, report.runs_needed), (Status::Passed, None));

@@ -102,19 +102,23 @@ fn family_text(r: &GateReport) -> String {
     )
 }
 
-/// Why the runs cannot decide, and how many they need; empty unless inconclusive.
+/// Why the runs cannot decide, and how many they need; empty unless inconclusive. Runs
+/// too few to reach alpha even uncorrected are said so, before the correction.
 pub fn inconclusive(r: &GateReport) -> String {
     let Some(needed) = r.runs_needed.filter(|_| r.status == Status::Inconclusive) else { return String::new() };
-    format!(
-        "{} base and {} compare runs give at best p = {:.4}, which the correction over {} makes {:.3}, \
-         above alpha {}: no regression could show; {needed} runs a side needed",
-        r.base_runs,
-        r.compare_runs,
-        r.smallest_p_value,
-        plural(r.family.tests, "share"),
-        (r.smallest_p_value * r.family.tests as f64).min(1.0),
-        r.strictest_alpha()
-    )
+    let alpha = r.strictest_alpha();
+    let runs =
+        format!("{} base and {} compare runs give at best p = {:.4}", r.base_runs, r.compare_runs, r.smallest_p_value);
+    let why = if r.smallest_p_value > alpha {
+        format!("{runs}, above alpha {alpha} even before the correction over {}", plural(r.family.tests, "share"))
+    } else {
+        format!(
+            "{runs}, which the correction over {} makes {:.3}, above alpha {alpha}",
+            plural(r.family.tests, "share"),
+            (r.smallest_p_value * r.family.tests as f64).min(1.0)
+        )
+    };
+    format!("{why}: no regression could show; {needed} runs a side needed")
 }
 
 /// The verdict in a word or few: `passed`, `FAILED, 2 regressions`, `INCONCLUSIVE`.
