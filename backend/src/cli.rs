@@ -11,7 +11,7 @@ use stacklens_core::analysis::diff::{diff, diff_top, DiffOptions};
 use stacklens_core::analysis::frames::use_raw_names;
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineOptions};
 use stacklens_core::analysis::graph::{call_graph, GraphOptions};
-use stacklens_core::analysis::labels::label_summary;
+use stacklens_core::analysis::tags::label_summary;
 use stacklens_core::analysis::merge::Merger;
 use stacklens_core::analysis::sanitize::{sanitize, SanitizeOptions};
 use stacklens_core::analysis::source::{source, trim_source_path, SourceOptions};

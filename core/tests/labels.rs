@@ -5,7 +5,8 @@
 mod common;
 use common::top_check::{check_against_pprof_run_now, options_for, rows};
 
-use stacklens_core::analysis::labels::{label_summary, LabelSummary};
+use stacklens_core::analysis::labels::LabelSummary;
+use stacklens_core::analysis::tags::label_summary;
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::tree::{CallTree, TreeOptions, ROOT};
 use stacklens_core::analysis::{Filters, Query};

@@ -10,8 +10,7 @@ use regex::Regex;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::{Deserialize, Serialize};
 
-use super::frames::{compile_regex, Filters, FrameTable, Granularity};
-use super::query::Prepared;
+use super::filters::{compile_regex, Filters};
 use crate::model::{
     Function, FunctionId, Label, LabelValue, Line, Location, LocationId, Profile, SampleRef, Samples, StrId,
 };
@@ -386,18 +385,6 @@ pub struct LabelValueSummary {
     pub total: i64,
     /// `total` as a percentage of the profile total.
     pub total_pct: f64,
-}
-
-/// Per label key, the values of the prepared sample type over the samples the filters
-/// keep, as pprof's `-tags` sums them (at any granularity: labels are per sample).
-pub fn label_summary(prepared: &Prepared) -> Result<LabelSummary> {
-    let (index, filters) = (prepared.sample_index, &prepared.filters);
-    // The samples kept are those top counts (a focus may match label frames).
-    let table = FrameTable::new(prepared.profile(), Granularity::Functions, filters)?;
-    let kept = table.profile();
-    let mut tally = LabelTally::new(kept, index);
-    kept.samples.iter().filter(|&s| table.keeps(s)).for_each(|s| tally.add(s));
-    tally.summary(prepared.total(), filters)
 }
 
 /// Label values summed over samples as they come (those of one function, say), for a

@@ -2,6 +2,7 @@
 
 pub mod details;
 pub mod diff;
+pub mod filters;
 pub mod frames;
 pub mod gate;
 pub mod goroutines;
@@ -12,6 +13,7 @@ pub mod query;
 pub mod sanitize;
 pub mod source;
 pub mod summary;
+pub mod tags;
 pub mod timeline;
 pub mod top;
 pub mod transforms;
@@ -19,10 +21,12 @@ pub mod tree;
 
 pub use details::{details, FunctionDetails};
 pub use diff::{diff, DiffOptions, DiffReport};
-pub use frames::{Filters, Granularity};
+pub use filters::Filters;
+pub use frames::Granularity;
 pub use goroutines::{analyze as analyze_goroutines, compare as compare_goroutines, GoroutineOptions};
 pub use graph::{call_graph, CallGraph, GraphOptions};
-pub use labels::{label_summary, LabelSummary};
+pub use labels::LabelSummary;
+pub use tags::label_summary;
 pub use query::{Prepared, Query, SampleType};
 pub use sanitize::{sanitize, SanitizeOptions};
 pub use top::{top, TopOptions, TopReport};

@@ -8,7 +8,8 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::frames::{Filters, FrameTable, Granularity};
+use super::filters::Filters;
+use super::frames::{FrameTable, Granularity};
 use super::timeline::restrict;
 use super::transforms::{apply, format_transforms, parse_transforms, Transform};
 use crate::model::Profile;

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::frames::compile_regex;
+use super::filters::compile_regex;
 use crate::model::{Function, Label, LabelValue, Mapping, StrId, StringTable};
 use crate::{Profile, Result};
 

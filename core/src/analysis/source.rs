@@ -12,7 +12,8 @@ use regex::Regex;
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
-use super::frames::{Filters, Stamps};
+use super::filters::Filters;
+use super::frames::Stamps;
 use super::query::Prepared;
 use super::transforms::filter;
 use crate::model::{Location, Profile};

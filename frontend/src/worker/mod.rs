@@ -11,7 +11,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 use stacklens_core::analysis::details::details;
-use stacklens_core::analysis::labels::label_summary;
+use stacklens_core::analysis::tags::label_summary;
 use stacklens_core::analysis::sanitize::{inventory, sanitize};
 use stacklens_core::analysis::source::{source, SourceOptions};
 use stacklens_core::analysis::summary::meta;
