@@ -13,7 +13,7 @@ use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineOptions};
 use stacklens_core::analysis::graph::{call_graph, GraphOptions};
 use stacklens_core::analysis::tags::label_summary;
 use stacklens_core::analysis::merge::Merger;
-use stacklens_core::analysis::sanitize::{sanitize, SanitizeOptions};
+use stacklens_core::analysis::sanitize::SanitizeOptions;
 use stacklens_core::analysis::source::{source, trim_source_path, SourceOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::{Filters, Granularity, Prepared, Query, SampleType};
@@ -682,7 +682,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             if !options.removes_anything() {
                 return Err(CliError::Usage("nothing to remove: pass --strip or --redact".into()));
             }
-            let clean = sanitize(&*load_merged(std::slice::from_ref(&input))?, &options)?;
+            let clean = load_merged(std::slice::from_ref(&input))?.sanitize(&options)?;
             write_output(&output, &export(&Prepared::whole(&clean)?, ExportFormat::Pprof)?)?;
         }
         Command::Tags { files, query, format } => {

@@ -10,7 +10,7 @@ use stacklens_core::analysis::goroutines::{analyze, GoroutineOptions};
 use stacklens_core::analysis::graph::{call_graph, GraphOptions};
 use stacklens_core::analysis::source::{source, SourceOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
-use stacklens_core::analysis::transforms::{apply, Transform};
+use stacklens_core::analysis::transforms::Transform;
 use stacklens_core::analysis::tree::{CallTree, TreeOptions};
 use stacklens_core::analysis::Prepared;
 use stacklens_core::layout::graph::{layout_call_graph, GraphLayoutOptions};
@@ -96,7 +96,7 @@ fn benches(c: &mut Criterion) {
             Transform::Invert,
         ];
         g.bench_function("cpu.large: transforms (merge, recursion, package, invert)", |b| {
-            b.iter(|| apply(&p, &transforms).unwrap())
+            b.iter(|| p.transform(&transforms).unwrap())
         });
         // The page's source view of one function, and `-list` of a whole package.
         let function = SourceOptions::function("runtime.mallocgc");

@@ -634,7 +634,6 @@ fn goroutine_profiles_and_texts_agree_with_the_dump() {
 
 #[test]
 fn inline_marks_leave_out_edges_below_pprofs_edge_fraction() {
-    use stacklens_core::analysis::merge::merge;
     let (Some(base), Some(compare)) = (load("go/base/cpu.pb.gz"), load("go/compare/cpu.pb.gz")) else { return };
     let options = TopOptions { node_fraction: 0.005, ..TopOptions::default() };
     let mark = |p: &Profile| {
@@ -647,12 +646,11 @@ fn inline_marks_leave_out_edges_below_pprofs_edge_fraction() {
     assert_eq!(mark(&compare), Some(Some(Inlining::PartialInline)));
     // …but below 0.1% of both profiles merged (13.98 s): pprof drops that edge, and the
     // calls left are all inline.
-    assert_eq!(mark(&merge([&base, &compare]).unwrap()), Some(Some(Inlining::Inline)));
+    assert_eq!(mark(&Profile::merge([&base, &compare]).unwrap()), Some(Some(Inlining::Inline)));
 }
 
 #[test]
 fn merged_goroutine_dumps_are_analysed_as_one_dump_of_both() {
-    use stacklens_core::analysis::merge::merge;
     let (Some(base), Some(new), Some(pb)) = (
         load("go/base/goroutine.debug2.txt"),
         load("go/compare/goroutine.debug2.txt"),
@@ -662,7 +660,7 @@ fn merged_goroutine_dumps_are_analysed_as_one_dump_of_both() {
     };
     let options = GoroutineOptions::default();
     let (a, b) = (analyze(&base, &options).unwrap(), analyze(&new, &options).unwrap());
-    let both = merge([&base, &new]).unwrap();
+    let both = Profile::merge([&base, &new]).unwrap();
     assert_eq!(both.goroutines.len(), base.goroutines.len() + new.goroutines.len());
     let merged = analyze(&both, &options).unwrap();
     assert_eq!(merged.goroutine_count, 453 + 1617);
@@ -678,7 +676,7 @@ fn merged_goroutine_dumps_are_analysed_as_one_dump_of_both() {
     // A dump merged with a goroutine profile, which has no per-goroutine records: the
     // samples of both are counted, with states inferred (in either order).
     for profiles in [[&base, &pb], [&pb, &base]] {
-        let mixed = analyze(&merge(profiles).unwrap(), &options).unwrap();
+        let mixed = analyze(&Profile::merge(profiles).unwrap(), &options).unwrap();
         assert_eq!(mixed.goroutine_count, 453 + 1617);
         assert!(mixed.states_inferred);
     }

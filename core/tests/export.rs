@@ -8,7 +8,6 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use stacklens_core::analysis::merge::merge;
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::Prepared;
 use stacklens_core::export::{export, ExportFormat};
@@ -135,10 +134,10 @@ fn merging_sums_equal_samples_and_refuses_other_sample_types() {
     let Some(root) = common::fixtures() else { return };
     let cpu = parse(&common::read(&root.join("go/base/cpu.pb.gz"))).unwrap();
     // Samples with equal stacks and labels are one, within a profile too (as pprof).
-    let once = merge([&cpu]).unwrap();
+    let once = Profile::merge([&cpu]).unwrap();
     assert!(once.samples.len() < cpu.samples.len());
     assert_eq!(once.total(1), cpu.total(1));
-    let twice = merge([&cpu, &cpu]).unwrap();
+    let twice = Profile::merge([&cpu, &cpu]).unwrap();
     assert_eq!(twice.samples.len(), once.samples.len(), "equal samples are one");
     assert_eq!(twice.locations.len(), cpu.locations.len());
     assert_eq!(twice.functions.len(), cpu.functions.len());
@@ -149,9 +148,9 @@ fn merging_sums_equal_samples_and_refuses_other_sample_types() {
     assert_eq!(twice.duration_nanos, 2 * cpu.duration_nanos);
     assert_eq!(twice.time_nanos, cpu.time_nanos);
     let heap = parse(&common::read(&root.join("go/base/heap.pb.gz"))).unwrap();
-    let refused = merge([&cpu, &heap]).unwrap_err();
+    let refused = Profile::merge([&cpu, &heap]).unwrap_err();
     assert!(matches!(&refused, Error::Incompatible(m) if m.contains("samples/count")), "{refused}");
-    assert!(matches!(merge([]), Err(Error::Invalid(_))));
+    assert!(matches!(Profile::merge([]), Err(Error::Invalid(_))));
 }
 
 #[test]

@@ -214,7 +214,7 @@ original:
     let (base, compare) = (root.join("go/base/cpu.pb.gz"), root.join("go/compare/cpu.pb.gz"));
     let both: Vec<stacklens_core::Profile> =
         [&base, &compare].iter().map(|p| stacklens_core::parse(&common::read(p)).unwrap()).collect();
-    let merged = stacklens_core::analysis::merge::merge(&both).unwrap();
+    let merged = stacklens_core::Profile::merge(&both).unwrap();
     let converted = tmp.join("merged.pb.gz");
     std::fs::write(&converted, export(&Prepared::whole(&merged).unwrap(), ExportFormat::Pprof).unwrap()).unwrap();
     let ours = common::pprof_top(go, &tmp, &converted, &["-nodecount=40"]);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use stacklens_core::analysis::sanitize::{inventory, sanitize, Labels, Paths, SanitizeOptions};
+use stacklens_core::analysis::sanitize::{inventory, Labels, Paths, SanitizeOptions};
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::Query;
 use stacklens_core::export::pprof::encode;
@@ -49,7 +49,7 @@ fn what_is_removed_is_not_in_the_bytes_and_totals_are_unchanged() {
     let tenant = "tenant";
     assert!(before.windows(tenant.len()).any(|w| w == tenant.as_bytes()));
 
-    let clean = sanitize(&p, &everything()).expect("sanitizes");
+    let clean = p.sanitize(&everything()).expect("sanitizes");
     let bytes = encode(&clean);
     let contains = |needle: &str| bytes.windows(needle.len()).any(|w| w == needle.as_bytes());
     for gone in paths.iter().chain(&build_ids).chain([&tenant, &"main.main"]) {
@@ -79,7 +79,7 @@ fn what_is_removed_is_not_in_the_bytes_and_totals_are_unchanged() {
     let redacted = theirs.iter().filter(|r| r.0.starts_with("redacted-")).count();
     assert_eq!(redacted, ours.iter().filter(|r| r.0.starts_with("main.")).count());
     assert!(redacted > 0);
-    let twice = sanitize(&p, &everything()).expect("sanitizes");
+    let twice = p.sanitize(&everything()).expect("sanitizes");
     assert_eq!(encode(&twice), bytes, "the same options give the same bytes");
 }
 
@@ -91,7 +91,7 @@ fn base_names_and_chosen_label_keys() {
         labels: Labels::Keys(vec!["tenant".into()]),
         ..SanitizeOptions::default()
     };
-    let clean = sanitize(&p, &options).expect("sanitizes");
+    let clean = p.sanitize(&options).expect("sanitizes");
     for (f, g) in p.functions.iter().zip(&clean.functions) {
         let file = p.str(f.filename);
         assert_eq!(clean.str(g.filename), file.rsplit('/').next().unwrap());
@@ -125,7 +125,7 @@ fn sample_texts(p: &Profile) -> Vec<(Vec<u32>, Vec<i64>, Vec<String>)> {
 #[test]
 fn nothing_chosen_changes_nothing() {
     let Some(p) = cpu() else { return };
-    let clean = sanitize(&p, &SanitizeOptions::default()).expect("sanitizes");
+    let clean = p.sanitize(&SanitizeOptions::default()).expect("sanitizes");
     assert_eq!(top_rows(&clean), top_rows(&p));
     let again = stacklens_core::parse(&encode(&clean)).expect("parses");
     assert_eq!(sample_texts(&again), sample_texts(&p));
@@ -139,7 +139,7 @@ fn nothing_chosen_changes_nothing() {
 fn a_bad_pattern_is_an_error() {
     let p = Profile::new(stacklens_core::model::SourceFormat::Built);
     let options = SanitizeOptions { redact: Some("(".into()), ..SanitizeOptions::default() };
-    let e = sanitize(&p, &options).expect_err("an unclosed group");
+    let e = p.sanitize(&options).expect_err("an unclosed group");
     assert!(e.to_string().contains("redact"), "{e}");
 }
 
@@ -152,7 +152,7 @@ fn pprof_reads_the_sanitized_file_with_the_same_totals() {
     let dir = std::env::temp_dir().join(format!("stacklens-sanitize-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("clean.pb");
-    std::fs::write(&file, encode(&sanitize(&p, &everything()).expect("sanitizes"))).unwrap();
+    std::fs::write(&file, encode(&p.sanitize(&everything()).expect("sanitizes"))).unwrap();
     let raw = common::pprof(go, &dir, &[&file], &["-raw"]);
     let original = common::pprof(go, &fx, &[&fx.join("go/base/cpu.pb.gz")], &["-raw"]);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -214,9 +214,9 @@ fn the_inventory_says_what_sanitize_removes() {
     assert!(found.path_roots.iter().any(|(root, _)| root == "/usr/lib/go-1.19/"), "{found:?}");
     assert!(found.path_roots.iter().map(|r| r.1).sum::<usize>() <= found.paths);
     assert!(found.path_roots.windows(2).all(|w| w[0].1 >= w[1].1), "most first");
-    let clean = inventory(&sanitize(&p, &everything()).expect("sanitizes"));
+    let clean = inventory(&p.sanitize(&everything()).expect("sanitizes"));
     assert_eq!((clean.paths, clean.build_ids, clean.comments), (0, 0, 0));
     assert!(clean.label_keys.is_empty() && clean.path_roots.is_empty());
-    let base = inventory(&sanitize(&p, &SanitizeOptions { paths: Paths::BaseNames, ..Default::default() }).unwrap());
+    let base = inventory(&p.sanitize(&SanitizeOptions { paths: Paths::BaseNames, ..Default::default() }).unwrap());
     assert!(base.paths > 0 && base.path_roots.iter().all(|(root, _)| !root.contains('/')), "{base:?}");
 }

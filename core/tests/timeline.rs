@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use common::{fixtures, inflated, json_fixture, read, PERF_SCRIPT_FIXTURES};
 use serde_json::Value;
 use stacklens_core::analysis::frames::Filters;
-use stacklens_core::analysis::merge::merge;
 use stacklens_core::analysis::timeline::{self, ChartViewport, StackChart, TimelineOptions};
 use stacklens_core::analysis::transforms;
 use stacklens_core::analysis::{Prepared, Query};
@@ -36,7 +35,7 @@ fn check_times(p: &Profile, mut expected: Vec<i64>) {
     let mid = start + (end - start) / 2;
     let mut kept = 0;
     for (from, to) in [(start, mid), (mid, end + 1)] {
-        let r = timeline::restrict(p, from, to).unwrap();
+        let r = p.restrict(from, to).unwrap();
         let inside: Vec<(SampleRef<'_>, &SampleTime)> =
             p.samples.iter().zip(&p.sample_times).filter(|(_, t)| (from..to).contains(&t.start)).collect();
         assert_eq!(r.samples.len(), expected.iter().filter(|t| (from..to).contains(t)).count());
@@ -283,7 +282,7 @@ fn untimed_profiles_have_no_range_and_cannot_be_restricted() {
     let Some(dir) = fixtures() else { return };
     let p = parse(&read(&dir.join("go/base/cpu.pb.gz"))).unwrap();
     assert_eq!(timeline::time_range(&p), None);
-    let err = timeline::restrict(&p, 0, 1).unwrap_err();
+    let err = p.restrict(0, 1).unwrap_err();
     assert_eq!(err.code(), "NoSampleTimes", "{err}");
     let err = timeline::stack_chart(&whole(&p), &TimelineOptions::default(), &ChartViewport::default()).unwrap_err();
     assert_eq!(err.code(), "NoSampleTimes", "{err}");
@@ -490,18 +489,18 @@ fn stack_chart_of_a_million_samples_stays_a_few_thousand_boxes() {
 #[test]
 fn transforms_keep_times_in_step_and_merging_drops_them() {
     let p = built(&[("a;b", "", 0, 10), ("a;c", "", 10, 10), ("a;b", "", 20, 10)]);
-    let ignored = transforms::filter(&p, &Filters { ignore: Some("^c$".into()), ..Filters::default() }).unwrap();
+    let ignored = p.filter(&Filters { ignore: Some("^c$".into()), ..Filters::default() }).unwrap();
     assert_eq!(ignored.sample_times, [SampleTime { start: 0, duration: 10 }, SampleTime { start: 20, duration: 10 }]);
-    let hidden = transforms::filter(&p, &Filters { hide: Some("^a$".into()), ..Filters::default() }).unwrap();
+    let hidden = p.filter(&Filters { hide: Some("^a$".into()), ..Filters::default() }).unwrap();
     assert_eq!(hidden.sample_times, p.sample_times);
 
-    let merged = merge([&p]).unwrap();
+    let merged = Profile::merge([&p]).unwrap();
     assert_eq!((merged.samples.len(), merged.sample_times.len()), (2, 0));
     assert_eq!(timeline::time_range(&merged), None);
 
-    let err = timeline::restrict(&p, 10, 10).unwrap_err();
+    let err = p.restrict(10, 10).unwrap_err();
     assert!(matches!(err, Error::Invalid(_)), "{err}");
-    let r = timeline::restrict(&p, 5, 25).unwrap();
+    let r = p.restrict(5, 25).unwrap();
     assert_eq!((r.samples.len(), r.duration_nanos), (2, 20));
 }
 
@@ -509,7 +508,7 @@ fn transforms_keep_times_in_step_and_merging_drops_them() {
 fn extreme_times_give_results_or_typed_errors() {
     let p = built(&[("a", "", i64::MIN, i64::MAX), ("a;b", "", -1, i64::MAX), ("b", "", i64::MAX - 1, 1)]);
     assert_eq!(timeline::time_range(&p), Some((i64::MIN, i64::MAX)));
-    assert_eq!(timeline::restrict(&p, i64::MIN, i64::MAX).unwrap().samples.len(), 3);
+    assert_eq!(p.restrict(i64::MIN, i64::MAX).unwrap().samples.len(), 3);
     for window in [TimelineOptions::default(), window(i64::MIN, i64::MAX), window(-1, 0)] {
         let chart = timeline::stack_chart(&whole(&p), &window, &viewport(100.0, 0.5)).unwrap();
         assert_drawable(&chart, 100.0, 0.5);

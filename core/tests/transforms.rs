@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use stacklens_core::analysis::top::{top, TopOptions};
-use stacklens_core::analysis::transforms::{apply, format_transforms, parse_transforms, Transform};
+use stacklens_core::analysis::transforms::{format_transforms, parse_transforms, Transform};
 use stacklens_core::analysis::tree::{CallTree, TreeOptions, ROOT};
 use stacklens_core::analysis::{Filters, Prepared, Query};
 use stacklens_core::export::pprof::write;
@@ -60,7 +60,7 @@ fn stacks(p: &Profile) -> Vec<(String, Vec<i64>)> {
 
 /// The stacks after `transform`, with their counts.
 fn after(stacks_in: &[(&str, i64)], transform: Transform) -> Vec<(String, i64)> {
-    let out = apply(&profile(stacks_in), &[transform]).unwrap();
+    let out = profile(stacks_in).transform(&[transform]).unwrap();
     stacks(&out).into_iter().map(|(s, v)| (s, v[0])).collect()
 }
 
@@ -114,7 +114,7 @@ fn drop_function_and_focus_subtree_keep_some_samples() {
     // Sample times stay with their samples.
     let mut timed = profile(&input);
     timed.sample_times = (0..4).map(|i| SampleTime { start: i * 100, duration: 10 }).collect();
-    let dropped = apply(&timed, &[Transform::DropFunction { name: "c".into() }]).unwrap();
+    let dropped = timed.transform(&[Transform::DropFunction { name: "c".into() }]).unwrap();
     let starts: Vec<i64> = dropped.sample_times.iter().map(|t| t.start).collect();
     assert_eq!(starts, [100, 300]);
 }
@@ -129,14 +129,14 @@ fn invert_reverses_stacks_and_inlined_lines() {
 #[test]
 fn untouched_stacks_keep_their_locations_and_samples_their_values_and_labels() {
     let input = profile(&[("a;in+out;c", 1), ("a;b", 2)]);
-    let out = apply(&input, &[Transform::MergeFunction { name: "b".into() }]).unwrap();
+    let out = input.transform(&[Transform::MergeFunction { name: "b".into() }]).unwrap();
     // The first stack does not change: the same locations, so its inlining stays.
     assert_eq!(out.samples.sample(0).locations, input.samples.sample(0).locations);
     assert_eq!(stacks(&out), [("a;out;in;c".to_owned(), vec![1, 10]), ("a".to_owned(), vec![2, 20])]);
     let labels = |p: &Profile| p.samples.iter().map(|s| s.labels.to_vec()).collect::<Vec<_>>();
     assert_eq!(labels(&out), labels(&input));
     // A line taken out of its location gets one of its own, with a new id.
-    let out = apply(&input, &[Transform::MergeFunction { name: "in".into() }]).unwrap();
+    let out = input.transform(&[Transform::MergeFunction { name: "in".into() }]).unwrap();
     let ids: std::collections::HashSet<u64> = out.locations.iter().map(|l| l.id).collect();
     assert_eq!(ids.len(), out.locations.len(), "location ids stay unique");
     assert_eq!(stacks(&out)[0].0, "a;out;c");
@@ -148,12 +148,12 @@ fn transforms_apply_in_order_and_compose_with_filters() {
     let merge_then_focus =
         [Transform::MergeFunction { name: "b".into() }, Transform::FocusSubtree { path: vec!["a".into(), "c".into()] }];
     let focus_then_merge = [merge_then_focus[1].clone(), merge_then_focus[0].clone()];
-    assert_eq!(stacks(&apply(&p, &merge_then_focus).unwrap()).len(), 2);
-    assert_eq!(stacks(&apply(&p, &focus_then_merge).unwrap()).len(), 1);
+    assert_eq!(stacks(&p.transform(&merge_then_focus).unwrap()).len(), 2);
+    assert_eq!(stacks(&p.transform(&focus_then_merge).unwrap()).len(), 1);
 
     // pprof's filters then see the transformed stacks: inverted, `c` is a root and
     // focusing on it keeps the samples with c; hiding `a` leaves b's self value.
-    let inverted = apply(&p, &[Transform::Invert]).unwrap();
+    let inverted = p.transform(&[Transform::Invert]).unwrap();
     let query = Query {
         sample: "samples".into(),
         filters: Filters { focus: Some("^c$".into()), hide: Some("^a$".into()), ..Filters::default() },
@@ -221,7 +221,7 @@ fn a_real_profile_keeps_its_totals_except_where_samples_are_dropped() {
         Transform::Invert,
     ];
     for transform in &keeping {
-        let out = apply(&p, std::slice::from_ref(transform)).unwrap();
+        let out = p.transform(std::slice::from_ref(transform)).unwrap();
         assert_eq!(out.samples.len(), p.samples.len(), "{transform}");
         for index in ["samples", "cpu"] {
             assert_eq!(flat_and_total(&out, index).1, flat_and_total(&p, index).1, "{transform} {index}");
@@ -234,18 +234,18 @@ fn a_real_profile_keeps_its_totals_except_where_samples_are_dropped() {
     let recursive =
         |p: &Profile| stacks(p).iter().filter(|(s, _)| s.contains("sort.pdqsort_func;sort.pdqsort_func")).count();
     assert!(recursive(&p) > 0);
-    assert_eq!(recursive(&apply(&p, &keeping[1..2]).unwrap()), 0);
+    assert_eq!(recursive(&p.transform(&keeping[1..2]).unwrap()), 0);
     // Inverted, the roots are the leaves: each root's total is that function's flat value.
-    let inverted_profile = apply(&p, &[Transform::Invert]).unwrap();
+    let inverted_profile = p.transform(&[Transform::Invert]).unwrap();
     let inverted = CallTree::build(&Prepared::whole(&inverted_profile).unwrap(), &TreeOptions::default()).unwrap();
     let roots: BTreeMap<String, i64> =
         inverted.children(ROOT).map(|n| (inverted.name(n).to_owned(), inverted.nodes[n as usize].total)).collect();
     assert_eq!(roots, flat);
     // Merged, deflate's self value goes to its callers, and compress/flate's package
     // frame carries all of the package's self value.
-    let merged = flat_and_total(&apply(&p, &keeping[..1]).unwrap(), "cpu").0;
+    let merged = flat_and_total(&p.transform(&keeping[..1]).unwrap(), "cpu").0;
     assert!(flat[deflate] > 0 && !merged.contains_key(deflate));
-    let package = flat_and_total(&apply(&p, &keeping[2..3]).unwrap(), "cpu").0;
+    let package = flat_and_total(&p.transform(&keeping[2..3]).unwrap(), "cpu").0;
     let in_package: i64 = flat.iter().filter(|(name, _)| name.starts_with("compress/flate.")).map(|(_, v)| v).sum();
     assert_eq!(package["compress/flate"], in_package);
 
@@ -253,14 +253,14 @@ fn a_real_profile_keeps_its_totals_except_where_samples_are_dropped() {
     // those under the path.
     let whole = Prepared::whole(&p).unwrap();
     let through = CallTree::build(&whole, &TreeOptions::default()).unwrap().search(|n| n == deflate).1;
-    let dropped = apply(&p, &[Transform::DropFunction { name: deflate.into() }]).unwrap();
+    let dropped = p.transform(&[Transform::DropFunction { name: deflate.into() }]).unwrap();
     assert_eq!(flat_and_total(&dropped, "cpu").1, total - through);
     assert!(through > 0);
     let tree = CallTree::build(&whole, &TreeOptions::default()).unwrap();
     let root = tree.children(ROOT).max_by_key(|&n| tree.nodes[n as usize].total).unwrap();
     let child = tree.children(root).max_by_key(|&n| tree.nodes[n as usize].total).unwrap();
     let path = vec![tree.name(root).to_owned(), tree.name(child).to_owned()];
-    let focused = apply(&p, &[Transform::FocusSubtree { path: path.clone() }]).unwrap();
+    let focused = p.transform(&[Transform::FocusSubtree { path: path.clone() }]).unwrap();
     let focused_tree = CallTree::build(&Prepared::whole(&focused).unwrap(), &TreeOptions::default()).unwrap();
     assert_eq!(focused_tree.total(), tree.nodes[child as usize].total, "{path:?}");
     assert!(focused_tree.total() < total);

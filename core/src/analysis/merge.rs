@@ -13,13 +13,15 @@ use crate::model::{
 };
 use crate::{Error, Result};
 
-/// Merges `profiles` in order.
-pub fn merge<'a>(profiles: impl IntoIterator<Item = &'a Profile>) -> Result<Profile> {
-    let mut merger = Merger::default();
-    for profile in profiles {
-        merger.add(profile)?;
+impl Profile {
+    /// Merges `profiles` in order.
+    pub fn merge<'a>(profiles: impl IntoIterator<Item = &'a Profile>) -> Result<Profile> {
+        let mut merger = Merger::default();
+        for profile in profiles {
+            merger.add(profile)?;
+        }
+        merger.finish()
     }
-    merger.finish()
 }
 
 /// An accumulator of profiles.

@@ -28,6 +28,6 @@ pub use graph::{call_graph, CallGraph, GraphOptions};
 pub use labels::LabelSummary;
 pub use tags::label_summary;
 pub use query::{Prepared, Query, SampleType};
-pub use sanitize::{sanitize, SanitizeOptions};
+pub use sanitize::SanitizeOptions;
 pub use top::{top, TopOptions, TopReport};
 pub use tree::{CallTree, TreeOptions};

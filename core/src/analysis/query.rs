@@ -10,8 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::filters::Filters;
 use super::frames::{FrameTable, Granularity};
-use super::timeline::restrict;
-use super::transforms::{apply, format_transforms, parse_transforms, Transform};
+use super::transforms::{format_transforms, parse_transforms, Transform};
 use crate::model::Profile;
 use crate::{Error, Result};
 
@@ -202,12 +201,12 @@ impl Query {
     /// neither): what the analyses read.
     pub fn shape<'p>(&self, profile: &'p Profile) -> Result<Cow<'p, Profile>> {
         let ranged = match self.range {
-            Some((from, to)) => Cow::Owned(restrict(profile, from, to)?),
+            Some((from, to)) => Cow::Owned(profile.restrict(from, to)?),
             None => Cow::Borrowed(profile),
         };
         Ok(match self.transforms.is_empty() {
             true => ranged,
-            false => Cow::Owned(apply(&ranged, &self.transforms)?),
+            false => Cow::Owned(ranged.transform(&self.transforms)?),
         })
     }
 

@@ -126,66 +126,69 @@ pub fn inventory(profile: &Profile) -> Inventory {
     }
 }
 
-/// Returns a copy of `profile` without what `options` removes.
-pub fn sanitize(profile: &Profile, options: &SanitizeOptions) -> Result<Profile> {
-    let redact = compile_regex("redact", &options.redact)?;
-    let old = &profile.strings;
-    // A new table starts with "" as id 0, which stands for every removed string.
-    let mut strings = StringTable::default();
-    let keep = |id: StrId, strings: &mut StringTable| strings.intern(old.get(id));
-    let path = |id: StrId, strings: &mut StringTable| match options.paths {
-        Paths::Keep => keep(id, strings),
-        Paths::BaseNames => strings.intern(base_name(old.get(id))),
-        Paths::Remove => StrId(0),
-    };
-    let mut out = Profile { strings: StringTable::default(), ..profile.clone() };
+impl Profile {
+    /// Returns a copy of `profile` without what `options` removes.
+    pub fn sanitize(&self, options: &SanitizeOptions) -> Result<Profile> {
+        let profile = self;
+        let redact = compile_regex("redact", &options.redact)?;
+        let old = &profile.strings;
+        // A new table starts with "" as id 0, which stands for every removed string.
+        let mut strings = StringTable::default();
+        let keep = |id: StrId, strings: &mut StringTable| strings.intern(old.get(id));
+        let path = |id: StrId, strings: &mut StringTable| match options.paths {
+            Paths::Keep => keep(id, strings),
+            Paths::BaseNames => strings.intern(base_name(old.get(id))),
+            Paths::Remove => StrId(0),
+        };
+        let mut out = Profile { strings: StringTable::default(), ..profile.clone() };
 
-    for t in out.sample_types.iter_mut().chain(out.period_type.as_mut()) {
-        t.kind = keep(t.kind, &mut strings);
-        t.unit = keep(t.unit, &mut strings);
-    }
-    for f in &mut out.functions {
-        let Function { name, system_name, filename, .. } = f;
-        for n in [name, system_name] {
-            let text = old.get(*n);
-            *n = match &redact {
-                Some(re) if re.is_match(text) => strings.intern(&redacted(text)),
-                _ => strings.intern(text),
-            };
+        for t in out.sample_types.iter_mut().chain(out.period_type.as_mut()) {
+            t.kind = keep(t.kind, &mut strings);
+            t.unit = keep(t.unit, &mut strings);
         }
-        *filename = path(*filename, &mut strings);
-    }
-    for m in &mut out.mappings {
-        let Mapping { filename, build_id, .. } = m;
-        *filename = path(*filename, &mut strings);
-        *build_id = if options.build_ids { StrId(0) } else { keep(*build_id, &mut strings) };
-    }
-    let drop_label = |key: &str| match &options.labels {
-        Labels::Keep => false,
-        Labels::All => true,
-        Labels::Keys(keys) => keys.iter().any(|k| k == key),
-    };
-    out.samples.retain(|sample| {
-        sample.labels.retain(|l| !drop_label(old.get(l.key)));
-        for Label { key, value } in &mut sample.labels {
-            *key = keep(*key, &mut strings);
-            match value {
-                LabelValue::Str(v) => *v = keep(*v, &mut strings),
-                LabelValue::Num { unit, .. } => *unit = keep(*unit, &mut strings),
+        for f in &mut out.functions {
+            let Function { name, system_name, filename, .. } = f;
+            for n in [name, system_name] {
+                let text = old.get(*n);
+                *n = match &redact {
+                    Some(re) if re.is_match(text) => strings.intern(&redacted(text)),
+                    _ => strings.intern(text),
+                };
             }
+            *filename = path(*filename, &mut strings);
         }
-        true
-    });
-    for g in &mut out.goroutines {
-        g.state = keep(g.state, &mut strings);
+        for m in &mut out.mappings {
+            let Mapping { filename, build_id, .. } = m;
+            *filename = path(*filename, &mut strings);
+            *build_id = if options.build_ids { StrId(0) } else { keep(*build_id, &mut strings) };
+        }
+        let drop_label = |key: &str| match &options.labels {
+            Labels::Keep => false,
+            Labels::All => true,
+            Labels::Keys(keys) => keys.iter().any(|k| k == key),
+        };
+        out.samples.retain(|sample| {
+            sample.labels.retain(|l| !drop_label(old.get(l.key)));
+            for Label { key, value } in &mut sample.labels {
+                *key = keep(*key, &mut strings);
+                match value {
+                    LabelValue::Str(v) => *v = keep(*v, &mut strings),
+                    LabelValue::Num { unit, .. } => *unit = keep(*unit, &mut strings),
+                }
+            }
+            true
+        });
+        for g in &mut out.goroutines {
+            g.state = keep(g.state, &mut strings);
+        }
+        out.comments =
+            if options.comments { Vec::new() } else { out.comments.iter().map(|&c| keep(c, &mut strings)).collect() };
+        for id in [&mut out.drop_frames, &mut out.keep_frames, &mut out.default_sample_type, &mut out.doc_url] {
+            *id = keep(*id, &mut strings);
+        }
+        out.strings = strings;
+        Ok(out)
     }
-    out.comments =
-        if options.comments { Vec::new() } else { out.comments.iter().map(|&c| keep(c, &mut strings)).collect() };
-    for id in [&mut out.drop_frames, &mut out.keep_frames, &mut out.default_sample_type, &mut out.doc_url] {
-        *id = keep(*id, &mut strings);
-    }
-    out.strings = strings;
-    Ok(out)
 }
 
 /// The last component of a path, with either separator (`C:\src\a.rs` gives `a.rs`).

@@ -15,7 +15,6 @@ use serde::{Deserialize, Serialize};
 use super::filters::Filters;
 use super::frames::Stamps;
 use super::query::Prepared;
-use super::transforms::filter;
 use crate::model::{Location, Profile};
 use crate::{Error, Result};
 
@@ -188,7 +187,7 @@ pub fn source(prepared: &Prepared, options: &SourceOptions) -> Result<SourceRepo
     let filtered: Cow<Profile> = if prepared.filters == Filters::default() {
         Cow::Borrowed(profile)
     } else {
-        Cow::Owned(filter(profile, &prepared.filters)?)
+        Cow::Owned(profile.filter(&prepared.filters)?)
     };
     let nodes = LineNodes::new(&filtered, &symbol, options);
     let (mut flat, mut cum) = (vec![0i64; nodes.keys.len()], vec![0i64; nodes.keys.len()]);

@@ -27,18 +27,21 @@ pub fn time_range(profile: &Profile) -> Option<(i64, i64)> {
     Some((start, end))
 }
 
-/// The profile with only the samples that start in `[from, to)` (with their times), its
-/// duration that of the range it covers.
-pub fn restrict(profile: &Profile, from: i64, to: i64) -> Result<Profile> {
-    let (start, end) = checked_range(profile)?;
-    if from >= to {
-        return Err(Error::Invalid(format!("the time range [{from}, {to}) is empty")));
+impl Profile {
+    /// The profile with only the samples that start in `[from, to)` (with their times), its
+    /// duration that of the range it covers.
+    pub fn restrict(&self, from: i64, to: i64) -> Result<Profile> {
+        let profile = self;
+        let (start, end) = checked_range(profile)?;
+        if from >= to {
+            return Err(Error::Invalid(format!("the time range [{from}, {to}) is empty")));
+        }
+        let mut out = profile.clone();
+        let mut times = profile.sample_times.iter();
+        out.retain_samples(|_| times.next().is_some_and(|t| (from..to).contains(&t.start)));
+        out.duration_nanos = to.min(end).saturating_sub(from.max(start)).max(0);
+        Ok(out)
     }
-    let mut out = profile.clone();
-    let mut times = profile.sample_times.iter();
-    out.retain_samples(|_| times.next().is_some_and(|t| (from..to).contains(&t.start)));
-    out.duration_nanos = to.min(end).saturating_sub(from.max(start)).max(0);
-    Ok(out)
 }
 
 fn checked_range(profile: &Profile) -> Result<(i64, i64)> {

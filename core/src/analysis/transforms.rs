@@ -11,48 +11,51 @@ use super::Filters;
 use crate::model::{Function, FunctionId, Line, Location, LocationId, SampleRef, StrId};
 use crate::{Error, Profile, Result};
 
-/// The profile with pprof's filters applied to its samples and locations, as `-output`
-/// writes it: the label frames of `tag_root`/`tag_leaf` added; samples that
-/// focus/ignore or tagfocus/tagignore drop removed; hidden lines removed from their
-/// locations, and a location left without lines removed from the stacks (a sample left
-/// without a stack goes too); labels whose keys `tag_show`/`tag_hide` leave out removed.
-pub fn filter(profile: &Profile, filters: &Filters) -> Result<Profile> {
-    let compiled = filters.compile()?;
-    if *filters == Filters::default() {
-        return Ok(profile.clone());
+impl Profile {
+    /// The profile with pprof's filters applied to its samples and locations, as `-output`
+    /// writes it: the label frames of `tag_root`/`tag_leaf` added; samples that
+    /// focus/ignore or tagfocus/tagignore drop removed; hidden lines removed from their
+    /// locations, and a location left without lines removed from the stacks (a sample left
+    /// without a stack goes too); labels whose keys `tag_show`/`tag_hide` leave out removed.
+    pub fn filter(&self, filters: &Filters) -> Result<Profile> {
+        let profile = self;
+        let compiled = filters.compile()?;
+        if *filters == Filters::default() {
+            return Ok(profile.clone());
+        }
+        let labelled = with_label_frames(profile, filters);
+        let profile = &*labelled;
+        let tags = compiled.tags.verdicts(profile);
+        let mut out = profile.clone();
+        let verdicts: Vec<Option<bool>> =
+            profile.locations.iter().map(|location| compiled.location_verdict(profile, location)).collect();
+        let mut hidden = vec![false; profile.locations.len()];
+        for (i, (location, original)) in out.locations.iter_mut().zip(&profile.locations).enumerate() {
+            if original.lines.is_empty() {
+                hidden[i] = !compiled.keeps_unsymbolized(profile, original);
+                continue;
+            }
+            let mut visible = compiled.visible_lines(profile, original);
+            location.lines.retain(|_| visible.next().unwrap_or(false));
+            hidden[i] = location.lines.is_empty();
+        }
+        out.retain_samples(|sample| {
+            let verdict = |l: &LocationId| verdicts[l.0 as usize];
+            if compiled.has_ignore() && sample.locations.iter().any(|l| verdict(l) == Some(false)) {
+                return false;
+            }
+            if compiled.has_focus() && !sample.locations.iter().any(|l| verdict(l) == Some(true)) {
+                return false;
+            }
+            if !tags.keeps(sample.view()) {
+                return false;
+            }
+            sample.locations.retain(|l| !hidden[l.0 as usize]);
+            sample.labels.retain(|l| compiled.tags.keys.shows(profile.str(l.key)));
+            !sample.locations.is_empty()
+        });
+        Ok(out)
     }
-    let labelled = with_label_frames(profile, filters);
-    let profile = &*labelled;
-    let tags = compiled.tags.verdicts(profile);
-    let mut out = profile.clone();
-    let verdicts: Vec<Option<bool>> =
-        profile.locations.iter().map(|location| compiled.location_verdict(profile, location)).collect();
-    let mut hidden = vec![false; profile.locations.len()];
-    for (i, (location, original)) in out.locations.iter_mut().zip(&profile.locations).enumerate() {
-        if original.lines.is_empty() {
-            hidden[i] = !compiled.keeps_unsymbolized(profile, original);
-            continue;
-        }
-        let mut visible = compiled.visible_lines(profile, original);
-        location.lines.retain(|_| visible.next().unwrap_or(false));
-        hidden[i] = location.lines.is_empty();
-    }
-    out.retain_samples(|sample| {
-        let verdict = |l: &LocationId| verdicts[l.0 as usize];
-        if compiled.has_ignore() && sample.locations.iter().any(|l| verdict(l) == Some(false)) {
-            return false;
-        }
-        if compiled.has_focus() && !sample.locations.iter().any(|l| verdict(l) == Some(true)) {
-            return false;
-        }
-        if !tags.keeps(sample.view()) {
-            return false;
-        }
-        sample.locations.retain(|l| !hidden[l.0 as usize]);
-        sample.labels.retain(|l| compiled.tags.keys.shows(profile.str(l.key)));
-        !sample.locations.is_empty()
-    });
-    Ok(out)
 }
 
 /// A change to a profile's stacks before analysis, as the Firefox Profiler's transforms;
@@ -77,30 +80,33 @@ pub enum Transform {
     Invert,
 }
 
-/// `profile` with `transforms` applied in order to every sample's stack.
-pub fn apply(profile: &Profile, transforms: &[Transform]) -> Result<Profile> {
-    for transform in transforms {
-        transform.check()?;
-    }
-    let mut out = profile.clone();
-    if transforms.is_empty() {
-        return Ok(out);
-    }
-    let mut restacker = Restacker::new(&mut out, transforms);
-    let steps: Vec<Step> = transforms.iter().filter_map(|transform| restacker.step(transform)).collect();
-    let mut frames = Vec::new();
-    // The samples' locations are `profile`'s; the locations made for new stacks are
-    // added to `out` once all are written.
-    out.retain_samples(|sample| {
-        restacker.expand(profile, sample.view(), &mut frames);
-        if !steps.iter().all(|step| step.apply(&mut frames)) {
-            return false;
+impl Profile {
+    /// `profile` with `transforms` applied in order to every sample's stack.
+    pub fn transform(&self, transforms: &[Transform]) -> Result<Profile> {
+        let profile = self;
+        for transform in transforms {
+            transform.check()?;
         }
-        restacker.write_stack(profile, &frames, &mut sample.locations);
-        true
-    });
-    out.locations.append(&mut restacker.new_locations);
-    Ok(out)
+        let mut out = profile.clone();
+        if transforms.is_empty() {
+            return Ok(out);
+        }
+        let mut restacker = Restacker::new(&mut out, transforms);
+        let steps: Vec<Step> = transforms.iter().filter_map(|transform| restacker.step(transform)).collect();
+        let mut frames = Vec::new();
+        // The samples' locations are `profile`'s; the locations made for new stacks are
+        // added to `out` once all are written.
+        out.retain_samples(|sample| {
+            restacker.expand(profile, sample.view(), &mut frames);
+            if !steps.iter().all(|step| step.apply(&mut frames)) {
+                return false;
+            }
+            restacker.write_stack(profile, &frames, &mut sample.locations);
+            true
+        });
+        out.locations.append(&mut restacker.new_locations);
+        Ok(out)
+    }
 }
 
 /// One frame of a stack: a line of a location (its innermost line is 0), or a location

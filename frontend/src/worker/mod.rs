@@ -12,7 +12,7 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 use stacklens_core::analysis::details::details;
 use stacklens_core::analysis::tags::label_summary;
-use stacklens_core::analysis::sanitize::{inventory, sanitize};
+use stacklens_core::analysis::sanitize::inventory;
 use stacklens_core::analysis::source::{source, SourceOptions};
 use stacklens_core::analysis::summary::meta;
 use stacklens_core::analysis::top::{top, TopOptions};
@@ -311,7 +311,7 @@ fn handle(seq: u64, request: Request, profile_bytes: Option<Blob>) {
         }
         Request::Sanitize { id, sample, options } => {
             let sanitized = with(id, |l| {
-                let clean = sanitize(&l.profile, &options).map_err(|e| e.to_string())?;
+                let clean = l.profile.sanitize(&options).map_err(|e| e.to_string())?;
                 let query = Query { sample: sample.into(), ..Query::default() };
                 let report = query.prepare(&clean).and_then(|p| top(&p, &TopOptions::default()));
                 Ok((report.map_err(|e| e.to_string())?, stacklens_core::export::pprof::write(&clean)))
