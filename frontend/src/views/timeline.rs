@@ -13,7 +13,7 @@ use wasm_bindgen::prelude::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, MouseEvent, ResizeObserver, WheelEvent};
 
-use super::flame::{context, package_colour, paint_boxes, PaintedBox};
+use super::flame::paint::{package_colour, paint_boxes, sized_context, PaintedBox};
 use crate::app::state::State;
 use crate::worker::protocol::{Request, Response, Shape, Timeline};
 use crate::worker::session::MAX_ROWS;
@@ -172,16 +172,7 @@ enum Status {
 /// and its CSS width.
 fn sized(canvas: &HtmlCanvasElement, css_height: f64) -> Option<(CanvasRenderingContext2d, f64)> {
     let css_width = f64::from(canvas.client_width().max(300));
-    let dpr = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio()).min(MAX_CANVAS_PX / css_height.max(1.0));
-    // Resizing reallocates the canvas: only when the size changed.
-    let (w, h) = ((css_width * dpr) as u32, (css_height * dpr) as u32);
-    if canvas.width() != w || canvas.height() != h {
-        canvas.set_width(w);
-        canvas.set_height(h);
-    }
-    let ctx = context(canvas)?;
-    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
-    ctx.clear_rect(0.0, 0.0, css_width, css_height);
+    let ctx = sized_context(canvas, css_width, css_height, MAX_CANVAS_PX / css_height.max(1.0))?;
     Some((ctx, css_width))
 }
 
