@@ -21,7 +21,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let function = match std::env::args().nth(2) {
         Some(function) => function,
         None => {
-            let hottest = top(&Prepared::whole(&profile)?, &TopOptions { node_count: Some(1), ..TopOptions::default() })?;
+            let hottest =
+                top(&Prepared::whole(&profile)?, &TopOptions { node_count: Some(1), ..TopOptions::default() })?;
             hottest.functions.first().ok_or("the profile has no samples")?.name.clone()
         }
     };

@@ -11,7 +11,6 @@ use common::{fixtures, inflated, json_fixture, read, PERF_SCRIPT_FIXTURES};
 use serde_json::Value;
 use stacklens_core::analysis::frames::Filters;
 use stacklens_core::analysis::timeline::{self, ChartViewport, StackChart, TimelineOptions};
-use stacklens_core::analysis::transforms;
 use stacklens_core::analysis::{Prepared, Query};
 use stacklens_core::model::{
     Label, LabelValue, Line, LocationId, Profile, Sample, SampleRef, SampleTime, SourceFormat,

@@ -194,7 +194,7 @@ fn short_form_and_json_round_trip() {
         let error = parse_transforms(bad).unwrap_err();
         assert!(matches!(error, Error::InvalidTransform { .. }), "{bad}: {error:?}");
     }
-    let unnamed = apply(&profile(&[("a", 1)]), &[Transform::DropFunction { name: String::new() }]);
+    let unnamed = profile(&[("a", 1)]).transform(&[Transform::DropFunction { name: String::new() }]);
     assert!(matches!(unnamed, Err(Error::InvalidTransform { .. })));
 }
 

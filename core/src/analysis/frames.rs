@@ -10,11 +10,11 @@ use rustc_hash::FxHashMap as HashMap;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-pub use super::filters::Filters;
 use super::filters::compile_regex;
+pub use super::filters::Filters;
 use super::labels::{with_label_frames, CompiledTagFilters, TagVerdicts};
 use crate::model::{Line, Location, LocationId, Profile, SampleRef};
-use crate::{Error, Result};
+use crate::Result;
 
 /// What one report node stands for, as pprof's `-granularity`.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ pub mod svg;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{transforms, Prepared};
+use crate::analysis::Prepared;
 use crate::{Error, Result};
 
 /// An output format.

@@ -11,10 +11,10 @@ use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 use stacklens_core::analysis::details::details;
-use stacklens_core::analysis::tags::label_summary;
 use stacklens_core::analysis::sanitize::inventory;
 use stacklens_core::analysis::source::{source, SourceOptions};
 use stacklens_core::analysis::summary::meta;
+use stacklens_core::analysis::tags::label_summary;
 use stacklens_core::analysis::top::{top, TopOptions};
 use stacklens_core::analysis::tree::cache::{TreeCache, MAX_TREE_NODES, MIN_DETAIL_NODES};
 use stacklens_core::analysis::tree::window::WindowMeta;
