@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use stacklens_core::analysis::timeline::{self, ChartViewport, TimelineOptions};
+use stacklens_core::analysis::Prepared;
 
 fn main() {
     for path in std::env::args().skip(1) {
@@ -28,7 +29,9 @@ fn main() {
         );
         if timeline::time_range(&p).is_some() {
             let started = Instant::now();
-            match timeline::stack_chart(&p, &TimelineOptions::default(), &ChartViewport::default()) {
+            match Prepared::whole(&p)
+                .and_then(|w| timeline::stack_chart(&w, &TimelineOptions::default(), &ChartViewport::default()))
+            {
                 Ok(chart) => println!("  stack chart: {} boxes in {:.1} ms", chart.boxes.len(), ms(started)),
                 Err(e) => println!("  stack chart: {e}"),
             }

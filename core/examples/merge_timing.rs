@@ -12,7 +12,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use stacklens_core::analysis::merge::Merger;
-use stacklens_core::export::{export, ExportFormat, ExportOptions};
+use stacklens_core::analysis::Prepared;
+use stacklens_core::export::{export, ExportFormat};
 
 /// xorshift64*: the same sequence in every run, so every run merges the same variants.
 struct Rng(u64);
@@ -57,7 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             !rng.next().is_multiple_of(3)
         });
         expected_total += variant.total(last);
-        variants.push(export(&variant, ExportFormat::Pprof, &ExportOptions::default())?);
+        variants.push(export(&Prepared::whole(&variant)?, ExportFormat::Pprof)?);
     }
     let size: usize = variants.iter().map(Vec::len).sum();
     println!(

@@ -7,6 +7,7 @@
 use std::time::{Duration, Instant};
 
 use stacklens_core::analysis::tree::{CallTree, TreeOptions};
+use stacklens_core::analysis::Prepared;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -14,12 +15,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let max_nodes: usize = args.next().map_or(Ok(8 << 20), |n| n.parse())?;
     let runs: usize = args.next().map_or(Ok(3), |n| n.parse())?;
     let profile = stacklens_core::parse(&std::fs::read(&path)?)?;
+    let whole = Prepared::whole(&profile)?;
     let options = TreeOptions { max_nodes: Some(max_nodes), ..TreeOptions::default() };
     let mut times: Vec<Duration> = Vec::with_capacity(runs);
     let mut tree = None;
     for _ in 0..runs.max(1) {
         let start = Instant::now();
-        tree = Some(CallTree::build(&profile, &options)?);
+        tree = Some(CallTree::build(&whole, &options)?);
         times.push(start.elapsed());
     }
     times.sort();
