@@ -188,8 +188,10 @@ fn movers_are_the_largest_changes_of_self_share() {
 #[test]
 fn diff_of_different_types_is_refused() {
     let (Some(cpu), Some(heap)) = (load("go/base/cpu.pb.gz"), load("go/base/heap.pb.gz")) else { return };
-    let err = Query::default().prepare_pair(&heap, &cpu).and_then(|(b, c)| diff(&b, &c, &DiffOptions::default()));
-    let err = err.unwrap_err();
+    let err = Query::default()
+        .prepare_pair(&heap, &cpu)
+        .and_then(|(base, compare)| diff(&base, &compare, &DiffOptions::default()))
+        .unwrap_err();
     assert!(matches!(err, Error::Incompatible(_)), "{err:?}");
 }
 
