@@ -18,20 +18,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .join("large/cpu.large.pb.gz"),
     };
     let profile = stacklens_core::parse(&std::fs::read(&path)?)?;
+    let whole = Prepared::whole(&profile)?;
     let function = match std::env::args().nth(2) {
         Some(function) => function,
         None => {
-            let hottest =
-                top(&Prepared::whole(&profile)?, &TopOptions { node_count: Some(1), ..TopOptions::default() })?;
+            let hottest = top(&whole, &TopOptions { node_count: Some(1), ..TopOptions::default() })?;
             hottest.functions.first().ok_or("the profile has no samples")?.name.clone()
         }
     };
-    let prepared = Prepared::whole(&profile)?;
     let mut times: Vec<Duration> = Vec::with_capacity(RUNS);
-    let mut report = details(&prepared, &function)?; // warm-up
+    let mut report = details(&whole, &function)?; // warm-up
     for _ in 0..RUNS {
         let start = Instant::now();
-        report = details(&prepared, &function)?;
+        report = details(&whole, &function)?;
         times.push(start.elapsed());
     }
     times.sort();

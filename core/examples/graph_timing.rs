@@ -44,7 +44,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = common::input(std::env::args_os().nth(1), "large/cpu.large.pb.gz");
     let profile = stacklens_core::parse(&std::fs::read(&path)?)?;
     println!("{}: {} samples", path.display(), profile.samples.len());
-    let graph = time("graph", || call_graph(&Prepared::whole(&profile)?, &GraphOptions::default()))?;
+    let whole = Prepared::whole(&profile)?;
+    let graph = time("graph", || call_graph(&whole, &GraphOptions::default()))?;
     println!("  {} nodes, {} edges", graph.nodes.len(), graph.edges.len());
     let layout = time("layout", || layout_call_graph(&graph, &GraphLayoutOptions::default()))?;
     println!("  {:.0} × {:.0}", layout.width, layout.height);

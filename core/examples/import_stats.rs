@@ -30,7 +30,7 @@ fn main() {
         if timeline::time_range(&p).is_some() {
             let started = Instant::now();
             match Prepared::whole(&p)
-                .and_then(|p| timeline::stack_chart(&p, &TimelineOptions::default(), &ChartViewport::default()))
+                .and_then(|w| timeline::stack_chart(&w, &TimelineOptions::default(), &ChartViewport::default()))
             {
                 Ok(chart) => println!("  stack chart: {} boxes in {:.1} ms", chart.boxes.len(), ms(started)),
                 Err(e) => println!("  stack chart: {e}"),

@@ -188,8 +188,10 @@ fn movers_are_the_largest_changes_of_self_share() {
 #[test]
 fn diff_of_different_types_is_refused() {
     let (Some(cpu), Some(heap)) = (load("go/base/cpu.pb.gz"), load("go/base/heap.pb.gz")) else { return };
-    let err = Query::default().prepare_pair(&heap, &cpu).and_then(|(b, c)| diff(&b, &c, &DiffOptions::default()));
-    let err = err.unwrap_err();
+    let err = Query::default()
+        .prepare_pair(&heap, &cpu)
+        .and_then(|(base, compare)| diff(&base, &compare, &DiffOptions::default()))
+        .unwrap_err();
     assert!(matches!(err, Error::Incompatible(_)), "{err:?}");
 }
 
@@ -538,8 +540,7 @@ fn a_tree_below_a_path_is_that_nodes_subtree() {
         assert_eq!(below.total(), whole.nodes[node as usize].total);
         // Within a budget it is pruned against its own width, finer than the whole's.
         let max_nodes = (below.nodes.len() - path.len()) / 3;
-        let pruned =
-            build(&TreeOptions { below: path.clone(), max_nodes: Some(max_nodes), ..TreeOptions::default() }, diff);
+        let pruned = build(&TreeOptions { below: path.clone(), max_nodes: Some(max_nodes) }, diff);
         let whole_pruned = build(&TreeOptions { max_nodes: Some(max_nodes), ..TreeOptions::default() }, diff);
         assert!(pruned.pruned_below > 0 && pruned.nodes.len() <= max_nodes, "{}", pruned.pruned_below);
         assert!(

@@ -403,16 +403,17 @@ fn built_profile_sums() {
 #[test]
 fn unknown_or_filtered_out_functions_are_typed_errors() {
     let p = built();
-    let options = |function: &str, query: Query| query.prepare(&p).and_then(|prepared| details(&prepared, function));
+    let details_under =
+        |function: &str, query: Query| query.prepare(&p).and_then(|prepared| details(&prepared, function));
     let filtered = |filters: Filters| Query { filters, ..Query::default() };
-    assert_eq!(options("nope", Query::default()), Err(Error::UnknownNode("nope".into())));
+    assert_eq!(details_under("nope", Query::default()), Err(Error::UnknownNode("nope".into())));
     // A node no kept sample reaches is not in the report.
     let ignored = Filters { ignore: Some("^parse$".into()), ..Filters::default() };
-    assert_eq!(options("leaf", filtered(ignored)), Err(Error::UnknownNode("leaf".into())));
+    assert_eq!(details_under("leaf", filtered(ignored)), Err(Error::UnknownNode("leaf".into())));
     let bad_regex = Filters { focus: Some("(".into()), ..Filters::default() };
-    assert!(matches!(options("main", filtered(bad_regex)), Err(Error::InvalidRegex { .. })));
+    assert!(matches!(details_under("main", filtered(bad_regex)), Err(Error::InvalidRegex { .. })));
     let bad_type = Query { sample: "alloc_space".into(), ..Query::default() };
-    assert!(matches!(options("main", bad_type), Err(Error::UnknownSampleType { .. })));
+    assert!(matches!(details_under("main", bad_type), Err(Error::UnknownSampleType { .. })));
 }
 
 #[test]

@@ -117,17 +117,16 @@ fn label_summary_shares_are_of_the_profile_total() {
     assert_eq!(endpoint.missing_pct, 5.79);
     assert_eq!(endpoint.values[0].total_pct, 46.19);
     // Top with the same focus agrees with the summary.
-    let focused = Filters { tag_focus: Some("endpoint=^/api/search$".into()), ..Filters::default() };
-    let focused = Query { filters: focused, ..Query::default() };
+    let search = Filters { tag_focus: Some("endpoint=^/api/search$".into()), ..Filters::default() };
+    let focused = Query { filters: search, ..Query::default() };
     let report = top(&focused.prepare(&cpu).unwrap(), &TopOptions::default()).unwrap();
     assert_eq!(report.functions.iter().map(|r| r.flat).sum::<i64>(), 530_000_000);
     let only_search = labels_of(&cpu, focused).unwrap();
     assert_eq!(only_search.keys[0].values.len(), 1);
     assert_eq!(only_search.keys[0].missing, 0);
     // Numeric labels carry their unit, and their values are written in it.
-    let heap =
-        labels_of(&load(&root, "go/base/heap.pb.gz"), Query { sample: "inuse_space".into(), ..Query::default() })
-            .unwrap();
+    let inuse_space = Query { sample: "inuse_space".into(), ..Query::default() };
+    let heap = labels_of(&load(&root, "go/base/heap.pb.gz"), inuse_space).unwrap();
     assert_eq!(heap.keys[0].key, "bytes");
     assert_eq!(heap.keys[0].unit.as_deref(), Some("bytes"));
     assert_eq!(heap.keys[0].values[0].value, "16kB");

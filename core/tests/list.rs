@@ -86,7 +86,6 @@ fn trim_path_names_files_as_pprof_does() {
         functions: r"main\.(compress|sha256)".to_owned(),
         trim_path: trim.to_owned(),
         source_path: fixtures_str.to_owned(),
-        ..SourceOptions::default()
     };
     assert!(expected.contains(" in gen/workload.go\n"), "{expected}");
     assert_eq!(ours(&path, "", &options, &fixtures), expected);

@@ -331,7 +331,7 @@ fn boxes(chart: &StackChart) -> Vec<(u32, u32, i64, i64, &str)> {
 }
 
 fn window(start: i64, end: i64) -> TimelineOptions {
-    TimelineOptions { start: Some(start), end: Some(end), ..TimelineOptions::default() }
+    TimelineOptions { start: Some(start), end: Some(end) }
 }
 
 fn viewport(width_px: f64, min_width_px: f64) -> ChartViewport {
