@@ -90,7 +90,7 @@ fn follow_in_address(state: State) {
     Effect::new(move |_| {
         // The sample type by name: a link opens another profile of the same kind.
         let sample = state.current.get().and_then(|e| e.summary.sample_types.get(state.sample_index.get()).cloned());
-        let sample = sample.map_or_else(|| state.wanted_sample.get_value(), |name| SampleType::Named(name));
+        let sample = sample.map_or_else(|| state.wanted_sample.get_value(), SampleType::Named);
         let address = url_state::HashState {
             view: state.view_kind.get().key().to_owned(),
             query: Query { sample, ..state.query.get() },

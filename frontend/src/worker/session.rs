@@ -82,7 +82,7 @@ impl Loaded {
     /// Answers `ask` of the profile prepared for `query`; core's error as the page shows it.
     pub fn prepared<T>(&self, query: &Query, ask: impl FnOnce(&Prepared) -> CoreResult<T>) -> Result<T, String> {
         let shaped = self.shaped(query)?;
-        query.prepare_shaped(&*shaped).and_then(|prepared| ask(&prepared)).map_err(|e| e.to_string())
+        query.prepare_shaped(&shaped).and_then(|prepared| ask(&prepared)).map_err(|e| e.to_string())
     }
 
     /// Sample type names, and the index pprof would show by default.
