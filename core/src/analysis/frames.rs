@@ -57,6 +57,23 @@ impl std::str::FromStr for Granularity {
     }
 }
 
+/// The package of a function name: Go's `compress/flate.(*compressor).deflate` →
+/// `compress/flate`, `main.main` → `main`; C++'s and Rust's first `::` segment,
+/// `std::vector<int>::push_back` → `std`, `core::ptr::drop_in_place<T>` → `core`;
+/// names without one give "".
+pub fn package_of(name: &str) -> &str {
+    if let Some(colons) = name.find("::") {
+        // A namespace or crate, unless the `::` is inside a template or argument list.
+        return if name[..colons].contains(['<', '(', ' ']) { "" } else { &name[..colons] };
+    }
+    let start = name.rfind('/').map_or(0, |slash| slash + 1);
+    match name[start..].find('.') {
+        Some(dot) => &name[..start + dot],
+        None if start > 0 => &name[..start - 1],
+        None => "",
+    }
+}
+
 pub(crate) struct CompiledFilters {
     focus: Option<Regex>,
     ignore: Option<Regex>,

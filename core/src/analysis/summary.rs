@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::frames::package_of;
 use super::query::Prepared;
 use super::top::{top, TopOptions};
 use crate::units::percentage_value;
@@ -20,23 +21,6 @@ pub struct FunctionShare {
     /// Self value in the profile's count sample type (samples, objects,
     /// contentions, goroutines), or in its default type when it has none.
     pub sample_count: i64,
-}
-
-/// The package of a function name: Go's `compress/flate.(*compressor).deflate` →
-/// `compress/flate`, `main.main` → `main`; C++'s and Rust's first `::` segment,
-/// `std::vector<int>::push_back` → `std`, `core::ptr::drop_in_place<T>` → `core`;
-/// names without one give "".
-pub fn package_of(name: &str) -> &str {
-    if let Some(colons) = name.find("::") {
-        // A namespace or crate, unless the `::` is inside a template or argument list.
-        return if name[..colons].contains(['<', '(', ' ']) { "" } else { &name[..colons] };
-    }
-    let start = name.rfind('/').map_or(0, |slash| slash + 1);
-    match name[start..].find('.') {
-        Some(dot) => &name[..start + dot],
-        None if start > 0 => &name[..start - 1],
-        None => "",
-    }
 }
 
 /// The sample type counting events (unit "count"), if the profile has one.

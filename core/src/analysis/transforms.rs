@@ -5,9 +5,9 @@
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
+use super::filters::Filters;
+use super::frames::package_of;
 use super::labels::with_label_frames;
-use super::summary::package_of;
-use super::Filters;
 use crate::model::{Function, FunctionId, Line, Location, LocationId, SampleRef, StrId};
 use crate::{Error, Profile, Result};
 
