@@ -154,7 +154,12 @@ pub fn delete_token() -> (String, [u8; 32]) {
 pub fn token_matches(stored: &str, token: &str) -> bool {
     let given: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
     let mut digest = [0u8; 32];
-    hex::decode_to_slice(stored, &mut digest).is_ok() && crate::auth::same_digest(&digest, &given)
+    hex::decode_to_slice(stored, &mut digest).is_ok() && same_digest(&digest, &given)
+}
+
+/// Whether two digests are equal, in time that does not depend on where they differ.
+pub fn same_digest(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Creates a JSON record unless `key` exists; true when this call created it.

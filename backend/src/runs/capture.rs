@@ -9,6 +9,7 @@ use stacklens_core::ProfileKind;
 
 use super::{launch, StartError};
 use crate::intake::{file_profile, Intake};
+use crate::open::FETCH_SLACK_SECS;
 use crate::records::captures::{self, Done, Started};
 use crate::records::series::FiledBy;
 use crate::records::sessions::{self, SessionRecord};
@@ -45,9 +46,6 @@ fn endpoint(target: &Target, kind: ProfileKind, seconds: u64) -> Option<String> 
     };
     Some(format!("{}/{path}", target.url.trim_end_matches('/')))
 }
-
-/// How much longer than the capture itself the target may take to answer.
-pub const FETCH_SLACK_SECS: u64 = 30;
 
 /// How long a capture may take before it counts as interrupted (its server stopped):
 /// then its lease is void and its status reads failed.
