@@ -9,8 +9,10 @@ use stacklens_core::analysis::summary::FunctionShare;
 pub use stacklens_core::api::BaselineRecord;
 use stacklens_core::ProfileKind;
 
+use super::index;
+use super::refs::Holder;
 use super::sessions::SessionRecord;
-use super::{create, load, millis_of, now_rfc3339, random_id, refs, valid_id, Kind, RecordError, Result, Tenant};
+use super::{create, load, millis_of, now_rfc3339, random_id, valid_id, Kind, RecordError, Result, Tenant};
 use crate::store::Store;
 
 /// What a new baseline says about its session.
@@ -65,7 +67,7 @@ pub async fn create_baseline(
     };
     // The pin first, then the record, then the indexes: "latest" moves only to a
     // stored baseline, and no baseline exists whose bytes could be collected.
-    if !refs::hold(store, tenant, &session.id, &record.baseline_id).await? {
+    if !index::hold(store, tenant, &session.id, &Holder::Record(record.baseline_id.clone())).await? {
         return Err(RecordError::not_found(Kind::Session, &session.id));
     }
     create(store, &record_key(tenant, &record.baseline_id), &record).await?;
@@ -105,5 +107,5 @@ pub async fn delete(store: &Store, tenant: &Tenant, record: &BaselineRecord) -> 
     store.delete(&format!("{}/{name}", group_prefix(tenant, record.profile_type, &record.service))).await?;
     store.delete(&format!("{}/{name}", time_prefix(tenant))).await?;
     store.delete(&record_key(tenant, id)).await?;
-    refs::release(store, tenant, &record.session_id, id).await
+    index::release(store, tenant, &record.session_id, &Holder::Record(id.clone())).await
 }

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use stacklens_core::analysis::summary::FunctionShare;
 use stacklens_core::ProfileKind;
 
-use super::{buckets, create, load, now_rfc3339, refs, valid_id, Kind, RecordError, Result, Tenant};
+use super::refs::Holder;
+use super::{buckets, create, index, load, now_rfc3339, valid_id, Kind, RecordError, Result, Tenant};
 use crate::store::Store;
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -151,7 +152,7 @@ pub async fn forget(store: &Store, tenant: &Tenant, entry: &CaptureEntry) -> Res
     store.delete(&entry.index).await?;
     let id = &entry.started.id;
     for session in entry.done.iter().flat_map(Done::sessions) {
-        refs::release(store, tenant, session, id).await?;
+        index::release(store, tenant, session, &Holder::Record(id.clone())).await?;
     }
     store.delete(&key(tenant, id, "done")).await?;
     store.delete(&key(tenant, id, "started")).await?;

@@ -9,6 +9,7 @@ pub mod blobs;
 pub mod buckets;
 pub mod captures;
 pub mod expiring;
+pub mod index;
 pub mod leases;
 pub mod refs;
 pub mod samply;
@@ -228,8 +229,9 @@ mod tests {
                     .enumerate()
             {
                 let bytes = Bytes::from(vec![i as u8; 8]);
-                let stored =
-                    sessions::store(&store, &tenant, bytes, session(service, kind), sessions::UPLOAD).await.unwrap();
+                let stored = sessions::store(&store, &tenant, bytes, session(service, kind), &refs::Holder::Upload)
+                    .await
+                    .unwrap();
                 ids.push(stored.record.id);
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
@@ -277,7 +279,7 @@ mod tests {
 
             // Deleting a session removes every entry of it.
             let record = sessions::find(&store, &tenant, &ids[1]).await.unwrap();
-            sessions::delete(&store, &tenant, &record).await.unwrap();
+            index::delete(&store, &tenant, &record).await.unwrap();
             assert_eq!(listed(Some("shop"), None).await, ids[2..]);
             assert_eq!(listed(None, None).await, [ids[0].clone(), ids[2].clone()]);
             let entries = store.list(&tenant.key("sessions-by-service"), None).await.unwrap();
@@ -295,7 +297,7 @@ mod tests {
         let tenant = Tenant("acme".to_owned());
         let upload = |bytes: &'static [u8], expires: Option<u64>| {
             let new = sessions::NewSession { expires, ..session("", ProfileKind::Cpu) };
-            sessions::store(&store, &tenant, Bytes::from_static(bytes), new, sessions::UPLOAD)
+            sessions::store(&store, &tenant, Bytes::from_static(bytes), new, &refs::Holder::Upload)
         };
         let now = now_millis();
         let (soon, later) = (now + 300, now + 900);
@@ -314,7 +316,7 @@ mod tests {
 
         tokio::time::sleep(Duration::from_millis(soon - now + 50)).await;
         for session in [&id, &lasting.record.id] {
-            sessions::expire(&store, &tenant, session, now_millis()).await.unwrap();
+            index::expire(&store, &tenant, session, now_millis()).await.unwrap();
             assert!(sessions::find(&store, &tenant, session).await.is_ok(), "{session} lives on");
         }
         tokio::time::sleep(Duration::from_millis(later - soon)).await;
@@ -322,7 +324,7 @@ mod tests {
             Err(RecordError::Expired { what: Kind::Session, at, .. }) => assert_eq!(at, rfc3339(later)),
             other => panic!("{:?}", other.map(|r| r.id)),
         }
-        sessions::expire(&store, &tenant, &id, now_millis()).await.unwrap();
+        index::expire(&store, &tenant, &id, now_millis()).await.unwrap();
         assert!(!sessions::exists(&store, &tenant, &id).await.unwrap(), "nothing else held it");
         assert_eq!(store.list(&tenant.key(&format!("uploads/{id}")), None).await.unwrap(), Vec::<String>::new());
 
@@ -344,7 +346,7 @@ mod tests {
             &tenant,
             Bytes::from_static(b"captured"),
             session("", ProfileKind::Cpu),
-            "cap-0123456789abcdef0123456789abcdef",
+            &refs::Holder::Record("cap-0123456789abcdef0123456789abcdef".to_owned()),
         )
         .await
         .unwrap();

@@ -11,6 +11,7 @@ use super::{launch, StartError};
 use crate::intake::{file_profile, Intake};
 use crate::open::FETCH_SLACK_SECS;
 use crate::records::captures::{self, Done, Started};
+use crate::records::refs::Holder;
 use crate::records::series::FiledBy;
 use crate::records::sessions::{self, SessionRecord};
 use crate::records::{leases, millis_of, now_rfc3339, ordered_id, Tenant};
@@ -164,7 +165,10 @@ async fn fetch_and_store(
         at: Some(millis_of(&started.started_at)),
         expires: None,
     };
-    file_profile(state, tenant, bytes, intake, &started.id).await.map(|s| s.record).map_err(|e| format!("{url}: {e}"))
+    file_profile(state, tenant, bytes, intake, &Holder::Record(started.id.clone()))
+        .await
+        .map(|s| s.record)
+        .map_err(|e| format!("{url}: {e}"))
 }
 
 /// Fetches, validates and stores one capture.

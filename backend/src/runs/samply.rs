@@ -12,6 +12,7 @@ use bytes::Bytes;
 use super::{launch, StartError};
 use crate::intake::{file_profile, Intake};
 use crate::records::captures::Done;
+use crate::records::refs::Holder;
 use crate::records::samply::{self as runs, Run};
 use crate::records::series::FiledBy;
 use crate::records::{leases, now_rfc3339, ordered_id, Tenant};
@@ -142,7 +143,7 @@ async fn record(state: &AppState, tenant: &Tenant, pipeline: &Pipeline, run: &Ru
         at: None,
         expires: None,
     };
-    match file_profile(state, tenant, Bytes::from(bytes), intake, &run.id).await {
+    match file_profile(state, tenant, Bytes::from(bytes), intake, &Holder::Record(run.id.clone())).await {
         Ok(stored) => Done::stored(stored.record.id),
         Err(e) => failed(format!("the recorded profile was not stored: {e}")),
     }
