@@ -85,14 +85,19 @@ pub async fn file_profile_held(
     let indexed = intake.filed_by.filter(|_| !new.service.is_empty()).map(|filed_by| {
         let series = Series { tenant: tenant.clone(), service: new.service.clone(), kind: profile_type };
         let own_time = u64::try_from(profile.time_nanos / 1_000_000).ok().filter(|&t| t > 0);
-        let entry = Entry {
-            millis: intake.at.or(own_time).unwrap_or_else(now_millis),
-            session_id: String::new(),
-            labels: new.labels.clone(),
-            sample_types: new.sample_types.clone(),
-            units: (0..profile.sample_types.len()).map(|i| profile.sample_type_unit(i).to_owned()).collect(),
-            totals: (0..profile.sample_types.len()).map(|i| profile.total(i)).collect(),
-            default_index: profile.sample_index("").unwrap_or(0),
+        let millis = intake.at.or(own_time).unwrap_or_else(now_millis);
+        let (labels, sample_types) = (new.labels.clone(), new.sample_types.clone());
+        let units = (0..profile.sample_types.len()).map(|i| profile.sample_type_unit(i).to_owned()).collect();
+        let totals = (0..profile.sample_types.len()).map(|i| profile.total(i)).collect();
+        let default_index = profile.sample_index("").unwrap_or(0);
+        let entry = move |session_id| Entry {
+            millis,
+            session_id,
+            labels,
+            sample_types,
+            units,
+            totals,
+            default_index,
             filed_by: Some(filed_by),
         };
         (series, entry)

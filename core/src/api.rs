@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::summary::FunctionShare;
+use crate::ids::{BaselineId, BlobId, CaptureId, SessionId};
 use crate::ProfileKind;
 
 /// What is stored beside each raw profile.
@@ -14,7 +15,8 @@ use crate::ProfileKind;
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionRecord {
-    pub id: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub id: SessionId,
     pub service: String,
     pub profile_type: ProfileKind,
     pub name: String,
@@ -55,7 +57,8 @@ pub struct SessionResponse {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BlobResponse {
     /// 128 random bits: the link is a capability.
-    pub id: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub id: BlobId,
     /// Where its bytes are read (`GET`, no credential needed).
     pub url: String,
     /// Revokes the link without a credential (`DELETE` with `X-Stacklens-Delete-Token`);
@@ -73,10 +76,12 @@ pub struct BlobResponse {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BaselineRecord {
-    pub baseline_id: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub baseline_id: BaselineId,
     pub baseline_label: String,
     pub profile_type: ProfileKind,
-    pub session_id: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub session_id: SessionId,
     /// The session's service: "latest" is per type and service.
     pub service: String,
     pub description: String,
@@ -108,14 +113,16 @@ pub struct BaselineList {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HistoryPoint {
-    pub id: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub id: CaptureId,
     pub service: String,
     pub profile_type: ProfileKind,
     pub started_at: String,
     /// For scheduled captures: the interval number it fills.
     pub slot: Option<u64>,
     pub status: String,
-    pub session_id: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub session_id: Option<SessionId>,
     pub sample_count: Option<i64>,
     /// The profile's total in `unit` (cpu: nanoseconds; memory: bytes; …).
     pub total: Option<i64>,

@@ -6,6 +6,7 @@ pub mod analysis;
 pub mod api;
 mod error;
 pub mod export;
+pub mod ids;
 pub mod import;
 mod kind;
 pub mod layout;

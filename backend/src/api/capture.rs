@@ -120,7 +120,7 @@ fn respond(
     let status = Done::status(done.as_ref());
     let done = done.unwrap_or_default();
     CaptureResponse {
-        id: started.id.clone(),
+        id: started.id.to_string(),
         service: started.service.clone(),
         profile_type: started.profile_type,
         status: status.to_owned(),
@@ -132,8 +132,8 @@ fn respond(
         sample_count: done.sample_count,
         top_functions: done.top_functions,
         flame_graph_url: done.session_id.as_ref().map(|id| session_url(state, headers, tenant, id)),
-        session_id: done.session_id,
-        goroutine_pprof_session_id: done.pprof_session_id,
+        session_id: done.session_id.map(String::from),
+        goroutine_pprof_session_id: done.pprof_session_id.map(String::from),
         error: done.error,
     }
 }

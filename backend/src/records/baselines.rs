@@ -7,12 +7,13 @@
 use futures::{StreamExt, TryStreamExt};
 use stacklens_core::analysis::summary::FunctionShare;
 pub use stacklens_core::api::BaselineRecord;
+use stacklens_core::ids::BaselineId;
 use stacklens_core::ProfileKind;
 
 use super::index;
 use super::refs::Holder;
 use super::sessions::SessionRecord;
-use super::{create, load, millis_of, now_rfc3339, random_id, valid_id, Kind, RecordError, Result, Tenant};
+use super::{create, load, millis_of, now_rfc3339, random_id, Kind, RecordError, Result, Tenant};
 use crate::store::Store;
 
 /// What a new baseline says about its session.
@@ -55,7 +56,7 @@ pub async fn create_baseline(
     new: NewBaseline,
 ) -> Result<BaselineRecord> {
     let record = BaselineRecord {
-        baseline_id: random_id("base"),
+        baseline_id: random_id(),
         baseline_label: new.label,
         profile_type: new.profile_type,
         session_id: session.id.clone(),
@@ -67,7 +68,7 @@ pub async fn create_baseline(
     };
     // The pin first, then the record, then the indexes: "latest" moves only to a
     // stored baseline, and no baseline exists whose bytes could be collected.
-    if !index::hold(store, tenant, &session.id, &Holder::Record(record.baseline_id.clone())).await? {
+    if !index::hold(store, tenant, &session.id, &Holder::Record(record.baseline_id.to_string())).await? {
         return Err(RecordError::not_found(Kind::Session, &session.id));
     }
     create(store, &record_key(tenant, &record.baseline_id), &record).await?;
@@ -85,7 +86,7 @@ pub async fn latest_id(store: &Store, tenant: &Tenant, kind: ProfileKind, servic
 }
 
 pub async fn find(store: &Store, tenant: &Tenant, id: &str) -> Result<BaselineRecord> {
-    if !valid_id(id, "base") {
+    if BaselineId::parse(id).is_err() {
         return Err(RecordError::not_found(Kind::Baseline, id));
     }
     load(store, &record_key(tenant, id)).await?.ok_or_else(|| RecordError::not_found(Kind::Baseline, id))
@@ -107,5 +108,5 @@ pub async fn delete(store: &Store, tenant: &Tenant, record: &BaselineRecord) -> 
     store.delete(&format!("{}/{name}", group_prefix(tenant, record.profile_type, &record.service))).await?;
     store.delete(&format!("{}/{name}", time_prefix(tenant))).await?;
     store.delete(&record_key(tenant, id)).await?;
-    index::release(store, tenant, &record.session_id, &Holder::Record(id.clone())).await
+    index::release(store, tenant, &record.session_id, &Holder::Record(id.to_string())).await
 }

@@ -7,10 +7,11 @@
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
+use stacklens_core::ids::BlobId;
 
 use super::{
-    create, expiring, load, millis_of, now_millis, now_rfc3339, random_id, rfc3339, token_matches, valid_id, Kind,
-    RecordError, Result, Tenant,
+    create, expiring, load, millis_of, now_millis, now_rfc3339, random_id, rfc3339, token_matches, Kind, RecordError,
+    Result, Tenant,
 };
 use crate::store::Store;
 
@@ -18,7 +19,7 @@ use crate::store::Store;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BlobRecord {
-    pub id: String,
+    pub id: BlobId,
     pub tenant: String,
     pub size: u64,
     pub created_at: String,
@@ -28,8 +29,6 @@ pub struct BlobRecord {
     /// The sha256 (hex) of the delete token; the token itself is not kept.
     pub delete_token_sha256: String,
 }
-
-const PREFIX: &str = "blob";
 
 fn record_key(tenant: &Tenant, id: &str) -> String {
     tenant.key(&format!("blobs/{id}.json"))
@@ -45,7 +44,7 @@ fn bytes_key(tenant: &Tenant, id: &str) -> String {
 pub async fn store(store: &Store, tenant: &Tenant, bytes: Bytes, expires: Option<u64>) -> Result<(BlobRecord, String)> {
     let (token, digest) = super::delete_token();
     let record = BlobRecord {
-        id: random_id(PREFIX),
+        id: random_id(),
         tenant: tenant.0.clone(),
         size: bytes.len() as u64,
         created_at: now_rfc3339(),
@@ -67,12 +66,12 @@ pub async fn store(store: &Store, tenant: &Tenant, bytes: Bytes, expires: Option
 
 /// Whether `id` names a stored blob (expired or not).
 pub async fn exists(store: &Store, tenant: &Tenant, id: &str) -> Result<bool> {
-    Ok(valid_id(id, PREFIX) && store.get(&record_key(tenant, id)).await?.is_some())
+    Ok(BlobId::parse(id).is_ok() && store.get(&record_key(tenant, id)).await?.is_some())
 }
 
 /// A blob as its link finds it: NotFound once deleted, Expired once its time is up.
 pub async fn find(store: &Store, tenant: &Tenant, id: &str) -> Result<BlobRecord> {
-    if !valid_id(id, PREFIX) {
+    if BlobId::parse(id).is_err() {
         return Err(RecordError::not_found(Kind::Blob, id));
     }
     let record: BlobRecord =

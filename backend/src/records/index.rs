@@ -4,6 +4,7 @@
 //! know nothing of each other; what takes more than one of them is here, above them.
 
 use bytes::Bytes;
+use stacklens_core::ids::SessionId;
 
 use super::refs::{self, Holder};
 use super::series::{self, Entry, FiledBy, Series};
@@ -13,19 +14,19 @@ use crate::store::Store;
 
 /// Stores `bytes` as a session held by `holder` (or finds the session they already are,
 /// see [`sessions::store`]) and, for a profile of a service, files `entry` for it in
-/// the service's time index.
+/// the service's time index (`entry` makes it, given the session).
 pub async fn file(
     store: &Store,
     tenant: &Tenant,
     bytes: Bytes,
     new: NewSession,
     holder: &Holder,
-    indexed: Option<(Series, Entry)>,
+    indexed: Option<(Series, impl FnOnce(SessionId) -> Entry)>,
 ) -> Result<Stored> {
     let stored = sessions::store(store, tenant, bytes, new, holder).await?;
     // Profiles of a service go into its time index, each time they are sent.
     if let Some((series, entry)) = indexed {
-        file_entry(store, &series, &Entry { session_id: stored.record.id.clone(), ..entry }).await?;
+        file_entry(store, &series, &entry(stored.record.id.clone())).await?;
     }
     Ok(stored)
 }

@@ -21,6 +21,7 @@ use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sha2::Digest;
+use stacklens_core::ids::RecordIdKind;
 
 use crate::store::{Store, StoreError};
 
@@ -91,19 +92,12 @@ pub fn valid_name(s: &str, max: usize) -> bool {
     !s.is_empty() && s.len() <= max && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// An id of the form `{prefix}-{32 lowercase hex}`; anything else cannot name an object.
-pub fn valid_id(id: &str, prefix: &str) -> bool {
-    id.strip_prefix(prefix)
-        .and_then(|rest| rest.strip_prefix('-'))
-        .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-}
-
 /// `{prefix}-{128 random bits}`: ids that open records without a credential (share
 /// links) must be unguessable, so they carry nothing derivable from the content.
-pub fn random_id(prefix: &str) -> String {
+pub fn random_id<Id: RecordIdKind>() -> Id {
     let mut bits = [0u8; 16];
     getrandom::getrandom(&mut bits).expect("the operating system's random source");
-    format!("{prefix}-{}", hex::encode(bits))
+    Id::try_from(format!("{}-{}", Id::PREFIX, hex::encode(bits))).expect("a prefix and 32 hex digits are an id")
 }
 
 /// `{prefix}-{time-ordered uuid}`: for records only credential holders can reach,
@@ -186,6 +180,7 @@ mod tests {
     use std::collections::BTreeMap;
     use std::time::Duration;
 
+    use stacklens_core::ids::CaptureId;
     use stacklens_core::ProfileKind;
 
     use super::*;
@@ -232,12 +227,12 @@ mod tests {
                 let stored = sessions::store(&store, &tenant, bytes, session(service, kind), &refs::Holder::Upload)
                     .await
                     .unwrap();
-                ids.push(stored.record.id);
+                ids.push(stored.record.id.to_string());
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
             ids.reverse();
             let started = captures::Started {
-                id: "cap-0123456789abcdef0123456789abcdef".to_owned(),
+                id: CaptureId::parse("cap-0123456789abcdef0123456789abcdef").unwrap(),
                 service: "shop".to_owned(),
                 profile_type: ProfileKind::Cpu,
                 started_at: now_rfc3339(),
@@ -250,7 +245,7 @@ mod tests {
                 let (store, tenant) = (&store, &tenant);
                 async move {
                     let (page, _) = sessions::list(store, tenant, service, kind, 10, None).await.unwrap();
-                    page.into_iter().map(|r| r.id).collect::<Vec<_>>()
+                    page.into_iter().map(|r| r.id.to_string()).collect::<Vec<_>>()
                 }
             };
             let history = || captures::history(&store, &tenant, "shop", ProfileKind::Cpu, 0, u64::MAX);
@@ -272,7 +267,7 @@ mod tests {
             assert_eq!(listed(Some("shop"), Some(ProfileKind::Cpu)).await, ids[2..]);
             assert_eq!(listed(None, Some(ProfileKind::Cpu)).await, [ids[0].clone(), ids[2].clone()]);
             assert_eq!(
-                history().await.unwrap().into_iter().map(|e| e.started.id).collect::<Vec<_>>(),
+                history().await.unwrap().into_iter().map(|e| e.started.id.to_string()).collect::<Vec<_>>(),
                 [started.id.as_str()]
             );
             assert_eq!(refile_legacy_entries(&store).await.unwrap(), 0, "once only");

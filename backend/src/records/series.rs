@@ -21,6 +21,7 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use stacklens_core::ids::SessionId;
 use stacklens_core::ProfileKind;
 
 use super::refs::Holder;
@@ -44,7 +45,7 @@ const CONCURRENCY: usize = 16;
 pub struct Entry {
     /// When the profile was taken (milliseconds since the epoch).
     pub millis: u64,
-    pub session_id: String,
+    pub session_id: SessionId,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
     /// The profile's sample types, their units, the total of each, and which one

@@ -35,12 +35,13 @@ use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 pub use stacklens_core::api::SessionRecord;
+use stacklens_core::ids::SessionId;
 use stacklens_core::ProfileKind;
 
 use super::refs::{self, Holder};
 use super::{
-    blobs, buckets, expiring, load, millis_of, now_millis, now_rfc3339, random_id, rfc3339, token_matches, valid_id,
-    Kind, RecordError, Result, Tenant,
+    blobs, buckets, expiring, load, millis_of, now_millis, now_rfc3339, random_id, rfc3339, token_matches, Kind,
+    RecordError, Result, Tenant,
 };
 use crate::store::Store;
 
@@ -205,7 +206,7 @@ pub async fn store(store: &Store, tenant: &Tenant, bytes: Bytes, new: NewSession
         }
         let text = !bytes.starts_with(&[0x1f, 0x8b]) && std::str::from_utf8(&bytes[..bytes.len().min(4096)]).is_ok();
         let record = SessionRecord {
-            id: random_id("sess"),
+            id: random_id(),
             service: new.service.clone(),
             profile_type: new.profile_type,
             name: new.name.clone(),
@@ -374,7 +375,7 @@ pub async fn exists(store: &Store, tenant: &Tenant, id: &str) -> Result<bool> {
 /// A session as its own link finds it: NotFound once deleted, Expired once its time is
 /// up, and EncryptedBlob for the id of a blob (which no analysis can read).
 pub async fn find(store: &Store, tenant: &Tenant, id: &str) -> Result<SessionRecord> {
-    if !valid_id(id, "sess") {
+    if SessionId::parse(id).is_err() {
         if blobs::exists(store, tenant, id).await? {
             return Err(RecordError::EncryptedBlob { id: id.to_owned() });
         }
@@ -401,7 +402,7 @@ pub async fn revocable_by(store: &Store, tenant: &Tenant, id: &str, token: &str)
 
 /// A session as a baseline or capture that holds it finds it, deleted or not.
 pub async fn find_held(store: &Store, tenant: &Tenant, id: &str) -> Result<SessionRecord> {
-    if !valid_id(id, "sess") {
+    if SessionId::parse(id).is_err() {
         return Err(RecordError::not_found(Kind::Session, id));
     }
     load(store, &record_key(tenant, id)).await?.ok_or_else(|| RecordError::not_found(Kind::Session, id))
@@ -432,7 +433,7 @@ pub async fn unlist(store: &Store, tenant: &Tenant, record: &SessionRecord) -> R
 /// marker is made (see [`add_upload`]).
 pub async fn expiring(store: &Store, tenant: &Tenant, id: &str, now: u64) -> Result<Option<SessionRecord>> {
     let due = |found: Option<Found>| found.filter(|f| f.until.is_some_and(|at| at <= now));
-    if !valid_id(id, "sess") || due(stored(store, tenant, id).await?).is_none() {
+    if SessionId::parse(id).is_err() || due(stored(store, tenant, id).await?).is_none() {
         return Ok(None);
     }
     let marker = expiring_key(tenant, id);
@@ -513,7 +514,7 @@ pub fn valid_cursor(cursor: &str) -> bool {
     entry.len() == 16 + 1 + 37
         && entry[..16].bytes().all(|b| b.is_ascii_hexdigit())
         && entry.as_bytes()[16] == b'-'
-        && valid_id(&entry[17..], "sess")
+        && SessionId::parse(&entry[17..]).is_ok()
         && (kind.is_empty() || kind.strip_prefix('.').is_some_and(|k| ProfileKind::ALL.iter().any(|p| p.as_str() == k)))
 }
 

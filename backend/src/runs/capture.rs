@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use stacklens_core::analysis::summary::top_functions;
+use stacklens_core::ids::{CaptureId, RecordIdKind};
 use stacklens_core::ProfileKind;
 
 use super::{launch, StartError};
@@ -76,7 +77,7 @@ pub async fn begin(
         .map_err(|e| BeginError::Start(e.into()))?
         .ok_or_else(|| BeginError::Running { service: target.service.clone(), kind })?;
     let started = Started {
-        id: ordered_id("cap"),
+        id: CaptureId::try_from(ordered_id(CaptureId::PREFIX)).expect("a time-ordered id is a capture id"),
         service: target.service.clone(),
         profile_type: kind,
         started_at: now_rfc3339(),
@@ -155,7 +156,7 @@ async fn fetch_and_store(
 ) -> Result<SessionRecord, String> {
     let bytes = fetch(state, target, url, Duration::from_secs(started.duration_seconds + FETCH_SLACK_SECS)).await?;
     let mut labels: BTreeMap<String, String> = target.labels.clone();
-    labels.insert("capture".to_owned(), started.id.clone());
+    labels.insert("capture".to_owned(), started.id.to_string());
     let intake = Intake {
         service: started.service.clone(),
         name: format!("{}-{}.pprof", started.service, started.profile_type),
@@ -165,7 +166,7 @@ async fn fetch_and_store(
         at: Some(millis_of(&started.started_at)),
         expires: None,
     };
-    file_profile(state, tenant, bytes, intake, &Holder::Record(started.id.clone()))
+    file_profile(state, tenant, bytes, intake, &Holder::Record(started.id.to_string()))
         .await
         .map(|s| s.record)
         .map_err(|e| format!("{url}: {e}"))

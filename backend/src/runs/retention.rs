@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use stacklens_core::ids::RecordId;
+
 use crate::records::series::{self, Series};
 use crate::records::{blobs, expiring, index, now_millis, RecordError, Tenant};
 use crate::store::Store;
@@ -32,10 +34,9 @@ async fn sweep(store: &Store, now: u64, cutoff: Option<u64>) -> Result<(), Recor
         let tenant = Tenant(tenant);
         let mut ended = 0;
         for (at, id) in expiring::due(store, &tenant, now).await? {
-            if id.starts_with("blob-") {
-                blobs::expire(store, &tenant, &id, now).await?;
-            } else {
-                index::expire(store, &tenant, &id, now).await?;
+            match RecordId::parse(&id) {
+                Some(RecordId::Blob(_)) => blobs::expire(store, &tenant, &id, now).await?,
+                _ => index::expire(store, &tenant, &id, now).await?,
             }
             // The entry goes last: a pass stopped before this point is done again.
             expiring::forget(store, &tenant, at, &id).await?;

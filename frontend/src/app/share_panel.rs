@@ -68,7 +68,7 @@ async fn share_as_chosen(state: State, id: u32, name: &str, choice: ShareChoice)
         let (sealed, key) = encrypted::seal(name, &plain).await?;
         let stored = share::upload_blob(&bytes_blob(&sealed)?, expires, tenant.as_deref()).await?;
         let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
-        let url = Link { blob: stored.id.clone(), key }.url(&origin, tenant.as_deref());
+        let url = Link { blob: stored.id.to_string(), key }.url(&origin, tenant.as_deref());
         return Ok(SharedLink {
             url,
             expires_at: stored.expires_at,
