@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::summary::FunctionShare;
 use crate::ids::{BaselineId, BlobId, CaptureId, SessionId};
+use crate::timestamp::Timestamp;
 use crate::ProfileKind;
 
 /// What is stored beside each raw profile.
@@ -24,7 +25,8 @@ pub struct SessionRecord {
     pub sample_types: Vec<String>,
     pub sample_count: i64,
     pub duration_seconds: f64,
-    pub created_at: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub created_at: Timestamp,
     pub size: u64,
     pub sha256: String,
     pub content_type: String,
@@ -34,7 +36,8 @@ pub struct SessionRecord {
     /// When the link expires (RFC 3339): the latest expiry any upload of these bytes asked
     /// for; absent when it never does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub expires_at: Option<Timestamp>,
 }
 
 /// A session with the link that opens it.
@@ -65,10 +68,12 @@ pub struct BlobResponse {
     /// the server keeps only its hash.
     pub delete_token: String,
     pub size: u64,
-    pub created_at: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub created_at: Timestamp,
     /// When the link expires (RFC 3339); absent when it never does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub expires_at: Option<Timestamp>,
 }
 
 /// A labelled session whose top functions later profiles are compared with.
@@ -86,7 +91,8 @@ pub struct BaselineRecord {
     pub service: String,
     pub description: String,
     pub top_functions: Vec<FunctionShare>,
-    pub created_at: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub created_at: Timestamp,
     pub tags: Vec<String>,
 }
 

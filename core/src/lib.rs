@@ -13,6 +13,7 @@ pub mod layout;
 pub mod model;
 mod parallel;
 pub mod report;
+pub mod timestamp;
 pub mod units;
 
 pub use error::{Error, Result};

@@ -440,7 +440,7 @@ impl ProfileRef {
             session_id: r.id.to_string(),
             service: r.service.clone(),
             profile_type: r.profile_type,
-            created_at: r.created_at.clone(),
+            created_at: r.created_at.to_string(),
             sample_count: r.sample_count,
         }
     }

@@ -13,7 +13,7 @@ use stacklens_core::ProfileKind;
 use super::index;
 use super::refs::Holder;
 use super::sessions::SessionRecord;
-use super::{create, load, millis_of, now_rfc3339, random_id, Kind, RecordError, Result, Tenant};
+use super::{create, load, now, random_id, Kind, RecordError, Result, Tenant};
 use crate::store::Store;
 
 /// What a new baseline says about its session.
@@ -41,7 +41,7 @@ fn group_prefix(tenant: &Tenant, kind: ProfileKind, service: &str) -> String {
 
 /// Index names: the creation time, then the (random) baseline id.
 fn index_name(record: &BaselineRecord) -> String {
-    format!("{:016x}-{}", millis_of(&record.created_at), record.baseline_id)
+    format!("{:016x}-{}", record.created_at.millis(), record.baseline_id)
 }
 
 fn id_of(index_name: &str) -> Option<&str> {
@@ -63,7 +63,7 @@ pub async fn create_baseline(
         service: session.service.clone(),
         description: new.description,
         top_functions: new.top_functions,
-        created_at: now_rfc3339(),
+        created_at: now(),
         tags: new.tags,
     };
     // The pin first, then the record, then the indexes: "latest" moves only to a

@@ -7,6 +7,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use stacklens_core::analysis::summary::FunctionShare;
 use stacklens_core::ids::{CaptureId, SessionId};
+use stacklens_core::timestamp::Timestamp;
 use stacklens_core::ProfileKind;
 
 use super::refs::Holder;
@@ -19,7 +20,7 @@ pub struct Started {
     pub id: CaptureId,
     pub service: String,
     pub profile_type: ProfileKind,
-    pub started_at: String,
+    pub started_at: Timestamp,
     pub duration_seconds: u64,
     pub sample_rate: Option<u64>,
     /// For scheduled captures: the schedule's interval number this capture fills.
@@ -85,7 +86,7 @@ fn key(tenant: &Tenant, id: &str, part: &str) -> String {
 /// Files a new capture: its record, then its history entry.
 pub async fn start(store: &Store, tenant: &Tenant, started: &Started) -> Result<()> {
     create(store, &key(tenant, &started.id, "started"), started).await?;
-    let millis = super::millis_of(&started.started_at);
+    let millis = started.started_at.millis();
     let prefix = history_prefix(tenant, &started.service, started.profile_type);
     store.create(&buckets::key(&prefix, &format!("{millis:016x}-{}", started.id)), bytes::Bytes::new()).await?;
     Ok(())

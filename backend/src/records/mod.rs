@@ -22,6 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sha2::Digest;
 use stacklens_core::ids::RecordIdKind;
+use stacklens_core::timestamp::Timestamp;
 
 use crate::store::{Store, StoreError};
 
@@ -111,21 +112,18 @@ pub fn now_rfc3339() -> String {
     rfc3339(now_millis())
 }
 
+/// Now, as records' times are.
+pub fn now() -> Timestamp {
+    Timestamp::from_millis(now_millis())
+}
+
 /// Milliseconds since the epoch as RFC 3339 with milliseconds.
 pub fn rfc3339(millis: u64) -> String {
-    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(millis)).to_string()
+    Timestamp::from_millis(millis).into()
 }
 
 pub fn now_millis() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
-/// Milliseconds since the epoch of an RFC 3339 time (0 when unreadable).
-pub fn millis_of(rfc3339: &str) -> u64 {
-    humantime::parse_rfc3339(rfc3339)
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Reads a stored JSON record.
@@ -235,7 +233,7 @@ mod tests {
                 id: CaptureId::parse("cap-0123456789abcdef0123456789abcdef").unwrap(),
                 service: "shop".to_owned(),
                 profile_type: ProfileKind::Cpu,
-                started_at: now_rfc3339(),
+                started_at: now(),
                 duration_seconds: 1,
                 sample_rate: None,
                 slot: None,
@@ -298,16 +296,16 @@ mod tests {
         let (soon, later) = (now + 300, now + 900);
         let first = upload(b"extended", Some(soon)).await.unwrap();
         let id = first.record.id.clone();
-        assert_eq!(first.record.expires_at, Some(rfc3339(soon)));
+        assert_eq!(first.record.expires_at, Some(Timestamp::from_millis(soon)));
         let shorter = upload(b"extended", Some(now + 100)).await.unwrap();
         assert_eq!((shorter.created, &shorter.record.id), (false, &id));
-        assert_eq!(shorter.record.expires_at, Some(rfc3339(soon)), "not shortened");
+        assert_eq!(shorter.record.expires_at, Some(Timestamp::from_millis(soon)), "not shortened");
         let longer = upload(b"extended", Some(later)).await.unwrap();
-        assert_eq!(longer.record.expires_at, Some(rfc3339(later)));
+        assert_eq!(longer.record.expires_at, Some(Timestamp::from_millis(later)));
         let lasting = upload(b"lasting", Some(soon)).await.unwrap();
         let made_lasting = upload(b"lasting", None).await.unwrap();
         assert_eq!((&made_lasting.record.id, &made_lasting.record.expires_at), (&lasting.record.id, &None));
-        assert_eq!(sessions::find(&store, &tenant, &id).await.unwrap().expires_at, Some(rfc3339(later)));
+        assert_eq!(sessions::find(&store, &tenant, &id).await.unwrap().expires_at, Some(Timestamp::from_millis(later)));
 
         tokio::time::sleep(Duration::from_millis(soon - now + 50)).await;
         for session in [&id, &lasting.record.id] {

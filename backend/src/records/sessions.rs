@@ -36,12 +36,13 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 pub use stacklens_core::api::SessionRecord;
 use stacklens_core::ids::SessionId;
+use stacklens_core::timestamp::Timestamp;
 use stacklens_core::ProfileKind;
 
 use super::refs::{self, Holder};
 use super::{
-    blobs, buckets, expiring, load, millis_of, now_millis, now_rfc3339, random_id, rfc3339, token_matches, Kind,
-    RecordError, Result, Tenant,
+    blobs, buckets, expiring, load, now, now_millis, random_id, rfc3339, token_matches, Kind, RecordError, Result,
+    Tenant,
 };
 use crate::store::Store;
 
@@ -135,7 +136,7 @@ fn index_name(record: &SessionRecord) -> String {
 
 /// An entry's name before entries had buckets and types: `sessions-by-time/{name}`.
 fn legacy_name(record: &SessionRecord) -> String {
-    format!("{:016x}-{}", u64::MAX - millis_of(&record.created_at), record.id)
+    format!("{:016x}-{}", u64::MAX - record.created_at.millis(), record.id)
 }
 
 /// The index entries a session is listed by: among all, and among its service's.
@@ -214,12 +215,12 @@ pub async fn store(store: &Store, tenant: &Tenant, bytes: Bytes, new: NewSession
             sample_types: new.sample_types.clone(),
             sample_count: new.sample_count,
             duration_seconds: new.duration_seconds,
-            created_at: now_rfc3339(),
+            created_at: now(),
             size: bytes.len() as u64,
             sha256: sha256.clone(),
             content_type: if text { "text/plain; charset=utf-8" } else { "application/octet-stream" }.to_owned(),
             created_by_upload: *holder == Holder::Upload,
-            expires_at: new.expires.map(rfc3339),
+            expires_at: new.expires.map(Timestamp::from_millis),
         };
         let token = (*holder == Holder::Upload).then(super::delete_token);
         let stored = Described { record, delete_token_sha256: token.as_ref().map(|(_, digest)| hex::encode(digest)) };
@@ -325,7 +326,7 @@ struct Found {
 impl Found {
     /// The record as its link shows it: with the link's expiry.
     fn shown(self) -> SessionRecord {
-        SessionRecord { expires_at: self.until.map(rfc3339), ..self.stored.record }
+        SessionRecord { expires_at: self.until.map(Timestamp::from_millis), ..self.stored.record }
     }
 }
 
@@ -334,7 +335,7 @@ impl Found {
 /// an expiry has its uploads read.
 async fn link_expiry(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<Option<u64>> {
     let Some(created) = &record.expires_at else { return Ok(None) };
-    let mut latest = millis_of(created);
+    let mut latest = created.millis();
     for name in store.list(&uploads_prefix(tenant, &record.id), None).await? {
         match parse_upload(&name) {
             Some((None, _)) => return Ok(None),
@@ -454,7 +455,7 @@ pub(super) async fn remove(store: &Store, tenant: &Tenant, id: &str) -> Result<(
         forget_entries(store, tenant, &record).await?;
         release_claim(store, tenant, &record.sha256, id).await?;
         if let Some(at) = &record.expires_at {
-            expiring::forget(store, tenant, millis_of(at), id).await?;
+            expiring::forget(store, tenant, at.millis(), id).await?;
         }
     }
     let uploads = uploads_prefix(tenant, id);
@@ -494,7 +495,7 @@ pub async fn list(
         .map(|key| async move {
             let Some(record) = load::<SessionRecord>(store, &key).await? else { return Ok(None) };
             let until = link_expiry(store, tenant, &record).await?;
-            let shown = SessionRecord { expires_at: until.map(rfc3339), ..record };
+            let shown = SessionRecord { expires_at: until.map(Timestamp::from_millis), ..record };
             Ok::<_, RecordError>(until.is_none_or(|at| at > now).then_some(shown))
         })
         .buffered(16)

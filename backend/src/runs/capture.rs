@@ -15,7 +15,7 @@ use crate::records::captures::{self, Done, Started};
 use crate::records::refs::Holder;
 use crate::records::series::FiledBy;
 use crate::records::sessions::{self, SessionRecord};
-use crate::records::{leases, millis_of, now_rfc3339, ordered_id, Tenant};
+use crate::records::{leases, now, now_rfc3339, ordered_id, Tenant};
 use crate::state::{AppState, State};
 use crate::targets::Target;
 
@@ -80,7 +80,7 @@ pub async fn begin(
         id: CaptureId::try_from(ordered_id(CaptureId::PREFIX)).expect("a time-ordered id is a capture id"),
         service: target.service.clone(),
         profile_type: kind,
-        started_at: now_rfc3339(),
+        started_at: now(),
         duration_seconds,
         sample_rate,
         slot,
@@ -163,7 +163,7 @@ async fn fetch_and_store(
         labels,
         claimed: Some(started.profile_type),
         filed_by: index.then_some(FiledBy::Capture),
-        at: Some(millis_of(&started.started_at)),
+        at: Some(started.started_at.millis()),
         expires: None,
     };
     file_profile(state, tenant, bytes, intake, &Holder::Record(started.id.to_string()))
