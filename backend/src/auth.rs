@@ -11,7 +11,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::records::valid_name;
+use crate::records::{same_digest, valid_name};
 
 /// What a credential may do.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -157,11 +157,6 @@ impl Auth {
             None => Err(AuthError::Invalid("unknown token".into())),
         }
     }
-}
-
-/// Whether two digests are equal, in time that does not depend on where they differ.
-pub fn same_digest(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn verify_jwt(jwt: &Jwt, token: &str) -> Result<Grant, AuthError> {

@@ -9,9 +9,10 @@ use stacklens_core::analysis::summary::sample_count;
 use stacklens_core::ProfileKind;
 
 use crate::budget::{ParseFailure, Reservation};
+use crate::records::refs::Holder;
 use crate::records::series::{Entry, FiledBy, Series};
-use crate::records::sessions::{self, NewSession, Stored};
-use crate::records::{now_millis, RecordError, Tenant};
+use crate::records::sessions::{NewSession, Stored};
+use crate::records::{index, now_millis, RecordError, Tenant};
 use crate::state::AppState;
 
 /// What the caller says about a profile besides its bytes.
@@ -41,13 +42,13 @@ pub enum IntakeError {
 }
 
 /// Parses and stores `bytes`: a new session, or the session these bytes already are,
-/// now also held by `holder` (see [`sessions::store`]).
+/// now also held by `holder` (see [`index::file`]).
 pub async fn file_profile(
     state: &AppState,
     tenant: &Tenant,
     bytes: Bytes,
     intake: Intake,
-    holder: &str,
+    holder: &Holder,
 ) -> Result<Stored, IntakeError> {
     let held = state.budget.hold(bytes.len() as u64).await.map_err(ParseFailure::from)?;
     file_profile_held(state, tenant, bytes, held, intake, holder).await
@@ -61,7 +62,7 @@ pub async fn file_profile_held(
     bytes: Bytes,
     held: Reservation,
     intake: Intake,
-    holder: &str,
+    holder: &Holder,
 ) -> Result<Stored, IntakeError> {
     let parsed = state.budget.parse_held(vec![bytes.clone()], held).await?;
     let profile = &parsed.profiles[0];
@@ -84,25 +85,24 @@ pub async fn file_profile_held(
     let indexed = intake.filed_by.filter(|_| !new.service.is_empty()).map(|filed_by| {
         let series = Series { tenant: tenant.clone(), service: new.service.clone(), kind: profile_type };
         let own_time = u64::try_from(profile.time_nanos / 1_000_000).ok().filter(|&t| t > 0);
-        let entry = Entry {
-            millis: intake.at.or(own_time).unwrap_or_else(now_millis),
-            session_id: String::new(),
-            labels: new.labels.clone(),
-            sample_types: new.sample_types.clone(),
-            units: (0..profile.sample_types.len()).map(|i| profile.sample_type_unit(i).to_owned()).collect(),
-            totals: (0..profile.sample_types.len()).map(|i| profile.total(i)).collect(),
-            default_index: profile.default_sample_index(),
+        let millis = intake.at.or(own_time).unwrap_or_else(now_millis);
+        let (labels, sample_types) = (new.labels.clone(), new.sample_types.clone());
+        let units = (0..profile.sample_types.len()).map(|i| profile.sample_type_unit(i).to_owned()).collect();
+        let totals = (0..profile.sample_types.len()).map(|i| profile.total(i)).collect();
+        let default_index = profile.default_sample_index();
+        let entry = move |session_id| Entry {
+            millis,
+            session_id,
+            labels,
+            sample_types,
+            units,
+            totals,
+            default_index,
             filed_by: Some(filed_by),
         };
         (series, entry)
     });
     // The model goes; the bytes stay counted while they are stored.
     let _bytes_held = parsed.keep(bytes.len() as u64);
-    let stored = sessions::store(&state.store, tenant, bytes, new, holder).await?;
-    // Profiles of a service go into its time index, each time they are sent.
-    if let Some((series, mut entry)) = indexed {
-        entry.session_id = stored.record.id.clone();
-        series.add(&state.store, &entry).await?;
-    }
-    Ok(stored)
+    Ok(index::file(&state.store, tenant, bytes, new, holder, indexed).await?)
 }

@@ -54,6 +54,10 @@ fn url_safe(name: &str) -> String {
     }
 }
 
+/// How much longer than the profile's `seconds=` a pprof endpoint may take to answer
+/// (a fetch here, or a capture's).
+pub const FETCH_SLACK_SECS: u64 = 30;
+
 /// Fetches a profile once. pprof endpoints answer after `seconds=N`, so the timeout is
 /// that plus the slack captures allow.
 pub fn fetch(url: &str) -> Result<Bytes, String> {
@@ -61,7 +65,7 @@ pub fn fetch(url: &str) -> Result<Bytes, String> {
         .ok()
         .and_then(|u| u.query_pairs().find(|(k, _)| k == "seconds").and_then(|(_, v)| v.parse::<u64>().ok()))
         .unwrap_or(0);
-    let timeout = Duration::from_secs(seconds.saturating_add(crate::runs::capture::FETCH_SLACK_SECS));
+    let timeout = Duration::from_secs(seconds.saturating_add(FETCH_SLACK_SECS));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(body_of(reqwest::Client::new().get(url).timeout(timeout))).map_err(|(_, reason)| reason)
 }

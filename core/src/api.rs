@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::summary::FunctionShare;
+use crate::ids::{BaselineId, BlobId, CaptureId, SessionId};
+use crate::timestamp::Timestamp;
 use crate::ProfileKind;
 
 /// What is stored beside each raw profile.
@@ -14,7 +16,8 @@ use crate::ProfileKind;
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionRecord {
-    pub id: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub id: SessionId,
     pub service: String,
     pub profile_type: ProfileKind,
     pub name: String,
@@ -22,7 +25,8 @@ pub struct SessionRecord {
     pub sample_types: Vec<String>,
     pub sample_count: i64,
     pub duration_seconds: f64,
-    pub created_at: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub created_at: Timestamp,
     pub size: u64,
     pub sha256: String,
     pub content_type: String,
@@ -32,7 +36,8 @@ pub struct SessionRecord {
     /// When the link expires (RFC 3339): the latest expiry any upload of these bytes asked
     /// for; absent when it never does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub expires_at: Option<Timestamp>,
 }
 
 /// A session with the link that opens it.
@@ -55,17 +60,20 @@ pub struct SessionResponse {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BlobResponse {
     /// 128 random bits: the link is a capability.
-    pub id: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub id: BlobId,
     /// Where its bytes are read (`GET`, no credential needed).
     pub url: String,
     /// Revokes the link without a credential (`DELETE` with `X-Stacklens-Delete-Token`);
     /// the server keeps only its hash.
     pub delete_token: String,
     pub size: u64,
-    pub created_at: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub created_at: Timestamp,
     /// When the link expires (RFC 3339); absent when it never does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub expires_at: Option<Timestamp>,
 }
 
 /// A labelled session whose top functions later profiles are compared with.
@@ -73,15 +81,18 @@ pub struct BlobResponse {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BaselineRecord {
-    pub baseline_id: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub baseline_id: BaselineId,
     pub baseline_label: String,
     pub profile_type: ProfileKind,
-    pub session_id: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub session_id: SessionId,
     /// The session's service: "latest" is per type and service.
     pub service: String,
     pub description: String,
     pub top_functions: Vec<FunctionShare>,
-    pub created_at: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub created_at: Timestamp,
     pub tags: Vec<String>,
 }
 
@@ -108,14 +119,16 @@ pub struct BaselineList {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HistoryPoint {
-    pub id: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub id: CaptureId,
     pub service: String,
     pub profile_type: ProfileKind,
     pub started_at: String,
     /// For scheduled captures: the interval number it fills.
     pub slot: Option<u64>,
     pub status: String,
-    pub session_id: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub session_id: Option<SessionId>,
     pub sample_count: Option<i64>,
     /// The profile's total in `unit` (cpu: nanoseconds; memory: bytes; …).
     pub total: Option<i64>,

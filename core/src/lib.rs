@@ -6,12 +6,14 @@ pub mod analysis;
 pub mod api;
 mod error;
 pub mod export;
+pub mod ids;
 pub mod import;
 mod kind;
 pub mod layout;
 pub mod model;
 mod parallel;
 pub mod report;
+pub mod timestamp;
 pub mod units;
 
 pub use error::{Error, Result};

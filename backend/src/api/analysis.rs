@@ -11,6 +11,7 @@ use serde_json::json;
 use stacklens_core::analysis::diff::{diff, movers, DiffOptions, FunctionDelta, Mover};
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineGroup, GoroutineOptions};
 use stacklens_core::analysis::Query as ProfileQuery;
+use stacklens_core::ids::RecordId;
 use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
@@ -42,25 +43,27 @@ fn noise_threshold(given: Option<f64>) -> Result<f64, ApiError> {
 /// A session id, or a baseline or capture id standing for the session it holds.
 async fn session_of(state: &AppState, tenant: &Tenant, id: &str) -> Result<SessionRecord, ApiError> {
     let store = &state.store;
-    let record = if id.starts_with("base-") {
-        let baseline = baselines::find(store, tenant, id).await?;
-        sessions::find_held(store, tenant, &baseline.session_id).await?
-    } else if id.starts_with("cap-") {
-        let (_, done) = captures::find(store, tenant, id).await?;
-        let done = done.ok_or_else(|| {
-            ApiError::new(StatusCode::CONFLICT, "CaptureNotCompleted", format!("capture '{id}' is still running"))
+    let record = match RecordId::parse(id) {
+        Some(RecordId::Baseline(_)) => {
+            let baseline = baselines::find(store, tenant, id).await?;
+            sessions::find_held(store, tenant, &baseline.session_id).await?
+        }
+        Some(RecordId::Capture(_)) => {
+            let (_, done) = captures::find(store, tenant, id).await?;
+            let done = done.ok_or_else(|| {
+                ApiError::new(StatusCode::CONFLICT, "CaptureNotCompleted", format!("capture '{id}' is still running"))
+                    .details(json!({ "id": id }))
+            })?;
+            let session = done.session_id.ok_or_else(|| {
+                ApiError::unprocessable(
+                    "CaptureFailed",
+                    format!("capture '{id}' failed: {}", done.error.clone().unwrap_or_default()),
+                )
                 .details(json!({ "id": id }))
-        })?;
-        let session = done.session_id.ok_or_else(|| {
-            ApiError::unprocessable(
-                "CaptureFailed",
-                format!("capture '{id}' failed: {}", done.error.clone().unwrap_or_default()),
-            )
-            .details(json!({ "id": id }))
-        })?;
-        sessions::find_held(store, tenant, &session).await?
-    } else {
-        sessions::find(store, tenant, id).await?
+            })?;
+            sessions::find_held(store, tenant, &session).await?
+        }
+        _ => sessions::find(store, tenant, id).await?,
     };
     Ok(record)
 }
@@ -270,8 +273,8 @@ pub async fn diff_sessions(
             }
             let parsed = stored_profiles(&state, &tenant, &[base.clone(), later.clone()]).await?;
             let envelope = DiffResponse {
-                base_session_id: base.id,
-                compare_session_id: later.id,
+                base_session_id: base.id.to_string(),
+                compare_session_id: later.id.to_string(),
                 kind: kind.to_string(),
                 ..DiffResponse::default()
             };
@@ -404,14 +407,14 @@ pub async fn goroutine_analysis(
     .await?
     .map_err(analysis_failed)?;
     Ok(Json(AnalysisResponse {
-        session_id: record.id,
+        session_id: record.id.into(),
         goroutine_count: report.goroutine_count,
         by_state: report.by_state,
         top_stacks: report.top_stacks,
         blocked_goroutines: report.blocked_goroutines,
         blocked_count: report.blocked_count,
         goroutine_growth_rate: growth.as_ref().map_or(1.0, |g| g.1),
-        growth_baseline_id: growth.map(|g| g.0),
+        growth_baseline_id: growth.map(|g| g.0.into()),
         analyzed_at: now_rfc3339(),
     }))
 }
@@ -434,10 +437,10 @@ impl ProfileRef {
     fn new(id: &str, r: &SessionRecord) -> Self {
         ProfileRef {
             id: id.to_owned(),
-            session_id: r.id.clone(),
+            session_id: r.id.to_string(),
             service: r.service.clone(),
             profile_type: r.profile_type,
-            created_at: r.created_at.clone(),
+            created_at: r.created_at.to_string(),
             sample_count: r.sample_count,
         }
     }

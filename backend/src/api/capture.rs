@@ -17,7 +17,7 @@ use super::{ApiError, ErrorBody};
 use stacklens_core::api::{History, HistoryPoint};
 
 use crate::records::captures::{self, Done, Started};
-use crate::records::{millis_of, now_millis, Tenant};
+use crate::records::{now_millis, Tenant};
 use crate::runs::capture::{begin, deadline_seconds, BeginError, MAX_SECONDS};
 use crate::runs::StartError;
 use crate::state::{AppState, State};
@@ -120,11 +120,11 @@ fn respond(
     let status = Done::status(done.as_ref());
     let done = done.unwrap_or_default();
     CaptureResponse {
-        id: started.id.clone(),
+        id: started.id.to_string(),
         service: started.service.clone(),
         profile_type: started.profile_type,
         status: status.to_owned(),
-        started_at: started.started_at.clone(),
+        started_at: started.started_at.to_string(),
         completed_at: (!done.completed_at.is_empty()).then_some(done.completed_at),
         duration_seconds: started.duration_seconds,
         sample_rate: started.sample_rate,
@@ -132,8 +132,8 @@ fn respond(
         sample_count: done.sample_count,
         top_functions: done.top_functions,
         flame_graph_url: done.session_id.as_ref().map(|id| session_url(state, headers, tenant, id)),
-        session_id: done.session_id,
-        goroutine_pprof_session_id: done.pprof_session_id,
+        session_id: done.session_id.map(String::from),
+        goroutine_pprof_session_id: done.pprof_session_id.map(String::from),
         error: done.error,
     }
 }
@@ -141,7 +141,7 @@ fn respond(
 /// A capture's outcome, or "interrupted" once its deadline passed without one (its
 /// server stopped before it finished).
 fn outcome(state: &AppState, started: &Started, done: Option<Done>) -> Option<Done> {
-    let deadline = millis_of(&started.started_at) + deadline_seconds(state, started.duration_seconds) * 1000;
+    let deadline = started.started_at.millis() + deadline_seconds(state, started.duration_seconds) * 1000;
     done.or_else(|| {
         (deadline < now_millis()).then(|| Done::failed("the capture was interrupted (its server stopped)".to_owned()))
     })
@@ -201,7 +201,7 @@ pub async fn history(
             id: started.id,
             service: started.service,
             profile_type: started.profile_type,
-            started_at: started.started_at,
+            started_at: started.started_at.into(),
             slot: started.slot,
             status: status.to_owned(),
             session_id: done.session_id,

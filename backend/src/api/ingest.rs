@@ -18,8 +18,9 @@ use super::request::{check_name, check_text, parse_labels, read_held_body};
 use super::{ApiError, ErrorBody};
 use crate::budget::Reservation;
 use crate::intake::{file_profile_held, Intake};
+use crate::records::refs::Holder;
 use crate::records::series::FiledBy;
-use crate::records::{now_millis, ordered_id, refs, Tenant};
+use crate::records::{index, now_millis, ordered_id, Tenant};
 use crate::state::{AppState, State};
 
 fn invalid(field: &str, message: impl Into<String>) -> ApiError {
@@ -162,9 +163,9 @@ pub(super) async fn file_pushed(
     held: Reservation,
     intake: Intake,
 ) -> Result<(), ApiError> {
-    let holder = ordered_id("push");
+    let holder = Holder::Record(ordered_id("push"));
     let stored = file_profile_held(state, tenant, bytes, held, intake, &holder).await?;
-    refs::release(&state.store, tenant, &stored.record.id, &holder).await?;
+    index::release(&state.store, tenant, &stored.record.id, &holder).await?;
     Ok(())
 }
 

@@ -21,8 +21,10 @@ use super::{ApiError, ErrorBody};
 use crate::intake::{file_profile_held, Intake};
 use stacklens_core::api::{SessionRecord, SessionResponse};
 
+use crate::records::index;
+use crate::records::refs::Holder;
 use crate::records::series::FiledBy;
-use crate::records::sessions::{self, Stored, UPLOAD};
+use crate::records::sessions::{self, Stored};
 use crate::records::Tenant;
 use crate::state::{AppState, State};
 
@@ -81,7 +83,7 @@ pub async fn upload(
         bytes,
         held,
         Intake { service, name, labels, claimed, filed_by: Some(FiledBy::Upload), at: None, expires },
-        UPLOAD,
+        &Holder::Upload,
     )
     .await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
@@ -168,8 +170,8 @@ pub async fn delete(
         Some(token) if !sessions::revocable_by(&state.store, tenant, &record.id, token).await? => {
             return Err(wrong_token())
         }
-        Some(_) => sessions::revoke(&state.store, tenant, &record).await?,
-        None => sessions::delete(&state.store, tenant, &record).await?,
+        Some(_) => index::revoke(&state.store, tenant, &record).await?,
+        None => index::delete(&state.store, tenant, &record).await?,
     }
     Ok(StatusCode::NO_CONTENT)
 }

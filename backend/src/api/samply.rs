@@ -129,10 +129,10 @@ fn respond(
         pid: run.pid,
         ordinal: run.ordinal,
         duration_secs: run.duration_secs,
-        started_at: run.started_at.clone(),
+        started_at: run.started_at.to_string(),
         completed_at: (!outcome.completed_at.is_empty()).then_some(outcome.completed_at),
         flame_graph_url: outcome.session_id.as_ref().map(|id| session_url(state, headers, tenant, id)),
-        session_id: outcome.session_id,
+        session_id: outcome.session_id.map(String::from),
         error: outcome.error,
     }
 }

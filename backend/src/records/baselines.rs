@@ -7,10 +7,13 @@
 use futures::{StreamExt, TryStreamExt};
 use stacklens_core::analysis::summary::FunctionShare;
 pub use stacklens_core::api::BaselineRecord;
+use stacklens_core::ids::BaselineId;
 use stacklens_core::ProfileKind;
 
+use super::index;
+use super::refs::Holder;
 use super::sessions::SessionRecord;
-use super::{create, load, millis_of, now_rfc3339, random_id, refs, valid_id, Kind, RecordError, Result, Tenant};
+use super::{create, load, now, random_id, Kind, RecordError, Result, Tenant};
 use crate::store::Store;
 
 /// What a new baseline says about its session.
@@ -38,7 +41,7 @@ fn group_prefix(tenant: &Tenant, kind: ProfileKind, service: &str) -> String {
 
 /// Index names: the creation time, then the (random) baseline id.
 fn index_name(record: &BaselineRecord) -> String {
-    format!("{:016x}-{}", millis_of(&record.created_at), record.baseline_id)
+    format!("{:016x}-{}", record.created_at.millis(), record.baseline_id)
 }
 
 fn id_of(index_name: &str) -> Option<&str> {
@@ -53,19 +56,19 @@ pub async fn create_baseline(
     new: NewBaseline,
 ) -> Result<BaselineRecord> {
     let record = BaselineRecord {
-        baseline_id: random_id("base"),
+        baseline_id: random_id(),
         baseline_label: new.label,
         profile_type: new.profile_type,
         session_id: session.id.clone(),
         service: session.service.clone(),
         description: new.description,
         top_functions: new.top_functions,
-        created_at: now_rfc3339(),
+        created_at: now(),
         tags: new.tags,
     };
     // The pin first, then the record, then the indexes: "latest" moves only to a
     // stored baseline, and no baseline exists whose bytes could be collected.
-    if !refs::hold(store, tenant, &session.id, &record.baseline_id).await? {
+    if !index::hold(store, tenant, &session.id, &Holder::Record(record.baseline_id.to_string())).await? {
         return Err(RecordError::not_found(Kind::Session, &session.id));
     }
     create(store, &record_key(tenant, &record.baseline_id), &record).await?;
@@ -83,7 +86,7 @@ pub async fn latest_id(store: &Store, tenant: &Tenant, kind: ProfileKind, servic
 }
 
 pub async fn find(store: &Store, tenant: &Tenant, id: &str) -> Result<BaselineRecord> {
-    if !valid_id(id, "base") {
+    if BaselineId::parse(id).is_err() {
         return Err(RecordError::not_found(Kind::Baseline, id));
     }
     load(store, &record_key(tenant, id)).await?.ok_or_else(|| RecordError::not_found(Kind::Baseline, id))
@@ -105,5 +108,5 @@ pub async fn delete(store: &Store, tenant: &Tenant, record: &BaselineRecord) -> 
     store.delete(&format!("{}/{name}", group_prefix(tenant, record.profile_type, &record.service))).await?;
     store.delete(&format!("{}/{name}", time_prefix(tenant))).await?;
     store.delete(&record_key(tenant, id)).await?;
-    refs::release(store, tenant, &record.session_id, id).await
+    index::release(store, tenant, &record.session_id, &Holder::Record(id.to_string())).await
 }

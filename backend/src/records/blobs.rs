@@ -7,29 +7,26 @@
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
+use stacklens_core::ids::BlobId;
+use stacklens_core::timestamp::Timestamp;
 
-use super::{
-    create, expiring, load, millis_of, now_millis, now_rfc3339, random_id, rfc3339, token_matches, valid_id, Kind,
-    RecordError, Result, Tenant,
-};
+use super::{create, expiring, load, now, now_millis, random_id, token_matches, Kind, RecordError, Result, Tenant};
 use crate::store::Store;
 
 /// What is stored beside a blob's bytes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BlobRecord {
-    pub id: String,
+    pub id: BlobId,
     pub tenant: String,
     pub size: u64,
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// When its link expires (RFC 3339); never without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
+    pub expires_at: Option<Timestamp>,
     /// The sha256 (hex) of the delete token; the token itself is not kept.
     pub delete_token_sha256: String,
 }
-
-const PREFIX: &str = "blob";
 
 fn record_key(tenant: &Tenant, id: &str) -> String {
     tenant.key(&format!("blobs/{id}.json"))
@@ -45,11 +42,11 @@ fn bytes_key(tenant: &Tenant, id: &str) -> String {
 pub async fn store(store: &Store, tenant: &Tenant, bytes: Bytes, expires: Option<u64>) -> Result<(BlobRecord, String)> {
     let (token, digest) = super::delete_token();
     let record = BlobRecord {
-        id: random_id(PREFIX),
+        id: random_id(),
         tenant: tenant.0.clone(),
         size: bytes.len() as u64,
-        created_at: now_rfc3339(),
-        expires_at: expires.map(rfc3339),
+        created_at: now(),
+        expires_at: expires.map(Timestamp::from_millis),
         delete_token_sha256: hex::encode(digest),
     };
     futures::try_join!(
@@ -67,19 +64,19 @@ pub async fn store(store: &Store, tenant: &Tenant, bytes: Bytes, expires: Option
 
 /// Whether `id` names a stored blob (expired or not).
 pub async fn exists(store: &Store, tenant: &Tenant, id: &str) -> Result<bool> {
-    Ok(valid_id(id, PREFIX) && store.get(&record_key(tenant, id)).await?.is_some())
+    Ok(BlobId::parse(id).is_ok() && store.get(&record_key(tenant, id)).await?.is_some())
 }
 
 /// A blob as its link finds it: NotFound once deleted, Expired once its time is up.
 pub async fn find(store: &Store, tenant: &Tenant, id: &str) -> Result<BlobRecord> {
-    if !valid_id(id, PREFIX) {
+    if BlobId::parse(id).is_err() {
         return Err(RecordError::not_found(Kind::Blob, id));
     }
     let record: BlobRecord =
         load(store, &record_key(tenant, id)).await?.ok_or_else(|| RecordError::not_found(Kind::Blob, id))?;
     match &record.expires_at {
-        Some(at) if millis_of(at) <= now_millis() => {
-            Err(RecordError::Expired { what: Kind::Blob, id: id.to_owned(), at: at.clone() })
+        Some(at) if at.millis() <= now_millis() => {
+            Err(RecordError::Expired { what: Kind::Blob, id: id.to_owned(), at: at.to_string() })
         }
         _ => Ok(record),
     }
@@ -101,7 +98,7 @@ pub async fn delete(store: &Store, tenant: &Tenant, record: &BlobRecord) -> Resu
     store.delete(&record_key(tenant, &record.id)).await?;
     store.delete(&bytes_key(tenant, &record.id)).await?;
     if let Some(at) = &record.expires_at {
-        expiring::forget(store, tenant, millis_of(at), &record.id).await?;
+        expiring::forget(store, tenant, at.millis(), &record.id).await?;
     }
     Ok(())
 }
@@ -111,7 +108,7 @@ pub async fn delete(store: &Store, tenant: &Tenant, record: &BlobRecord) -> Resu
 /// the bytes go too: nothing can reach them.
 pub async fn expire(store: &Store, tenant: &Tenant, id: &str, now: u64) -> Result<()> {
     match load::<BlobRecord>(store, &record_key(tenant, id)).await? {
-        Some(record) if record.expires_at.as_deref().is_some_and(|at| millis_of(at) <= now) => {
+        Some(record) if record.expires_at.as_ref().is_some_and(|at| at.millis() <= now) => {
             delete(store, tenant, &record).await
         }
         Some(_) => Ok(()),

@@ -6,18 +6,21 @@
 use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use stacklens_core::analysis::summary::FunctionShare;
+use stacklens_core::ids::{CaptureId, SessionId};
+use stacklens_core::timestamp::Timestamp;
 use stacklens_core::ProfileKind;
 
-use super::{buckets, create, load, now_rfc3339, refs, valid_id, Kind, RecordError, Result, Tenant};
+use super::refs::Holder;
+use super::{buckets, create, index, load, now_rfc3339, Kind, RecordError, Result, Tenant};
 use crate::store::Store;
 
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Started {
-    pub id: String,
+    pub id: CaptureId,
     pub service: String,
     pub profile_type: ProfileKind,
-    pub started_at: String,
+    pub started_at: Timestamp,
     pub duration_seconds: u64,
     pub sample_rate: Option<u64>,
     /// For scheduled captures: the schedule's interval number this capture fills.
@@ -30,10 +33,10 @@ pub struct Started {
 #[serde(rename_all = "camelCase", default)]
 pub struct Done {
     pub completed_at: String,
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     pub sample_count: Option<i64>,
     /// For goroutine captures: the `debug=0` pprof form, stored beside the dump.
-    pub pprof_session_id: Option<String>,
+    pub pprof_session_id: Option<SessionId>,
     /// The captured profile's total in its sample type (for trend charts).
     pub total: Option<i64>,
     pub unit: Option<String>,
@@ -48,7 +51,7 @@ impl Done {
     }
 
     /// A run that stored this session.
-    pub fn stored(session_id: String) -> Self {
+    pub fn stored(session_id: SessionId) -> Self {
         Done { completed_at: now_rfc3339(), session_id: Some(session_id), ..Done::default() }
     }
 
@@ -62,7 +65,7 @@ impl Done {
     }
 
     /// The sessions the run stored.
-    pub fn sessions(&self) -> impl Iterator<Item = &String> {
+    pub fn sessions(&self) -> impl Iterator<Item = &SessionId> {
         self.session_id.iter().chain(&self.pprof_session_id)
     }
 }
@@ -83,7 +86,7 @@ fn key(tenant: &Tenant, id: &str, part: &str) -> String {
 /// Files a new capture: its record, then its history entry.
 pub async fn start(store: &Store, tenant: &Tenant, started: &Started) -> Result<()> {
     create(store, &key(tenant, &started.id, "started"), started).await?;
-    let millis = super::millis_of(&started.started_at);
+    let millis = started.started_at.millis();
     let prefix = history_prefix(tenant, &started.service, started.profile_type);
     store.create(&buckets::key(&prefix, &format!("{millis:016x}-{}", started.id)), bytes::Bytes::new()).await?;
     Ok(())
@@ -96,7 +99,7 @@ pub fn done_key(tenant: &Tenant, id: &str) -> String {
 
 /// A capture and its outcome, if it has one.
 pub async fn find(store: &Store, tenant: &Tenant, id: &str) -> Result<(Started, Option<Done>)> {
-    if !valid_id(id, "cap") {
+    if CaptureId::parse(id).is_err() {
         return Err(RecordError::not_found(Kind::Capture, id));
     }
     let started: Started =
@@ -131,7 +134,9 @@ pub async fn history(
         let prefix = &prefix;
         async move {
             let Some((millis, id)) = name.split_once('-') else { return Ok(None) };
-            let (Ok(millis), true) = (u64::from_str_radix(millis, 16), valid_id(id, "cap")) else { return Ok(None) };
+            let (Ok(millis), true) = (u64::from_str_radix(millis, 16), CaptureId::parse(id).is_ok()) else {
+                return Ok(None);
+            };
             let (started_at, done_at) = (key(tenant, id, "started"), key(tenant, id, "done"));
             let (started, done) =
                 futures::try_join!(load::<Started>(store, &started_at), load::<Done>(store, &done_at))?;
@@ -151,7 +156,7 @@ pub async fn forget(store: &Store, tenant: &Tenant, entry: &CaptureEntry) -> Res
     store.delete(&entry.index).await?;
     let id = &entry.started.id;
     for session in entry.done.iter().flat_map(Done::sessions) {
-        refs::release(store, tenant, session, id).await?;
+        index::release(store, tenant, session, &Holder::Record(id.to_string())).await?;
     }
     store.delete(&key(tenant, id, "done")).await?;
     store.delete(&key(tenant, id, "started")).await?;

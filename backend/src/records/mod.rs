@@ -9,6 +9,7 @@ pub mod blobs;
 pub mod buckets;
 pub mod captures;
 pub mod expiring;
+pub mod index;
 pub mod leases;
 pub mod refs;
 pub mod samply;
@@ -20,6 +21,8 @@ use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sha2::Digest;
+use stacklens_core::ids::RecordIdKind;
+use stacklens_core::timestamp::Timestamp;
 
 use crate::store::{Store, StoreError};
 
@@ -90,19 +93,12 @@ pub fn valid_name(s: &str, max: usize) -> bool {
     !s.is_empty() && s.len() <= max && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// An id of the form `{prefix}-{32 lowercase hex}`; anything else cannot name an object.
-pub fn valid_id(id: &str, prefix: &str) -> bool {
-    id.strip_prefix(prefix)
-        .and_then(|rest| rest.strip_prefix('-'))
-        .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-}
-
 /// `{prefix}-{128 random bits}`: ids that open records without a credential (share
 /// links) must be unguessable, so they carry nothing derivable from the content.
-pub fn random_id(prefix: &str) -> String {
+pub fn random_id<Id: RecordIdKind>() -> Id {
     let mut bits = [0u8; 16];
     getrandom::getrandom(&mut bits).expect("the operating system's random source");
-    format!("{prefix}-{}", hex::encode(bits))
+    Id::try_from(format!("{}-{}", Id::PREFIX, hex::encode(bits))).expect("a prefix and 32 hex digits are an id")
 }
 
 /// `{prefix}-{time-ordered uuid}`: for records only credential holders can reach,
@@ -116,21 +112,18 @@ pub fn now_rfc3339() -> String {
     rfc3339(now_millis())
 }
 
+/// Now, as records' times are.
+pub fn now() -> Timestamp {
+    Timestamp::from_millis(now_millis())
+}
+
 /// Milliseconds since the epoch as RFC 3339 with milliseconds.
 pub fn rfc3339(millis: u64) -> String {
-    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(millis)).to_string()
+    Timestamp::from_millis(millis).into()
 }
 
 pub fn now_millis() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
-/// Milliseconds since the epoch of an RFC 3339 time (0 when unreadable).
-pub fn millis_of(rfc3339: &str) -> u64 {
-    humantime::parse_rfc3339(rfc3339)
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Reads a stored JSON record.
@@ -154,7 +147,12 @@ pub fn delete_token() -> (String, [u8; 32]) {
 pub fn token_matches(stored: &str, token: &str) -> bool {
     let given: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
     let mut digest = [0u8; 32];
-    hex::decode_to_slice(stored, &mut digest).is_ok() && crate::auth::same_digest(&digest, &given)
+    hex::decode_to_slice(stored, &mut digest).is_ok() && same_digest(&digest, &given)
+}
+
+/// Whether two digests are equal, in time that does not depend on where they differ.
+pub fn same_digest(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Creates a JSON record unless `key` exists; true when this call created it.
@@ -180,6 +178,7 @@ mod tests {
     use std::collections::BTreeMap;
     use std::time::Duration;
 
+    use stacklens_core::ids::CaptureId;
     use stacklens_core::ProfileKind;
 
     use super::*;
@@ -223,17 +222,18 @@ mod tests {
                     .enumerate()
             {
                 let bytes = Bytes::from(vec![i as u8; 8]);
-                let stored =
-                    sessions::store(&store, &tenant, bytes, session(service, kind), sessions::UPLOAD).await.unwrap();
-                ids.push(stored.record.id);
+                let stored = sessions::store(&store, &tenant, bytes, session(service, kind), &refs::Holder::Upload)
+                    .await
+                    .unwrap();
+                ids.push(stored.record.id.to_string());
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
             ids.reverse();
             let started = captures::Started {
-                id: "cap-0123456789abcdef0123456789abcdef".to_owned(),
+                id: CaptureId::parse("cap-0123456789abcdef0123456789abcdef").unwrap(),
                 service: "shop".to_owned(),
                 profile_type: ProfileKind::Cpu,
-                started_at: now_rfc3339(),
+                started_at: now(),
                 duration_seconds: 1,
                 sample_rate: None,
                 slot: None,
@@ -243,7 +243,7 @@ mod tests {
                 let (store, tenant) = (&store, &tenant);
                 async move {
                     let (page, _) = sessions::list(store, tenant, service, kind, 10, None).await.unwrap();
-                    page.into_iter().map(|r| r.id).collect::<Vec<_>>()
+                    page.into_iter().map(|r| r.id.to_string()).collect::<Vec<_>>()
                 }
             };
             let history = || captures::history(&store, &tenant, "shop", ProfileKind::Cpu, 0, u64::MAX);
@@ -265,14 +265,14 @@ mod tests {
             assert_eq!(listed(Some("shop"), Some(ProfileKind::Cpu)).await, ids[2..]);
             assert_eq!(listed(None, Some(ProfileKind::Cpu)).await, [ids[0].clone(), ids[2].clone()]);
             assert_eq!(
-                history().await.unwrap().into_iter().map(|e| e.started.id).collect::<Vec<_>>(),
+                history().await.unwrap().into_iter().map(|e| e.started.id.to_string()).collect::<Vec<_>>(),
                 [started.id.as_str()]
             );
             assert_eq!(refile_legacy_entries(&store).await.unwrap(), 0, "once only");
 
             // Deleting a session removes every entry of it.
             let record = sessions::find(&store, &tenant, &ids[1]).await.unwrap();
-            sessions::delete(&store, &tenant, &record).await.unwrap();
+            index::delete(&store, &tenant, &record).await.unwrap();
             assert_eq!(listed(Some("shop"), None).await, ids[2..]);
             assert_eq!(listed(None, None).await, [ids[0].clone(), ids[2].clone()]);
             let entries = store.list(&tenant.key("sessions-by-service"), None).await.unwrap();
@@ -290,26 +290,26 @@ mod tests {
         let tenant = Tenant("acme".to_owned());
         let upload = |bytes: &'static [u8], expires: Option<u64>| {
             let new = sessions::NewSession { expires, ..session("", ProfileKind::Cpu) };
-            sessions::store(&store, &tenant, Bytes::from_static(bytes), new, sessions::UPLOAD)
+            sessions::store(&store, &tenant, Bytes::from_static(bytes), new, &refs::Holder::Upload)
         };
         let now = now_millis();
         let (soon, later) = (now + 300, now + 900);
         let first = upload(b"extended", Some(soon)).await.unwrap();
         let id = first.record.id.clone();
-        assert_eq!(first.record.expires_at, Some(rfc3339(soon)));
+        assert_eq!(first.record.expires_at, Some(Timestamp::from_millis(soon)));
         let shorter = upload(b"extended", Some(now + 100)).await.unwrap();
         assert_eq!((shorter.created, &shorter.record.id), (false, &id));
-        assert_eq!(shorter.record.expires_at, Some(rfc3339(soon)), "not shortened");
+        assert_eq!(shorter.record.expires_at, Some(Timestamp::from_millis(soon)), "not shortened");
         let longer = upload(b"extended", Some(later)).await.unwrap();
-        assert_eq!(longer.record.expires_at, Some(rfc3339(later)));
+        assert_eq!(longer.record.expires_at, Some(Timestamp::from_millis(later)));
         let lasting = upload(b"lasting", Some(soon)).await.unwrap();
         let made_lasting = upload(b"lasting", None).await.unwrap();
         assert_eq!((&made_lasting.record.id, &made_lasting.record.expires_at), (&lasting.record.id, &None));
-        assert_eq!(sessions::find(&store, &tenant, &id).await.unwrap().expires_at, Some(rfc3339(later)));
+        assert_eq!(sessions::find(&store, &tenant, &id).await.unwrap().expires_at, Some(Timestamp::from_millis(later)));
 
         tokio::time::sleep(Duration::from_millis(soon - now + 50)).await;
         for session in [&id, &lasting.record.id] {
-            sessions::expire(&store, &tenant, session, now_millis()).await.unwrap();
+            index::expire(&store, &tenant, session, now_millis()).await.unwrap();
             assert!(sessions::find(&store, &tenant, session).await.is_ok(), "{session} lives on");
         }
         tokio::time::sleep(Duration::from_millis(later - soon)).await;
@@ -317,7 +317,7 @@ mod tests {
             Err(RecordError::Expired { what: Kind::Session, at, .. }) => assert_eq!(at, rfc3339(later)),
             other => panic!("{:?}", other.map(|r| r.id)),
         }
-        sessions::expire(&store, &tenant, &id, now_millis()).await.unwrap();
+        index::expire(&store, &tenant, &id, now_millis()).await.unwrap();
         assert!(!sessions::exists(&store, &tenant, &id).await.unwrap(), "nothing else held it");
         assert_eq!(store.list(&tenant.key(&format!("uploads/{id}")), None).await.unwrap(), Vec::<String>::new());
 
@@ -339,7 +339,7 @@ mod tests {
             &tenant,
             Bytes::from_static(b"captured"),
             session("", ProfileKind::Cpu),
-            "cap-0123456789abcdef0123456789abcdef",
+            &refs::Holder::Record("cap-0123456789abcdef0123456789abcdef".to_owned()),
         )
         .await
         .unwrap();

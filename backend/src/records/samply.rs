@@ -2,19 +2,25 @@
 //! in time order under the pipeline's folder.
 
 use serde::{Deserialize, Serialize};
+use stacklens_core::timestamp::Timestamp;
 
 use super::captures::Done;
 use super::{create, load, Result, Tenant};
 use crate::store::Store;
 
-#[derive(Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+/// A samply run; every run was stored with its start time, which must read as one.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Run {
+    #[serde(default)]
     pub id: String,
+    #[serde(default)]
     pub pid: u32,
+    #[serde(default)]
     pub ordinal: usize,
+    #[serde(default)]
     pub duration_secs: u64,
-    pub started_at: String,
+    pub started_at: Timestamp,
 }
 
 fn runs_prefix(tenant: &Tenant, pipeline: &str) -> String {
@@ -22,7 +28,7 @@ fn runs_prefix(tenant: &Tenant, pipeline: &str) -> String {
 }
 
 fn folder(tenant: &Tenant, pipeline: &str, run: &Run) -> String {
-    format!("{}/{:016x}-{}", runs_prefix(tenant, pipeline), super::millis_of(&run.started_at), run.id)
+    format!("{}/{:016x}-{}", runs_prefix(tenant, pipeline), run.started_at.millis(), run.id)
 }
 
 pub async fn start(store: &Store, tenant: &Tenant, pipeline: &str, run: &Run) -> Result<()> {
@@ -42,7 +48,8 @@ pub async fn latest(store: &Store, tenant: &Tenant, pipeline: &str) -> Result<Op
     let Some(newest) = keys.iter().filter_map(|k| k.strip_suffix("/started.json")).next_back() else {
         return Ok(None);
     };
-    let run: Run = load(store, &format!("{prefix}/{newest}/started.json")).await?.unwrap_or_default();
+    // A run removed since the listing has nothing to show.
+    let Some(run) = load::<Run>(store, &format!("{prefix}/{newest}/started.json")).await? else { return Ok(None) };
     let done = load(store, &format!("{prefix}/{newest}/done.json")).await?;
     Ok(Some((run, done)))
 }

@@ -2,7 +2,8 @@
 //! (captures, pushes from agents, uploads that name a service), filed under its tenant,
 //! service, profile type and hour, with its labels and its totals. A range query lists
 //! only its hours' folders, so it costs what it returns, never the whole history; and
-//! each entry holds its session (see [`super::refs`]) until retention removes it.
+//! each entry holds its session (see [`super::refs`]) until retention removes it
+//! (see [`super::index`], which files and removes entries with their holds).
 //!
 //! Why an hour: a one-hour query reads one or two folders, and at one profile every
 //! 10 s a folder holds 360 entries, within one S3 listing page (1,000 names). Longer
@@ -20,9 +21,11 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use stacklens_core::ids::SessionId;
 use stacklens_core::ProfileKind;
 
-use super::{load, ordered_id, refs, Result, Tenant};
+use super::refs::Holder;
+use super::{load, Result, Tenant};
 use crate::store::Store;
 
 pub const HOUR_MS: u64 = 3_600_000;
@@ -33,9 +36,6 @@ pub const SETTLED_MS: u64 = 5 * 60_000;
 /// The longest range one query may cover (a listing per hour).
 pub const MAX_RANGE_MS: u64 = 31 * 24 * HOUR_MS;
 
-/// The prefix of the holder names index entries hold their sessions by.
-pub const HOLDER: &str = "ser-";
-
 /// Reads in flight at once for one query.
 const CONCURRENCY: usize = 16;
 
@@ -45,7 +45,7 @@ const CONCURRENCY: usize = 16;
 pub struct Entry {
     /// When the profile was taken (milliseconds since the epoch).
     pub millis: u64,
-    pub session_id: String,
+    pub session_id: SessionId,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
     /// The profile's sample types, their units, the total of each, and which one
@@ -141,17 +141,10 @@ impl Series {
         format!("{}/h{hour}", self.folder("series-cache"))
     }
 
-    /// Files a stored session under `entry.millis`; the entry holds the session from
-    /// now on. False when the session went meanwhile (nothing is filed).
-    pub async fn add(&self, store: &Store, entry: &Entry) -> Result<bool> {
-        let holder = ordered_id(HOLDER.trim_end_matches('-'));
-        let key = format!("{}/{:016x}-{holder}", self.hour_prefix(entry.millis / HOUR_MS), entry.millis);
-        // The reference notes the entry, so deleting the session removes the entry too.
-        if !refs::hold_noting(store, &self.tenant, &entry.session_id, &holder, Bytes::from(key.clone())).await? {
-            return Ok(false);
-        }
-        store.create(&key, Bytes::from(serde_json::to_vec(entry)?)).await?;
-        Ok(true)
+    /// Where an entry taken at `millis` is filed, named by the holder it holds its
+    /// session by (whose reference notes this key, so deleting the session finds it).
+    pub fn entry_key(&self, millis: u64, holder: &Holder) -> String {
+        format!("{}/{millis:016x}-{}", self.hour_prefix(millis / HOUR_MS), holder.name())
     }
 
     /// The hours `[from, to)` touches, with what each holds now, oldest first.
@@ -221,67 +214,66 @@ impl Series {
         format!("{}/{}-{filter}.pb.gz", self.cache_prefix(hour.number), hour.digest())
     }
 
-    /// Removes the entries taken before `cutoff` (only those `filed_by` filed, when
-    /// given), releasing their sessions (which go unless something else, such as a
-    /// baseline or another entry, holds them), and the caches of the hours that are then
-    /// empty. Lists only the hours up to the cutoff.
-    pub async fn expire(&self, store: &Store, cutoff: u64, filed_by: Option<FiledBy>) -> Result<usize> {
-        let mut removed = 0;
-        for hour in store.list_folders(&self.folder("series")).await? {
-            let Some(number) = hour.strip_prefix('h').and_then(|n| n.parse::<u64>().ok()) else { continue };
-            if number * HOUR_MS >= cutoff {
+    /// The numbers of the hours that start before `cutoff` (lists the series' hours only).
+    pub async fn hours_before(&self, store: &Store, cutoff: u64) -> Result<Vec<u64>> {
+        let hours = store.list_folders(&self.folder("series")).await?;
+        let numbers = hours.iter().filter_map(|hour| hour.strip_prefix('h').and_then(|n| n.parse::<u64>().ok()));
+        Ok(numbers.filter(|number| number * HOUR_MS < cutoff).collect())
+    }
+
+    /// The entries of an hour taken before `cutoff` (`entry` is `None` for one removed
+    /// since the listing), and how many of its entries were taken later.
+    pub async fn taken_before(&self, store: &Store, hour: u64, cutoff: u64) -> Result<(Vec<Filed>, usize)> {
+        let prefix = self.hour_prefix(hour);
+        let (mut due, mut later) = (Vec::new(), 0);
+        for name in store.list(&prefix, None).await? {
+            let Some((millis, holder)) = name.split_once('-') else {
+                later += 1;
+                continue;
+            };
+            if u64::from_str_radix(millis, 16).is_ok_and(|m| m >= cutoff) {
+                later += 1;
                 continue;
             }
-            let prefix = self.hour_prefix(number);
-            let names = store.list(&prefix, None).await?;
-            let mut left = names.len();
-            for name in names {
-                let Some((millis, holder)) = name.split_once('-') else { continue };
-                if u64::from_str_radix(millis, 16).is_ok_and(|m| m >= cutoff) {
-                    continue;
-                }
-                if let Some(entry) = load::<Entry>(store, &format!("{prefix}/{name}")).await? {
-                    if filed_by.is_some_and(|by| entry.filed_by != Some(by)) {
-                        continue;
-                    }
-                    store.delete(&format!("{prefix}/{name}")).await?;
-                    refs::release(store, &self.tenant, &entry.session_id, holder).await?;
-                    removed += 1;
-                }
-                left -= 1;
-            }
-            if left == 0 {
-                let cache = self.cache_prefix(number);
-                for name in store.list(&cache, None).await? {
-                    store.delete(&format!("{cache}/{name}")).await?;
-                }
-            }
+            let key = format!("{prefix}/{name}");
+            let entry = load::<Entry>(store, &key).await?;
+            due.push(Filed { holder: Holder::Entry(holder.to_owned()), key, entry });
         }
-        Ok(removed)
+        Ok((due, later))
+    }
+
+    /// Removes the caches of an hour (once it holds nothing).
+    pub async fn clear_cache(&self, store: &Store, hour: u64) -> Result<()> {
+        let cache = self.cache_prefix(hour);
+        for name in store.list(&cache, None).await? {
+            store.delete(&format!("{cache}/{name}")).await?;
+        }
+        Ok(())
     }
 }
 
-/// Removes a session's entries (which changes their hours' digests, so no cache still
-/// counts them), and their references: all of them when its owner deletes it, only
-/// those `filed_by` filed when one sender's hold on it ends.
-pub async fn forget_session(store: &Store, tenant: &Tenant, session: &str, filed_by: Option<FiledBy>) -> Result<()> {
-    for holder in refs::holders(store, tenant, session).await? {
-        if !holder.starts_with(HOLDER) {
-            continue;
-        }
-        let key = refs::note(store, tenant, session, &holder).await?.map(|k| String::from_utf8_lossy(&k).into_owned());
-        if let (Some(by), Some(key)) = (filed_by, &key) {
-            // An entry gone already has nothing left to keep.
-            if load::<Entry>(store, key).await?.is_some_and(|entry| entry.filed_by != Some(by)) {
-                continue;
-            }
-        }
-        if let Some(key) = key {
-            store.delete(&key).await?;
-        }
-        refs::withdraw(store, tenant, session, &holder).await?;
-    }
+/// An entry as filed: its key, the holder it holds its session by, and the entry
+/// (`None` when it is gone).
+pub struct Filed {
+    pub key: String,
+    pub holder: Holder,
+    pub entry: Option<Entry>,
+}
+
+/// Writes an entry at `key` (see [`Series::entry_key`]); its session is held already.
+pub async fn write(store: &Store, key: &str, entry: &Entry) -> Result<()> {
+    store.create(key, Bytes::from(serde_json::to_vec(entry)?)).await?;
     Ok(())
+}
+
+/// The entry filed at `key`, if it is still there.
+pub async fn entry_at(store: &Store, key: &str) -> Result<Option<Entry>> {
+    load::<Entry>(store, key).await
+}
+
+/// Removes the entry filed at `key`.
+pub async fn remove(store: &Store, key: &str) -> Result<()> {
+    Ok(store.delete(key).await?)
 }
 
 /// The series of a tenant that have entries: (service, type).

@@ -2,7 +2,7 @@
 //! Ids are random (a share link is a capability); the same bytes in the same tenant
 //! still map to one session through a claim keyed by their sha256, so bytes are
 //! stored once. A deleted session is hidden at once (tombstone) and its bytes go when
-//! no baseline or capture refers to it any more (see [`super::refs`]).
+//! no baseline or capture refers to it any more (see [`super::refs`] and [`super::index`]).
 //!
 //! An upload stores four objects (five with a service): the bytes, the record, and
 //! copies of the record (the claim, found by content, and the index entries, listed by
@@ -10,7 +10,8 @@
 //! file. The indexes are bucketed by time (see [`super::buckets`]) and their entries'
 //! names end with the profile type, so a page of a listing reads that page only. The
 //! upload that creates a session holds it without a reference object, until the
-//! session is deleted or its link expires (see [`holds_its_upload`]).
+//! session is deleted or its link expires (see [`holds_its_upload`]). What spans
+//! sessions, the time index and references (deleting, expiring) is in [`super::index`].
 //!
 //! Links that expire, and delete tokens: the upload that creates a session keeps its
 //! expiry and the sha256 of the delete token it was given in the record (the hash is in
@@ -34,12 +35,14 @@ use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 pub use stacklens_core::api::SessionRecord;
+use stacklens_core::ids::SessionId;
+use stacklens_core::timestamp::Timestamp;
 use stacklens_core::ProfileKind;
 
-use super::series::FiledBy;
+use super::refs::{self, Holder};
 use super::{
-    blobs, buckets, expiring, load, millis_of, now_millis, now_rfc3339, random_id, refs, rfc3339, token_matches,
-    valid_id, Kind, RecordError, Result, Tenant,
+    blobs, buckets, expiring, load, now, now_millis, random_id, rfc3339, token_matches, Kind, RecordError, Result,
+    Tenant,
 };
 use crate::store::Store;
 
@@ -74,9 +77,6 @@ struct Described {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     delete_token_sha256: Option<String>,
 }
-
-/// Who holds an uploaded session (its uploader).
-pub const UPLOAD: &str = "upload";
 
 fn record_key(tenant: &Tenant, id: &str) -> String {
     tenant.key(&format!("sessions/{id}.json"))
@@ -136,7 +136,7 @@ fn index_name(record: &SessionRecord) -> String {
 
 /// An entry's name before entries had buckets and types: `sessions-by-time/{name}`.
 fn legacy_name(record: &SessionRecord) -> String {
-    format!("{:016x}-{}", u64::MAX - millis_of(&record.created_at), record.id)
+    format!("{:016x}-{}", u64::MAX - record.created_at.millis(), record.id)
 }
 
 /// The index entries a session is listed by: among all, and among its service's.
@@ -172,7 +172,7 @@ async fn forget_entries(store: &Store, tenant: &Tenant, record: &SessionRecord) 
 /// Stores `bytes` as a session held by `holder`, or finds the session these bytes
 /// already are (then `created` is false). An upload also gets a delete token, and may
 /// extend the found session's expiry. Returns after the store acknowledged every object.
-pub async fn store(store: &Store, tenant: &Tenant, bytes: Bytes, new: NewSession, holder: &str) -> Result<Stored> {
+pub async fn store(store: &Store, tenant: &Tenant, bytes: Bytes, new: NewSession, holder: &Holder) -> Result<Stored> {
     let sha256 = hex::encode(Sha256::digest(&bytes));
     let claim = claim_key(tenant, &sha256);
     // A few rounds: another replica may be storing or removing the same bytes.
@@ -181,9 +181,11 @@ pub async fn store(store: &Store, tenant: &Tenant, bytes: Bytes, new: NewSession
             let id = claimed_id(&claimed);
             if let Some(found) = visible(store, tenant, &id).await? {
                 // A visible session an upload created is held by that upload already.
-                let upload_holds = holder == UPLOAD && found.stored.record.created_by_upload;
-                if upload_holds || refs::hold(store, tenant, &id, holder).await? {
-                    let (delete_token, until) = if holder == UPLOAD {
+                let upload_holds = *holder == Holder::Upload && found.stored.record.created_by_upload;
+                if upload_holds
+                    || refs::hold(store, tenant, &id, holder, Bytes::new(), exists(store, tenant, &id)).await?
+                {
+                    let (delete_token, until) = if *holder == Holder::Upload {
                         match add_upload(store, tenant, &found, new.expires).await? {
                             Some((token, until)) => (Some(token), until),
                             // The sweep is ending this link: look again.
@@ -205,7 +207,7 @@ pub async fn store(store: &Store, tenant: &Tenant, bytes: Bytes, new: NewSession
         }
         let text = !bytes.starts_with(&[0x1f, 0x8b]) && std::str::from_utf8(&bytes[..bytes.len().min(4096)]).is_ok();
         let record = SessionRecord {
-            id: random_id("sess"),
+            id: random_id(),
             service: new.service.clone(),
             profile_type: new.profile_type,
             name: new.name.clone(),
@@ -213,14 +215,14 @@ pub async fn store(store: &Store, tenant: &Tenant, bytes: Bytes, new: NewSession
             sample_types: new.sample_types.clone(),
             sample_count: new.sample_count,
             duration_seconds: new.duration_seconds,
-            created_at: now_rfc3339(),
+            created_at: now(),
             size: bytes.len() as u64,
             sha256: sha256.clone(),
             content_type: if text { "text/plain; charset=utf-8" } else { "application/octet-stream" }.to_owned(),
-            created_by_upload: holder == UPLOAD,
-            expires_at: new.expires.map(rfc3339),
+            created_by_upload: *holder == Holder::Upload,
+            expires_at: new.expires.map(Timestamp::from_millis),
         };
-        let token = (holder == UPLOAD).then(super::delete_token);
+        let token = (*holder == Holder::Upload).then(super::delete_token);
         let stored = Described { record, delete_token_sha256: token.as_ref().map(|(_, digest)| hex::encode(digest)) };
         let record = &stored.record;
         // Bytes, record, reference (other holders than the upload need one) and the
@@ -324,7 +326,7 @@ struct Found {
 impl Found {
     /// The record as its link shows it: with the link's expiry.
     fn shown(self) -> SessionRecord {
-        SessionRecord { expires_at: self.until.map(rfc3339), ..self.stored.record }
+        SessionRecord { expires_at: self.until.map(Timestamp::from_millis), ..self.stored.record }
     }
 }
 
@@ -333,7 +335,7 @@ impl Found {
 /// an expiry has its uploads read.
 async fn link_expiry(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<Option<u64>> {
     let Some(created) = &record.expires_at else { return Ok(None) };
-    let mut latest = millis_of(created);
+    let mut latest = created.millis();
     for name in store.list(&uploads_prefix(tenant, &record.id), None).await? {
         match parse_upload(&name) {
             Some((None, _)) => return Ok(None),
@@ -374,7 +376,7 @@ pub async fn exists(store: &Store, tenant: &Tenant, id: &str) -> Result<bool> {
 /// A session as its own link finds it: NotFound once deleted, Expired once its time is
 /// up, and EncryptedBlob for the id of a blob (which no analysis can read).
 pub async fn find(store: &Store, tenant: &Tenant, id: &str) -> Result<SessionRecord> {
-    if !valid_id(id, "sess") {
+    if SessionId::parse(id).is_err() {
         if blobs::exists(store, tenant, id).await? {
             return Err(RecordError::EncryptedBlob { id: id.to_owned() });
         }
@@ -401,7 +403,7 @@ pub async fn revocable_by(store: &Store, tenant: &Tenant, id: &str, token: &str)
 
 /// A session as a baseline or capture that holds it finds it, deleted or not.
 pub async fn find_held(store: &Store, tenant: &Tenant, id: &str) -> Result<SessionRecord> {
-    if !valid_id(id, "sess") {
+    if SessionId::parse(id).is_err() {
         return Err(RecordError::not_found(Kind::Session, id));
     }
     load(store, &record_key(tenant, id)).await?.ok_or_else(|| RecordError::not_found(Kind::Session, id))
@@ -412,56 +414,40 @@ pub async fn raw(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Resu
     store.get(&raw_key(tenant, &record.id)).await?.ok_or_else(|| RecordError::not_found(Kind::Session, &record.id))
 }
 
-/// Deletes a session for its owner (a credential of the tenant): its link answers 404 at
-/// once and listings drop it; its bytes stay while a baseline or capture still holds
-/// them. The time index does not keep what its owner deleted: all its entries go.
-pub async fn delete(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<()> {
-    store.create(&tombstone_key(tenant, &record.id), Bytes::new()).await?;
-    end_link(store, tenant, record, None).await
+/// Hides a session at once: its link answers 404 and listings drop it (see
+/// [`super::index::delete`] for what else ending its link takes).
+pub async fn mark_deleted(store: &Store, tenant: &Tenant, id: &str) -> Result<()> {
+    store.create(&tombstone_key(tenant, id), Bytes::new()).await?;
+    Ok(())
 }
 
-/// Revokes a session's link with an upload's delete token: the link answers 404 at once
-/// and listings drop it, as [`delete`] does, but of the time index only the entries
-/// uploads filed go. A token proves an upload of these bytes, not the tenant's
-/// ownership: what an agent pushed or a capture stored of the same bytes stays.
-pub async fn revoke(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<()> {
-    store.create(&tombstone_key(tenant, &record.id), Bytes::new()).await?;
-    end_link(store, tenant, record, Some(FiledBy::Upload)).await
-}
-
-/// What ending a session's link takes, after the mark that hides it: its listing entries,
-/// its claim (new uploads of the bytes make a new session), its time index entries (those
-/// `filed_by` filed, or all), and its upload's hold.
-async fn end_link(store: &Store, tenant: &Tenant, record: &SessionRecord, filed_by: Option<FiledBy>) -> Result<()> {
+/// Stops listing a session and finding it by content (new uploads of the bytes make a
+/// new session): its listing entries and its claim.
+pub async fn unlist(store: &Store, tenant: &Tenant, record: &SessionRecord) -> Result<()> {
     forget_entries(store, tenant, record).await?;
-    release_claim(store, tenant, &record.sha256, &record.id).await?;
-    super::series::forget_session(store, tenant, &record.id, filed_by).await?;
-    refs::release(store, tenant, &record.id, UPLOAD).await
+    release_claim(store, tenant, &record.sha256, &record.id).await
 }
 
-/// Ends an expired session's link, for the sweep once an expiring index entry of it is
-/// due, as a delete token would ([`revoke`]): it leaves the listings and the time index
-/// entries uploads filed, and its upload stops holding it, so its bytes go unless a
-/// baseline, capture or another sender's time index entry holds them (which keep
-/// reading them; the link answers 410 meanwhile). A later upload's extension
-/// that the sweep had not seen is looked for again after the sweep's marker is made
-/// (see [`add_upload`]). Doing it twice does no harm.
-pub async fn expire(store: &Store, tenant: &Tenant, id: &str, now: u64) -> Result<()> {
+/// The record of a session whose link is due to end at `now`, once the sweep's marker
+/// is made; `None` when it is not due (also when it was extended or deleted meanwhile).
+/// A later upload's extension that the sweep had not seen is looked for again after the
+/// marker is made (see [`add_upload`]).
+pub async fn expiring(store: &Store, tenant: &Tenant, id: &str, now: u64) -> Result<Option<SessionRecord>> {
     let due = |found: Option<Found>| found.filter(|f| f.until.is_some_and(|at| at <= now));
-    if !valid_id(id, "sess") || due(stored(store, tenant, id).await?).is_none() {
-        return Ok(());
+    if SessionId::parse(id).is_err() || due(stored(store, tenant, id).await?).is_none() {
+        return Ok(None);
     }
     let marker = expiring_key(tenant, id);
     store.create(&marker, Bytes::new()).await?;
     let Some(found) = due(stored(store, tenant, id).await?) else {
         // Extended (or deleted) meanwhile.
         store.delete(&marker).await?;
-        return Ok(());
+        return Ok(None);
     };
-    end_link(store, tenant, &found.stored.record, Some(FiledBy::Upload)).await
+    Ok(Some(found.stored.record))
 }
 
-/// Removes everything of a session that nothing refers to (called by [`refs`]): its
+/// Removes everything of a session that nothing refers to (called by [`super::index`]): its
 /// listing entries and claim, its later uploads' objects and expiring index entries,
 /// then its record, its bytes, and the marks of its deletion and expiry.
 pub(super) async fn remove(store: &Store, tenant: &Tenant, id: &str) -> Result<()> {
@@ -469,7 +455,7 @@ pub(super) async fn remove(store: &Store, tenant: &Tenant, id: &str) -> Result<(
         forget_entries(store, tenant, &record).await?;
         release_claim(store, tenant, &record.sha256, id).await?;
         if let Some(at) = &record.expires_at {
-            expiring::forget(store, tenant, millis_of(at), id).await?;
+            expiring::forget(store, tenant, at.millis(), id).await?;
         }
     }
     let uploads = uploads_prefix(tenant, id);
@@ -509,7 +495,7 @@ pub async fn list(
         .map(|key| async move {
             let Some(record) = load::<SessionRecord>(store, &key).await? else { return Ok(None) };
             let until = link_expiry(store, tenant, &record).await?;
-            let shown = SessionRecord { expires_at: until.map(rfc3339), ..record };
+            let shown = SessionRecord { expires_at: until.map(Timestamp::from_millis), ..record };
             Ok::<_, RecordError>(until.is_none_or(|at| at > now).then_some(shown))
         })
         .buffered(16)
@@ -529,7 +515,7 @@ pub fn valid_cursor(cursor: &str) -> bool {
     entry.len() == 16 + 1 + 37
         && entry[..16].bytes().all(|b| b.is_ascii_hexdigit())
         && entry.as_bytes()[16] == b'-'
-        && valid_id(&entry[17..], "sess")
+        && SessionId::parse(&entry[17..]).is_ok()
         && (kind.is_empty() || kind.strip_prefix('.').is_some_and(|k| ProfileKind::ALL.iter().any(|p| p.as_str() == k)))
 }
 

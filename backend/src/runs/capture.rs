@@ -6,14 +6,17 @@ use std::time::Duration;
 
 use stacklens_core::analysis::summary::top_functions;
 use stacklens_core::analysis::Query as ProfileQuery;
+use stacklens_core::ids::{CaptureId, RecordIdKind};
 use stacklens_core::ProfileKind;
 
 use super::{launch, StartError};
 use crate::intake::{file_profile, Intake};
+use crate::open::FETCH_SLACK_SECS;
 use crate::records::captures::{self, Done, Started};
+use crate::records::refs::Holder;
 use crate::records::series::FiledBy;
 use crate::records::sessions::{self, SessionRecord};
-use crate::records::{leases, millis_of, now_rfc3339, ordered_id, Tenant};
+use crate::records::{leases, now, now_rfc3339, ordered_id, Tenant};
 use crate::state::{AppState, State};
 use crate::targets::Target;
 
@@ -47,9 +50,6 @@ fn endpoint(target: &Target, kind: ProfileKind, seconds: u64) -> Option<String> 
     Some(format!("{}/{path}", target.url.trim_end_matches('/')))
 }
 
-/// How much longer than the capture itself the target may take to answer.
-pub const FETCH_SLACK_SECS: u64 = 30;
-
 /// How long a capture may take before it counts as interrupted (its server stopped):
 /// then its lease is void and its status reads failed.
 pub fn deadline_seconds(state: &AppState, duration_seconds: u64) -> u64 {
@@ -78,10 +78,10 @@ pub async fn begin(
         .map_err(|e| BeginError::Start(e.into()))?
         .ok_or_else(|| BeginError::Running { service: target.service.clone(), kind })?;
     let started = Started {
-        id: ordered_id("cap"),
+        id: CaptureId::try_from(ordered_id(CaptureId::PREFIX)).expect("a time-ordered id is a capture id"),
         service: target.service.clone(),
         profile_type: kind,
-        started_at: now_rfc3339(),
+        started_at: now(),
         duration_seconds,
         sample_rate,
         slot,
@@ -157,17 +157,20 @@ async fn fetch_and_store(
 ) -> Result<SessionRecord, String> {
     let bytes = fetch(state, target, url, Duration::from_secs(started.duration_seconds + FETCH_SLACK_SECS)).await?;
     let mut labels: BTreeMap<String, String> = target.labels.clone();
-    labels.insert("capture".to_owned(), started.id.clone());
+    labels.insert("capture".to_owned(), started.id.to_string());
     let intake = Intake {
         service: started.service.clone(),
         name: format!("{}-{}.pprof", started.service, started.profile_type),
         labels,
         claimed: Some(started.profile_type),
         filed_by: index.then_some(FiledBy::Capture),
-        at: Some(millis_of(&started.started_at)),
+        at: Some(started.started_at.millis()),
         expires: None,
     };
-    file_profile(state, tenant, bytes, intake, &started.id).await.map(|s| s.record).map_err(|e| format!("{url}: {e}"))
+    file_profile(state, tenant, bytes, intake, &Holder::Record(started.id.to_string()))
+        .await
+        .map(|s| s.record)
+        .map_err(|e| format!("{url}: {e}"))
 }
 
 /// Fetches, validates and stores one capture.

@@ -7,8 +7,10 @@
 
 use std::time::Duration;
 
+use stacklens_core::ids::RecordId;
+
 use crate::records::series::{self, Series};
-use crate::records::{blobs, expiring, now_millis, sessions, RecordError, Tenant};
+use crate::records::{blobs, expiring, index, now_millis, RecordError, Tenant};
 use crate::store::Store;
 
 /// Runs for as long as the server runs.
@@ -32,10 +34,9 @@ async fn sweep(store: &Store, now: u64, cutoff: Option<u64>) -> Result<(), Recor
         let tenant = Tenant(tenant);
         let mut ended = 0;
         for (at, id) in expiring::due(store, &tenant, now).await? {
-            if id.starts_with("blob-") {
-                blobs::expire(store, &tenant, &id, now).await?;
-            } else {
-                sessions::expire(store, &tenant, &id, now).await?;
+            match RecordId::parse(&id) {
+                Some(RecordId::Blob(_)) => blobs::expire(store, &tenant, &id, now).await?,
+                _ => index::expire(store, &tenant, &id, now).await?,
             }
             // The entry goes last: a pass stopped before this point is done again.
             expiring::forget(store, &tenant, at, &id).await?;
@@ -46,7 +47,8 @@ async fn sweep(store: &Store, now: u64, cutoff: Option<u64>) -> Result<(), Recor
         }
         let Some(cutoff) = cutoff else { continue };
         for (service, kind) in series::list(store, &tenant).await? {
-            let removed = Series { tenant: tenant.clone(), service, kind }.expire(store, cutoff, None).await?;
+            let series = Series { tenant: tenant.clone(), service, kind };
+            let removed = index::expire_entries(store, &series, cutoff, None).await?;
             if removed > 0 {
                 tracing::info!("retention: removed {removed} profiles of tenant {}", tenant.0);
             }

@@ -12,9 +12,10 @@ use bytes::Bytes;
 use super::{launch, StartError};
 use crate::intake::{file_profile, Intake};
 use crate::records::captures::Done;
+use crate::records::refs::Holder;
 use crate::records::samply::{self as runs, Run};
 use crate::records::series::FiledBy;
-use crate::records::{leases, now_rfc3339, ordered_id, Tenant};
+use crate::records::{leases, now, ordered_id, Tenant};
 use crate::state::{AppState, State};
 use crate::targets::Pipeline;
 
@@ -72,7 +73,7 @@ pub async fn begin(
     let folder = format!("system/running/samply/p{}", hex::encode(&pipeline.name));
     // samply gets 120 s after the duration to save its profile.
     let lease = leases::acquire(&state.store, &folder, duration_secs + 180).await?.ok_or(StartError::Running)?;
-    let run = Run { id: ordered_id("samply"), pid, ordinal, duration_secs, started_at: now_rfc3339() };
+    let run = Run { id: ordered_id("samply"), pid, ordinal, duration_secs, started_at: now() };
     if let Err(e) = runs::start(&state.store, tenant, &pipeline.name, &run).await {
         let _ = lease.release(&state.store).await;
         return Err(e.into());
@@ -142,7 +143,7 @@ async fn record(state: &AppState, tenant: &Tenant, pipeline: &Pipeline, run: &Ru
         at: None,
         expires: None,
     };
-    match file_profile(state, tenant, Bytes::from(bytes), intake, &run.id).await {
+    match file_profile(state, tenant, Bytes::from(bytes), intake, &Holder::Record(run.id.clone())).await {
         Ok(stored) => Done::stored(stored.record.id),
         Err(e) => failed(format!("the recorded profile was not stored: {e}")),
     }

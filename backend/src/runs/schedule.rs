@@ -13,7 +13,7 @@ use stacklens_core::ProfileKind;
 
 use crate::records::schedules::{self, Schedule};
 use crate::records::series::{FiledBy, Series};
-use crate::records::{captures, now_millis, RecordError, Tenant};
+use crate::records::{captures, index, now_millis, RecordError, Tenant};
 use crate::state::State;
 
 /// Ticks between two passes of a schedule's retention (a minute at the default tick).
@@ -115,7 +115,7 @@ async fn expire(state: &State, tenant: &Tenant, schedule: &Schedule, now: u64) -
         // The time index's entries its captures filed go by the same retention, per hour;
         // what agents pushed or users uploaded for the service keeps the server's retention.
         let series = Series { tenant: tenant.clone(), service: schedule.service.clone(), kind };
-        series.expire(&state.store, cutoff, Some(FiledBy::Capture)).await?;
+        index::expire_entries(&state.store, &series, cutoff, Some(FiledBy::Capture)).await?;
         let oldest_slot = cutoff / 1000 / schedule.interval_seconds;
         schedules::forget_slots(&state.store, tenant, schedule, kind, oldest_slot).await?;
     }

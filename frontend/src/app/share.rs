@@ -11,6 +11,7 @@ use gloo::net::http::{Request, RequestBuilder};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use stacklens_core::api::{BaselineList, BaselineResponse, BlobResponse, SessionResponse};
+use stacklens_core::ids::{BlobId, RecordId, SessionId};
 
 use super::url_state::encode;
 
@@ -197,8 +198,8 @@ pub async fn blob(id: &str, tenant: Option<&str>) -> Result<Vec<u8>, String> {
 /// What a delete token revokes: an uploaded session's link or an encrypted blob.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shared {
-    Session(String),
-    Blob(String),
+    Session(SessionId),
+    Blob(BlobId),
 }
 
 /// Revokes a shared link with the delete token its upload answered (no credential:
@@ -251,14 +252,14 @@ pub async fn baselines(
 /// the link is the capability, so no credential is sent.
 pub async fn resolve(target: &str, tenant: Option<&str>) -> Result<(String, String), String> {
     let encoded = encode(target);
-    if target.starts_with("base-") {
+    if let Some(RecordId::Baseline(_)) = RecordId::parse(target) {
         let url = format!("{API}/profiling/baselines/{encoded}");
         let b: BaselineResponse = call(|_| addressed(Request::get(&url), tenant, None).build()).await?;
         Ok((format!("baseline {}", b.record.baseline_label), raw_url(&b.record.session_id, tenant)))
     } else {
         let url = format!("{API}/profiles/{encoded}");
         let s: SessionResponse = call(|_| addressed(Request::get(&url), tenant, None).build()).await?;
-        let name = if s.record.name.is_empty() { s.record.id.clone() } else { s.record.name };
+        let name = if s.record.name.is_empty() { s.record.id.to_string() } else { s.record.name };
         Ok((name, raw_url(&s.record.id, tenant)))
     }
 }

@@ -5,6 +5,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use stacklens_core::api::{BaselineResponse, SessionResponse};
+use stacklens_core::timestamp::Timestamp;
 
 use super::encrypted::{self, Link};
 use super::sanitize_panel::{SanitizePanel, ShareChoice};
@@ -35,7 +36,7 @@ fn upload_then(state: State, name: String, source: web_sys::Blob, then: impl FnO
 #[derive(Clone)]
 struct SharedLink {
     url: String,
-    expires_at: Option<String>,
+    expires_at: Option<Timestamp>,
     /// What the delete token revokes, and the token (the server keeps only its hash).
     revoke: Option<(Shared, String)>,
 }
@@ -68,7 +69,7 @@ async fn share_as_chosen(state: State, id: u32, name: &str, choice: ShareChoice)
         let (sealed, key) = encrypted::seal(name, &plain).await?;
         let stored = share::upload_blob(&bytes_blob(&sealed)?, expires, tenant.as_deref()).await?;
         let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
-        let url = Link { blob: stored.id.clone(), key }.url(&origin, tenant.as_deref());
+        let url = Link { blob: stored.id.to_string(), key }.url(&origin, tenant.as_deref());
         return Ok(SharedLink {
             url,
             expires_at: stored.expires_at,
@@ -114,7 +115,7 @@ fn baseline_table(list: Vec<BaselineResponse>) -> impl IntoView {
         .map(|BaselineResponse { record: b, is_latest, share_url }| {
             view! {
                 <tr data-testid="baseline-row">
-                    <td>{b.created_at}</td>
+                    <td>{b.created_at.to_string()}</td>
                     <td>{b.profile_type.as_str()}</td>
                     <td>{b.service}</td>
                     <td>{if is_latest { "latest" } else { "" }}</td>
