@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use stacklens_core::import::wire::{field_number, packed_count, StreamVarint, WireType};
 use stacklens_core::{ParseOptions, Profile};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -583,8 +584,7 @@ enum Step {
 struct Scan {
     bytes: u64,
     step: Step,
-    varint: u64,
-    shift: u32,
+    varint: StreamVarint,
     /// Bytes left in the sample being read, if inside one.
     sample_left: Option<u64>,
     samples: u64,
@@ -599,8 +599,7 @@ impl Default for Scan {
         Scan {
             bytes: 0,
             step: Step::Tag,
-            varint: 0,
-            shift: 0,
+            varint: StreamVarint::default(),
             sample_left: None,
             samples: 0,
             locations: 0,
@@ -637,7 +636,7 @@ impl Scan {
             self.consumed(run as u64);
             self.step = match self.step {
                 Step::LocationIds(n) => {
-                    self.location_ids += taken.iter().filter(|&&b| b < 0x80).count() as u64;
+                    self.location_ids += packed_count(taken) as u64;
                     if n > run as u64 {
                         Step::LocationIds(n - run as u64)
                     } else {
@@ -662,7 +661,7 @@ impl Scan {
     /// A sample's last field must end with it.
     fn check_sample_end(&mut self) {
         if self.sample_left == Some(0) {
-            self.broken |= self.step != Step::Tag || self.shift != 0;
+            self.broken |= self.step != Step::Tag || self.varint.is_partial();
             self.sample_left = None;
         }
     }
@@ -670,16 +669,13 @@ impl Scan {
     /// One byte of a tag, a value or a length.
     fn varint_byte(&mut self, b: u8) {
         self.consumed(1);
-        if self.shift > 63 {
-            self.broken = true;
-            return;
-        }
-        self.varint |= u64::from(b & 0x7f) << self.shift;
-        self.shift += 7;
-        if b & 0x80 == 0 {
-            let value = std::mem::take(&mut self.varint);
-            self.shift = 0;
-            self.varint_read(value);
+        match self.varint.push(b) {
+            Ok(Some(value)) => self.varint_read(value),
+            Ok(None) => {}
+            Err(_) => {
+                self.broken = true;
+                return;
+            }
         }
         self.check_sample_end();
     }
@@ -688,20 +684,21 @@ impl Scan {
         let in_sample = self.sample_left.is_some();
         self.step = match self.step {
             Step::Tag => {
-                let (field, wire) = (value >> 3, value & 7);
+                let field = field_number(value);
                 if field == 0 {
                     self.broken = true;
                 }
-                match wire {
-                    0 => {
+                match WireType::of(value) {
+                    Some(WireType::Varint) => {
                         // An unpacked location id.
                         self.location_ids += u64::from(in_sample && field == 1);
                         Step::Value
                     }
-                    1 => Step::Skip(8),
-                    2 => Step::Length { field },
-                    5 => Step::Skip(4),
-                    _ => {
+                    Some(WireType::LengthDelimited) => Step::Length { field },
+                    Some(fixed @ (WireType::Fixed64 | WireType::Fixed32)) => {
+                        Step::Skip(fixed.fixed_width().unwrap_or(0) as u64)
+                    }
+                    None => {
                         self.broken = true;
                         Step::Tag
                     }
@@ -734,7 +731,8 @@ impl Scan {
     }
 
     fn finish(self) -> Shape {
-        let protobuf = !self.broken && self.step == Step::Tag && self.shift == 0 && self.sample_left.is_none();
+        let protobuf =
+            !self.broken && self.step == Step::Tag && !self.varint.is_partial() && self.sample_left.is_none();
         Shape {
             bytes: self.bytes,
             samples: self.samples,

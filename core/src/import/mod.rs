@@ -38,6 +38,7 @@ pub use pprof::IncrementalParse;
 mod pprof_wire;
 pub mod pstats;
 mod room;
+pub mod wire;
 pub use room::{model_bytes, profile_bytes, Room, FRAME_BYTES, SAMPLE_BYTES};
 pub mod safari;
 pub mod simpleperf;
