@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use stacklens_core::import::wire::{field_number, packed_count, StreamVarint, WireType};
+use stacklens_core::import::{gzip_inside, is_gzip, twice_gzipped};
 use stacklens_core::{ParseOptions, Profile};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -409,10 +410,7 @@ fn measure_and_parse(
     for bytes in inputs {
         // Room for the inflated bytes is reserved before they are kept.
         let limit = keep_limit(bytes).min(cap);
-        let keep = bytes
-            .starts_with(&GZIP_MAGIC)
-            .then(|| permits.clone().try_acquire_many_owned(Budget::units(limit)).ok())
-            .flatten();
+        let keep = is_gzip(bytes).then(|| permits.clone().try_acquire_many_owned(Budget::units(limit)).ok()).flatten();
         let (shape, inflated) = Shape::measure(bytes, cap, if keep.is_some() { limit } else { 0 })?;
         if let (Some(k), Some(_)) = (keep, &inflated) {
             merge(&mut permit, k);
@@ -465,33 +463,6 @@ fn parse_within(bytes: &[u8], options: &ParseOptions) -> Result<Profile, stackle
     }
 }
 
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-
-/// The error for inflated bytes that are gzip again.
-fn gzip_inside(inflated: &[u8]) -> Option<stacklens_core::Error> {
-    inflated.starts_with(&GZIP_MAGIC).then(|| stacklens_core::Error::UnknownFormat {
-        hint: "gzip inside gzip: the profile was compressed twice (gunzip it once)".to_owned(),
-    })
-}
-
-/// Core inflates one gzip layer and would read a second one as a malformed protobuf;
-/// this names what is wrong instead (for the server and the command line).
-pub fn twice_gzipped(bytes: &[u8]) -> Option<stacklens_core::Error> {
-    if !bytes.starts_with(&GZIP_MAGIC) {
-        return None;
-    }
-    let mut inner = [0u8; 2];
-    let mut decoder = flate2::read::MultiGzDecoder::new(bytes);
-    let mut filled = 0;
-    while filled < inner.len() {
-        match decoder.read(&mut inner[filled..]) {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => filled += n,
-        }
-    }
-    gzip_inside(&inner)
-}
-
 /// What a profile's bytes say about the model core will build from them: their
 /// inflated size and, for a pprof protobuf, how many samples, locations and location
 /// ids in samples it holds. Found by reading the bytes once as they inflate, keeping
@@ -516,7 +487,7 @@ impl Shape {
     /// names the exact error.
     fn measure(bytes: &[u8], cap: u64, keep: u64) -> Result<(Shape, Option<Vec<u8>>), BudgetError> {
         let mut scan = Scan::default();
-        if !bytes.starts_with(&GZIP_MAGIC) {
+        if !is_gzip(bytes) {
             scan.feed(bytes);
             return Ok((scan.finish(), None));
         }
@@ -868,14 +839,6 @@ mod tests {
         let json = Shape::measure(b"  {\"meta\": {}}", 1 << 30, 0).unwrap().0;
         assert!(!json.protobuf && json.json);
         assert_eq!(json.model_bytes(), json.bytes * cost::JSON_PER_BYTE);
-    }
-
-    #[test]
-    fn a_second_gzip_layer_is_named() {
-        assert!(twice_gzipped(&gzip(&gzip(b"profile"))).unwrap().to_string().contains("gzip inside gzip"));
-        assert!(twice_gzipped(&gzip(b"profile")).is_none());
-        assert!(twice_gzipped(b"profile").is_none());
-        assert!(twice_gzipped(&gzip(b"")).is_none());
     }
 
     #[tokio::test]

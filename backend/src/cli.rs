@@ -473,7 +473,7 @@ pub(crate) fn parse(input: &str, bytes: &[u8]) -> Result<Profile, CliError> {
 
 /// Refuses a gzip inside a gzip before inflating it (no profile format is written so).
 fn once_gzipped(input: &str, bytes: &[u8]) -> Result<(), CliError> {
-    match crate::budget::twice_gzipped(bytes) {
+    match stacklens_core::import::twice_gzipped(bytes) {
         Some(source) => Err(CliError::Parse { input: input.to_owned(), source }),
         None => Ok(()),
     }

@@ -24,7 +24,7 @@ pub mod firefox;
 pub mod folded;
 pub mod ghc;
 mod gzip;
-pub use gzip::{grow as grow_inflated, inflate_buffer, is_gzip};
+pub use gzip::{grow as grow_inflated, gzip_inside, inflate_buffer, is_gzip, twice_gzipped};
 pub mod instruments;
 pub mod jfr;
 pub mod legacy_cpu;
