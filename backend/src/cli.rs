@@ -380,43 +380,28 @@ impl CliError {
 
 /// A file's profile; its bytes are dropped once inflated (see `parse_owned`).
 pub(crate) fn load(path: &Path) -> Result<Profile, CliError> {
-    if is_folded(path)? {
-        return load_folded(path);
+    if let Some(profile) = load_folded(path)? {
+        return Ok(profile);
     }
     let (input, bytes) = (path.display().to_string(), read(path)?);
     once_gzipped(&input, &bytes)?;
     stacklens_core::parse_owned(bytes).map_err(|source| CliError::Parse { input, source })
 }
 
-/// Whether the file is (uncompressed) folded stacks, from its start.
-fn is_folded(path: &Path) -> Result<bool, CliError> {
-    use std::io::Read;
-    let failed = |source| CliError::Read { path: path.to_owned(), source };
-    use stacklens_core::import::folded::{starts_folded, HEAD};
-    let mut head = Vec::with_capacity(HEAD);
-    std::fs::File::open(path).and_then(|f| f.take(HEAD as u64).read_to_end(&mut head)).map_err(failed)?;
-    Ok(starts_folded(&head))
-}
-
 /// Folded stacks read twice in 16 MiB pieces, never whole (a 1 GiB file is not held
-/// beside its model).
-fn load_folded(path: &Path) -> Result<Profile, CliError> {
-    use std::io::Read;
-    let failed = |source| CliError::Read { path: path.to_owned(), source };
-    let mut buffer = vec![0u8; 16 << 20];
-    stacklens_core::import::folded::parse_twice(
-        |_, feed| {
-            let mut file = std::fs::File::open(path).map_err(failed)?;
-            loop {
-                match file.read(&mut buffer).map_err(failed)? {
-                    0 => return Ok(()),
-                    n => feed(&buffer[..n])?,
-                }
-            }
-        },
-        |source| CliError::Parse { input: path.display().to_string(), source },
-        &Default::default(),
-    )
+/// beside its model); `None` when the file is not folded stacks.
+fn load_folded(path: &Path) -> Result<Option<Profile>, CliError> {
+    use stacklens_core::import::folded_input::{is_folded, parse_folded, Seekable, SeekableError};
+    let failed = |e| match e {
+        SeekableError::Read(source) => CliError::Read { path: path.to_owned(), source },
+        SeekableError::Parse(source) => CliError::Parse { input: path.display().to_string(), source },
+    };
+    let file = std::fs::File::open(path).map_err(|source| CliError::Read { path: path.to_owned(), source })?;
+    let mut input = Seekable::new(file);
+    if !is_folded(&mut input).map_err(failed)? {
+        return Ok(None);
+    }
+    parse_folded(&mut input, SeekableError::Parse).map(Some).map_err(failed)
 }
 
 /// The profiles in `files` as one: a single file as read, several merged as

@@ -22,6 +22,7 @@ pub mod dhat;
 pub mod dtrace;
 pub mod firefox;
 pub mod folded;
+pub mod folded_input;
 pub mod ghc;
 mod gzip;
 pub use gzip::{grow as grow_inflated, gzip_inside, inflate_buffer, is_gzip, twice_gzipped};
