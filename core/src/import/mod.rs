@@ -18,6 +18,7 @@ mod call_graph;
 pub mod callgrind;
 pub mod chrome_trace;
 pub mod demangle;
+mod detect_text;
 pub mod dhat;
 pub mod dtrace;
 pub mod firefox;
@@ -305,7 +306,7 @@ pub fn detect(bytes: &[u8]) -> Format {
     if let Some(format) = unsupported::detect(bytes) {
         return Format::Unsupported(format);
     }
-    if let Some(format) = text::detect(bytes) {
+    if let Some(format) = detect_text::detect_text(bytes) {
         return format;
     }
     if !looks_like_text(bytes) && pprof::starts_like_profile(bytes) {
