@@ -18,6 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use stacklens_core::import::wire::{field_number, packed_count, StreamVarint, WireType};
+use stacklens_core::import::{gzip_inside, is_gzip, twice_gzipped};
 use stacklens_core::{ParseOptions, Profile};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -408,10 +410,7 @@ fn measure_and_parse(
     for bytes in inputs {
         // Room for the inflated bytes is reserved before they are kept.
         let limit = keep_limit(bytes).min(cap);
-        let keep = bytes
-            .starts_with(&GZIP_MAGIC)
-            .then(|| permits.clone().try_acquire_many_owned(Budget::units(limit)).ok())
-            .flatten();
+        let keep = is_gzip(bytes).then(|| permits.clone().try_acquire_many_owned(Budget::units(limit)).ok()).flatten();
         let (shape, inflated) = Shape::measure(bytes, cap, if keep.is_some() { limit } else { 0 })?;
         if let (Some(k), Some(_)) = (keep, &inflated) {
             merge(&mut permit, k);
@@ -464,33 +463,6 @@ fn parse_within(bytes: &[u8], options: &ParseOptions) -> Result<Profile, stackle
     }
 }
 
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-
-/// The error for inflated bytes that are gzip again.
-fn gzip_inside(inflated: &[u8]) -> Option<stacklens_core::Error> {
-    inflated.starts_with(&GZIP_MAGIC).then(|| stacklens_core::Error::UnknownFormat {
-        hint: "gzip inside gzip: the profile was compressed twice (gunzip it once)".to_owned(),
-    })
-}
-
-/// Core inflates one gzip layer and would read a second one as a malformed protobuf;
-/// this names what is wrong instead (for the server and the command line).
-pub fn twice_gzipped(bytes: &[u8]) -> Option<stacklens_core::Error> {
-    if !bytes.starts_with(&GZIP_MAGIC) {
-        return None;
-    }
-    let mut inner = [0u8; 2];
-    let mut decoder = flate2::read::MultiGzDecoder::new(bytes);
-    let mut filled = 0;
-    while filled < inner.len() {
-        match decoder.read(&mut inner[filled..]) {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => filled += n,
-        }
-    }
-    gzip_inside(&inner)
-}
-
 /// What a profile's bytes say about the model core will build from them: their
 /// inflated size and, for a pprof protobuf, how many samples, locations and location
 /// ids in samples it holds. Found by reading the bytes once as they inflate, keeping
@@ -515,7 +487,7 @@ impl Shape {
     /// names the exact error.
     fn measure(bytes: &[u8], cap: u64, keep: u64) -> Result<(Shape, Option<Vec<u8>>), BudgetError> {
         let mut scan = Scan::default();
-        if !bytes.starts_with(&GZIP_MAGIC) {
+        if !is_gzip(bytes) {
             scan.feed(bytes);
             return Ok((scan.finish(), None));
         }
@@ -583,8 +555,7 @@ enum Step {
 struct Scan {
     bytes: u64,
     step: Step,
-    varint: u64,
-    shift: u32,
+    varint: StreamVarint,
     /// Bytes left in the sample being read, if inside one.
     sample_left: Option<u64>,
     samples: u64,
@@ -599,8 +570,7 @@ impl Default for Scan {
         Scan {
             bytes: 0,
             step: Step::Tag,
-            varint: 0,
-            shift: 0,
+            varint: StreamVarint::default(),
             sample_left: None,
             samples: 0,
             locations: 0,
@@ -637,7 +607,7 @@ impl Scan {
             self.consumed(run as u64);
             self.step = match self.step {
                 Step::LocationIds(n) => {
-                    self.location_ids += taken.iter().filter(|&&b| b < 0x80).count() as u64;
+                    self.location_ids += packed_count(taken) as u64;
                     if n > run as u64 {
                         Step::LocationIds(n - run as u64)
                     } else {
@@ -662,7 +632,7 @@ impl Scan {
     /// A sample's last field must end with it.
     fn check_sample_end(&mut self) {
         if self.sample_left == Some(0) {
-            self.broken |= self.step != Step::Tag || self.shift != 0;
+            self.broken |= self.step != Step::Tag || self.varint.is_partial();
             self.sample_left = None;
         }
     }
@@ -670,16 +640,13 @@ impl Scan {
     /// One byte of a tag, a value or a length.
     fn varint_byte(&mut self, b: u8) {
         self.consumed(1);
-        if self.shift > 63 {
-            self.broken = true;
-            return;
-        }
-        self.varint |= u64::from(b & 0x7f) << self.shift;
-        self.shift += 7;
-        if b & 0x80 == 0 {
-            let value = std::mem::take(&mut self.varint);
-            self.shift = 0;
-            self.varint_read(value);
+        match self.varint.push(b) {
+            Ok(Some(value)) => self.varint_read(value),
+            Ok(None) => {}
+            Err(_) => {
+                self.broken = true;
+                return;
+            }
         }
         self.check_sample_end();
     }
@@ -688,20 +655,21 @@ impl Scan {
         let in_sample = self.sample_left.is_some();
         self.step = match self.step {
             Step::Tag => {
-                let (field, wire) = (value >> 3, value & 7);
+                let field = field_number(value);
                 if field == 0 {
                     self.broken = true;
                 }
-                match wire {
-                    0 => {
+                match WireType::of(value) {
+                    Some(WireType::Varint) => {
                         // An unpacked location id.
                         self.location_ids += u64::from(in_sample && field == 1);
                         Step::Value
                     }
-                    1 => Step::Skip(8),
-                    2 => Step::Length { field },
-                    5 => Step::Skip(4),
-                    _ => {
+                    Some(WireType::LengthDelimited) => Step::Length { field },
+                    Some(fixed @ (WireType::Fixed64 | WireType::Fixed32)) => {
+                        Step::Skip(fixed.fixed_width().unwrap_or(0) as u64)
+                    }
+                    None => {
                         self.broken = true;
                         Step::Tag
                     }
@@ -734,7 +702,8 @@ impl Scan {
     }
 
     fn finish(self) -> Shape {
-        let protobuf = !self.broken && self.step == Step::Tag && self.shift == 0 && self.sample_left.is_none();
+        let protobuf =
+            !self.broken && self.step == Step::Tag && !self.varint.is_partial() && self.sample_left.is_none();
         Shape {
             bytes: self.bytes,
             samples: self.samples,
@@ -870,14 +839,6 @@ mod tests {
         let json = Shape::measure(b"  {\"meta\": {}}", 1 << 30, 0).unwrap().0;
         assert!(!json.protobuf && json.json);
         assert_eq!(json.model_bytes(), json.bytes * cost::JSON_PER_BYTE);
-    }
-
-    #[test]
-    fn a_second_gzip_layer_is_named() {
-        assert!(twice_gzipped(&gzip(&gzip(b"profile"))).unwrap().to_string().contains("gzip inside gzip"));
-        assert!(twice_gzipped(&gzip(b"profile")).is_none());
-        assert!(twice_gzipped(b"profile").is_none());
-        assert!(twice_gzipped(&gzip(b"")).is_none());
     }
 
     #[tokio::test]

@@ -19,7 +19,7 @@ use stacklens_core::report::gate::{github, inconclusive, junit, markdown, text};
 use stacklens_core::Profile;
 use url::Url;
 
-use crate::cli::{for_terminal, load, parse, print_json, CliError};
+use crate::cli::common::{for_terminal, load, parse, print_json, CliError};
 
 /// The environment variable with the credential for the stacklens server, sent as
 /// `Authorization: Bearer`.

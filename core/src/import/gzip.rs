@@ -1,4 +1,5 @@
-//! Bounded gzip inflation (pure Rust, miniz_oxide through flate2).
+//! Whether bytes are gzip, and their bounded inflation (pure Rust, miniz_oxide through
+//! flate2): the one place that decides gzip for core, the server, the CLI and the page.
 
 use std::io::Read;
 
@@ -6,8 +7,39 @@ use flate2::bufread::MultiGzDecoder;
 
 use crate::{Error, Result};
 
+/// The two bytes every gzip member starts with.
+const MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Whether `bytes` start as gzip does.
 pub fn is_gzip(bytes: &[u8]) -> bool {
-    bytes.len() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b
+    bytes.starts_with(&MAGIC)
+}
+
+/// The error for inflated bytes that are gzip again: one layer is inflated, and no
+/// profile format is written twice compressed.
+pub fn gzip_inside(inflated: &[u8]) -> Option<Error> {
+    is_gzip(inflated).then(|| Error::UnknownFormat {
+        hint: "gzip inside gzip: the profile was compressed twice (gunzip it once)".to_owned(),
+    })
+}
+
+/// [`gzip_inside`] for gzip `bytes`, from their first two inflated bytes: the parse
+/// inflates one layer and would read a second one as a malformed protobuf; this names
+/// what is wrong instead, before all of it is inflated.
+pub fn twice_gzipped(bytes: &[u8]) -> Option<Error> {
+    if !is_gzip(bytes) {
+        return None;
+    }
+    let mut inner = [0u8; 2];
+    let mut decoder = flate2::read::MultiGzDecoder::new(bytes);
+    let mut filled = 0;
+    while filled < inner.len() {
+        match decoder.read(&mut inner[filled..]) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => filled += n,
+        }
+    }
+    gzip_inside(&inner)
 }
 
 /// Counts how much compressed input the decoder has pulled, to report where it failed.
@@ -129,6 +161,14 @@ mod tests {
         let mut e = GzEncoder::new(Vec::new(), Compression::default());
         e.write_all(data).unwrap();
         e.finish().unwrap()
+    }
+
+    #[test]
+    fn a_second_gzip_layer_is_named() {
+        assert!(twice_gzipped(&gz(&gz(b"profile"))).unwrap().to_string().contains("gzip inside gzip"));
+        assert!(twice_gzipped(&gz(b"profile")).is_none());
+        assert!(twice_gzipped(b"profile").is_none());
+        assert!(twice_gzipped(&gz(b"")).is_none());
     }
 
     #[test]

@@ -18,13 +18,15 @@ mod call_graph;
 pub mod callgrind;
 pub mod chrome_trace;
 pub mod demangle;
+mod detect_text;
 pub mod dhat;
 pub mod dtrace;
 pub mod firefox;
 pub mod folded;
+pub mod folded_input;
 pub mod ghc;
 mod gzip;
-pub use gzip::{grow as grow_inflated, inflate_buffer, is_gzip};
+pub use gzip::{grow as grow_inflated, gzip_inside, inflate_buffer, is_gzip, twice_gzipped};
 pub mod instruments;
 pub mod jfr;
 pub mod legacy_cpu;
@@ -38,6 +40,7 @@ pub use pprof::IncrementalParse;
 mod pprof_wire;
 pub mod pstats;
 mod room;
+pub mod wire;
 pub use room::{model_bytes, profile_bytes, Room, FRAME_BYTES, SAMPLE_BYTES};
 pub mod safari;
 pub mod simpleperf;
@@ -303,7 +306,7 @@ pub fn detect(bytes: &[u8]) -> Format {
     if let Some(format) = unsupported::detect(bytes) {
         return Format::Unsupported(format);
     }
-    if let Some(format) = text::detect(bytes) {
+    if let Some(format) = detect_text::detect_text(bytes) {
         return format;
     }
     if !looks_like_text(bytes) && pprof::starts_like_profile(bytes) {

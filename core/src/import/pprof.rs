@@ -3,6 +3,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::wire::{self, Fields, Value, WireError, WireType};
 use crate::model::{
     Function, FunctionId, Label, LabelValue, Line, Location, LocationId, Mapping, MappingId, PartWriter, Profile,
     SampleSink, SampleSizes, Samples, SourceFormat, StrId, StringTable, Unwritten, ValueType,
@@ -16,14 +17,12 @@ pub use stream::IncrementalParse;
 /// its fields 1..=15 with that field's wire type (length-delimited for messages, strings
 /// and packed comments; varint for the numbers). Each such tag is one byte.
 pub(crate) fn starts_like_profile(bytes: &[u8]) -> bool {
-    const VARINT: u8 = 0;
-    const LENGTH_DELIMITED: u8 = 2;
     let Some(&tag) = bytes.first() else { return false };
-    let (field, wire_type) = (tag >> 3, tag & 7);
-    match field {
-        1..=6 | 11 => wire_type == LENGTH_DELIMITED,
-        13 => wire_type == VARINT || wire_type == LENGTH_DELIMITED,
-        7..=10 | 12 | 14 | 15 => wire_type == VARINT,
+    let wire = WireType::of(u64::from(tag));
+    match wire::field_number(u64::from(tag)) {
+        1..=6 | 11 => wire == Some(WireType::LengthDelimited),
+        13 => matches!(wire, Some(WireType::Varint | WireType::LengthDelimited)),
+        7..=10 | 12 | 14 | 15 => wire == Some(WireType::Varint),
         _ => false,
     }
 }
@@ -35,8 +34,9 @@ pub(crate) fn starts_like_profile(bytes: &[u8]) -> bool {
 pub fn parse(bytes: &[u8], options: &super::ParseOptions, progress: super::Progress<'_>) -> Result<Profile> {
     parse_wire(bytes, options, progress).map_err(|failure| match failure {
         Failure::Model(e) => e,
-        Failure::Wire { offset, reason } => {
-            let (offset, reason) = super::pprof_wire::locate_error(bytes).unwrap_or((offset, reason.to_owned()));
+        Failure::Wire(wire) => {
+            let (offset, reason) =
+                super::pprof_wire::locate_error(bytes).unwrap_or_else(|| (wire.offset, wire.kind.to_string()));
             Error::Protobuf { offset, reason }
         }
     })
@@ -45,7 +45,7 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions, progress: super::Progr
 /// Why decoding stopped: bytes that are not `profile.proto` on the wire, or a profile
 /// the model cannot hold (a dangling id, a wrong number of values).
 enum Failure {
-    Wire { offset: usize, reason: &'static str },
+    Wire(WireError),
     Model(Error),
 }
 
@@ -55,142 +55,19 @@ impl From<Error> for Failure {
     }
 }
 
+impl From<WireError> for Failure {
+    fn from(e: WireError) -> Self {
+        Failure::Wire(e)
+    }
+}
+
 type Decoded<T> = std::result::Result<T, Failure>;
-
-/// One field's payload as the wire carries it. Fixed-width payloads never belong to a
-/// `profile.proto` field, so they are only ever skipped.
-enum Value<'a> {
-    Varint(u64),
-    Bytes(&'a [u8]),
-    Fixed,
-}
-
-/// Reads one message's fields in order. `base` is where the message starts in the
-/// whole input, for error offsets.
-struct Fields<'a> {
-    buf: &'a [u8],
-    pos: usize,
-    base: usize,
-}
-
-impl<'a> Fields<'a> {
-    fn new(buf: &'a [u8], base: usize) -> Self {
-        Fields { buf, pos: 0, base }
-    }
-
-    fn offset(&self) -> usize {
-        self.base + self.pos
-    }
-
-    fn wire_error<T>(&self, reason: &'static str) -> Decoded<T> {
-        Err(Failure::Wire { offset: self.offset(), reason })
-    }
-
-    #[inline]
-    fn varint(&mut self) -> Decoded<u64> {
-        match self.buf.get(self.pos) {
-            Some(&b) if b < 0x80 => {
-                self.pos += 1;
-                Ok(u64::from(b))
-            }
-            _ => match read_varint(&self.buf[self.pos..]) {
-                Some((value, len)) => {
-                    self.pos += len;
-                    Ok(value)
-                }
-                None => self.wire_error("malformed varint"),
-            },
-        }
-    }
-
-    /// The next field number and value, or `None` at the end of the message.
-    #[inline]
-    fn next(&mut self) -> Option<Decoded<(u32, Value<'a>)>> {
-        if self.pos >= self.buf.len() {
-            return None;
-        }
-        Some(self.field())
-    }
-
-    fn field(&mut self) -> Decoded<(u32, Value<'a>)> {
-        let key = self.varint()?;
-        let field = u32::try_from(key >> 3).unwrap_or(u32::MAX);
-        if field == 0 {
-            return self.wire_error("field number 0");
-        }
-        let value = match key & 7 {
-            0 => Value::Varint(self.varint()?),
-            2 => {
-                let len = self.varint()?;
-                if len > (self.buf.len() - self.pos) as u64 {
-                    return self.wire_error("length past the end");
-                }
-                let body = &self.buf[self.pos..self.pos + len as usize];
-                self.pos += len as usize;
-                Value::Bytes(body)
-            }
-            wire @ (1 | 5) => {
-                let width = if wire == 1 { 8 } else { 4 };
-                if self.buf.len() - self.pos < width {
-                    return self.wire_error("fixed-width value past the end");
-                }
-                self.pos += width;
-                Value::Fixed
-            }
-            _ => return self.wire_error("unsupported wire type"),
-        };
-        Ok((field, value))
-    }
-
-    /// A `Bytes` payload as a nested message, for error offsets relative to the input.
-    fn nested(&self, body: &'a [u8]) -> Fields<'a> {
-        Fields::new(body, self.base + self.pos - body.len())
-    }
-}
-
-/// A varint at the start of `buf` and its length; `None` when it is truncated or
-/// longer than 64 bits. With 8 bytes at hand, a varint of up to 8 bytes (every id and
-/// count in practice) is read from one little-endian word, with no branch per byte.
-#[inline]
-fn read_varint(buf: &[u8]) -> Option<(u64, usize)> {
-    if let Some(word) = buf.first_chunk::<8>() {
-        let word = u64::from_le_bytes(*word);
-        let ends = !word & 0x8080_8080_8080_8080;
-        if ends != 0 {
-            let len = ends.trailing_zeros() as usize / 8 + 1;
-            let bytes = if len == 8 { word } else { word & ((1 << (8 * len)) - 1) };
-            // Squeeze out the continuation bits: 7-bit groups to 14, 28, then 56 bits.
-            let x = bytes & 0x7f7f_7f7f_7f7f_7f7f;
-            let x = ((x & 0x7f00_7f00_7f00_7f00) >> 1) | (x & 0x007f_007f_007f_007f);
-            let x = ((x & 0x3fff_0000_3fff_0000) >> 2) | (x & 0x0000_3fff_0000_3fff);
-            let x = ((x & 0x0fff_ffff_0000_0000) >> 4) | (x & 0x0000_0000_0fff_ffff);
-            return Some((x, len));
-        }
-    }
-    read_varint_bytewise(buf)
-}
-
-/// [`read_varint`] one byte at a time: near the end of the input, and for 9- and
-/// 10-byte varints (negative numbers).
-fn read_varint_bytewise(buf: &[u8]) -> Option<(u64, usize)> {
-    let mut value = 0u64;
-    for (i, &b) in buf.iter().take(10).enumerate() {
-        if i == 9 && b > 1 {
-            return None;
-        }
-        value |= u64::from(b & 0x7f) << (7 * i);
-        if b < 0x80 {
-            return Some((value, i + 1));
-        }
-    }
-    None
-}
 
 /// A scalar field's value: a varint, never a packed list or bytes.
 fn scalar(fields: &Fields<'_>, value: &Value<'_>) -> Decoded<u64> {
     match value {
         Value::Varint(v) => Ok(*v),
-        _ => fields.wire_error("scalar field with the wrong wire type"),
+        _ => Err(fields.unexpected("scalar field with the wrong wire type").into()),
     }
 }
 
@@ -198,44 +75,28 @@ fn scalar(fields: &Fields<'_>, value: &Value<'_>) -> Decoded<u64> {
 fn message<'a>(fields: &Fields<'a>, value: &Value<'a>) -> Decoded<Fields<'a>> {
     match value {
         Value::Bytes(body) => Ok(fields.nested(body)),
-        _ => fields.wire_error("message field with the wrong wire type"),
+        _ => Err(fields.unexpected("message field with the wrong wire type").into()),
     }
 }
 
 /// A repeated varint field, packed or not: calls `each` for every element.
-fn repeated(fields: &Fields<'_>, value: &Value<'_>, mut each: impl FnMut(u64) -> Decoded<()>) -> Decoded<()> {
+#[inline]
+fn repeated(fields: &Fields<'_>, value: &Value<'_>, each: impl FnMut(u64) -> Decoded<()>) -> Decoded<()> {
     match value {
-        Value::Varint(v) => each(*v),
-        Value::Bytes(body) => {
-            // Each element is read here, the one-byte case inline: `Fields::varint` per
-            // element, which WebAssembly did not inline, was a quarter of the decode.
-            let mut pos = 0;
-            while let Some(&b) = body.get(pos) {
-                let element = if b < 0x80 {
-                    pos += 1;
-                    u64::from(b)
-                } else {
-                    let Some((element, len)) = read_varint(&body[pos..]) else {
-                        let mut packed = fields.nested(body);
-                        packed.pos = pos;
-                        return packed.wire_error("malformed varint");
-                    };
-                    pos += len;
-                    element
-                };
-                each(element)?;
-            }
-            Ok(())
+        Value::Varint(v) => {
+            let mut each = each;
+            each(*v)
         }
-        Value::Fixed => fields.wire_error("repeated varint field with a fixed-width value"),
+        Value::Bytes(body) => fields.packed(body, Failure::Wire, each),
+        Value::Fixed => Err(fields.unexpected("repeated varint field with a fixed-width value").into()),
     }
 }
 
-/// Elements in a repeated varint payload: a packed list has one byte below 0x80 per element.
+/// Elements in a repeated varint payload.
 fn element_count(value: &Value<'_>) -> usize {
     match value {
         Value::Varint(_) => 1,
-        Value::Bytes(body) => body.iter().filter(|&&b| b < 0x80).count(),
+        Value::Bytes(body) => wire::packed_count(body),
         Value::Fixed => 0,
     }
 }
@@ -458,7 +319,7 @@ impl Head {
                     Ok(s) => s.to_owned(),
                     Err(_) => String::from_utf8_lossy(b).into_owned(),
                 }),
-                _ => return fields.wire_error("string with the wrong wire type"),
+                _ => return Err(fields.unexpected("string with the wrong wire type").into()),
             },
             11 => scalars(message(fields, &value)?, self.period_type.get_or_insert([0; 2]))?,
             13 => repeated(fields, &value, |c| {
@@ -698,44 +559,4 @@ fn read_label(fields: Fields<'_>, i: usize, strings: usize) -> Decoded<Label> {
         LabelValue::Num { value: num as i64, unit: st.get(num_unit, || format!("sample #{i} label unit"))? }
     };
     Ok(Label { key, value })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn encode(mut value: u64) -> Vec<u8> {
-        let mut out = Vec::new();
-        while value >= 0x80 {
-            out.push(value as u8 | 0x80);
-            value >>= 7;
-        }
-        out.push(value as u8);
-        out
-    }
-
-    proptest! {
-        /// Word-at-a-time and byte-at-a-time reading agree on every length, with and
-        /// without bytes after the varint, and on truncated and overlong input.
-        #[test]
-        fn word_and_bytewise_varints_agree(value: u64, bits in 0u32..64, tail: Vec<u8>, cut in 0usize..11) {
-            let value = value >> bits;
-            let mut buf = encode(value);
-            let len = buf.len();
-            prop_assert_eq!(read_varint(&buf), Some((value, len)));
-            buf.extend_from_slice(&tail);
-            prop_assert_eq!(read_varint(&buf), Some((value, len)));
-            prop_assert_eq!(read_varint(&buf), read_varint_bytewise(&buf));
-            let cut = &buf[..cut.min(buf.len())];
-            prop_assert_eq!(read_varint(cut), read_varint_bytewise(cut));
-        }
-    }
-
-    #[test]
-    fn overlong_varints_are_refused() {
-        assert_eq!(read_varint(&[0xff; 12]), None);
-        assert_eq!(read_varint(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02]), None);
-        assert_eq!(read_varint(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01]), Some((1 << 63, 10)));
-    }
 }

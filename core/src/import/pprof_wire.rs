@@ -2,6 +2,8 @@
 //! that it does, to stay fast; when it fails this walker re-reads the wire format along
 //! `profile.proto`'s shape to name the byte offset and field.
 
+use super::wire::{Fields, Value, WireError, WireErrorKind, WireType};
+
 /// How a known field is encoded.
 #[derive(Copy, Clone)]
 enum Kind {
@@ -93,83 +95,59 @@ const PROFILE: Schema = Schema {
 
 /// Returns the offset and a description of the first wire-format error, if any.
 pub(crate) fn locate_error(buf: &[u8]) -> Option<(usize, String)> {
-    walk(buf, 0, &PROFILE).err()
+    walk(Fields::new(buf, 0), &PROFILE).err()
 }
 
-fn varint(buf: &[u8], pos: &mut usize, base: usize) -> Result<u64, (usize, String)> {
-    let start = *pos;
-    let mut value = 0u64;
-    for shift in (0..70).step_by(7) {
-        let Some(&b) = buf.get(*pos) else {
-            return Err((base + start, "varint runs past the end of the data (truncated)".into()));
+fn walk(mut fields: Fields<'_>, schema: &Schema) -> Result<(), (usize, String)> {
+    while fields.pos < fields.buf.len() {
+        let tag_at = fields.offset();
+        let label = |field: u32| {
+            let known = schema.fields.iter().find(|f| f.0 == field);
+            known.map_or_else(|| format!("{}.{field}", schema.name), |f| format!("{}.{}", schema.name, f.1))
         };
-        *pos += 1;
-        if shift == 63 && b > 1 {
-            return Err((base + start, "varint is longer than 64 bits".into()));
-        }
-        value |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Ok(value);
-        }
-    }
-    Err((base + start, "varint is longer than 10 bytes".into()))
-}
-
-fn walk(buf: &[u8], base: usize, schema: &Schema) -> Result<(), (usize, String)> {
-    let mut pos = 0;
-    while pos < buf.len() {
-        let tag_at = pos;
-        let key = varint(buf, &mut pos, base)?;
-        let field = (key >> 3) as u32;
-        let wire = key & 7;
-        if field == 0 {
-            return Err((base + tag_at, format!("{}: field number 0 is invalid", schema.name)));
-        }
-        let known = schema.fields.iter().find(|f| f.0 == field);
-        let label = known.map_or_else(|| format!("{}.{field}", schema.name), |f| format!("{}.{}", schema.name, f.1));
-        match wire {
-            0 => {
-                if let Some((_, _, Kind::Bytes | Kind::Message(_))) = known {
-                    return Err((base + tag_at, format!("{label}: expected a length-delimited field, found a varint")));
-                }
-                varint(buf, &mut pos, base)?;
+        let (field, wire) = fields.tag().map_err(|e| match e.kind {
+            WireErrorKind::FieldZero => (tag_at, format!("{}: field number 0 is invalid", schema.name)),
+            WireErrorKind::UnsupportedWireType { field, wire } => {
+                (tag_at, format!("{}: invalid or unsupported wire type {wire}", label(field)))
             }
-            1 | 5 => {
-                if known.is_some() {
-                    return Err((base + tag_at, format!("{label}: unexpected fixed-width wire type {wire}")));
-                }
-                let width = if wire == 1 { 8 } else { 4 };
-                if buf.len() - pos < width {
-                    return Err((base + tag_at, format!("{label}: fixed-width value runs past the end (truncated)")));
-                }
-                pos += width;
+            _ => described(e),
+        })?;
+        let known = schema.fields.iter().find(|f| f.0 == field).map(|f| f.2);
+        match (wire, known) {
+            (WireType::Varint, Some(Kind::Bytes | Kind::Message(_))) => {
+                return Err((tag_at, format!("{}: expected a length-delimited field, found a varint", label(field))));
             }
-            2 => {
-                let len_at = pos;
-                let len = varint(buf, &mut pos, base)?;
-                if len > (buf.len() - pos) as u64 {
-                    return Err((
-                        base + len_at,
-                        format!("{label}: length {len} exceeds the {} bytes that remain (truncated)", buf.len() - pos),
-                    ));
-                }
-                let body = &buf[pos..pos + len as usize];
-                match known.map(|f| f.2) {
-                    Some(Kind::Message(inner)) => walk(body, base + pos, inner)?,
-                    Some(Kind::Varint) => {
-                        let mut p = 0;
-                        while p < body.len() {
-                            varint(body, &mut p, base + pos)?;
-                        }
-                    }
-                    _ => {}
-                }
-                pos += len as usize;
+            (WireType::Fixed64 | WireType::Fixed32, Some(_)) => {
+                return Err((tag_at, format!("{}: unexpected fixed-width wire type {}", label(field), wire.number())));
             }
-            _ => return Err((base + tag_at, format!("{label}: invalid or unsupported wire type {wire}"))),
+            _ => {}
+        }
+        let value = fields.value(wire).map_err(|e| match e.kind {
+            WireErrorKind::FixedPastEnd => {
+                (tag_at, format!("{}: fixed-width value runs past the end (truncated)", label(field)))
+            }
+            WireErrorKind::LengthPastEnd { len, remain } => {
+                (e.offset, format!("{}: length {len} exceeds the {remain} bytes that remain (truncated)", label(field)))
+            }
+            _ => described(e),
+        })?;
+        if let Value::Bytes(body) = value {
+            match known {
+                Some(Kind::Message(inner)) => walk(fields.nested(body), inner)?,
+                Some(Kind::Varint) => fields.packed(body, described, |_| Ok(()))?,
+                _ => {}
+            }
         }
     }
     Ok(())
+}
+
+/// An error the schema adds nothing to: a malformed varint, described as it is.
+fn described(e: WireError) -> (usize, String) {
+    match e.kind {
+        WireErrorKind::Varint(varint) => (e.offset, varint.to_string()),
+        kind => (e.offset, kind.to_string()),
+    }
 }
 
 #[cfg(test)]

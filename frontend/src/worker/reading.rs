@@ -4,7 +4,7 @@
 //! file stays a few MB in the worker).
 
 use js_sys::Uint8Array;
-use stacklens_core::import::folded::{parse_twice, starts_folded, HEAD};
+use stacklens_core::import::folded_input::{self, Feed, Rereadable};
 use stacklens_core::Profile;
 use web_sys::{Blob, FileReaderSync};
 
@@ -66,27 +66,40 @@ pub fn read_all(blob: &Blob, progress: &mut dyn FnMut(f64)) -> Result<Vec<u8>, S
     Ok(bytes)
 }
 
-/// Whether the blob is folded stacks (uncompressed), the format read without holding it.
-pub fn is_folded(blob: &Blob) -> Result<bool, String> {
-    Ok(starts_folded(&head(blob, HEAD as f64)?))
+/// A blob as core's folded streamer reads it: a slice at a time, twice, reporting
+/// the share read (to 0.3 over the first pass, to 1 over the second).
+struct BlobInput<'a> {
+    blob: &'a Blob,
+    progress: &'a mut dyn FnMut(f64),
 }
 
-/// Folded stacks read twice, a slice at a time ([`parse_twice`]): `progress` goes to 0.3
-/// over the first pass and to 1 over the second.
+impl Rereadable for BlobInput<'_> {
+    type Error = String;
+
+    fn head(&mut self, len: usize) -> Result<Vec<u8>, String> {
+        head(self.blob, len as f64)
+    }
+
+    fn each_piece(&mut self, pass: usize, feed: &mut Feed<String>) -> Result<(), String> {
+        let mut scratch = Vec::new();
+        let progress = &mut self.progress;
+        for_each_slice(self.blob, |piece, done| {
+            progress(if pass == 0 { 0.3 * done } else { 0.3 + 0.7 * done });
+            scratch.resize(piece.length() as usize, 0);
+            piece.copy_to(&mut scratch);
+            feed(&scratch)
+        })
+    }
+}
+
+/// Whether the blob is folded stacks (uncompressed), the format read without holding it.
+pub fn is_folded(blob: &Blob) -> Result<bool, String> {
+    folded_input::is_folded(&mut BlobInput { blob, progress: &mut |_| {} })
+}
+
+/// Folded stacks read twice, a slice at a time (core's [`folded_input`]).
 pub fn parse_folded(blob: &Blob, progress: &mut dyn FnMut(f64)) -> Result<Profile, String> {
-    parse_twice(
-        |pass, feed| {
-            let mut scratch = Vec::new();
-            for_each_slice(blob, |piece, done| {
-                progress(if pass == 0 { 0.3 * done } else { 0.3 + 0.7 * done });
-                scratch.resize(piece.length() as usize, 0);
-                piece.copy_to(&mut scratch);
-                feed(&scratch)
-            })
-        },
-        |e| e.to_string(),
-        &stacklens_core::ParseOptions::default(),
-    )
+    folded_input::parse_folded(&mut BlobInput { blob, progress }, |e| e.to_string())
 }
 
 /// Whether the blob starts as gzip does.
