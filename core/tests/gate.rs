@@ -361,6 +361,11 @@ fn at_the_defaults_ten_runs_a_side_fail_a_slowdown_three_are_inconclusive() {
     let report = gate(GateConfig::default(), &TEN_SLOWER.0[..3], &TEN_SLOWER.1[..3]);
     assert_eq!((report.status, report.regression_count, report.runs_needed), (Status::Inconclusive, 0, Some(6)));
     assert_eq!(row(&report, "main.slow").verdict, Verdict::Unchanged);
+    // Two base runs against ten: at best 1/C(12, 2) = 1/66, above 0.01; the base side is
+    // short, and 6 a side would do, as above (not 11).
+    let report = gate(GateConfig::default(), &TEN_SLOWER.0[..2], &TEN_SLOWER.1);
+    assert_eq!(report.family.tests, 4);
+    assert_eq!((report.status, report.runs_needed), (Status::Inconclusive, Some(6)));
 }
 
 #[test]

@@ -227,7 +227,9 @@ impl Gate {
             Status::Passed
         };
         let runs_needed = (status == Status::Inconclusive).then(|| {
-            let enough = base.len().max(compare.len()) + 1;
+            // Runs a side: the smaller side is the one short (2 against 10 needs more base
+            // runs, not 11 of each).
+            let enough = base.len().min(compare.len()) + 1;
             (enough..).find(|&runs| !undecidable((runs, runs))).expect("the smallest p-value falls towards 0")
         });
         Ok(GateReport {
