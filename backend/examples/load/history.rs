@@ -7,8 +7,13 @@
 //! again, which the hour cache answers, a label-filtered merge and a series).
 
 use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use super::*;
+use serde_json::Value;
+
+use crate::client::{failure, loopback, peak_rss_mib, phase, Check, Outcome, Prepare, Watch};
+use crate::report::{Report, Reporting};
 
 #[derive(clap::Args)]
 pub struct HistoryArgs {
