@@ -10,8 +10,8 @@ use crate::model::{FunctionId, Line, LocationId, Profile, StrId};
 /// Functions and locations shared by all chunks, by name and line.
 #[derive(Default)]
 pub(super) struct Frames {
-    pub(super) functions: HashMap<String, FunctionId>,
-    pub(super) locations: HashMap<(FunctionId, i64), LocationId>,
+    functions: HashMap<String, FunctionId>,
+    locations: HashMap<(FunctionId, i64), LocationId>,
 }
 
 /// What one chunk's constant pools resolve to.
@@ -26,7 +26,7 @@ pub(super) struct Chunk<'m> {
 
 impl Chunk<'_> {
     /// Follows a constant pool reference (a missing entry is `None`, as the JDK shows it).
-    pub(super) fn resolve<'v>(&'v self, value: &'v Value) -> Option<&'v Value> {
+    fn resolve<'v>(&'v self, value: &'v Value) -> Option<&'v Value> {
         match value {
             Value::Ref(class, id) => self.pools.get(&(*class, *id)),
             v => Some(v),
@@ -35,7 +35,7 @@ impl Chunk<'_> {
 
     /// Field `name` of an object of type `class` as stored (a reference stays one),
     /// with the field's type.
-    pub(super) fn raw<'v>(&self, object: &'v Value, class: u64, name: &str) -> Option<(&'v Value, u64)> {
+    fn raw<'v>(&self, object: &'v Value, class: u64, name: &str) -> Option<(&'v Value, u64)> {
         let Value::Object(values) = object else { return None };
         let fields = &self.metadata.classes.get(&class)?.fields;
         let i = fields.iter().position(|f| f.name == name)?;
@@ -48,7 +48,7 @@ impl Chunk<'_> {
         Some((self.resolve(value)?, field_class))
     }
 
-    pub(super) fn text<'v>(&'v self, value: &'v Value) -> Option<&'v str> {
+    fn text<'v>(&'v self, value: &'v Value) -> Option<&'v str> {
         match self.resolve(value)? {
             Value::Str(s) => s.as_deref(),
             _ => None,
@@ -56,13 +56,13 @@ impl Chunk<'_> {
     }
 
     /// The text of a `jdk.types.Symbol` field.
-    pub(super) fn symbol<'v>(&'v self, object: &'v Value, class: u64, name: &str) -> Option<&'v str> {
+    fn symbol<'v>(&'v self, object: &'v Value, class: u64, name: &str) -> Option<&'v str> {
         let (symbol, symbol_class) = self.get(object, class, name)?;
         self.text(self.get(symbol, symbol_class, "string")?.0)
     }
 
     /// `package.Class.method` of a `jdk.types.Method`.
-    pub(super) fn method_name(&self, method: &Value, class: u64) -> String {
+    fn method_name(&self, method: &Value, class: u64) -> String {
         let name = self.symbol(method, class, "name").unwrap_or("<unknown>");
         let owner = self.get(method, class, "type").and_then(|(c, cc)| self.symbol(c, cc, "name"));
         match owner {
@@ -121,7 +121,7 @@ impl Chunk<'_> {
 }
 
 impl Frames {
-    pub(super) fn location(&mut self, p: &mut Profile, name: String, line: i64) -> LocationId {
+    fn location(&mut self, p: &mut Profile, name: String, line: i64) -> LocationId {
         let function = *self.functions.entry(name).or_insert_with_key(|name| p.add_function(name, name, "", 0));
         *self
             .locations

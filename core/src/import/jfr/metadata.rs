@@ -7,7 +7,7 @@ use super::reader::{error, Reader, Value, MAX_DEPTH};
 use crate::Result;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(super) enum Primitive {
+enum Primitive {
     Boolean,
     Byte,
     Char,
@@ -20,7 +20,7 @@ pub(super) enum Primitive {
 }
 
 impl Primitive {
-    pub(super) fn of(class: &str) -> Option<Self> {
+    fn of(class: &str) -> Option<Self> {
         Some(match class {
             "boolean" => Self::Boolean,
             "byte" => Self::Byte,
@@ -47,7 +47,7 @@ pub(super) struct Field {
 #[derive(Debug)]
 pub(super) struct Class {
     pub(super) name: String,
-    pub(super) primitive: Option<Primitive>,
+    primitive: Option<Primitive>,
     pub(super) fields: Vec<Field>,
 }
 
@@ -59,30 +59,30 @@ pub(super) struct Metadata {
 }
 
 impl Metadata {
-    pub(super) fn class(&self, id: u64, at: usize) -> Result<&Class> {
+    fn class(&self, id: u64, at: usize) -> Result<&Class> {
         self.classes.get(&id).ok_or_else(|| error(at, format!("type id {id} is not in the metadata")))
     }
 
-    pub(super) fn id_of(&self, name: &str) -> Option<u64> {
+    fn id_of(&self, name: &str) -> Option<u64> {
         self.classes.iter().find(|(_, c)| c.name == name).map(|(&id, _)| id)
     }
 }
 
 /// An element of the metadata event's tree: a name, attributes and children.
-pub(super) struct Element {
-    pub(super) name: String,
-    pub(super) attributes: Vec<(String, String)>,
-    pub(super) children: Vec<Element>,
+struct Element {
+    name: String,
+    attributes: Vec<(String, String)>,
+    children: Vec<Element>,
 }
 
 impl Element {
-    pub(super) fn attribute(&self, key: &str) -> Option<&str> {
+    fn attribute(&self, key: &str) -> Option<&str> {
         self.attributes.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 }
 
 impl Reader<'_> {
-    pub(super) fn metadata_string<'s>(&mut self, strings: &'s [String]) -> Result<&'s str> {
+    fn metadata_string<'s>(&mut self, strings: &'s [String]) -> Result<&'s str> {
         let at = self.pos;
         let i = self.int("metadata string index")?;
         usize::try_from(i)
@@ -92,7 +92,7 @@ impl Reader<'_> {
             .ok_or_else(|| error(at, format!("metadata string index {i} is out of range")))
     }
 
-    pub(super) fn element(&mut self, strings: &[String], depth: usize) -> Result<Element> {
+    fn element(&mut self, strings: &[String], depth: usize) -> Result<Element> {
         if depth > MAX_DEPTH {
             return Err(error(self.pos, format!("metadata nested deeper than {MAX_DEPTH}")));
         }
@@ -154,13 +154,7 @@ impl Reader<'_> {
     }
 
     /// One value of type `class` (a constant pool reference when `constant_pool`).
-    pub(super) fn value(
-        &mut self,
-        metadata: &Metadata,
-        class: u64,
-        constant_pool: bool,
-        depth: usize,
-    ) -> Result<Value> {
+    fn value(&mut self, metadata: &Metadata, class: u64, constant_pool: bool, depth: usize) -> Result<Value> {
         if constant_pool {
             return Ok(Value::Ref(class, self.long("constant pool reference")?));
         }
@@ -208,7 +202,7 @@ impl Reader<'_> {
     }
 }
 
-pub(super) fn id_attribute(e: &Element, key: &str, at: usize) -> Result<u64> {
+fn id_attribute(e: &Element, key: &str, at: usize) -> Result<u64> {
     e.attribute(key)
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| error(at, format!("metadata {} has no numeric {key}", e.name)))

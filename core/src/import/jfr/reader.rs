@@ -1,10 +1,9 @@
 //! The byte level of a JFR chunk: big-endian or compressed integers, JFR strings, event
 //! headers, and the limits that keep a hostile file from making the reader build much.
 
-use crate::Error;
-use crate::Result;
+use crate::{Error, Result};
 
-pub(super) const FORMAT: &str = "JFR";
+const FORMAT: &str = "JFR";
 
 /// Deepest nesting of values and metadata elements followed (real files need 4).
 pub(super) const MAX_DEPTH: usize = 32;
@@ -29,7 +28,7 @@ pub(super) struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    pub(super) fn left(&self) -> usize {
+    fn left(&self) -> usize {
         self.end - self.pos
     }
 
@@ -42,7 +41,7 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    pub(super) fn fixed<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
+    fn fixed<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
         Ok(self.take(N, what)?.try_into().expect("N bytes"))
     }
 
@@ -51,7 +50,7 @@ impl<'a> Reader<'a> {
     }
 
     /// JFR's LEB128: 7 bits per byte, low first, except that a ninth byte gives all 8.
-    pub(super) fn varint(&mut self, what: &str) -> Result<u64> {
+    fn varint(&mut self, what: &str) -> Result<u64> {
         let mut value = 0u64;
         for shift in (0..56).step_by(7) {
             let b = self.u8(what)?;
