@@ -172,7 +172,8 @@ pub struct Function {
     pub start_line: i64,
 }
 
-/// Which importer produced a profile.
+/// Which importer produced a profile; also what [`crate::import::detect`] names a format
+/// an importer reads (`import::Format::Of`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum SourceFormat {

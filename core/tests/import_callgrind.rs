@@ -83,7 +83,7 @@ fn fixture() -> Option<(std::path::PathBuf, Profile)> {
     let dir = fixtures()?;
     let path = dir.join(FIXTURE);
     let bytes = read(&path);
-    assert_eq!(detect(&bytes), Format::Callgrind);
+    assert_eq!(detect(&bytes), Format::Of(SourceFormat::Callgrind));
     let p = parse(&bytes).unwrap();
     Some((path, p))
 }
@@ -177,7 +177,7 @@ fn small_profile_expands_calls_and_compression() {
          fn=(4) lone\n0x10 7\nfi=(2) b.h\n* 1\n"
     );
     let bytes = text.as_bytes();
-    assert_eq!(detect(bytes), Format::Callgrind);
+    assert_eq!(detect(bytes), Format::Of(SourceFormat::Callgrind));
     let p = parse(bytes).unwrap();
     assert_eq!(p.total(0), 5 + 14 + 16 + 7 + 1);
     let flat = self_costs(&p);

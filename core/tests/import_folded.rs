@@ -57,7 +57,7 @@ fn every_fixture_matches_its_text() {
     let Some(dir) = fixtures() else { return };
     for name in FIXTURES {
         let bytes = read(&dir.join(name));
-        assert_eq!(detect(&bytes), Format::Folded, "{name}");
+        assert_eq!(detect(&bytes), Format::Of(SourceFormat::Folded), "{name}");
         let p = parse(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(p.source, SourceFormat::Folded);
         assert_eq!((p.sample_type_name(0), p.sample_type_unit(0), p.sample_types.len()), ("samples", "count", 1));
@@ -184,7 +184,7 @@ fn markup_and_json_are_still_not_folded() {
     assert!(matches!(err, Error::UnknownFormat { .. }), "{err}");
     assert!(matches!(parse(b"[1, 2]").unwrap_err(), Error::UnknownFormat { .. }));
     assert_eq!(detect(b"<p>total 5</p>\n"), Format::Unrecognized);
-    assert_eq!(detect(b"[unknown];main 5\n"), Format::Folded);
+    assert_eq!(detect(b"[unknown];main 5\n"), Format::Of(SourceFormat::Folded));
     assert_eq!(detect(b"1 2\n3 4\n"), Format::Unrecognized, "numbers alone are not stacks");
 }
 

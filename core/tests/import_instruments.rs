@@ -28,7 +28,7 @@ fn nanoseconds(cell: &str) -> i64 {
 fn fixture_matches_its_self_weights() {
     let Some(dir) = fixtures() else { return };
     let bytes = read(&dir.join(FIXTURE));
-    assert_eq!(detect(&bytes), Format::InstrumentsDeepCopy);
+    assert_eq!(detect(&bytes), Format::Of(SourceFormat::Instruments));
     let text = String::from_utf8(bytes.clone()).unwrap();
     let mut self_by_symbol: BTreeMap<String, i64> = BTreeMap::new();
     for row in text.lines().skip(1).filter(|l| !l.is_empty()) {

@@ -166,7 +166,7 @@ fn both_fixtures_are_detected_as_jfr() {
     let Some(dir) = fixtures() else { return };
     for e in EXPECTED {
         let bytes = read(&dir.join(e.file));
-        assert_eq!(detect(&inflated(&bytes)), Format::Jfr, "{}", e.file);
+        assert_eq!(detect(&inflated(&bytes)), Format::Of(SourceFormat::Jfr), "{}", e.file);
         assert_eq!(parse(&bytes).unwrap().source, SourceFormat::Jfr, "{}", e.file);
     }
 }

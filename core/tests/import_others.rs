@@ -46,7 +46,7 @@ fn binary_input_that_is_not_protobuf_names_its_magic() {
     assert_eq!(detect(b"\x07\x00\x01"), Format::Unrecognized);
     // Profile fields with their wire types still reach the pprof decoder.
     for start in [&b"\x0a\x04\x08\x01\x10\x02"[..], b"\x32\x00", b"\x50\x01", b"\x6a\x01\x00", b"\x78\x01"] {
-        assert_eq!(detect(start), Format::Pprof, "{start:02x?}");
+        assert_eq!(detect(start), Format::Of(SourceFormat::Pprof), "{start:02x?}");
     }
     // Right field, wrong wire type: sample_type (1) as a varint, period (12) as bytes.
     for start in [&b"\x08\x01\x00"[..], b"\x62\x01\x00"] {
@@ -93,7 +93,11 @@ fn assert_text_error(input: &str, line: usize, reason: &str) {
 
 #[test]
 fn dtrace_stacks_keep_the_files_counts() {
-    let Some((text, p)) = import_text("dtrace-stack-ustack.txt", Format::Dtrace, SourceFormat::Dtrace) else { return };
+    let Some((text, p)) =
+        import_text("dtrace-stack-ustack.txt", Format::Of(SourceFormat::Dtrace), SourceFormat::Dtrace)
+    else {
+        return;
+    };
     assert_eq!((p.sample_type_name(0), p.sample_type_unit(0)), ("samples", "count"));
 
     // Independently: after the header's blank line, a count line closes a stack whose
@@ -132,7 +136,7 @@ fn malformed_dtrace_stacks_get_typed_errors() {
         assert_text_error(&input, line, reason);
     }
     let quiet = "\n  libc.so.1`_lwp_start\n  3\n";
-    assert_eq!(detect(quiet.as_bytes()), Format::Dtrace);
+    assert_eq!(detect(quiet.as_bytes()), Format::Of(SourceFormat::Dtrace));
     assert_eq!(parse(quiet.as_bytes()).unwrap().total(0), 3);
 }
 
@@ -148,7 +152,9 @@ fn nonzero(map: BTreeMap<String, i64>) -> BTreeMap<String, i64> {
 
 #[test]
 fn vtune_csv_keeps_self_cpu_time() {
-    let Some((text, p)) = import_text("vtune.csv", Format::Vtune, SourceFormat::Vtune) else { return };
+    let Some((text, p)) = import_text("vtune.csv", Format::Of(SourceFormat::Vtune), SourceFormat::Vtune) else {
+        return;
+    };
     assert_eq!((p.sample_type_name(0), p.sample_type_unit(0)), ("cpu", "nanoseconds"));
 
     // Independently: `name,seconds,module` from the right (names may hold commas).
@@ -167,7 +173,7 @@ fn vtune_csv_keeps_self_cpu_time() {
 
 #[test]
 fn visual_studio_csv_keeps_calls_and_exclusive_time() {
-    let format = (Format::VisualStudio, SourceFormat::VisualStudio);
+    let format = (Format::Of(SourceFormat::VisualStudio), SourceFormat::VisualStudio);
     let Some((text, p)) = import_text("vsprof-CallTreeSummary.csv", format.0, format.1) else { return };
     let types: Vec<(&str, &str)> = (0..2).map(|i| (p.sample_type_name(i), p.sample_type_unit(i))).collect();
     assert_eq!(types, [("calls", "count"), ("elapsed_time", "percent/100")]);
@@ -206,7 +212,7 @@ fn malformed_csv_call_trees_get_typed_errors() {
 
 #[test]
 fn macos_sample_keeps_the_call_trees_counts() {
-    let format = (Format::MacosSample, SourceFormat::MacosSample);
+    let format = (Format::Of(SourceFormat::MacosSample), SourceFormat::MacosSample);
     let Some((text, p)) = import_text("macos-sample.txt", format.0, format.1) else { return };
     assert_eq!((p.sample_type_name(0), p.sample_type_unit(0)), ("samples", "count"));
 
@@ -336,7 +342,7 @@ fn varint_fields(message: &[u8]) -> Vec<(u64, u64)> {
 
 #[test]
 fn simpleperf_keeps_samples_and_event_counts() {
-    let format = (Format::Simpleperf, SourceFormat::Simpleperf);
+    let format = (Format::Of(SourceFormat::Simpleperf), SourceFormat::Simpleperf);
     let Some((bytes, p)) = import("firefox-profiler/simpleperf-cpu-clock.trace.gz", format.0, format.1) else { return };
     let types: Vec<(&str, &str)> =
         (0..p.sample_types.len()).map(|i| (p.sample_type_name(i), p.sample_type_unit(i))).collect();
@@ -392,7 +398,7 @@ fn malformed_simpleperf_gets_typed_errors() {
 
 #[test]
 fn art_trace_keeps_wall_time_between_method_events() {
-    let format = (Format::ArtTrace, SourceFormat::ArtTrace);
+    let format = (Format::Of(SourceFormat::ArtTrace), SourceFormat::ArtTrace);
     let Some((bytes, p)) = import("firefox-profiler/art-trace-regular.trace.gz", format.0, format.1) else { return };
     assert_eq!((p.sample_type_name(0), p.sample_type_unit(0)), ("wall", "microseconds"));
 

@@ -124,7 +124,7 @@ fn every_fixture_matches_its_text() {
     let Some(dir) = fixtures() else { return };
     for name in PERF_SCRIPT_FIXTURES {
         let bytes = read(&dir.join(name));
-        assert_eq!(detect(text_of(&bytes).as_bytes()), Format::PerfScript, "{name}");
+        assert_eq!(detect(text_of(&bytes).as_bytes()), Format::Of(SourceFormat::PerfScript), "{name}");
         let (p, events) = load(&dir, name);
         assert_eq!(p.source, SourceFormat::PerfScript);
         let single = events.len() == 1;

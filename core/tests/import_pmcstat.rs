@@ -18,7 +18,7 @@ const FIXTURE: &str = "thirdparty/speedscope/pmcstat-simple.txt";
 fn fixture_matches_its_sampled_functions() {
     let Some(dir) = fixtures() else { return };
     let bytes = read(&dir.join(FIXTURE));
-    assert_eq!(detect(&bytes), Format::Pmcstat);
+    assert_eq!(detect(&bytes), Format::Of(SourceFormat::Pmcstat));
     let text = String::from_utf8(bytes.clone()).unwrap();
     // The header: `@ inst_retired.any [35705 samples]`, the whole run.
     let run_total: f64 = 35705.0;

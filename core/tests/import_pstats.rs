@@ -93,7 +93,7 @@ fn fixture() -> Option<(std::path::PathBuf, Vec<u8>, Profile)> {
     let dir = fixtures()?;
     let path = dir.join(FIXTURE);
     let bytes = read(&path);
-    assert_eq!(detect(&bytes), Format::Pstats);
+    assert_eq!(detect(&bytes), Format::Of(SourceFormat::Pstats));
     let p = parse(&bytes).unwrap();
     Some((path, bytes, p))
 }
@@ -234,7 +234,7 @@ fn small() -> Vec<u8> {
 #[test]
 fn small_stats_become_stacks() {
     let bytes = small();
-    assert_eq!(detect(&bytes), Format::Pstats);
+    assert_eq!(detect(&bytes), Format::Of(SourceFormat::Pstats));
     let p = parse(&bytes).unwrap();
     let stacks: BTreeMap<Vec<String>, Vec<i64>> = p
         .samples

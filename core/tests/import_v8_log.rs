@@ -36,7 +36,7 @@ fn code_name(kind: &str, name: &str) -> String {
 fn fixture_ticks_match_their_code() {
     let Some(dir) = fixtures() else { return };
     let bytes = read(&dir.join(FIXTURE));
-    assert_eq!(detect(&bytes), Format::V8Log);
+    assert_eq!(detect(&bytes), Format::Of(SourceFormat::V8Log));
     let text = String::from_utf8(bytes.clone()).unwrap();
     // The fixture's names have no commas, so a plain split works.
     let mut code: Vec<Range> = vec![];

@@ -5,6 +5,7 @@
 mod common;
 
 use stacklens_core::import::{detect, Format, IncrementalParse};
+use stacklens_core::model::SourceFormat;
 use stacklens_core::{parse, ParseOptions, Profile, Result};
 
 fn shown(parsed: &Result<Profile>) -> String {
@@ -35,7 +36,7 @@ fn every_fixture_fed_in_pieces_is_the_fixture_parsed_whole() {
         let name = path.display();
         assert!(fed == shown(&parsed), "{name}: fed in pieces of {piece} differs from the whole parse");
         compared += 1;
-        if let (Format::Pprof, Ok(profile)) = (detect(&bytes), &parsed) {
+        if let (Format::Of(SourceFormat::Pprof), Ok(profile)) = (detect(&bytes), &parsed) {
             assert_eq!(decoded, Some(profile.samples.len()), "{name}: not decoded as it arrived");
             decoded_while_arriving += 1;
         }

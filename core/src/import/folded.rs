@@ -260,7 +260,7 @@ pub const HEAD: usize = 1 << 20;
 /// Whether an input starting with `head` (its first [`HEAD`] bytes, or all of it) is
 /// uncompressed folded stacks, which [`parse_twice`] reads in pieces without holding it.
 pub fn starts_folded(head: &[u8]) -> bool {
-    super::detect(head) == super::Format::Folded
+    super::detect(head) == super::Format::Of(SourceFormat::Folded)
 }
 
 /// Folded stacks from input read twice in pieces ([`FoldedScan`], then its

@@ -53,7 +53,7 @@ pub mod v8_log;
 pub mod vsprof;
 pub mod vtune;
 
-use crate::model::SampleTime;
+use crate::model::{SampleTime, SourceFormat};
 use crate::{Error, Profile, Result};
 
 /// Limits that keep hostile input from exhausting memory.
@@ -73,52 +73,22 @@ impl Default for ParseOptions {
     }
 }
 
-/// What [`detect`] found in the bytes.
+/// What [`detect`] found in the bytes: a format an importer reads, named by the
+/// [`SourceFormat`] of the profiles it makes (its importer may refine it: a heap text
+/// written by gperftools becomes [`SourceFormat::LegacyHeap`]), or what the bytes are
+/// when no importer is named yet.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Format {
-    Pprof,
-    GoHeapText,
-    GoContentionText,
-    GoCountText,
-    GoGoroutineDump,
-    LegacyCpu,
-    Threadz,
-    JavaText,
-    /// Folded (collapsed) stacks: `a;b;c 123`.
-    Folded,
-    /// Linux `perf script` text.
-    PerfScript,
-    /// Valgrind callgrind (or cachegrind) profile text.
-    Callgrind,
-    /// Python cProfile statistics (a marshalled dict).
-    Pstats,
-    /// FreeBSD `pmcstat -G` callgraph text.
-    Pmcstat,
-    /// Xcode Instruments call tree, "Deep Copy" text.
-    InstrumentsDeepCopy,
-    /// V8 tick log (`node --prof`).
-    V8Log,
-    /// A Java Flight Recorder recording (JDK Flight Recorder, async-profiler).
-    Jfr,
-    /// DTrace `stack()`/`ustack()` aggregation text.
-    Dtrace,
-    /// Intel VTune top-down CSV.
-    Vtune,
-    /// Visual Studio profiler call tree CSV.
-    VisualStudio,
-    /// macOS `sample` call graph text.
-    MacosSample,
-    /// Android simpleperf `report-sample` protobuf.
-    Simpleperf,
-    /// Android ART method trace.
-    ArtTrace,
     /// A JSON document: its shape says which format (see [`JSON_FORMATS`]).
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
     Unrecognized,
     /// A known profile format stacklens does not import.
     Unsupported(unsupported::Unsupported),
+    /// A format an importer reads, serialized by its source format's name.
+    #[serde(untagged)]
+    Of(SourceFormat),
 }
 
 /// Where a parse is, for progress bars: each stage reports its own 0..=1 fraction.
@@ -173,30 +143,45 @@ fn inflate_if_gzip(bytes: &[u8], options: &ParseOptions, progress: Progress<'_>)
 
 fn parse_plain(bytes: &[u8], options: &ParseOptions, progress: Progress<'_>) -> Result<Profile> {
     match detect(bytes) {
-        Format::Pprof => pprof::parse(bytes, options, progress),
-        Format::GoHeapText => legacy_text::parse_heap(bytes, options),
-        Format::GoContentionText => legacy_text::parse_contention(bytes, options),
-        Format::GoCountText => go_text::parse_count(bytes, options),
-        Format::GoGoroutineDump => go_dump::parse(bytes, options),
-        Format::LegacyCpu => legacy_cpu::parse(bytes, options),
-        Format::Threadz => legacy_text::parse_threadz(bytes, options),
-        Format::JavaText => legacy_text::parse_java(bytes, options),
-        Format::Folded => folded::parse(bytes, options),
-        Format::PerfScript => perf_script::parse(bytes, options),
-        Format::Callgrind => callgrind::parse(bytes, options),
-        Format::Pstats => pstats::parse(bytes, options),
-        Format::Pmcstat => pmcstat::parse(bytes, options),
-        Format::InstrumentsDeepCopy => instruments::parse(bytes, options),
-        Format::V8Log => v8_log::parse(bytes, options),
-        Format::Jfr => jfr::parse(bytes, options),
-        Format::Dtrace => dtrace::parse(bytes, options),
-        Format::Vtune => vtune::parse(bytes, options),
-        Format::VisualStudio => vsprof::parse(bytes, options),
-        Format::MacosSample => macos_sample::parse(bytes, options),
-        Format::Simpleperf => simpleperf::parse(bytes, options),
-        Format::ArtTrace => art_trace::parse(bytes, options),
-        Format::Json => parse_json(bytes, options),
-        Format::Unrecognized => Err(Error::UnknownFormat { hint: describe(bytes) }),
+        Format::Of(SourceFormat::Pprof) => pprof::parse(bytes, options, progress),
+        // `detect` names a text family by its Go member; the importer tells the others apart.
+        Format::Of(SourceFormat::GoHeapText | SourceFormat::LegacyHeap) => legacy_text::parse_heap(bytes, options),
+        Format::Of(SourceFormat::GoContentionText | SourceFormat::Contentionz) => {
+            legacy_text::parse_contention(bytes, options)
+        }
+        Format::Of(SourceFormat::GoCountText) => go_text::parse_count(bytes, options),
+        Format::Of(SourceFormat::GoGoroutineDump) => go_dump::parse(bytes, options),
+        Format::Of(SourceFormat::LegacyCpu) => legacy_cpu::parse(bytes, options),
+        Format::Of(SourceFormat::Threadz) => legacy_text::parse_threadz(bytes, options),
+        Format::Of(SourceFormat::JavaText) => legacy_text::parse_java(bytes, options),
+        Format::Of(SourceFormat::Folded) => folded::parse(bytes, options),
+        Format::Of(SourceFormat::PerfScript) => perf_script::parse(bytes, options),
+        Format::Of(SourceFormat::Callgrind) => callgrind::parse(bytes, options),
+        Format::Of(SourceFormat::Pstats) => pstats::parse(bytes, options),
+        Format::Of(SourceFormat::Pmcstat) => pmcstat::parse(bytes, options),
+        Format::Of(SourceFormat::Instruments) => instruments::parse(bytes, options),
+        Format::Of(SourceFormat::V8Log) => v8_log::parse(bytes, options),
+        Format::Of(SourceFormat::Jfr) => jfr::parse(bytes, options),
+        Format::Of(SourceFormat::Dtrace) => dtrace::parse(bytes, options),
+        Format::Of(SourceFormat::Vtune) => vtune::parse(bytes, options),
+        Format::Of(SourceFormat::VisualStudio) => vsprof::parse(bytes, options),
+        Format::Of(SourceFormat::MacosSample) => macos_sample::parse(bytes, options),
+        Format::Of(SourceFormat::Simpleperf) => simpleperf::parse(bytes, options),
+        Format::Of(SourceFormat::ArtTrace) => art_trace::parse(bytes, options),
+        Format::Json
+        | Format::Of(
+            SourceFormat::FirefoxProfiler
+            | SourceFormat::V8CpuProfile
+            | SourceFormat::V8HeapProfile
+            | SourceFormat::ChromeTrace
+            | SourceFormat::Speedscope
+            | SourceFormat::Stackprof
+            | SourceFormat::Ghc
+            | SourceFormat::Safari
+            | SourceFormat::Dhat,
+        ) => parse_json(bytes, options),
+        // No bytes are a built profile.
+        Format::Unrecognized | Format::Of(SourceFormat::Built) => Err(Error::UnknownFormat { hint: describe(bytes) }),
         Format::Unsupported(format) => Err(unsupported::error(format)),
     }
 }
@@ -286,22 +271,22 @@ fn looks_like_text(bytes: &[u8]) -> bool {
 /// fails); text is never decoded as protobuf.
 pub fn detect(bytes: &[u8]) -> Format {
     if bytes.starts_with(jfr::MAGIC) {
-        return Format::Jfr;
+        return Format::Of(SourceFormat::Jfr);
     }
     if pstats::looks_like_pstats(bytes) {
-        return Format::Pstats;
+        return Format::Of(SourceFormat::Pstats);
     }
     if legacy_cpu::is_legacy_cpu(bytes) {
-        return Format::LegacyCpu;
+        return Format::Of(SourceFormat::LegacyCpu);
     }
     if callgrind::looks_like_callgrind(bytes) {
-        return Format::Callgrind;
+        return Format::Of(SourceFormat::Callgrind);
     }
     if bytes.starts_with(simpleperf::MAGIC) {
-        return Format::Simpleperf;
+        return Format::Of(SourceFormat::Simpleperf);
     }
     if bytes.starts_with(art_trace::MAGIC) {
-        return Format::ArtTrace;
+        return Format::Of(SourceFormat::ArtTrace);
     }
     if let Some(format) = unsupported::detect(bytes) {
         return Format::Unsupported(format);
@@ -310,7 +295,7 @@ pub fn detect(bytes: &[u8]) -> Format {
         return format;
     }
     if !looks_like_text(bytes) && pprof::starts_like_profile(bytes) {
-        return Format::Pprof;
+        return Format::Of(SourceFormat::Pprof);
     }
     Format::Unrecognized
 }

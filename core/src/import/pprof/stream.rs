@@ -10,7 +10,7 @@
 //! every error are exactly [`crate::import::parse_with_progress`]'s.
 
 use super::{convert_head, has_no_fields, read_sample, starts_like_profile, Fields, Head, IdIndex, SampleShape};
-use crate::model::{Line, LocationId, Profile, Samples};
+use crate::model::{Line, LocationId, Profile, Samples, SourceFormat};
 use crate::{import, ParseOptions, Result};
 
 /// How much of what is left [`IncrementalParse::finish`] decodes between progress reports.
@@ -81,8 +81,9 @@ impl IncrementalParse {
             self.advance(&bytes[..end]);
             progress(import::Stage::Decoding, end as f64 / bytes.len() as f64);
         }
-        let decoded =
-            self.decoded.filter(|_| self.read == bytes.len() && import::detect(bytes) == import::Format::Pprof);
+        let decoded = self
+            .decoded
+            .filter(|_| self.read == bytes.len() && import::detect(bytes) == import::Format::Of(SourceFormat::Pprof));
         match decoded.and_then(Decoded::into_profile) {
             Some(profile) => Ok(profile),
             None => import::parse_with_progress(bytes, options, progress),
