@@ -1,9 +1,9 @@
 //! Analysis of stored sessions, computed natively by the same core code as the page
 //! and the CLI: diffs between two sessions and goroutine analysis of one.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use axum::extract::{Query, Request, State as AxumState};
+use axum::extract::{Request, State as AxumState};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 
 use super::access::{Reader, WritesCaches};
 use super::ranges::{spec_query, RangeEcho};
-use super::request::{parse_kind, read_json, required, PathParam};
+use super::request::{parse_kind, read_json, required, Params, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::budget::{ParseFailure, Parsed};
 use crate::merging::{merge_range, RangeQuery};
@@ -463,6 +463,15 @@ pub struct CompareResponse {
     noise_threshold_pct: f64,
 }
 
+/// `compare_profiles`' query parameters.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompareParams {
+    base_profile_id: Option<String>,
+    comparison_profile_id: Option<String>,
+    noise_threshold_pct: Option<String>,
+}
+
 /// Compares two captured profiles (or sessions, or baselines) function by function.
 #[utoipa::path(get, path = "/api/v1/observability/profiling/compare", tag = "capture", operation_id = "CompareProfiles",
     params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"),
@@ -481,10 +490,11 @@ pub struct CompareResponse {
 pub async fn compare_profiles(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params<CompareParams>,
 ) -> Result<Json<CompareResponse>, ApiError> {
-    let (base_id, later_id) = (required(&query, "baseProfileId")?, required(&query, "comparisonProfileId")?);
-    let noise = noise_threshold(query.get("noiseThresholdPct").map(|v| v.parse::<f64>().unwrap_or(f64::NAN)))?;
+    let base_id = required(&query.base_profile_id, "baseProfileId")?;
+    let later_id = required(&query.comparison_profile_id, "comparisonProfileId")?;
+    let noise = noise_threshold(query.noise_threshold_pct.map(|v| v.parse::<f64>().unwrap_or(f64::NAN)))?;
     let base = session_of(&state, &tenant, base_id).await?;
     let later = session_of(&state, &tenant, later_id).await?;
     let kind = later.profile_type;
