@@ -249,13 +249,59 @@ pub struct FunctionHistory {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RangeSpec {
     pub service: String,
-    pub profile_type: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub profile_type: ProfileTypeName,
     /// RFC 3339, epoch seconds or ms, now, now-1h (a string or a number); default: to - 1h.
+    #[serde(default, deserialize_with = "time_bound_or_absent")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
-    pub from: Option<serde_json::Value>,
+    pub from: Option<TimeBound>,
+    #[serde(default, deserialize_with = "time_bound_or_absent")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
-    pub to: Option<serde_json::Value>,
+    pub to: Option<TimeBound>,
     /// Labels the profiles must all have.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+}
+
+/// A profile type as a client names it: one of [`ProfileKind`]'s names or Go's endpoint
+/// names (`heap`, `allocs`, `profile`), in any case. Kept as written, so an unknown name
+/// is refused by the handler as an unknown profile type (`InvalidProfileType`), not as
+/// a bad body.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ProfileTypeName(pub String);
+
+/// One end of a time range as the client wrote it: text (RFC 3339, `now`, `now-1h`,
+/// epoch seconds or ms) or a number (epoch seconds or ms). The server reads both from
+/// their text, so a number that is not a whole one is refused as that text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TimeBound {
+    Text(String),
+    Number(serde_json::Number),
+}
+
+impl std::fmt::Display for TimeBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TimeBound::Text(text) => f.write_str(text),
+            TimeBound::Number(number) => write!(f, "{number}"),
+        }
+    }
+}
+
+impl From<u64> for TimeBound {
+    fn from(millis: u64) -> Self {
+        TimeBound::Number(millis.into())
+    }
+}
+
+/// A `from` or `to` that is neither text nor a number (`null`, `true`, an object) was
+/// always read as absent: the range's default.
+fn time_bound_or_absent<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<TimeBound>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(text) => Some(TimeBound::Text(text)),
+        serde_json::Value::Number(number) => Some(TimeBound::Number(number)),
+        _ => None,
+    })
 }

@@ -9,13 +9,13 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 use stacklens_core::analysis::details::details;
 use stacklens_core::analysis::top::{top, TopOptions, TopReport};
 use stacklens_core::analysis::{Query as ProfileQuery, SampleType};
 use stacklens_core::api::{
     FunctionHistory, FunctionPoint, LabelCount, LabelList, RangeSpec, SeriesLine, SeriesList, SeriesName, SeriesPoint,
-    SeriesResponse,
+    SeriesResponse, TimeBound,
 };
 use stacklens_core::export::{export, ExportFormat};
 use utoipa::ToSchema;
@@ -179,17 +179,12 @@ pub struct StepParams {
 /// The range one side of a range diff names; `side` prefixes the fields a bad value
 /// is reported under.
 pub fn spec_query(spec: &RangeSpec, tenant: crate::records::Tenant, side: &str) -> Result<RangeQuery, ApiError> {
-    let text = |v: &Option<Value>| match v {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        _ => None,
-    };
-    let (from, to) = (text(&spec.from), text(&spec.to));
+    let (from, to) = (spec.from.as_ref().map(TimeBound::to_string), spec.to.as_ref().map(TimeBound::to_string));
     for (k, v) in &spec.labels {
         check_text(&format!("{side}.labels"), k, 128)?;
         check_text(&format!("{side}.labels"), v, 512)?;
     }
-    build_range(tenant, &spec.service, &spec.profile_type, from.as_deref(), to.as_deref(), spec.labels.clone(), |f| {
+    build_range(tenant, &spec.service, &spec.profile_type.0, from.as_deref(), to.as_deref(), spec.labels.clone(), |f| {
         format!("{side}.{f}")
     })
 }

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use gloo::net::http::Request;
 use serde_json::json;
 use stacklens_core::analysis::diff::Mover;
-use stacklens_core::api::{FunctionHistory, LabelList, RangeSpec, SeriesList, SeriesName, SeriesResponse};
+use stacklens_core::api::{
+    FunctionHistory, LabelList, ProfileTypeName, RangeSpec, SeriesList, SeriesName, SeriesResponse,
+};
 
 use super::share::{addressed, call, send, API};
 use super::url_state::encode;
@@ -53,9 +55,9 @@ impl RangeRef {
     fn spec(&self) -> RangeSpec {
         RangeSpec {
             service: self.service.clone(),
-            profile_type: self.profile_type.clone(),
-            from: Some(json!(self.from)),
-            to: Some(json!(self.to)),
+            profile_type: ProfileTypeName(self.profile_type.clone()),
+            from: Some(self.from.into()),
+            to: Some(self.to.into()),
             labels: self.labels.clone(),
         }
     }
