@@ -243,6 +243,52 @@ pub struct FunctionHistory {
     pub points: Vec<FunctionPoint>,
 }
 
+/// Saves a session as a baseline (`POST /api/v1/profiling/baselines`), field for field
+/// as the seed's CreateBaseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CreateBaseline {
+    pub label: String,
+    pub session_id: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub profile_type: ProfileTypeName,
+    #[serde(default)]
+    pub description: String,
+    /// Without them the server computes the session's top functions by self.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_functions: Vec<FunctionShare>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// A diff (`POST /api/v1/profiling/diff`): of two stored sessions by id, or of two time
+/// ranges of stored profiles, each merged. Absent fields are left out of the JSON.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DiffRequest {
+    /// A session id, or a baseline or capture id standing for its session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compare_id: Option<String>,
+    /// Or two time ranges of stored profiles, each merged (instead of the ids).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<RangeSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compare: Option<RangeSpec>,
+    /// cpu, memory, alloc, block, mutex or goroutine (for ranges: the ranges' profileType by default).
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Scale the compared profile to the base's total before subtracting (pprof's `-normalize`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub normalize: bool,
+    /// Changes below this % of the base total are "unchanged" (default 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_threshold_pct: Option<f64>,
+}
+
 /// A time range of stored profiles, as one side of a range diff.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -25,7 +25,7 @@ use crate::records::sessions::{self, SessionRecord};
 use crate::records::{baselines, captures, now_millis, now_rfc3339, Tenant};
 use crate::state::AppState;
 use crate::state::State;
-use stacklens_core::api::RangeSpec;
+use stacklens_core::api::DiffRequest;
 
 /// Stacks an analysis returns, largest first.
 const TOP_STACKS: usize = 20;
@@ -190,25 +190,6 @@ pub struct AnalysisResponse {
     analyzed_at: String,
 }
 
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct DiffRequest {
-    /// A session id, or a baseline or capture id standing for its session.
-    base_id: Option<String>,
-    compare_id: Option<String>,
-    /// Or two time ranges of stored profiles, each merged (instead of the ids).
-    base: Option<RangeSpec>,
-    compare: Option<RangeSpec>,
-    /// cpu, memory, alloc, block, mutex or goroutine (for ranges: the ranges' profileType by default).
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    /// Scale the compared profile to the base's total before subtracting (pprof's `-normalize`).
-    #[serde(default)]
-    normalize: bool,
-    /// Changes below this % of the base total are "unchanged" (default 1).
-    noise_threshold_pct: Option<f64>,
-}
-
 /// How many top movers a range diff lists.
 const MOVERS: usize = 10;
 
@@ -218,10 +199,10 @@ enum Sides {
     Ranges(Box<(RangeQuery, RangeQuery)>),
 }
 
-impl DiffRequest {
-    fn sides(&self, tenant: &Tenant) -> Result<Sides, ApiError> {
+impl Sides {
+    fn of(request: &DiffRequest, tenant: &Tenant) -> Result<Sides, ApiError> {
         let invalid = |m: &str| ApiError::bad_request("InvalidRequest", format!("not a diff request: {m}"));
-        match (&self.base_id, &self.compare_id, &self.base, &self.compare) {
+        match (&request.base_id, &request.compare_id, &request.base, &request.compare) {
             (Some(_), Some(_), None, None) => Ok(Sides::Sessions),
             (None, None, Some(base), Some(compare)) => Ok(Sides::Ranges(Box::new((
                 spec_query(base, tenant.clone(), "base")?,
@@ -257,7 +238,7 @@ pub async fn diff_sessions(
     let request: DiffRequest = read_json(request, "a diff request").await?;
     let noise = noise_threshold(request.noise_threshold_pct)?;
     let normalize = request.normalize;
-    let (parsed, envelope, kind) = match request.sides(&tenant)? {
+    let (parsed, envelope, kind) = match Sides::of(&request, &tenant)? {
         Sides::Sessions => {
             let kind = request.kind.as_deref().ok_or_else(|| {
                 ApiError::bad_request("InvalidRequest", "not a diff request: a diff of ids needs `type`")

@@ -8,16 +8,15 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
-use stacklens_core::analysis::summary::{top_functions, FunctionShare};
+use stacklens_core::analysis::summary::top_functions;
 use stacklens_core::analysis::Query as ProfileQuery;
 use stacklens_core::ProfileKind;
-use utoipa::ToSchema;
 
 use super::access::{Open, Reader, Writer};
 use super::analysis::{analysis_failed, stored_profiles};
 use super::request::{check_name, parse_kind, read_json, share_url, Params, PathParam};
 use super::{ApiError, ErrorBody};
-use stacklens_core::api::{BaselineList, BaselineRecord, BaselineResponse};
+use stacklens_core::api::{BaselineList, BaselineRecord, BaselineResponse, CreateBaseline};
 
 use crate::records::baselines::{self, NewBaseline};
 use crate::records::{sessions, Tenant};
@@ -25,20 +24,6 @@ use crate::state::{AppState, State};
 
 /// Functions a baseline keeps when the request gives none.
 const TOP_FUNCTIONS: usize = 20;
-
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateBaseline {
-    label: String,
-    session_id: String,
-    profile_type: String,
-    #[serde(default)]
-    description: String,
-    #[serde(default)]
-    top_functions: Vec<FunctionShare>,
-    #[serde(default)]
-    tags: Vec<String>,
-}
 
 fn respond(
     state: &AppState,
@@ -90,7 +75,7 @@ pub async fn create(
     if request.top_functions.len() > 1000 {
         return Err(ApiError::invalid_request("topFunctions", "at most 1000 top functions"));
     }
-    let kind = parse_kind(&request.profile_type)?;
+    let kind = parse_kind(&request.profile_type.0)?;
     let session = sessions::find(&state.store, &tenant, &request.session_id).await?;
     if !session.profile_type.accepts(kind) {
         return Err(ApiError::unprocessable(

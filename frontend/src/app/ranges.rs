@@ -6,10 +6,9 @@
 use std::collections::BTreeMap;
 
 use gloo::net::http::Request;
-use serde_json::json;
 use stacklens_core::analysis::diff::Mover;
 use stacklens_core::api::{
-    FunctionHistory, LabelList, ProfileTypeName, RangeSpec, SeriesList, SeriesName, SeriesResponse,
+    DiffRequest, FunctionHistory, LabelList, ProfileTypeName, RangeSpec, SeriesList, SeriesName, SeriesResponse,
 };
 
 use super::share::{addressed, call, send, API};
@@ -95,7 +94,7 @@ pub async fn merged(range: &RangeRef, tenant: Option<&str>) -> Result<Vec<u8>, S
 
 /// The functions whose self share moved most from `base` to `compare`.
 pub async fn top_movers(base: &RangeRef, compare: &RangeRef, tenant: Option<&str>) -> Result<Vec<Mover>, String> {
-    let body = json!({ "base": base.spec(), "compare": compare.spec() });
+    let body = DiffRequest { base: Some(base.spec()), compare: Some(compare.spec()), ..DiffRequest::default() };
     let url = format!("{API}/profiling/diff");
     let answer: serde_json::Value = call(|token| addressed(Request::post(&url), tenant, token).json(&body)).await?;
     serde_json::from_value(answer["topMovers"].clone()).map_err(|e| format!("unexpected answer from the server: {e}"))

@@ -9,8 +9,9 @@
 
 use gloo::net::http::{Request, RequestBuilder};
 use serde::de::DeserializeOwned;
-use serde_json::json;
-use stacklens_core::api::{BaselineList, BaselineResponse, BlobResponse, SessionResponse};
+use stacklens_core::api::{
+    BaselineList, BaselineResponse, BlobResponse, CreateBaseline, ProfileTypeName, SessionResponse,
+};
 use stacklens_core::ids::{BlobId, RecordId, SessionId};
 
 use super::url_state::encode;
@@ -228,10 +229,14 @@ pub async fn save_baseline(
     tags: Vec<String>,
     tenant: Option<&str>,
 ) -> Result<BaselineResponse, String> {
-    let body = json!({
-        "label": label, "sessionId": session.record.id, "profileType": session.record.profile_type,
-        "description": description, "tags": tags,
-    });
+    let body = CreateBaseline {
+        label: label.to_owned(),
+        session_id: session.record.id.to_string(),
+        profile_type: ProfileTypeName(session.record.profile_type.as_str().to_owned()),
+        description: description.to_owned(),
+        top_functions: Vec::new(),
+        tags,
+    };
     call(|token| addressed(Request::post(&format!("{API}/profiling/baselines")), tenant, token).json(&body)).await
 }
 
