@@ -1,11 +1,14 @@
 //! The JSON the server answers and the page reads, defined once for both: a session
 //! (a stored raw profile), an encrypted blob, a baseline, a service's capture history,
-//! and the time-range API's series, labels, services, function histories and range specs.
+//! the time-range API's series, labels, services, function histories and range specs,
+//! and the bodies of a baseline's creation and of a diff.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::diff::{FunctionDelta, Mover};
+use crate::analysis::goroutines::GoroutineGroup;
 use crate::analysis::summary::FunctionShare;
 use crate::ids::{BaselineId, BlobId, CaptureId, SessionId};
 use crate::timestamp::Timestamp;
@@ -350,4 +353,83 @@ fn time_bound_or_absent<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option
         serde_json::Value::Number(number) => Some(TimeBound::Number(number)),
         _ => None,
     })
+}
+
+/// A goroutine stack in the later snapshot that the earlier one lacks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NewStack {
+    pub count: u64,
+    pub state: String,
+    pub wait_reason: Option<String>,
+    /// Function names, leaf first.
+    pub frames: Vec<String>,
+    pub created_by: Option<String>,
+}
+
+impl From<&GoroutineGroup> for NewStack {
+    fn from(g: &GoroutineGroup) -> Self {
+        NewStack {
+            count: g.count,
+            state: g.state.clone(),
+            wait_reason: g.wait_reason.clone(),
+            frames: g.frames.clone(),
+            created_by: g.created_by.clone(),
+        }
+    }
+}
+
+/// A merged range, as a diff reports it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RangeEcho {
+    pub service: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub profile_type: ProfileKind,
+    pub from: String,
+    pub to: String,
+    pub labels: BTreeMap<String, String>,
+    pub profile_count: usize,
+}
+
+/// For `type: goroutine`: newStacks, growthCount, goroutineGrowthRate; for the other
+/// types: sampleType, unit, regressions, improvements, unchanged, overallDelta (%).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DiffResponse {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub base_session_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub compare_session_id: String,
+    #[serde(rename = "type")]
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_stacks: Option<Vec<NewStack>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub growth_count: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goroutine_growth_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regressions: Option<Vec<FunctionDelta>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub improvements: Option<Vec<FunctionDelta>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unchanged: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overall_delta: Option<f64>,
+    /// For ranges: the merged ranges, and the functions whose self share moved most.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_range: Option<RangeEcho>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compare_range: Option<RangeEcho>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_movers: Option<Vec<Mover>>,
 }

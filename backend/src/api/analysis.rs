@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use stacklens_core::analysis::diff::{diff, movers, DiffOptions, FunctionDelta, Mover};
+use stacklens_core::analysis::diff::{diff, movers, DiffOptions, FunctionDelta};
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineGroup, GoroutineOptions};
 use stacklens_core::analysis::Query as ProfileQuery;
 use stacklens_core::ids::RecordId;
@@ -16,7 +16,7 @@ use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
 use super::access::{Reader, WritesCaches};
-use super::ranges::{spec_query, RangeEcho};
+use super::ranges::{range_echo, spec_query};
 use super::request::{parse_kind, read_json, required, Params, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::budget::{ParseFailure, Parsed};
@@ -25,7 +25,7 @@ use crate::records::sessions::{self, SessionRecord};
 use crate::records::{baselines, captures, now_millis, now_rfc3339, Tenant};
 use crate::state::AppState;
 use crate::state::State;
-use stacklens_core::api::DiffRequest;
+use stacklens_core::api::{DiffRequest, DiffResponse, NewStack};
 
 /// Stacks an analysis returns, largest first.
 const TOP_STACKS: usize = 20;
@@ -106,69 +106,6 @@ fn mismatch(record: &SessionRecord, wanted: ProfileKind) -> ApiError {
         format!("session {} is a {} profile, not {wanted}", record.id, record.profile_type),
     )
     .details(json!({ "sessionId": record.id, "sessionProfileType": record.profile_type, "type": wanted }))
-}
-
-/// A goroutine stack in the later snapshot that the earlier one lacks.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NewStack {
-    count: u64,
-    state: String,
-    wait_reason: Option<String>,
-    /// Function names, leaf first.
-    frames: Vec<String>,
-    created_by: Option<String>,
-}
-
-impl From<&GoroutineGroup> for NewStack {
-    fn from(g: &GoroutineGroup) -> Self {
-        NewStack {
-            count: g.count,
-            state: g.state.clone(),
-            wait_reason: g.wait_reason.clone(),
-            frames: g.frames.clone(),
-            created_by: g.created_by.clone(),
-        }
-    }
-}
-
-/// For `type: goroutine`: newStacks, growthCount, goroutineGrowthRate; for the other
-/// types: sampleType, unit, regressions, improvements, unchanged, overallDelta (%).
-#[derive(Serialize, ToSchema, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct DiffResponse {
-    #[serde(skip_serializing_if = "String::is_empty")]
-    base_session_id: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    compare_session_id: String,
-    #[serde(rename = "type")]
-    #[schema(value_type = String)]
-    kind: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    new_stacks: Option<Vec<NewStack>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    growth_count: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    goroutine_growth_rate: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sample_type: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    unit: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    regressions: Option<Vec<FunctionDelta>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    improvements: Option<Vec<FunctionDelta>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    unchanged: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    overall_delta: Option<f64>,
-    /// For ranges: the merged ranges, and the functions whose self share moved most.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    base_range: Option<RangeEcho>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    compare_range: Option<RangeEcho>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    top_movers: Option<Vec<Mover>>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -283,8 +220,8 @@ pub async fn diff_sessions(
             };
             let envelope = DiffResponse {
                 kind: kind.to_string(),
-                base_range: Some(RangeEcho::of(&base, merged_base.profile_count)),
-                compare_range: Some(RangeEcho::of(&later, merged_later.profile_count)),
+                base_range: Some(range_echo(&base, merged_base.profile_count)),
+                compare_range: Some(range_echo(&later, merged_later.profile_count)),
                 ..DiffResponse::default()
             };
             (Compared::Merged(Box::new((b, l))), envelope, kind)

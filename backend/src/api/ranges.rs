@@ -14,8 +14,8 @@ use stacklens_core::analysis::details::details;
 use stacklens_core::analysis::top::{top, TopOptions, TopReport};
 use stacklens_core::analysis::{Query as ProfileQuery, SampleType};
 use stacklens_core::api::{
-    FunctionHistory, FunctionPoint, LabelCount, LabelList, RangeSpec, SeriesLine, SeriesList, SeriesName, SeriesPoint,
-    SeriesResponse, TimeBound,
+    FunctionHistory, FunctionPoint, LabelCount, LabelList, RangeEcho, RangeSpec, SeriesLine, SeriesList, SeriesName,
+    SeriesPoint, SeriesResponse, TimeBound,
 };
 use stacklens_core::export::{export, ExportFormat};
 use utoipa::ToSchema;
@@ -190,28 +190,14 @@ pub fn spec_query(spec: &RangeSpec, tenant: crate::records::Tenant, side: &str) 
 }
 
 /// A merged range, as a diff reports it.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RangeEcho {
-    service: String,
-    #[schema(value_type = String)]
-    profile_type: stacklens_core::ProfileKind,
-    from: String,
-    to: String,
-    labels: BTreeMap<String, String>,
-    profile_count: usize,
-}
-
-impl RangeEcho {
-    pub fn of(range: &RangeQuery, profile_count: usize) -> Self {
-        RangeEcho {
-            service: range.series.service.clone(),
-            profile_type: range.series.kind,
-            from: rfc3339(range.from),
-            to: rfc3339(range.to),
-            labels: range.labels.clone(),
-            profile_count,
-        }
+pub fn range_echo(range: &RangeQuery, profile_count: usize) -> RangeEcho {
+    RangeEcho {
+        service: range.series.service.clone(),
+        profile_type: range.series.kind,
+        from: rfc3339(range.from),
+        to: rfc3339(range.to),
+        labels: range.labels.clone(),
+        profile_count,
     }
 }
 

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use gloo::net::http::Request;
 use stacklens_core::analysis::diff::Mover;
 use stacklens_core::api::{
-    DiffRequest, FunctionHistory, LabelList, ProfileTypeName, RangeSpec, SeriesList, SeriesName, SeriesResponse,
+    DiffRequest, DiffResponse, FunctionHistory, LabelList, ProfileTypeName, RangeSpec, SeriesList, SeriesName,
+    SeriesResponse,
 };
 
 use super::api_urls;
@@ -84,8 +85,8 @@ pub async fn merged(range: &RangeRef, tenant: Option<&str>) -> Result<Vec<u8>, S
 pub async fn top_movers(base: &RangeRef, compare: &RangeRef, tenant: Option<&str>) -> Result<Vec<Mover>, String> {
     let body = DiffRequest { base: Some(base.spec()), compare: Some(compare.spec()), ..DiffRequest::default() };
     let url = api_urls::diff();
-    let answer: serde_json::Value = call(|token| addressed(Request::post(&url), tenant, token).json(&body)).await?;
-    serde_json::from_value(answer["topMovers"].clone()).map_err(|e| format!("unexpected answer from the server: {e}"))
+    let answer: DiffResponse = call(|token| addressed(Request::post(&url), tenant, token).json(&body)).await?;
+    answer.top_movers.ok_or_else(|| "unexpected answer from the server: no topMovers".to_owned())
 }
 
 pub async fn function_history(
