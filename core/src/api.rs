@@ -1,11 +1,14 @@
 //! The JSON the server answers and the page reads, defined once for both: a session
 //! (a stored raw profile), an encrypted blob, a baseline, a service's capture history,
-//! and the time-range API's series, labels, services, function histories and range specs.
+//! the time-range API's series, labels, services, function histories and range specs,
+//! and the bodies of a baseline's creation and of a diff.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::diff::{FunctionDelta, Mover};
+use crate::analysis::goroutines::GoroutineGroup;
 use crate::analysis::summary::FunctionShare;
 use crate::ids::{BaselineId, BlobId, CaptureId, SessionId};
 use crate::timestamp::Timestamp;
@@ -243,19 +246,190 @@ pub struct FunctionHistory {
     pub points: Vec<FunctionPoint>,
 }
 
+/// Saves a session as a baseline (`POST /api/v1/profiling/baselines`), field for field
+/// as the seed's CreateBaseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CreateBaseline {
+    pub label: String,
+    pub session_id: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub profile_type: ProfileTypeName,
+    #[serde(default)]
+    pub description: String,
+    /// Without them the server computes the session's top functions by self.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_functions: Vec<FunctionShare>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// A diff (`POST /api/v1/profiling/diff`): of two stored sessions by id, or of two time
+/// ranges of stored profiles, each merged. Absent fields are left out of the JSON.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DiffRequest {
+    /// A session id, or a baseline or capture id standing for its session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compare_id: Option<String>,
+    /// Or two time ranges of stored profiles, each merged (instead of the ids).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<RangeSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compare: Option<RangeSpec>,
+    /// cpu, memory, alloc, block, mutex or goroutine (for ranges: the ranges' profileType by default).
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Scale the compared profile to the base's total before subtracting (pprof's `-normalize`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub normalize: bool,
+    /// Changes below this % of the base total are "unchanged" (default 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_threshold_pct: Option<f64>,
+}
+
 /// A time range of stored profiles, as one side of a range diff.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RangeSpec {
     pub service: String,
-    pub profile_type: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub profile_type: ProfileTypeName,
     /// RFC 3339, epoch seconds or ms, now, now-1h (a string or a number); default: to - 1h.
+    #[serde(default, deserialize_with = "time_bound_or_absent")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
-    pub from: Option<serde_json::Value>,
+    pub from: Option<TimeBound>,
+    #[serde(default, deserialize_with = "time_bound_or_absent")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
-    pub to: Option<serde_json::Value>,
+    pub to: Option<TimeBound>,
     /// Labels the profiles must all have.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+}
+
+/// A profile type as a client names it: one of [`ProfileKind`]'s names or Go's endpoint
+/// names (`heap`, `allocs`, `profile`), in any case. Kept as written, so an unknown name
+/// is refused by the handler as an unknown profile type (`InvalidProfileType`), not as
+/// a bad body.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ProfileTypeName(pub String);
+
+/// One end of a time range as the client wrote it: text (RFC 3339, `now`, `now-1h`,
+/// epoch seconds or ms) or a number (epoch seconds or ms). The server reads both from
+/// their text, so a number that is not a whole one is refused as that text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TimeBound {
+    Text(String),
+    Number(serde_json::Number),
+}
+
+impl std::fmt::Display for TimeBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TimeBound::Text(text) => f.write_str(text),
+            TimeBound::Number(number) => write!(f, "{number}"),
+        }
+    }
+}
+
+impl From<u64> for TimeBound {
+    fn from(millis: u64) -> Self {
+        TimeBound::Number(millis.into())
+    }
+}
+
+/// A `from` or `to` that is neither text nor a number (`null`, `true`, an object) was
+/// always read as absent: the range's default.
+fn time_bound_or_absent<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<TimeBound>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(text) => Some(TimeBound::Text(text)),
+        serde_json::Value::Number(number) => Some(TimeBound::Number(number)),
+        _ => None,
+    })
+}
+
+/// A goroutine stack in the later snapshot that the earlier one lacks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NewStack {
+    pub count: u64,
+    pub state: String,
+    pub wait_reason: Option<String>,
+    /// Function names, leaf first.
+    pub frames: Vec<String>,
+    pub created_by: Option<String>,
+}
+
+impl From<&GoroutineGroup> for NewStack {
+    fn from(g: &GoroutineGroup) -> Self {
+        NewStack {
+            count: g.count,
+            state: g.state.clone(),
+            wait_reason: g.wait_reason.clone(),
+            frames: g.frames.clone(),
+            created_by: g.created_by.clone(),
+        }
+    }
+}
+
+/// A merged range, as a diff reports it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RangeEcho {
+    pub service: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub profile_type: ProfileKind,
+    pub from: String,
+    pub to: String,
+    pub labels: BTreeMap<String, String>,
+    pub profile_count: usize,
+}
+
+/// For `type: goroutine`: newStacks, growthCount, goroutineGrowthRate; for the other
+/// types: sampleType, unit, regressions, improvements, unchanged, overallDelta (%).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DiffResponse {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub base_session_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub compare_session_id: String,
+    #[serde(rename = "type")]
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_stacks: Option<Vec<NewStack>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub growth_count: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goroutine_growth_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regressions: Option<Vec<FunctionDelta>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub improvements: Option<Vec<FunctionDelta>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unchanged: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overall_delta: Option<f64>,
+    /// For ranges: the merged ranges, and the functions whose self share moved most.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_range: Option<RangeEcho>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compare_range: Option<RangeEcho>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_movers: Option<Vec<Mover>>,
 }

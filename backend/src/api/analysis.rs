@@ -1,14 +1,14 @@
 //! Analysis of stored sessions, computed natively by the same core code as the page
 //! and the CLI: diffs between two sessions and goroutine analysis of one.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use axum::extract::{Query, Request, State as AxumState};
+use axum::extract::{Request, State as AxumState};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use stacklens_core::analysis::diff::{diff, movers, DiffOptions, FunctionDelta, Mover};
+use stacklens_core::analysis::diff::{diff, movers, DiffOptions, FunctionDelta};
 use stacklens_core::analysis::goroutines::{analyze, compare, GoroutineGroup, GoroutineOptions};
 use stacklens_core::analysis::Query as ProfileQuery;
 use stacklens_core::ids::RecordId;
@@ -16,8 +16,8 @@ use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
 use super::access::{Reader, WritesCaches};
-use super::ranges::{spec_query, RangeEcho};
-use super::request::{parse_kind, read_json, required, PathParam};
+use super::ranges::{range_echo, spec_query};
+use super::request::{parse_kind, read_json, required, Params, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::budget::{ParseFailure, Parsed};
 use crate::merging::{merge_range, RangeQuery};
@@ -25,7 +25,7 @@ use crate::records::sessions::{self, SessionRecord};
 use crate::records::{baselines, captures, now_millis, now_rfc3339, Tenant};
 use crate::state::AppState;
 use crate::state::State;
-use stacklens_core::api::RangeSpec;
+use stacklens_core::api::{DiffRequest, DiffResponse, NewStack};
 
 /// Stacks an analysis returns, largest first.
 const TOP_STACKS: usize = 20;
@@ -108,69 +108,6 @@ fn mismatch(record: &SessionRecord, wanted: ProfileKind) -> ApiError {
     .details(json!({ "sessionId": record.id, "sessionProfileType": record.profile_type, "type": wanted }))
 }
 
-/// A goroutine stack in the later snapshot that the earlier one lacks.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NewStack {
-    count: u64,
-    state: String,
-    wait_reason: Option<String>,
-    /// Function names, leaf first.
-    frames: Vec<String>,
-    created_by: Option<String>,
-}
-
-impl From<&GoroutineGroup> for NewStack {
-    fn from(g: &GoroutineGroup) -> Self {
-        NewStack {
-            count: g.count,
-            state: g.state.clone(),
-            wait_reason: g.wait_reason.clone(),
-            frames: g.frames.clone(),
-            created_by: g.created_by.clone(),
-        }
-    }
-}
-
-/// For `type: goroutine`: newStacks, growthCount, goroutineGrowthRate; for the other
-/// types: sampleType, unit, regressions, improvements, unchanged, overallDelta (%).
-#[derive(Serialize, ToSchema, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct DiffResponse {
-    #[serde(skip_serializing_if = "String::is_empty")]
-    base_session_id: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    compare_session_id: String,
-    #[serde(rename = "type")]
-    #[schema(value_type = String)]
-    kind: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    new_stacks: Option<Vec<NewStack>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    growth_count: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    goroutine_growth_rate: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sample_type: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    unit: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    regressions: Option<Vec<FunctionDelta>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    improvements: Option<Vec<FunctionDelta>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    unchanged: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    overall_delta: Option<f64>,
-    /// For ranges: the merged ranges, and the functions whose self share moved most.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    base_range: Option<RangeEcho>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    compare_range: Option<RangeEcho>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    top_movers: Option<Vec<Mover>>,
-}
-
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AnalysisResponse {
@@ -190,25 +127,6 @@ pub struct AnalysisResponse {
     analyzed_at: String,
 }
 
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct DiffRequest {
-    /// A session id, or a baseline or capture id standing for its session.
-    base_id: Option<String>,
-    compare_id: Option<String>,
-    /// Or two time ranges of stored profiles, each merged (instead of the ids).
-    base: Option<RangeSpec>,
-    compare: Option<RangeSpec>,
-    /// cpu, memory, alloc, block, mutex or goroutine (for ranges: the ranges' profileType by default).
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    /// Scale the compared profile to the base's total before subtracting (pprof's `-normalize`).
-    #[serde(default)]
-    normalize: bool,
-    /// Changes below this % of the base total are "unchanged" (default 1).
-    noise_threshold_pct: Option<f64>,
-}
-
 /// How many top movers a range diff lists.
 const MOVERS: usize = 10;
 
@@ -218,10 +136,10 @@ enum Sides {
     Ranges(Box<(RangeQuery, RangeQuery)>),
 }
 
-impl DiffRequest {
-    fn sides(&self, tenant: &Tenant) -> Result<Sides, ApiError> {
+impl Sides {
+    fn of(request: &DiffRequest, tenant: &Tenant) -> Result<Sides, ApiError> {
         let invalid = |m: &str| ApiError::bad_request("InvalidRequest", format!("not a diff request: {m}"));
-        match (&self.base_id, &self.compare_id, &self.base, &self.compare) {
+        match (&request.base_id, &request.compare_id, &request.base, &request.compare) {
             (Some(_), Some(_), None, None) => Ok(Sides::Sessions),
             (None, None, Some(base), Some(compare)) => Ok(Sides::Ranges(Box::new((
                 spec_query(base, tenant.clone(), "base")?,
@@ -257,7 +175,7 @@ pub async fn diff_sessions(
     let request: DiffRequest = read_json(request, "a diff request").await?;
     let noise = noise_threshold(request.noise_threshold_pct)?;
     let normalize = request.normalize;
-    let (parsed, envelope, kind) = match request.sides(&tenant)? {
+    let (parsed, envelope, kind) = match Sides::of(&request, &tenant)? {
         Sides::Sessions => {
             let kind = request.kind.as_deref().ok_or_else(|| {
                 ApiError::bad_request("InvalidRequest", "not a diff request: a diff of ids needs `type`")
@@ -302,8 +220,8 @@ pub async fn diff_sessions(
             };
             let envelope = DiffResponse {
                 kind: kind.to_string(),
-                base_range: Some(RangeEcho::of(&base, merged_base.profile_count)),
-                compare_range: Some(RangeEcho::of(&later, merged_later.profile_count)),
+                base_range: Some(range_echo(&base, merged_base.profile_count)),
+                compare_range: Some(range_echo(&later, merged_later.profile_count)),
                 ..DiffResponse::default()
             };
             (Compared::Merged(Box::new((b, l))), envelope, kind)
@@ -463,6 +381,15 @@ pub struct CompareResponse {
     noise_threshold_pct: f64,
 }
 
+/// `compare_profiles`' query parameters.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompareParams {
+    base_profile_id: Option<String>,
+    comparison_profile_id: Option<String>,
+    noise_threshold_pct: Option<String>,
+}
+
 /// Compares two captured profiles (or sessions, or baselines) function by function.
 #[utoipa::path(get, path = "/api/v1/observability/profiling/compare", tag = "capture", operation_id = "CompareProfiles",
     params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"),
@@ -481,10 +408,11 @@ pub struct CompareResponse {
 pub async fn compare_profiles(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params<CompareParams>,
 ) -> Result<Json<CompareResponse>, ApiError> {
-    let (base_id, later_id) = (required(&query, "baseProfileId")?, required(&query, "comparisonProfileId")?);
-    let noise = noise_threshold(query.get("noiseThresholdPct").map(|v| v.parse::<f64>().unwrap_or(f64::NAN)))?;
+    let base_id = required(&query.base_profile_id, "baseProfileId")?;
+    let later_id = required(&query.comparison_profile_id, "comparisonProfileId")?;
+    let noise = noise_threshold(query.noise_threshold_pct.map(|v| v.parse::<f64>().unwrap_or(f64::NAN)))?;
     let base = session_of(&state, &tenant, base_id).await?;
     let later = session_of(&state, &tenant, later_id).await?;
     let kind = later.profile_type;

@@ -3,21 +3,20 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{Query, Request, State as AxumState};
+use axum::extract::{Request, State as AxumState};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
-use stacklens_core::analysis::summary::{top_functions, FunctionShare};
+use stacklens_core::analysis::summary::top_functions;
 use stacklens_core::analysis::Query as ProfileQuery;
 use stacklens_core::ProfileKind;
-use utoipa::ToSchema;
 
 use super::access::{Open, Reader, Writer};
 use super::analysis::{analysis_failed, stored_profiles};
-use super::request::{check_name, parse_kind, read_json, share_url, PathParam};
+use super::request::{check_name, parse_kind, read_json, share_url, Params, PathParam};
 use super::{ApiError, ErrorBody};
-use stacklens_core::api::{BaselineList, BaselineRecord, BaselineResponse};
+use stacklens_core::api::{BaselineList, BaselineRecord, BaselineResponse, CreateBaseline};
 
 use crate::records::baselines::{self, NewBaseline};
 use crate::records::{sessions, Tenant};
@@ -25,20 +24,6 @@ use crate::state::{AppState, State};
 
 /// Functions a baseline keeps when the request gives none.
 const TOP_FUNCTIONS: usize = 20;
-
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateBaseline {
-    label: String,
-    session_id: String,
-    profile_type: String,
-    #[serde(default)]
-    description: String,
-    #[serde(default)]
-    top_functions: Vec<FunctionShare>,
-    #[serde(default)]
-    tags: Vec<String>,
-}
 
 fn respond(
     state: &AppState,
@@ -49,10 +34,6 @@ fn respond(
 ) -> BaselineResponse {
     let share_url = share_url(state, headers, tenant, &format!("b/{}", record.baseline_id));
     BaselineResponse { record, is_latest, share_url }
-}
-
-fn invalid(field: &str, message: impl Into<String>) -> ApiError {
-    ApiError::bad_request("InvalidRequest", message).details(json!({ "field": field }))
 }
 
 /// Saves a session as a baseline (the seed's CreateBaseline); without topFunctions
@@ -81,20 +62,20 @@ pub async fn create(
     let request: CreateBaseline = read_json(request, "a CreateBaseline request").await?;
     let label = request.label.trim().to_owned();
     if label.is_empty() || label.len() > 200 || label.chars().any(char::is_control) {
-        return Err(invalid("label", "label must be 1-200 printable characters"));
+        return Err(ApiError::invalid_request("label", "label must be 1-200 printable characters"));
     }
     if request.description.len() > 4000 {
-        return Err(invalid("description", "description must be at most 4000 characters"));
+        return Err(ApiError::invalid_request("description", "description must be at most 4000 characters"));
     }
     if request.tags.len() > 50
         || request.tags.iter().any(|t| t.is_empty() || t.len() > 64 || t.chars().any(char::is_control))
     {
-        return Err(invalid("tags", "at most 50 tags of 1-64 printable characters"));
+        return Err(ApiError::invalid_request("tags", "at most 50 tags of 1-64 printable characters"));
     }
     if request.top_functions.len() > 1000 {
-        return Err(invalid("topFunctions", "at most 1000 top functions"));
+        return Err(ApiError::invalid_request("topFunctions", "at most 1000 top functions"));
     }
-    let kind = parse_kind(&request.profile_type)?;
+    let kind = parse_kind(&request.profile_type.0)?;
     let session = sessions::find(&state.store, &tenant, &request.session_id).await?;
     if !session.profile_type.accepts(kind) {
         return Err(ApiError::unprocessable(
@@ -160,6 +141,16 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// `list`'s query parameters.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListParams {
+    profile_type: Option<String>,
+    latest: Option<String>,
+    tag: Option<String>,
+    service: Option<String>,
+}
+
 /// Baselines, newest first.
 #[utoipa::path(get, path = "/api/v1/profiling/baselines", tag = "baselines", operation_id = "ListBaselines",
     params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"),
@@ -172,17 +163,18 @@ pub async fn delete(
 pub async fn list(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params<ListParams>,
     headers: HeaderMap,
 ) -> Result<Json<BaselineList>, ApiError> {
-    let kind = query.get("profileType").map(|t| parse_kind(t)).transpose()?;
-    let only_latest = match query.get("latest").map(String::as_str) {
+    let kind = query.profile_type.map(|t| parse_kind(&t)).transpose()?;
+    let only_latest = match query.latest.as_deref() {
         None | Some("false") => false,
         Some("true") => true,
-        Some(other) => return Err(invalid("latest", format!("latest must be true or false, not '{other}'"))),
+        Some(other) => {
+            return Err(ApiError::invalid_request("latest", format!("latest must be true or false, not '{other}'")))
+        }
     };
-    let tag = query.get("tag");
-    let service = query.get("service");
+    let (tag, service) = (query.tag.as_ref(), query.service.as_ref());
     if let Some(service) = service {
         check_name("service", service, 128)?;
     }

@@ -5,20 +5,26 @@
 //! answers 422 EncryptedBlob). Uploads follow the rules of profile uploads (a write
 //! credential for the tenant), reads those of share links (the id is the capability).
 
-use std::collections::HashMap;
-
 use axum::body::Body;
-use axum::extract::{Query, State as AxumState};
+use axum::extract::State as AxumState;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use stacklens_core::api::BlobResponse;
 
 use super::access::{wrong_token, Deleter, Open, Writer};
-use super::request::{blob_url, expires_at, read_held_body, PathParam};
+use super::request::{blob_url, expires_at, read_held_body, Params, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::records::blobs;
 use crate::state::State;
+use serde::Deserialize;
+
+/// `upload`'s query parameters.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadParams {
+    expires_in: Option<String>,
+}
 
 /// Stores an encrypted blob exactly as sent, never reading it; each upload is a new blob
 /// with its own id and delete token.
@@ -40,11 +46,11 @@ use crate::state::State;
 pub async fn upload(
     AxumState(state): AxumState<State>,
     Writer(tenant): Writer,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params<UploadParams>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<BlobResponse>), ApiError> {
-    let expires = expires_at(&state, &query, &headers)?;
+    let expires = expires_at(&state, query.expires_in, &headers)?;
     // Counted in the memory budget while held: its size is all that is measured.
     let (bytes, _held) = read_held_body(&state, body).await?;
     let (record, delete_token) = blobs::store(&state.store, &tenant, bytes, expires).await?;

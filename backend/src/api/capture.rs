@@ -1,8 +1,6 @@
 //! Captures from running Go services: start, status, and history for trend charts.
 
-use std::collections::HashMap;
-
-use axum::extract::{Query, Request, State as AxumState};
+use axum::extract::{Request, State as AxumState};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -12,7 +10,7 @@ use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
 use super::access::{Reader, Writer};
-use super::request::{check_name, parse_kind, read_json, required, session_url, PathParam};
+use super::request::{check_name, parse_kind, read_json, required, session_url, Params, PathParam};
 use super::{ApiError, ErrorBody};
 use stacklens_core::api::{History, HistoryPoint};
 
@@ -165,6 +163,16 @@ pub async fn status(
     Ok(Json(respond(&state, &headers, &tenant, &started, done)))
 }
 
+/// `history`'s query parameters.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryParams {
+    service: Option<String>,
+    profile_type: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+}
+
 /// Captures over time with their totals and top functions, for trend charts.
 #[utoipa::path(get, path = "/api/v1/observability/profiling/history", tag = "capture", operation_id = "GetCaptureHistory",
     params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"),
@@ -177,20 +185,18 @@ pub async fn status(
 pub async fn history(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params<HistoryParams>,
 ) -> Result<Json<History>, ApiError> {
-    let service = required(&query, "service")?;
+    let service = required(&query.service, "service")?;
     check_name("service", service, 128)?;
-    let kind = parse_kind(required(&query, "profileType")?)?;
-    let bound = |name: &str, default: u64| -> Result<u64, ApiError> {
-        let Some(value) = query.get(name).filter(|v| !v.is_empty()) else { return Ok(default) };
-        let at = humantime::parse_rfc3339_weak(value).map_err(|e| {
-            ApiError::bad_request("InvalidParameter", format!("{name} is not an RFC 3339 time: {e}"))
-                .details(json!({ "field": name }))
-        })?;
+    let kind = parse_kind(required(&query.profile_type, "profileType")?)?;
+    let bound = |name: &str, given: &Option<String>, default: u64| -> Result<u64, ApiError> {
+        let Some(value) = given.as_ref().filter(|v| !v.is_empty()) else { return Ok(default) };
+        let at = humantime::parse_rfc3339_weak(value)
+            .map_err(|e| ApiError::invalid(name, format!("{name} is not an RFC 3339 time: {e}")))?;
         Ok(at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64))
     };
-    let (from, to) = (bound("from", 0)?, bound("to", u64::MAX)?);
+    let (from, to) = (bound("from", &query.from, 0)?, bound("to", &query.to, u64::MAX)?);
     let mut points = Vec::new();
     for entry in captures::history(&state.store, &tenant, service, kind, from, to).await? {
         let started = entry.started;

@@ -4,17 +4,16 @@
 //! A pushed profile is stored as a session that its entry in the service's time index
 //! (at `from`) holds, so retention removes it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use axum::body::Body;
-use axum::extract::{Query, State as AxumState};
+use axum::extract::State as AxumState;
 use axum::http::{header, HeaderMap, StatusCode};
 use bytes::Bytes;
-use serde_json::json;
 use stacklens_core::ProfileKind;
 
 use super::access::Writer;
-use super::request::{check_name, check_text, parse_labels, read_held_body};
+use super::request::{check_name, check_text, parse_labels, read_held_body, Params};
 use super::{ApiError, ErrorBody};
 use crate::budget::Reservation;
 use crate::intake::{file_profile_held, Intake};
@@ -22,10 +21,7 @@ use crate::records::refs::Holder;
 use crate::records::series::FiledBy;
 use crate::records::{index, now_millis, ordered_id, Tenant};
 use crate::state::{AppState, State};
-
-fn invalid(field: &str, message: impl Into<String>) -> ApiError {
-    ApiError::bad_request("InvalidParameter", message).details(json!({ "field": field }))
-}
+use serde::Deserialize;
 
 /// Pyroscope's type suffixes of an application name (`app.cpu`, `app.inuse_space`, …).
 pub(super) fn kind_of_suffix(suffix: &str) -> Option<ProfileKind> {
@@ -52,7 +48,8 @@ fn parse_name(name: &str) -> Result<AppName, ApiError> {
     let (base, labels) = match name.split_once('{') {
         None => (name, BTreeMap::new()),
         Some((base, rest)) => {
-            let inner = rest.strip_suffix('}').ok_or_else(|| invalid("name", "name's labels end with '}'"))?;
+            let inner =
+                rest.strip_suffix('}').ok_or_else(|| ApiError::invalid("name", "name's labels end with '}'"))?;
             (base, parse_labels(inner)?)
         }
     };
@@ -62,7 +59,7 @@ fn parse_name(name: &str) -> Result<AppName, ApiError> {
     };
     check_name("name", service, 128)?;
     if service.is_empty() {
-        return Err(invalid("name", "name is required: the application, e.g. checkout.cpu{region=eu}"));
+        return Err(ApiError::invalid("name", "name is required: the application, e.g. checkout.cpu{region=eu}"));
     }
     Ok(AppName { service: service.to_owned(), kind, labels })
 }
@@ -92,6 +89,20 @@ fn lines_to_folded(text: &[u8]) -> Result<Bytes, ApiError> {
     Ok(Bytes::from(counts.into_iter().map(|(stack, n)| format!("{stack} {n}\n")).collect::<String>()))
 }
 
+/// `ingest`'s query parameters, as Pyroscope's agents send them.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IngestParams {
+    name: Option<String>,
+    from: Option<String>,
+    format: Option<String>,
+    spy_name: Option<String>,
+    units: Option<String>,
+    aggregation_type: Option<String>,
+    sample_rate: Option<String>,
+    until: Option<String>,
+}
+
 /// Stores a profile an agent pushes (Pyroscope's ingest API); 200 with an empty body,
 /// as Pyroscope answers.
 #[utoipa::path(post, path = "/ingest", tag = "ranges", operation_id = "Ingest",
@@ -113,25 +124,31 @@ fn lines_to_folded(text: &[u8]) -> Result<Bytes, ApiError> {
 pub async fn ingest(
     AxumState(state): AxumState<State>,
     Writer(tenant): Writer,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params<IngestParams>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<StatusCode, ApiError> {
-    let name = query.get("name").map(String::as_str).unwrap_or_default();
-    let AppName { service, kind: claimed, labels } = parse_name(name)?;
-    let at = match query.get("from").filter(|v| !v.is_empty()) {
+    let AppName { service, kind: claimed, labels } = parse_name(query.name.as_deref().unwrap_or_default())?;
+    let at = match query.from.filter(|v| !v.is_empty()) {
         None => now_millis(),
         Some(from) => from
             .parse::<u64>()
             .map(|seconds| seconds.saturating_mul(1000))
-            .map_err(|_| invalid("from", "from is UNIX seconds"))?,
+            .map_err(|_| ApiError::invalid("from", "from is UNIX seconds"))?,
     };
-    let format = query.get("format").map_or("folded", String::as_str);
+    let format = query.format.as_deref().unwrap_or("folded");
     if !["folded", "collapsed", "lines", "pprof", "jfr"].contains(&format) {
-        return Err(invalid("format", format!("format '{format}' is not folded, lines, pprof or jfr")));
+        return Err(ApiError::invalid("format", format!("format '{format}' is not folded, lines, pprof or jfr")));
     }
-    for field in ["spyName", "units", "aggregationType", "sampleRate", "until"] {
-        check_text(field, query.get(field).map_or("", String::as_str), 128)?;
+    let unused = [
+        ("spyName", &query.spy_name),
+        ("units", &query.units),
+        ("aggregationType", &query.aggregation_type),
+        ("sampleRate", &query.sample_rate),
+        ("until", &query.until),
+    ];
+    for (field, value) in unused {
+        check_text(field, value.as_deref().unwrap_or_default(), 128)?;
     }
     let (mut bytes, held) = read_held_body(&state, body).await?;
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");

@@ -151,6 +151,16 @@ impl ApiError {
     pub fn unprocessable(code: &'static str, message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
     }
+
+    /// A query parameter (or header) refused: 400 InvalidParameter naming `field`.
+    pub fn invalid(field: &str, message: impl Into<String>) -> Self {
+        ApiError::bad_request("InvalidParameter", message).details(json!({ "field": field }))
+    }
+
+    /// A field of a JSON request body refused: 400 InvalidRequest naming `field`.
+    pub fn invalid_request(field: &str, message: impl Into<String>) -> Self {
+        ApiError::bad_request("InvalidRequest", message).details(json!({ "field": field }))
+    }
 }
 
 impl IntoResponse for ApiError {

@@ -2,20 +2,17 @@
 //! link that expires), record, raw bytes, listing newest first, delete (by a credential
 //! or the upload's delete token).
 
-use std::collections::HashMap;
-
 use axum::body::Body;
-use axum::extract::{Query, State as AxumState};
+use axum::extract::State as AxumState;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::access::{wrong_token, Deleter, Open, Reader, Writer};
 use super::request::{
-    check_name, check_text, expires_at, param, parse_kind, parse_labels, read_held_body, session_url, PathParam,
+    check_name, check_text, expires_at, param, parse_kind, parse_labels, read_held_body, session_url, Params, PathParam,
 };
 use super::{ApiError, ErrorBody};
 use crate::intake::{file_profile_held, Intake};
@@ -31,6 +28,17 @@ use crate::state::{AppState, State};
 fn respond(state: &AppState, headers: &HeaderMap, tenant: &Tenant, record: SessionRecord) -> SessionResponse {
     let share_url = session_url(state, headers, tenant, &record.id);
     SessionResponse { record, share_url, delete_token: None }
+}
+
+/// `upload`'s query parameters (each may come as an `X-Stacklens-…` header instead).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadParams {
+    service: Option<String>,
+    name: Option<String>,
+    labels: Option<String>,
+    profile_type: Option<String>,
+    expires_in: Option<String>,
 }
 
 /// Stores a raw profile after core read it; the same bytes give the same session, and
@@ -65,17 +73,17 @@ fn respond(state: &AppState, headers: &HeaderMap, tenant: &Tenant, record: Sessi
 pub async fn upload(
     AxumState(state): AxumState<State>,
     Writer(tenant): Writer,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params<UploadParams>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let service = param(&query, &headers, "service").unwrap_or_default();
+    let service = param(query.service, &headers, "service").unwrap_or_default();
     check_name("service", &service, 128)?;
-    let name = param(&query, &headers, "name").unwrap_or_default();
+    let name = param(query.name, &headers, "name").unwrap_or_default();
     check_text("name", &name, 256)?;
-    let labels = parse_labels(&param(&query, &headers, "labels").unwrap_or_default())?;
-    let claimed = param(&query, &headers, "profileType").map(|t| parse_kind(&t)).transpose()?;
-    let expires = expires_at(&state, &query, &headers)?;
+    let labels = parse_labels(&param(query.labels, &headers, "labels").unwrap_or_default())?;
+    let claimed = param(query.profile_type, &headers, "profileType").map(|t| parse_kind(&t)).transpose()?;
+    let expires = expires_at(&state, query.expires_in, &headers)?;
     let (bytes, held) = read_held_body(&state, body).await?;
     let Stored { created, record, delete_token } = file_profile_held(
         &state,
@@ -183,6 +191,16 @@ pub struct ProfileList {
     next_cursor: Option<String>,
 }
 
+/// `list`'s query parameters.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListParams {
+    limit: Option<String>,
+    profile_type: Option<String>,
+    cursor: Option<String>,
+    service: Option<String>,
+}
+
 /// Sessions, newest first.
 #[utoipa::path(get, path = "/api/v1/profiles", tag = "profiles", operation_id = "ListProfiles",
     params(("X-Tenant-ID" = Option<String>, Header, description = "tenant"),
@@ -196,24 +214,20 @@ pub struct ProfileList {
 pub async fn list(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params<ListParams>,
     headers: HeaderMap,
 ) -> Result<Json<ProfileList>, ApiError> {
-    let limit = match query.get("limit").map(|l| l.parse::<usize>()) {
+    let limit = match query.limit.map(|l| l.parse::<usize>()) {
         None => 50,
         Some(Ok(n)) if (1..=1000).contains(&n) => n,
-        Some(_) => {
-            return Err(ApiError::bad_request("InvalidParameter", "limit must be a number from 1 to 1000")
-                .details(json!({ "field": "limit" })))
-        }
+        Some(_) => return Err(ApiError::invalid("limit", "limit must be a number from 1 to 1000")),
     };
-    let kind = query.get("profileType").map(|t| parse_kind(t)).transpose()?;
-    let cursor = query.get("cursor").filter(|c| !c.is_empty());
+    let kind = query.profile_type.map(|t| parse_kind(&t)).transpose()?;
+    let cursor = query.cursor.as_ref().filter(|c| !c.is_empty());
     if cursor.is_some_and(|c| !sessions::valid_cursor(c)) {
-        return Err(ApiError::bad_request("InvalidParameter", "cursor is not one this API returned")
-            .details(json!({ "field": "cursor" })));
+        return Err(ApiError::invalid("cursor", "cursor is not one this API returned"));
     }
-    let service = query.get("service").map(String::as_str);
+    let service = query.service.as_deref();
     if let Some(service) = service {
         check_name("service", service, 128)?;
     }

@@ -63,10 +63,6 @@ mod proto {
     }
 }
 
-fn invalid(message: impl Into<String>) -> ApiError {
-    ApiError::bad_request("InvalidParameter", message).details(json!({ "field": "labels" }))
-}
-
 fn unsupported(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", message)
 }
@@ -100,18 +96,18 @@ fn series_labels(pairs: Vec<proto::LabelPair>) -> Result<SeriesLabels, ApiError>
             "service_name" => service = Some(value),
             "__name__" => kind = kind_of_name(&value),
             _ if name.starts_with("__") => {}
-            "" => return Err(invalid("a label has no name")),
+            "" => return Err(ApiError::invalid("labels", "a label has no name")),
             _ => {
                 labels.insert(name, value);
             }
         }
     }
     if labels.len() > MAX_LABELS {
-        return Err(invalid(format!("at most {MAX_LABELS} labels")));
+        return Err(ApiError::invalid("labels", format!("at most {MAX_LABELS} labels")));
     }
-    let service = service
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| invalid("a series needs a service_name label (the agent's application name)"))?;
+    let service = service.filter(|s| !s.is_empty()).ok_or_else(|| {
+        ApiError::invalid("labels", "a series needs a service_name label (the agent's application name)")
+    })?;
     check_name("service_name", &service, 128)?;
     Ok(SeriesLabels { service, kind, labels })
 }

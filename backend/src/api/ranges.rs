@@ -2,26 +2,26 @@
 //! fit: a range's profiles merged into one (JSON top, pprof or folded), totals per
 //! step for a timeline, and the label keys and values seen in a range.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use axum::extract::{Query, State as AxumState};
+use axum::extract::State as AxumState;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use stacklens_core::analysis::details::details;
 use stacklens_core::analysis::top::{top, TopOptions, TopReport};
 use stacklens_core::analysis::{Query as ProfileQuery, SampleType};
 use stacklens_core::api::{
-    FunctionHistory, FunctionPoint, LabelCount, LabelList, RangeSpec, SeriesLine, SeriesList, SeriesName, SeriesPoint,
-    SeriesResponse,
+    FunctionHistory, FunctionPoint, LabelCount, LabelList, RangeEcho, RangeSpec, SeriesLine, SeriesList, SeriesName,
+    SeriesPoint, SeriesResponse, TimeBound,
 };
 use stacklens_core::export::{export, ExportFormat};
 use utoipa::ToSchema;
 
 use super::access::{Reader, WritesCaches};
-use super::request::{check_name, check_text, parse_kind, parse_labels, required, PathParam};
+use super::request::{check_name, check_text, parse_kind, parse_labels, required, Params, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::merging::{merge_range, visit_entries, MergeError, RangeQuery};
 use crate::records::series::{Entry, Series, MAX_RANGE_MS};
@@ -61,10 +61,6 @@ impl From<MergeError> for ApiError {
     }
 }
 
-fn invalid(field: &str, message: impl Into<String>) -> ApiError {
-    ApiError::bad_request("InvalidParameter", message).details(json!({ "field": field }))
-}
-
 /// A time as Pyroscope takes it: `now`, `now-1h` (any humantime duration), seconds or
 /// milliseconds since the epoch, or RFC 3339. In milliseconds since the epoch.
 pub fn parse_time(field: &str, text: &str, now: u64) -> Result<u64, ApiError> {
@@ -74,7 +70,7 @@ pub fn parse_time(field: &str, text: &str, now: u64) -> Result<u64, ApiError> {
     }
     if let Some(ago) = text.strip_prefix("now-") {
         let ago = humantime::parse_duration(ago)
-            .map_err(|e| invalid(field, format!("{field}: '{text}' is not now-<duration> (now-1h): {e}")))?;
+            .map_err(|e| ApiError::invalid(field, format!("{field}: '{text}' is not now-<duration> (now-1h): {e}")))?;
         return Ok(now.saturating_sub(ago.as_millis() as u64));
     }
     if let Ok(number) = text.parse::<u64>() {
@@ -86,7 +82,10 @@ pub fn parse_time(field: &str, text: &str, now: u64) -> Result<u64, ApiError> {
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_millis() as u64)
         .ok_or_else(|| {
-            invalid(field, format!("{field}: '{text}' is not a time (RFC 3339, epoch seconds or ms, now, now-1h)"))
+            ApiError::invalid(
+                field,
+                format!("{field}: '{text}' is not a time (RFC 3339, epoch seconds or ms, now, now-1h)"),
+            )
         })
 }
 
@@ -103,7 +102,7 @@ fn build_range(
     field: impl Fn(&str) -> String,
 ) -> Result<RangeQuery, ApiError> {
     if service.is_empty() {
-        return Err(invalid(&field("service"), format!("{} is required", field("service"))));
+        return Err(ApiError::invalid(&field("service"), format!("{} is required", field("service"))));
     }
     check_name(&field("service"), service, 128)?;
     let kind = parse_kind(kind)?;
@@ -115,71 +114,90 @@ fn build_range(
     let to = time("to", to, now)?;
     let from = time("from", from, to.saturating_sub(crate::records::series::HOUR_MS))?;
     if from >= to {
-        return Err(invalid(&field("from"), "from must be before to"));
+        return Err(ApiError::invalid(&field("from"), "from must be before to"));
     }
     if to - from > MAX_RANGE_MS {
-        return Err(invalid(&field("to"), format!("a range covers at most {} days", MAX_RANGE_MS / 86_400_000)));
+        return Err(ApiError::invalid(
+            &field("to"),
+            format!("a range covers at most {} days", MAX_RANGE_MS / 86_400_000),
+        ));
     }
     let series = Series { tenant, service: service.to_owned(), kind };
     Ok(RangeQuery { series, from, to, labels, write_caches: false })
 }
 
-/// The range of a request's query parameters; what it reads is cached when `writes` says
-/// the request may write.
-fn range_query(
-    tenant: crate::records::Tenant,
-    WritesCaches(writes): WritesCaches,
-    query: &HashMap<String, String>,
-) -> Result<RangeQuery, ApiError> {
-    let service = required(query, "service")?;
-    let kind = required(query, "profileType")?;
-    let labels = parse_labels(query.get("labels").map_or("", String::as_str))?;
-    let (from, to) = (query.get("from").map(String::as_str), query.get("to").map(String::as_str));
-    let range = build_range(tenant, service, kind, from, to, labels, str::to_owned)?;
-    Ok(RangeQuery { write_caches: writes, ..range })
+/// The query parameters that name a range, which every range handler takes.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RangeParams {
+    service: Option<String>,
+    profile_type: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    labels: Option<String>,
+}
+
+impl RangeParams {
+    /// The range these parameters name; what it reads is cached when `writes` says the
+    /// request may write.
+    fn query(
+        &self,
+        tenant: crate::records::Tenant,
+        WritesCaches(writes): WritesCaches,
+    ) -> Result<RangeQuery, ApiError> {
+        let service = required(&self.service, "service")?;
+        let kind = required(&self.profile_type, "profileType")?;
+        let labels = parse_labels(self.labels.as_deref().unwrap_or_default())?;
+        let (from, to) = (self.from.as_deref(), self.to.as_deref());
+        let range = build_range(tenant, service, kind, from, to, labels, str::to_owned)?;
+        Ok(RangeQuery { write_caches: writes, ..range })
+    }
+}
+
+/// `merge`'s query parameters.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MergeParams {
+    #[serde(flatten)]
+    range: RangeParams,
+    format: Option<String>,
+    sample_index: Option<String>,
+    limit: Option<String>,
+}
+
+/// The query parameters of a range's timeline (`series`, `function_history`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepParams {
+    #[serde(flatten)]
+    range: RangeParams,
+    step: Option<String>,
+    sample_index: Option<String>,
+    group_by: Option<String>,
 }
 
 /// The range one side of a range diff names; `side` prefixes the fields a bad value
 /// is reported under.
 pub fn spec_query(spec: &RangeSpec, tenant: crate::records::Tenant, side: &str) -> Result<RangeQuery, ApiError> {
-    let text = |v: &Option<Value>| match v {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        _ => None,
-    };
-    let (from, to) = (text(&spec.from), text(&spec.to));
+    let (from, to) = (spec.from.as_ref().map(TimeBound::to_string), spec.to.as_ref().map(TimeBound::to_string));
     for (k, v) in &spec.labels {
         check_text(&format!("{side}.labels"), k, 128)?;
         check_text(&format!("{side}.labels"), v, 512)?;
     }
-    build_range(tenant, &spec.service, &spec.profile_type, from.as_deref(), to.as_deref(), spec.labels.clone(), |f| {
+    build_range(tenant, &spec.service, &spec.profile_type.0, from.as_deref(), to.as_deref(), spec.labels.clone(), |f| {
         format!("{side}.{f}")
     })
 }
 
 /// A merged range, as a diff reports it.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RangeEcho {
-    service: String,
-    #[schema(value_type = String)]
-    profile_type: stacklens_core::ProfileKind,
-    from: String,
-    to: String,
-    labels: BTreeMap<String, String>,
-    profile_count: usize,
-}
-
-impl RangeEcho {
-    pub fn of(range: &RangeQuery, profile_count: usize) -> Self {
-        RangeEcho {
-            service: range.series.service.clone(),
-            profile_type: range.series.kind,
-            from: rfc3339(range.from),
-            to: rfc3339(range.to),
-            labels: range.labels.clone(),
-            profile_count,
-        }
+pub fn range_echo(range: &RangeQuery, profile_count: usize) -> RangeEcho {
+    RangeEcho {
+        service: range.series.service.clone(),
+        profile_type: range.series.kind,
+        from: rfc3339(range.from),
+        to: rfc3339(range.to),
+        labels: range.labels.clone(),
+        profile_count,
     }
 }
 
@@ -218,20 +236,22 @@ pub async fn merge(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
     writes: WritesCaches,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params<MergeParams>,
 ) -> Result<Response, ApiError> {
-    let range = range_query(tenant, writes, &query)?;
-    let format = match query.get("format").map_or("json", String::as_str) {
+    let range = query.range.query(tenant, writes)?;
+    let format = match query.format.as_deref().unwrap_or("json") {
         "json" => None,
         "pprof" => Some(ExportFormat::Pprof),
         "folded" => Some(ExportFormat::Folded),
-        _ => return Err(invalid("format", "format is json, pprof or folded")),
+        _ => return Err(ApiError::invalid("format", "format is json, pprof or folded")),
     };
-    let sample_index = query.get("sampleIndex").cloned().unwrap_or_default();
+    let sample_index = query.sample_index.unwrap_or_default();
     check_text("sampleIndex", &sample_index, 128)?;
-    let limit = match query.get("limit") {
+    let limit = match query.limit {
         None => DEFAULT_LIMIT,
-        Some(n) => n.parse().ok().filter(|&n| n > 0).ok_or_else(|| invalid("limit", "limit is a positive number"))?,
+        Some(n) => {
+            n.parse().ok().filter(|&n| n > 0).ok_or_else(|| ApiError::invalid("limit", "limit is a positive number"))?
+        }
     };
     let merged = merge_range(&state, &range, now_millis()).await?;
     let Some(profile) = merged.profile else {
@@ -307,13 +327,13 @@ pub async fn series(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
     writes: WritesCaches,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params<StepParams>,
 ) -> Result<Json<SeriesResponse>, ApiError> {
-    let range = range_query(tenant, writes, &query)?;
+    let range = query.range.query(tenant, writes)?;
     let span = range.to - range.from;
-    let step_ms = step_of(&query, span, DEFAULT_POINTS, 10_000)?;
-    let group_by = query.get("groupBy").filter(|g| !g.is_empty());
-    let sample_index = query.get("sampleIndex").map_or("", String::as_str);
+    let step_ms = step_of(query.step.as_deref(), span, DEFAULT_POINTS, 10_000)?;
+    let group_by = query.group_by.as_ref().filter(|g| !g.is_empty());
+    let sample_index = query.sample_index.as_deref().unwrap_or_default();
     let entries = entries(&state, &range).await?;
     let steps = span.div_ceil(step_ms) as usize;
     let mut lines: BTreeMap<BTreeMap<String, String>, Vec<SeriesPoint>> = BTreeMap::new();
@@ -386,9 +406,9 @@ pub async fn labels(
     AxumState(state): AxumState<State>,
     Reader(tenant): Reader,
     writes: WritesCaches,
-    Query(query): Query<HashMap<String, String>>,
+    Params(range): Params<RangeParams>,
 ) -> Result<Json<LabelList>, ApiError> {
-    let range = range_query(tenant, writes, &query)?;
+    let range = range.query(tenant, writes)?;
     let entries = entries(&state, &range).await?;
     Ok(counted(entries.into_iter().flat_map(|e| e.labels.into_keys())))
 }
@@ -407,9 +427,9 @@ pub async fn label_values(
     Reader(tenant): Reader,
     writes: WritesCaches,
     PathParam(key): PathParam,
-    Query(query): Query<HashMap<String, String>>,
+    Params(range): Params<RangeParams>,
 ) -> Result<Json<LabelList>, ApiError> {
-    let range = range_query(tenant, writes, &query)?;
+    let range = range.query(tenant, writes)?;
     let entries = entries(&state, &range).await?;
     Ok(counted(entries.into_iter().filter_map(|mut e| e.labels.remove(&key))))
 }
@@ -432,18 +452,18 @@ pub async fn services(
 
 /// A step in milliseconds from `step` (seconds or a duration), or one that gives
 /// `default_points` over `span`.
-fn step_of(query: &HashMap<String, String>, span: u64, default_points: u64, max_points: u64) -> Result<u64, ApiError> {
-    let Some(text) = query.get("step").filter(|s| !s.is_empty()) else {
+fn step_of(step: Option<&str>, span: u64, default_points: u64, max_points: u64) -> Result<u64, ApiError> {
+    let Some(text) = step.filter(|s| !s.is_empty()) else {
         return Ok(span.div_ceil(default_points).div_ceil(1000).max(1) * 1000);
     };
     let ms = match text.parse::<u64>() {
         Ok(seconds) => seconds.saturating_mul(1000),
         Err(_) => humantime::parse_duration(text)
-            .map_err(|e| invalid("step", format!("step: '{text}' is not seconds or a duration: {e}")))?
+            .map_err(|e| ApiError::invalid("step", format!("step: '{text}' is not seconds or a duration: {e}")))?
             .as_millis() as u64,
     };
     if ms < 1000 || span / ms > max_points {
-        return Err(invalid("step", format!("step is at least 1 s and gives at most {max_points} points")));
+        return Err(ApiError::invalid("step", format!("step is at least 1 s and gives at most {max_points} points")));
     }
     Ok(ms)
 }
@@ -465,12 +485,12 @@ pub async fn function_history(
     Reader(tenant): Reader,
     writes: WritesCaches,
     PathParam(name): PathParam,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params<StepParams>,
 ) -> Result<Json<FunctionHistory>, ApiError> {
     check_text("name", &name, 4096)?;
-    let range = range_query(tenant, writes, &query)?;
-    let step_ms = step_of(&query, range.to - range.from, 60, 1000)?;
-    let sample_index = query.get("sampleIndex").cloned().unwrap_or_default();
+    let range = query.range.query(tenant, writes)?;
+    let step_ms = step_of(query.step.as_deref(), range.to - range.from, 60, 1000)?;
+    let sample_index = query.sample_index.unwrap_or_default();
     check_text("sampleIndex", &sample_index, 128)?;
     let entries = entries(&state, &range).await?;
     let steps = (range.to - range.from).div_ceil(step_ms) as usize;

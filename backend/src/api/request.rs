@@ -1,7 +1,7 @@
 //! Reading requests: bodies within limits, JSON, parameters from the query or
 //! `X-Stacklens-…` headers, and the page links responses carry.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use axum::body::Body;
 use axum::extract::{FromRequestParts, Path, Request};
@@ -169,8 +169,8 @@ pub async fn read_json<T: serde::de::DeserializeOwned>(request: Request, what: &
 /// the parameter or with its words split by dashes: `expiresIn` is `X-Stacklens-ExpiresIn`
 /// or `X-Stacklens-Expires-In`. A header that is not UTF-8 reads with replacement
 /// characters, for the parameter's own check to refuse (never as if it were absent).
-pub fn param(query: &HashMap<String, String>, headers: &HeaderMap, name: &str) -> Option<String> {
-    query.get(name).cloned().or_else(|| {
+pub fn param(given: Option<String>, headers: &HeaderMap, name: &str) -> Option<String> {
+    given.or_else(|| {
         let dashed: String = name
             .chars()
             .flat_map(|c| if c.is_ascii_uppercase() { vec!['-', c.to_ascii_lowercase()] } else { vec![c] })
@@ -184,12 +184,8 @@ pub fn param(query: &HashMap<String, String>, headers: &HeaderMap, name: &str) -
 
 /// When a link given `expiresIn` (`12h`, `7d`; the query or `X-Stacklens-Expires-In`)
 /// expires, in milliseconds since the epoch; `None` without one (it never does).
-pub fn expires_at(
-    state: &AppState,
-    query: &HashMap<String, String>,
-    headers: &HeaderMap,
-) -> Result<Option<u64>, ApiError> {
-    let Some(text) = param(query, headers, "expiresIn") else { return Ok(None) };
+pub fn expires_at(state: &AppState, given: Option<String>, headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(text) = param(given, headers, "expiresIn") else { return Ok(None) };
     let limits = state.lifetimes;
     let lifetime = limits.check(&text).map_err(|reason| {
         ApiError::bad_request("InvalidParameter", format!("expiresIn: {reason}")).details(json!({
@@ -202,20 +198,14 @@ pub fn expires_at(
 }
 
 /// A query parameter that must be present and non-empty.
-pub fn required<'a>(query: &'a HashMap<String, String>, name: &str) -> Result<&'a str, ApiError> {
-    query.get(name).map(String::as_str).filter(|v| !v.is_empty()).ok_or_else(|| {
-        ApiError::bad_request("InvalidParameter", format!("{name} is required")).details(json!({ "field": name }))
-    })
+pub fn required<'a>(value: &'a Option<String>, name: &str) -> Result<&'a str, ApiError> {
+    value.as_deref().filter(|v| !v.is_empty()).ok_or_else(|| ApiError::invalid(name, format!("{name} is required")))
 }
 
 /// Free text (service, name, label) must be short and printable.
 pub fn check_text(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
     if value.len() > max || value.chars().any(char::is_control) {
-        return Err(ApiError::bad_request(
-            "InvalidParameter",
-            format!("{field} must be at most {max} printable characters"),
-        )
-        .details(json!({ "field": field })));
+        return Err(ApiError::invalid(field, format!("{field} must be at most {max} printable characters")));
     }
     Ok(())
 }
@@ -241,13 +231,29 @@ pub fn check_name(field: &str, value: &str, max: usize) -> Result<(), ApiError> 
     check_text(field, value, max)?;
     let dots = dots_normalised(value);
     if value.contains(['/', '\\', '\u{FF0F}', '\u{FF3C}']) || dots == "." || dots == ".." {
-        return Err(ApiError::bad_request(
-            "InvalidParameter",
-            format!("{field} must not contain '/' or '\\' or be '.' or '..'"),
-        )
-        .details(json!({ "field": field })));
+        return Err(ApiError::invalid(field, format!("{field} must not contain '/' or '\\' or be '.' or '..'")));
     }
     Ok(())
+}
+
+/// A handler's query parameters, read into `T`: a struct of `Option<String>` fields
+/// (camelCase on the wire) that the handler parses itself, so a bad value is answered
+/// with the API's JSON error naming the field. A repeated parameter counts its last
+/// value, and parameters `T` does not name (such as `tenant`) are ignored.
+pub struct Params<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or_default();
+        let pairs: serde_json::Map<String, serde_json::Value> = url::form_urlencoded::parse(query.as_bytes())
+            .map(|(k, v)| (k.into_owned(), serde_json::Value::String(v.into_owned())))
+            .collect();
+        serde_json::from_value(serde_json::Value::Object(pairs))
+            .map(Params)
+            .map_err(|e| ApiError::bad_request("InvalidParameter", e.to_string()))
+    }
 }
 
 /// Path parameters (an id or a name; a tuple for several); one that is not UTF-8, or
@@ -270,15 +276,13 @@ pub fn parse_labels(text: &str) -> Result<BTreeMap<String, String>, ApiError> {
     let mut labels = BTreeMap::new();
     for pair in text.split(',').filter(|p| !p.trim().is_empty()) {
         let Some((k, v)) = pair.split_once('=') else {
-            return Err(ApiError::bad_request("InvalidParameter", format!("label '{pair}' is not key=value"))
-                .details(json!({ "field": "labels" })));
+            return Err(ApiError::invalid("labels", format!("label '{pair}' is not key=value")));
         };
         check_text("labels", k, 128)?;
         check_text("labels", v, 512)?;
         labels.insert(k.trim().to_owned(), v.trim().to_owned());
         if labels.len() > MAX_LABELS {
-            return Err(ApiError::bad_request("InvalidParameter", format!("at most {MAX_LABELS} labels"))
-                .details(json!({ "field": "labels" })));
+            return Err(ApiError::invalid("labels", format!("at most {MAX_LABELS} labels")));
         }
     }
     Ok(labels)

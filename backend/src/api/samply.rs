@@ -1,17 +1,15 @@
 //! samply pipelines (the seed's `POST /v0/pipelines/{pipeline_name}/samply_profile`):
 //! record a local process named in `--targets` (see `runs::samply`), and its latest run.
 
-use std::collections::HashMap;
-
-use axum::extract::{Query, State as AxumState};
+use axum::extract::State as AxumState;
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
 use super::access::{Reader, Writer};
-use super::request::{session_url, PathParam};
+use super::request::{session_url, Params, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::records::captures::Done;
 use crate::records::samply::{self as records, Run};
@@ -56,6 +54,13 @@ fn unavailable(e: Unavailable, name: &str) -> ApiError {
     ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code, message).details(json!({ "pipeline_name": name }))
 }
 
+/// `start`'s query parameters (snake_case, as samply's own options).
+#[derive(Deserialize)]
+pub struct StartParams {
+    duration_secs: Option<String>,
+    ordinal: Option<String>,
+}
+
 /// Records a profile of the pipeline's process for `duration_secs`; 202 while it runs.
 #[utoipa::path(post, path = "/v0/pipelines/{pipeline_name}/samply_profile", tag = "samply", operation_id = "StartSamplyProfile",
     params(("pipeline_name" = String, Path), ("duration_secs" = Option<u64>, Query, description = "1..300, default 10"),
@@ -73,22 +78,21 @@ pub async fn start(
     AxumState(state): AxumState<State>,
     Writer(tenant): Writer,
     PathParam(name): PathParam,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params<StartParams>,
     headers: HeaderMap,
 ) -> Result<(StatusCode, Json<SamplyProfile>), ApiError> {
     let pipeline = state.targets.pipeline(&name, &tenant).cloned().ok_or_else(|| unknown_pipeline(&name))?;
-    let number = |key: &str, default: u64| -> Result<u64, ApiError> {
-        query.get(key).map_or(Ok(default), |v| v.parse()).map_err(|_| {
-            ApiError::bad_request("InvalidParameter", format!("{key} must be a whole number"))
-                .details(json!({ "field": key }))
-        })
+    let number = |key: &str, given: &Option<String>, default: u64| -> Result<u64, ApiError> {
+        given
+            .as_ref()
+            .map_or(Ok(default), |v| v.parse())
+            .map_err(|_| ApiError::invalid(key, format!("{key} must be a whole number")))
     };
-    let duration = number("duration_secs", 10)?;
+    let duration = number("duration_secs", &query.duration_secs, 10)?;
     if !(1..=MAX_SECONDS).contains(&duration) {
-        return Err(ApiError::bad_request("InvalidParameter", format!("duration_secs must be 1..{MAX_SECONDS}"))
-            .details(json!({ "field": "duration_secs" })));
+        return Err(ApiError::invalid("duration_secs", format!("duration_secs must be 1..{MAX_SECONDS}")));
     }
-    let ordinal = number("ordinal", 0)? as usize;
+    let ordinal = number("ordinal", &query.ordinal, 0)? as usize;
     let pids = pipeline.pids().map_err(|e| {
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "ProcessNotFound", e).details(json!({ "pipeline_name": name }))
     })?;

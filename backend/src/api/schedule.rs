@@ -50,9 +50,6 @@ pub async fn set(
     request: Request,
 ) -> Result<(StatusCode, Json<Schedule>), ApiError> {
     let request: ScheduleRequest = read_json(request, "a schedule").await?;
-    let invalid = |field: &str, message: &str| {
-        ApiError::bad_request("InvalidRequest", message.to_owned()).details(json!({ "field": field }))
-    };
     if state.targets.find(&request.service, &tenant).is_none() {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -65,25 +62,28 @@ pub async fn set(
     for t in &request.profile_types {
         let kind = parse_kind(t)?;
         if matches!(kind, ProfileKind::Threadcreate | ProfileKind::Other) {
-            return Err(invalid("profileTypes", "threadcreate and other profiles cannot be captured"));
+            return Err(ApiError::invalid_request(
+                "profileTypes",
+                "threadcreate and other profiles cannot be captured",
+            ));
         }
         if !types.contains(&kind) {
             types.push(kind);
         }
     }
     if types.is_empty() {
-        return Err(invalid("profileTypes", "name at least one profile type"));
+        return Err(ApiError::invalid_request("profileTypes", "name at least one profile type"));
     }
     if !(request.retention_days > 0.0 && request.retention_days <= 3650.0) {
-        return Err(invalid("retentionDays", "retentionDays must be within (0, 3650]"));
+        return Err(ApiError::invalid_request("retentionDays", "retentionDays must be within (0, 3650]"));
     }
     let interval = request.interval_seconds.unwrap_or(60);
     if !(1..=86_400).contains(&interval) {
-        return Err(invalid("intervalSeconds", "intervalSeconds must be 1..86400"));
+        return Err(ApiError::invalid_request("intervalSeconds", "intervalSeconds must be 1..86400"));
     }
     let duration = request.duration_seconds.unwrap_or(interval.min(30));
     if !(1..=interval.max(1)).contains(&duration) {
-        return Err(invalid("durationSeconds", "durationSeconds must be 1..intervalSeconds"));
+        return Err(ApiError::invalid_request("durationSeconds", "durationSeconds must be 1..intervalSeconds"));
     }
     let schedule = Schedule {
         service: request.service,

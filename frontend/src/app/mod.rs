@@ -2,6 +2,7 @@
 //! profiles in, `toolbar` and `share_panel` are the bars, and the views draw the active
 //! profile; parsing and analysis run in the analysis worker.
 
+mod api_urls;
 mod download;
 pub mod encrypted;
 mod keys;

@@ -6,12 +6,14 @@
 use std::collections::BTreeMap;
 
 use gloo::net::http::Request;
-use serde_json::json;
 use stacklens_core::analysis::diff::Mover;
-use stacklens_core::api::{FunctionHistory, LabelList, RangeSpec, SeriesList, SeriesName, SeriesResponse};
+use stacklens_core::api::{
+    DiffRequest, DiffResponse, FunctionHistory, LabelList, ProfileTypeName, RangeSpec, SeriesList, SeriesName,
+    SeriesResponse,
+};
 
-use super::share::{addressed, call, send, API};
-use super::url_state::encode;
+use super::api_urls;
+use super::share::{addressed, call, send};
 
 /// One series over `[from, to)` (ms since the epoch) with the labels it must have.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,24 +40,12 @@ pub fn label_text(labels: &BTreeMap<String, String>) -> String {
 }
 
 impl RangeRef {
-    /// The query string naming this range.
-    fn query(&self) -> String {
-        format!(
-            "service={}&profileType={}&from={}&to={}&labels={}",
-            encode(&self.service),
-            encode(&self.profile_type),
-            self.from,
-            self.to,
-            encode(&label_text(&self.labels))
-        )
-    }
-
     fn spec(&self) -> RangeSpec {
         RangeSpec {
             service: self.service.clone(),
-            profile_type: self.profile_type.clone(),
-            from: Some(json!(self.from)),
-            to: Some(json!(self.to)),
+            profile_type: ProfileTypeName(self.profile_type.clone()),
+            from: Some(self.from.into()),
+            to: Some(self.to.into()),
             labels: self.labels.clone(),
         }
     }
@@ -66,19 +56,19 @@ async fn get<T: serde::de::DeserializeOwned>(url: String, tenant: Option<&str>) 
 }
 
 pub async fn services(tenant: Option<&str>) -> Result<Vec<SeriesName>, String> {
-    get::<SeriesList>(format!("{API}/profiling/services"), tenant).await.map(|l| l.series)
+    get::<SeriesList>(api_urls::services(), tenant).await.map(|l| l.series)
 }
 
 pub async fn series(range: &RangeRef, step_ms: u64, tenant: Option<&str>) -> Result<SeriesResponse, String> {
-    get(format!("{API}/profiling/series?{}&step={}", range.query(), step_ms / 1000), tenant).await
+    get(api_urls::series(range, step_ms), tenant).await
 }
 
 /// Every `key=value` the range's profiles carry, with how many carry it.
 pub async fn label_values(range: &RangeRef, tenant: Option<&str>) -> Result<Vec<(String, usize)>, String> {
-    let keys: LabelList = get(format!("{API}/profiling/labels?{}", range.query()), tenant).await?;
+    let keys: LabelList = get(api_urls::labels(range), tenant).await?;
     let mut found = Vec::new();
     for key in keys.labels {
-        let url = format!("{API}/profiling/labels/{}/values?{}", encode(&key.name), range.query());
+        let url = api_urls::label_values(&key.name, range);
         let values: LabelList = get(url, tenant).await?;
         found.extend(values.labels.into_iter().map(|v| (format!("{}={}", key.name, v.name), v.profiles)));
     }
@@ -87,16 +77,16 @@ pub async fn label_values(range: &RangeRef, tenant: Option<&str>) -> Result<Vec<
 
 /// The range's profiles merged into one (gzipped pprof).
 pub async fn merged(range: &RangeRef, tenant: Option<&str>) -> Result<Vec<u8>, String> {
-    let url = format!("{API}/profiling/merge?{}&format=pprof", range.query());
+    let url = api_urls::merged_pprof(range);
     send(|token| addressed(Request::get(&url), tenant, token).build()).await
 }
 
 /// The functions whose self share moved most from `base` to `compare`.
 pub async fn top_movers(base: &RangeRef, compare: &RangeRef, tenant: Option<&str>) -> Result<Vec<Mover>, String> {
-    let body = json!({ "base": base.spec(), "compare": compare.spec() });
-    let url = format!("{API}/profiling/diff");
-    let answer: serde_json::Value = call(|token| addressed(Request::post(&url), tenant, token).json(&body)).await?;
-    serde_json::from_value(answer["topMovers"].clone()).map_err(|e| format!("unexpected answer from the server: {e}"))
+    let body = DiffRequest { base: Some(base.spec()), compare: Some(compare.spec()), ..DiffRequest::default() };
+    let url = api_urls::diff();
+    let answer: DiffResponse = call(|token| addressed(Request::post(&url), tenant, token).json(&body)).await?;
+    answer.top_movers.ok_or_else(|| "unexpected answer from the server: no topMovers".to_owned())
 }
 
 pub async fn function_history(
@@ -105,7 +95,6 @@ pub async fn function_history(
     step_ms: u64,
     tenant: Option<&str>,
 ) -> Result<FunctionHistory, String> {
-    let url =
-        format!("{API}/profiling/functions/{}/history?{}&step={}", encode(function), range.query(), step_ms / 1000);
+    let url = api_urls::function_history(function, range, step_ms);
     get(url, tenant).await
 }

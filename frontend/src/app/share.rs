@@ -9,13 +9,12 @@
 
 use gloo::net::http::{Request, RequestBuilder};
 use serde::de::DeserializeOwned;
-use serde_json::json;
-use stacklens_core::api::{BaselineList, BaselineResponse, BlobResponse, SessionResponse};
+use stacklens_core::api::{
+    BaselineList, BaselineResponse, BlobResponse, CreateBaseline, ProfileTypeName, SessionResponse,
+};
 use stacklens_core::ids::{BlobId, RecordId, SessionId};
 
-use super::url_state::encode;
-
-pub(crate) const API: &str = "/api/v1";
+use super::api_urls;
 
 /// What a share link opens: one session or baseline, or a diff of two, or one
 /// encrypted blob and its key.
@@ -144,19 +143,6 @@ pub(crate) async fn call<T: DeserializeOwned>(
     serde_json::from_slice(&bytes).map_err(|e| format!("unexpected answer from the server: {e}"))
 }
 
-/// Where a session's raw bytes are; the tenant goes in the query so it is a plain link.
-pub fn raw_url(session: &str, tenant: Option<&str>) -> String {
-    match tenant {
-        Some(t) => format!("{API}/profiles/{}/raw?tenant={}", encode(session), encode(t)),
-        None => format!("{API}/profiles/{}/raw", encode(session)),
-    }
-}
-
-/// `&expiresIn=…` when the link is to expire.
-fn expiry_param(expires_in: Option<&str>) -> String {
-    expires_in.map_or_else(String::new, |e| format!("&expiresIn={}", encode(e)))
-}
-
 /// Uploads a profile's bytes; the same bytes always give the same session. With
 /// `expires_in` (`1h`, `7d`) the link stops working after that long.
 pub async fn upload(
@@ -165,7 +151,7 @@ pub async fn upload(
     expires_in: Option<&str>,
     tenant: Option<&str>,
 ) -> Result<SessionResponse, String> {
-    let url = format!("{API}/profiles?name={}{}", encode(name), expiry_param(expires_in));
+    let url = api_urls::profile_upload(name, expires_in);
     call(|token| {
         addressed(Request::post(&url), tenant, token)
             .header("Content-Type", "application/octet-stream")
@@ -180,7 +166,7 @@ pub async fn upload_blob(
     expires_in: Option<&str>,
     tenant: Option<&str>,
 ) -> Result<BlobResponse, String> {
-    let url = format!("{API}/blobs?{}", expiry_param(expires_in).trim_start_matches('&'));
+    let url = api_urls::blob_upload(expires_in);
     call(|token| {
         addressed(Request::post(&url), tenant, token)
             .header("Content-Type", "application/octet-stream")
@@ -191,7 +177,7 @@ pub async fn upload_blob(
 
 /// A blob's bytes; the link is the capability, so no credential is sent.
 pub async fn blob(id: &str, tenant: Option<&str>) -> Result<Vec<u8>, String> {
-    let url = format!("{API}/blobs/{}", encode(id));
+    let url = api_urls::blob(id);
     send(|_| addressed(Request::get(&url), tenant, None).build()).await
 }
 
@@ -206,8 +192,8 @@ pub enum Shared {
 /// the token is the right to delete).
 pub async fn delete(shared: &Shared, delete_token: &str, tenant: Option<&str>) -> Result<(), String> {
     let url = match shared {
-        Shared::Session(id) => format!("{API}/profiles/{}", encode(id)),
-        Shared::Blob(id) => format!("{API}/blobs/{}", encode(id)),
+        Shared::Session(id) => api_urls::profile(id),
+        Shared::Blob(id) => api_urls::blob(id),
     };
     let response = addressed(Request::delete(&url), tenant, None)
         .header("X-Stacklens-Delete-Token", delete_token)
@@ -228,11 +214,15 @@ pub async fn save_baseline(
     tags: Vec<String>,
     tenant: Option<&str>,
 ) -> Result<BaselineResponse, String> {
-    let body = json!({
-        "label": label, "sessionId": session.record.id, "profileType": session.record.profile_type,
-        "description": description, "tags": tags,
-    });
-    call(|token| addressed(Request::post(&format!("{API}/profiling/baselines")), tenant, token).json(&body)).await
+    let body = CreateBaseline {
+        label: label.to_owned(),
+        session_id: session.record.id.to_string(),
+        profile_type: ProfileTypeName(session.record.profile_type.as_str().to_owned()),
+        description: description.to_owned(),
+        top_functions: Vec::new(),
+        tags,
+    };
+    call(|token| addressed(Request::post(&api_urls::baselines(None, None)), tenant, token).json(&body)).await
 }
 
 /// Baselines, newest first; of one profile type and only the latest ones when asked.
@@ -241,25 +231,21 @@ pub async fn baselines(
     latest: bool,
     tenant: Option<&str>,
 ) -> Result<Vec<BaselineResponse>, String> {
-    let mut url = format!("{API}/profiling/baselines?latest={latest}");
-    if let Some(t) = profile_type {
-        url.push_str(&format!("&profileType={}", js_sys::encode_uri_component(t)));
-    }
+    let url = api_urls::baselines(profile_type, Some(latest));
     call::<BaselineList>(|token| addressed(Request::get(&url), tenant, token).build()).await.map(|l| l.baselines)
 }
 
 /// A share link target (session or baseline id) as a tab name and its raw bytes' URL;
 /// the link is the capability, so no credential is sent.
 pub async fn resolve(target: &str, tenant: Option<&str>) -> Result<(String, String), String> {
-    let encoded = encode(target);
     if let Some(RecordId::Baseline(_)) = RecordId::parse(target) {
-        let url = format!("{API}/profiling/baselines/{encoded}");
+        let url = api_urls::baseline(target);
         let b: BaselineResponse = call(|_| addressed(Request::get(&url), tenant, None).build()).await?;
-        Ok((format!("baseline {}", b.record.baseline_label), raw_url(&b.record.session_id, tenant)))
+        Ok((format!("baseline {}", b.record.baseline_label), api_urls::profile_raw(&b.record.session_id, tenant)))
     } else {
-        let url = format!("{API}/profiles/{encoded}");
+        let url = api_urls::profile(target);
         let s: SessionResponse = call(|_| addressed(Request::get(&url), tenant, None).build()).await?;
         let name = if s.record.name.is_empty() { s.record.id.to_string() } else { s.record.name };
-        Ok((name, raw_url(&s.record.id, tenant)))
+        Ok((name, api_urls::profile_raw(&s.record.id, tenant)))
     }
 }

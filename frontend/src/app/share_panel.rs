@@ -11,7 +11,7 @@ use super::encrypted::{self, Link};
 use super::sanitize_panel::{SanitizePanel, ShareChoice};
 use super::share::{self, Shared};
 use super::state::State;
-use super::{download, url_state};
+use super::{api_urls, download, url_state};
 use crate::{js_bytes, js_error};
 
 /// Uploads the active profile (idempotent: the same bytes are the same session), then
@@ -98,7 +98,7 @@ fn compare_with_latest_baseline(state: State) {
         let Some(b) = latest else {
             return state.report(format!("no {} baseline has been saved yet: save one first", e.summary.kind));
         };
-        let url = share::raw_url(&b.record.session_id, tenant.as_deref());
+        let url = api_urls::profile_raw(&b.record.session_id, tenant.as_deref());
         let bytes = url_state::fetch(&url).await;
         if bytes.is_ok() {
             state.sources.update(|s| s.push(url));
