@@ -1,10 +1,26 @@
 //! The address of every server API call the page makes, one function per route, so
 //! the prefix and the encoding of path segments and query values live in one place.
 
-use super::ranges::{label_text, RangeRef};
+use std::collections::BTreeMap;
+
 use super::url_state::encode;
 
 const API: &str = "/api/v1";
+
+/// One series over `[from, to)` (ms since the epoch) with the labels it must have.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RangeRef {
+    pub service: String,
+    pub profile_type: String,
+    pub labels: BTreeMap<String, String>,
+    pub from: u64,
+    pub to: u64,
+}
+
+/// `k=v,k2=v2`, as the API's `labels` parameter takes them.
+pub fn label_text(labels: &BTreeMap<String, String>) -> String {
+    labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
 
 /// The query string naming a range, as every range route takes it.
 fn range_query(range: &RangeRef) -> String {

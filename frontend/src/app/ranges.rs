@@ -3,8 +3,6 @@
 //! movers and a function's history. The answers' types are core's (`stacklens_core::api`),
 //! the same the server writes.
 
-use std::collections::BTreeMap;
-
 use gloo::net::http::Request;
 use stacklens_core::analysis::diff::Mover;
 use stacklens_core::api::{
@@ -13,17 +11,8 @@ use stacklens_core::api::{
 };
 
 use super::api_urls;
+pub use super::api_urls::{label_text, RangeRef};
 use super::share::{addressed, call, send};
-
-/// One series over `[from, to)` (ms since the epoch) with the labels it must have.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RangeRef {
-    pub service: String,
-    pub profile_type: String,
-    pub labels: BTreeMap<String, String>,
-    pub from: u64,
-    pub to: u64,
-}
 
 /// A range's profile opened in the page: its range, and the timeline's window and step
 /// it was chosen on (a function's trend covers that window).
@@ -32,11 +21,6 @@ pub struct RangeProfile {
     pub range: RangeRef,
     pub window: (u64, u64),
     pub step_ms: u64,
-}
-
-/// `k=v,k2=v2`, as the API's `labels` parameter takes them.
-pub fn label_text(labels: &BTreeMap<String, String>) -> String {
-    labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 
 impl RangeRef {
