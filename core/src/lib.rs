@@ -13,6 +13,7 @@ pub mod layout;
 pub mod model;
 mod parallel;
 pub mod report;
+pub mod symbols;
 pub mod timestamp;
 pub mod units;
 

@@ -1,0 +1,41 @@
+//! Names for addresses. Profiles from perf, eBPF agents and stripped production
+//! binaries carry addresses and mappings; this module turns them into functions,
+//! files and lines from the binaries and debug files the caller hands in. No I/O:
+//! the CLI reads files and debuginfod, the page reads dropped files, the server its
+//! store; each gives this module bytes and asks it for names.
+
+use thiserror::Error;
+
+/// One source frame at an address. A lookup returns these innermost inlined function
+/// first and the physical function last, as `addr2line -i` prints them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymbolFrame {
+    /// The symbol as the binary stores it (mangled); demangled where it becomes a
+    /// profile function, which keeps this as its `system_name`.
+    pub name: String,
+    pub file: Option<String>,
+    /// 0 when unknown.
+    pub line: u32,
+}
+
+/// Something that names addresses of one module: an ELF or Mach-O file with its DWARF,
+/// a Go pclntab, a Breakpad `.sym` file.
+pub trait AddressLookup {
+    /// The frames at `address` in the module's own address space (an ELF virtual
+    /// address, a Breakpad module offset); empty when the module does not cover it.
+    fn lookup(&self, address: u64) -> Result<Vec<SymbolFrame>, SymbolError>;
+}
+
+/// Why a symbol file could not be read or used. Each names what was wrong, so a
+/// report can show it beside the mapping it concerns.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SymbolError {
+    #[error("{format} is truncated or corrupt: {reason}")]
+    Corrupt { format: &'static str, reason: String },
+
+    #[error("not a symbol file stacklens reads ({0})")]
+    Unrecognized(String),
+
+    #[error("unsupported {format}: {reason}")]
+    Unsupported { format: &'static str, reason: String },
+}
