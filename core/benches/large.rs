@@ -107,7 +107,7 @@ fn benches(c: &mut Criterion) {
         let selected = "main.startBranchy.func1.1";
         g.bench_function("cpu.large: details of one function", |b| b.iter(|| details(&whole, selected).unwrap()));
         g.bench_function("cpu.large: frame table", |b| {
-            b.iter(|| FrameTable::new(&p, Granularity::default(), &Default::default()).unwrap().node_count())
+            b.iter(|| FrameTable::new(&p, Granularity::default(), whole.filters()).unwrap().node_count())
         });
         // The page's graph view (issue 11: built and laid out in under 200 ms).
         let graph_options = GraphOptions::default();

@@ -281,15 +281,26 @@ pub struct DiffRequest {
     pub base: Option<RangeSpec>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compare: Option<RangeSpec>,
-    /// cpu, memory, alloc, block, mutex or goroutine (for ranges: the ranges' profileType by default).
-    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
+    /// cpu, memory, alloc, block, mutex or goroutine, or Go's endpoint names (heap, allocs,
+    /// profile); for ranges, the ranges' profileType by default.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none", deserialize_with = "kind_by_name")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub kind: Option<ProfileKind>,
     /// Scale the compared profile to the base's total before subtracting (pprof's `-normalize`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub normalize: bool,
     /// Changes below this % of the base total are "unchanged" (default 1).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub noise_threshold_pct: Option<f64>,
+}
+
+/// A profile kind as people write it: any case, and Go's endpoint names ([`ProfileKind::parse`]).
+fn kind_by_name<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<ProfileKind>, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    let known = || ProfileKind::ALL.map(ProfileKind::as_str).join(", ");
+    ProfileKind::parse(&name)
+        .map(Some)
+        .ok_or_else(|| serde::de::Error::custom(format!("unknown profileType '{name}'; known: {}", known())))
 }
 
 /// A time range of stored profiles, as one side of a range diff.

@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 
 use super::access::{Reader, WritesCaches};
 use super::ranges::{range_echo, spec_query};
-use super::request::{parse_kind, read_json, required, Params, PathParam};
+use super::request::{read_json, required, Params, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::budget::{ParseFailure, Parsed};
 use crate::merging::{merge_range, RangeQuery};
@@ -177,11 +177,10 @@ pub async fn diff_sessions(
     let normalize = request.normalize;
     let (parsed, envelope, kind) = match Sides::of(&request, &tenant)? {
         Sides::Sessions => {
-            let kind = request.kind.as_deref().ok_or_else(|| {
+            let kind = request.kind.ok_or_else(|| {
                 ApiError::bad_request("InvalidRequest", "not a diff request: a diff of ids needs `type`")
                     .details(json!({ "field": "type" }))
             })?;
-            let kind = parse_kind(kind)?;
             let base = session_of(&state, &tenant, request.base_id.as_deref().unwrap_or_default()).await?;
             let later = session_of(&state, &tenant, request.compare_id.as_deref().unwrap_or_default()).await?;
             for record in [&base, &later] {
@@ -202,10 +201,7 @@ pub async fn diff_sessions(
             let (base, later) = *ranges;
             let (base, later) =
                 (RangeQuery { write_caches: writes, ..base }, RangeQuery { write_caches: writes, ..later });
-            let kind = match &request.kind {
-                Some(k) => parse_kind(k)?,
-                None => base.series.kind,
-            };
+            let kind = request.kind.unwrap_or(base.series.kind);
             let now = now_millis();
             let (merged_base, merged_later) =
                 futures::try_join!(merge_range(&state, &base, now), merge_range(&state, &later, now))?;

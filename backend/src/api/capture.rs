@@ -6,6 +6,8 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stacklens_core::analysis::summary::FunctionShare;
+use stacklens_core::ids::{CaptureId, SessionId};
+use stacklens_core::timestamp::Timestamp;
 use stacklens_core::ProfileKind;
 use utoipa::ToSchema;
 
@@ -36,14 +38,17 @@ pub struct StartCapture {
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CaptureResponse {
-    id: String,
+    #[schema(value_type = String)]
+    id: CaptureId,
     service: String,
     #[schema(value_type = String)]
     profile_type: ProfileKind,
     /// running, completed or failed.
     status: String,
-    started_at: String,
-    completed_at: Option<String>,
+    #[schema(value_type = String)]
+    started_at: Timestamp,
+    #[schema(value_type = Option<String>)]
+    completed_at: Option<Timestamp>,
     duration_seconds: u64,
     sample_rate: Option<u64>,
     /// For scheduled captures: the interval number it fills.
@@ -52,9 +57,11 @@ pub struct CaptureResponse {
     top_functions: Vec<FunctionShare>,
     /// The page's share link for the captured session.
     flame_graph_url: Option<String>,
-    session_id: Option<String>,
+    #[schema(value_type = Option<String>)]
+    session_id: Option<SessionId>,
     /// For goroutine captures: the session of the `debug=0` pprof form.
-    goroutine_pprof_session_id: Option<String>,
+    #[schema(value_type = Option<String>)]
+    goroutine_pprof_session_id: Option<SessionId>,
     /// Why a capture failed.
     error: Option<String>,
 }
@@ -118,20 +125,20 @@ fn respond(
     let status = Done::status(done.as_ref());
     let done = done.unwrap_or_default();
     CaptureResponse {
-        id: started.id.to_string(),
+        id: started.id.clone(),
         service: started.service.clone(),
         profile_type: started.profile_type,
         status: status.to_owned(),
-        started_at: started.started_at.to_string(),
-        completed_at: (!done.completed_at.is_empty()).then_some(done.completed_at),
+        started_at: started.started_at.clone(),
+        completed_at: done.completed_at,
         duration_seconds: started.duration_seconds,
         sample_rate: started.sample_rate,
         slot: started.slot,
         sample_count: done.sample_count,
         top_functions: done.top_functions,
         flame_graph_url: done.session_id.as_ref().map(|id| session_url(state, headers, tenant, id)),
-        session_id: done.session_id.map(String::from),
-        goroutine_pprof_session_id: done.pprof_session_id.map(String::from),
+        session_id: done.session_id,
+        goroutine_pprof_session_id: done.pprof_session_id,
         error: done.error,
     }
 }

@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use prost::Message;
 use serde_json::json;
+use stacklens_core::import::is_gzip;
 use stacklens_core::ProfileKind;
 
 use super::access::Writer;
@@ -213,7 +214,7 @@ async fn push_request(
     };
     let (mut bytes, mut held) = read_held_body(state, body).await?;
     if gzip {
-        if !bytes.starts_with(&[0x1f, 0x8b]) {
+        if !is_gzip(&bytes) {
             return Err(ApiError::bad_request("BadBody", "Content-Encoding is gzip, but the body is not"));
         }
         let cap = state.budget.inflate_cap;

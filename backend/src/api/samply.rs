@@ -6,6 +6,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use stacklens_core::ids::SessionId;
+use stacklens_core::timestamp::Timestamp;
 use utoipa::ToSchema;
 
 use super::access::{Reader, Writer};
@@ -28,9 +30,12 @@ pub struct SamplyProfile {
     pid: u32,
     ordinal: usize,
     duration_secs: u64,
-    started_at: String,
-    completed_at: Option<String>,
-    session_id: Option<String>,
+    #[schema(value_type = String)]
+    started_at: Timestamp,
+    #[schema(value_type = Option<String>)]
+    completed_at: Option<Timestamp>,
+    #[schema(value_type = Option<String>)]
+    session_id: Option<SessionId>,
     /// The page's share link for the recorded profile.
     flame_graph_url: Option<String>,
     error: Option<String>,
@@ -133,10 +138,10 @@ fn respond(
         pid: run.pid,
         ordinal: run.ordinal,
         duration_secs: run.duration_secs,
-        started_at: run.started_at.to_string(),
-        completed_at: (!outcome.completed_at.is_empty()).then_some(outcome.completed_at),
+        started_at: run.started_at.clone(),
+        completed_at: outcome.completed_at,
         flame_graph_url: outcome.session_id.as_ref().map(|id| session_url(state, headers, tenant, id)),
-        session_id: outcome.session_id.map(String::from),
+        session_id: outcome.session_id,
         error: outcome.error,
     }
 }

@@ -11,7 +11,7 @@ use stacklens_core::timestamp::Timestamp;
 use stacklens_core::ProfileKind;
 
 use super::refs::Holder;
-use super::{buckets, create, index, load, now_rfc3339, Kind, RecordError, Result, Tenant};
+use super::{buckets, create, index, load, now, Kind, RecordError, Result, Tenant};
 use crate::store::Store;
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -32,7 +32,8 @@ pub struct Started {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Done {
-    pub completed_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Timestamp>,
     pub session_id: Option<SessionId>,
     pub sample_count: Option<i64>,
     /// For goroutine captures: the `debug=0` pprof form, stored beside the dump.
@@ -47,12 +48,12 @@ pub struct Done {
 impl Done {
     /// A run that failed, and why.
     pub fn failed(error: String) -> Self {
-        Done { completed_at: now_rfc3339(), error: Some(error), ..Done::default() }
+        Done { completed_at: Some(now()), error: Some(error), ..Done::default() }
     }
 
     /// A run that stored this session.
     pub fn stored(session_id: SessionId) -> Self {
-        Done { completed_at: now_rfc3339(), session_id: Some(session_id), ..Done::default() }
+        Done { completed_at: Some(now()), session_id: Some(session_id), ..Done::default() }
     }
 
     /// running until there is an outcome; then failed or completed.

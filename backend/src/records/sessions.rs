@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 pub use stacklens_core::api::SessionRecord;
 use stacklens_core::ids::SessionId;
+use stacklens_core::import::is_gzip;
 use stacklens_core::timestamp::Timestamp;
 use stacklens_core::ProfileKind;
 
@@ -205,7 +206,7 @@ pub async fn store(store: &Store, tenant: &Tenant, bytes: Bytes, new: NewSession
             release_claim(store, tenant, &sha256, &id).await?;
             continue;
         }
-        let text = !bytes.starts_with(&[0x1f, 0x8b]) && std::str::from_utf8(&bytes[..bytes.len().min(4096)]).is_ok();
+        let text = !is_gzip(&bytes) && std::str::from_utf8(&bytes[..bytes.len().min(4096)]).is_ok();
         let record = SessionRecord {
             id: random_id(),
             service: new.service.clone(),

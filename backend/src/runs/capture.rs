@@ -16,7 +16,7 @@ use crate::records::captures::{self, Done, Started};
 use crate::records::refs::Holder;
 use crate::records::series::FiledBy;
 use crate::records::sessions::{self, SessionRecord};
-use crate::records::{leases, now, now_rfc3339, ordered_id, Tenant};
+use crate::records::{leases, now, ordered_id, Tenant};
 use crate::state::{AppState, State};
 use crate::targets::Target;
 
@@ -207,7 +207,7 @@ async fn run(state: &AppState, tenant: &Tenant, target: &Target, started: &Start
         None => (None, None, Vec::new()),
     };
     Done {
-        completed_at: now_rfc3339(),
+        completed_at: Some(now()),
         pprof_session_id,
         session_id: Some(record.id),
         sample_count: Some(record.sample_count),

@@ -169,7 +169,7 @@ fn add_to(sums: &mut [Option<i64>], node: u32, value: i64) {
 /// sample the filters keep contains it.
 pub fn details(prepared: &Prepared, function: &str) -> Result<FunctionDetails> {
     let index = prepared.sample_index;
-    let filters = prepared.filters.compile()?;
+    let filters = prepared.filters();
     let table = prepared.frames()?;
     // The samples as the filters see them, with their label frames.
     let kept = table.profile();
@@ -240,8 +240,8 @@ pub fn details(prepared: &Prepared, function: &str) -> Result<FunctionDetails> {
         })
         .collect();
     let total = sums.totals.get(index).copied().unwrap_or(0);
-    let labels = sums.labels.summary(total, &prepared.filters)?.keys;
-    let (files, mappings) = whereabouts(&table, &filters, target, &sums.holds_target);
+    let labels = sums.labels.summary(total, &filters.tags.keys).keys;
+    let (files, mappings) = whereabouts(&table, filters, target, &sums.holds_target);
     Ok(FunctionDetails {
         name: function.to_owned(),
         files,

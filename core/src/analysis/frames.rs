@@ -74,7 +74,10 @@ pub fn package_of(name: &str) -> &str {
     }
 }
 
-pub(crate) struct CompiledFilters {
+/// [`Filters`] with their regexes compiled: once per prepared query, then shared by every
+/// frame table and filter pass of it.
+pub struct CompiledFilters {
+    source: Filters,
     focus: Option<Regex>,
     ignore: Option<Regex>,
     hide: Option<Regex>,
@@ -83,6 +86,11 @@ pub(crate) struct CompiledFilters {
 }
 
 impl CompiledFilters {
+    /// The filters as written.
+    pub fn filters(&self) -> &Filters {
+        &self.source
+    }
+
     /// pprof's focus/ignore verdict for a location: `Some(true)` focused (or no focus),
     /// `Some(false)` ignored, `None` neither.
     pub(crate) fn location_verdict(&self, profile: &Profile, location: &Location) -> Option<bool> {
@@ -132,8 +140,9 @@ impl CompiledFilters {
 }
 
 impl Filters {
-    pub(crate) fn compile(&self) -> Result<CompiledFilters> {
+    pub fn compile(&self) -> Result<CompiledFilters> {
         Ok(CompiledFilters {
+            source: self.clone(),
             focus: compile_regex("focus", &self.focus)?,
             ignore: compile_regex("ignore", &self.ignore)?,
             hide: compile_regex("hide", &self.hide)?,
@@ -175,9 +184,8 @@ pub struct FrameTable<'a> {
 }
 
 impl<'a> FrameTable<'a> {
-    pub fn new(original: &'a Profile, granularity: Granularity, filters: &Filters) -> Result<Self> {
-        let f = filters.compile()?;
-        let labelled = with_label_frames(original, filters);
+    pub fn new(original: &'a Profile, granularity: Granularity, f: &CompiledFilters) -> Result<Self> {
+        let labelled = with_label_frames(original, f.filters());
         let profile = &*labelled;
         let mut index: HashMap<String, u32> = HashMap::default();
         let mut table = FrameTable {

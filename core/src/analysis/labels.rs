@@ -429,9 +429,8 @@ impl<'p> LabelTally<'p> {
 
     /// The summary of the samples added, with the keys `filters` show; `total` is
     /// `kept.total(index)`, which the caller may have at hand.
-    pub(crate) fn summary(self, total: i64, filters: &Filters) -> Result<LabelSummary> {
+    pub(crate) fn summary(self, total: i64, keys_shown: &KeyFilter) -> LabelSummary {
         let LabelTally { kept, index, by_label, with_key, kept_total, .. } = self;
-        let keys_shown = KeyFilter::new(filters)?;
         // Units take a pass over every sample: found only when numbers need them.
         let mut units: Option<HashMap<&str, &str>> = None;
         let mut by_key: BTreeMap<&str, (Option<&str>, HashMap<String, i64>)> = BTreeMap::new();
@@ -477,11 +476,11 @@ impl<'p> LabelTally<'p> {
                 }
             })
             .collect();
-        Ok(LabelSummary {
+        LabelSummary {
             sample_type: kept.sample_type_name(index).to_owned(),
             unit: kept.sample_type_unit(index).to_owned(),
             total,
             keys,
-        })
+        }
     }
 }

@@ -5,11 +5,12 @@
 //! labels and export then take the [`Prepared`] profile and only their own settings.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::filters::Filters;
-use super::frames::{FrameTable, Granularity};
+use super::frames::{CompiledFilters, FrameTable, Granularity};
 use super::transforms::{format_transforms, parse_transforms, Transform};
 use crate::model::Profile;
 use crate::{Error, Result};
@@ -224,8 +225,8 @@ impl Query {
 
     fn ready<'p>(&self, profile: Cow<'p, Profile>) -> Result<Prepared<'p>> {
         let sample_index = self.sample.resolve(&profile)?;
-        self.filters.compile()?;
-        Ok(Prepared { profile, sample_index, granularity: self.granularity, filters: self.filters.clone() })
+        let filters = Arc::new(self.filters.compile()?);
+        Ok(Prepared { profile, sample_index, granularity: self.granularity, filters })
     }
 
     /// Prepares `base` and `compare` for a diff: the sample type is resolved in `compare`,
@@ -266,7 +267,7 @@ pub struct Prepared<'p> {
     profile: Cow<'p, Profile>,
     pub sample_index: usize,
     pub granularity: Granularity,
-    pub filters: Filters,
+    filters: Arc<CompiledFilters>,
 }
 
 impl<'p> Prepared<'p> {
@@ -287,8 +288,13 @@ impl<'p> Prepared<'p> {
             profile: Cow::Borrowed(&self.profile),
             sample_index,
             granularity: self.granularity,
-            filters: self.filters.clone(),
+            filters: Arc::clone(&self.filters),
         }
+    }
+
+    /// The query's filters, compiled.
+    pub fn filters(&self) -> &CompiledFilters {
+        &self.filters
     }
 
     /// The report nodes of the shaped profile at the query's granularity and filters.

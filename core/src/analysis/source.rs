@@ -184,10 +184,10 @@ pub fn source(prepared: &Prepared, options: &SourceOptions) -> Result<SourceRepo
     let (profile, index) = (prepared.profile(), prepared.sample_index);
     let symbol =
         Regex::new(&options.functions).map_err(|e| Error::InvalidRegex { option: "list", reason: e.to_string() })?;
-    let filtered: Cow<Profile> = if prepared.filters == Filters::default() {
+    let filtered: Cow<Profile> = if *prepared.filters().filters() == Filters::default() {
         Cow::Borrowed(profile)
     } else {
-        Cow::Owned(profile.filter(&prepared.filters)?)
+        Cow::Owned(profile.filter_compiled(prepared.filters()))
     };
     let nodes = LineNodes::new(&filtered, &symbol, options);
     let (mut flat, mut cum) = (vec![0i64; nodes.keys.len()], vec![0i64; nodes.keys.len()]);

@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::filters::Filters;
-use super::frames::package_of;
+use super::frames::{package_of, CompiledFilters};
 use super::labels::with_label_frames;
 use crate::model::{Function, FunctionId, Line, Location, LocationId, SampleRef, StrId};
 use crate::{Error, Profile, Result};
@@ -18,12 +18,16 @@ impl Profile {
     /// locations, and a location left without lines removed from the stacks (a sample left
     /// without a stack goes too); labels whose keys `tag_show`/`tag_hide` leave out removed.
     pub fn filter(&self, filters: &Filters) -> Result<Profile> {
+        Ok(self.filter_compiled(&filters.compile()?))
+    }
+
+    /// [`Profile::filter`] with filters compiled once (a prepared query's).
+    pub fn filter_compiled(&self, compiled: &CompiledFilters) -> Profile {
         let profile = self;
-        let compiled = filters.compile()?;
-        if *filters == Filters::default() {
-            return Ok(profile.clone());
+        if *compiled.filters() == Filters::default() {
+            return profile.clone();
         }
-        let labelled = with_label_frames(profile, filters);
+        let labelled = with_label_frames(profile, compiled.filters());
         let profile = &*labelled;
         let tags = compiled.tags.verdicts(profile);
         let mut out = profile.clone();
@@ -54,7 +58,7 @@ impl Profile {
             sample.labels.retain(|l| compiled.tags.keys.shows(profile.str(l.key)));
             !sample.locations.is_empty()
         });
-        Ok(out)
+        out
     }
 }
 

@@ -105,7 +105,7 @@ pub fn export(prepared: &Prepared, format: ExportFormat) -> Result<Vec<u8>> {
     }
     match format {
         ExportFormat::Pprof => {
-            let mut filtered = profile.filter(&prepared.filters)?;
+            let mut filtered = profile.filter_compiled(prepared.filters());
             filtered.default_sample_type = filtered.sample_types[index].kind;
             Ok(pprof::write(&filtered))
         }
