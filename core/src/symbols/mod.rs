@@ -6,6 +6,9 @@
 
 use thiserror::Error;
 
+mod object_file;
+pub use object_file::ObjectFile;
+
 /// One source frame at an address. A lookup returns these innermost inlined function
 /// first and the physical function last, as `addr2line -i` prints them.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,0 +1,265 @@
+//! One ELF or Mach-O file read for symbolization: its build id (ELF `NT_GNU_BUILD_ID`,
+//! Mach-O `LC_UUID`), its `.gnu_debuglink`, its loaded segments (to turn a file
+//! offset into a virtual address), its symbol table and its DWARF (line tables and
+//! inlined subroutines, compressed sections included). Reading is generic over
+//! [`object::ReadRef`], so a caller may hand in `&[u8]` or an `object::ReadCache` that
+//! reads a large file in slices; what is kept afterwards is owned.
+
+use std::sync::Arc;
+
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ReadRef, SymbolKind};
+
+use super::{AddressLookup, SymbolError, SymbolFrame};
+
+type DwarfReader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+
+/// A loaded segment: file bytes `[offset, offset + file_size)` appear at virtual
+/// addresses `[address, address + file_size)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Segment {
+    address: u64,
+    offset: u64,
+    file_size: u64,
+    memory_size: u64,
+}
+
+/// A function symbol of `.symtab` (or `.dynsym` when there is none).
+#[derive(Clone, Debug)]
+struct Symbol {
+    address: u64,
+    /// When the table gives no size: where the next symbol or its section ends.
+    size: u64,
+    name: String,
+}
+
+/// An ELF or Mach-O binary or debug file, parsed once and then looked up many times.
+pub struct ObjectFile {
+    build_id: Option<Vec<u8>>,
+    debug_link: Option<String>,
+    /// ELF `ET_EXEC` (or a Mach-O executable): linked at fixed addresses.
+    fixed_address: bool,
+    segments: Vec<Segment>,
+    symbols: Vec<Symbol>,
+    dwarf: Option<addr2line::Context<DwarfReader>>,
+}
+
+impl std::fmt::Debug for ObjectFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectFile")
+            .field("build_id", &self.build_id_hex())
+            .field("debug_link", &self.debug_link)
+            .field("symbols", &self.symbols.len())
+            .field("has_dwarf", &self.dwarf.is_some())
+            .finish()
+    }
+}
+
+fn corrupt(reason: impl std::fmt::Display) -> SymbolError {
+    SymbolError::Corrupt { format: "ELF/Mach-O", reason: reason.to_string() }
+}
+
+impl ObjectFile {
+    /// Reads an ELF or Mach-O file from `data` (bytes, or a `ReadCache` over a file).
+    pub fn parse<'data, R: ReadRef<'data>>(data: R) -> Result<Self, SymbolError> {
+        let kind = object::FileKind::parse(data).map_err(|e| SymbolError::Unrecognized(e.to_string()))?;
+        if !matches!(
+            kind,
+            object::FileKind::Elf32 | object::FileKind::Elf64 | object::FileKind::MachO32 | object::FileKind::MachO64
+        ) {
+            return Err(SymbolError::Unrecognized(format!("{kind:?}")));
+        }
+        let file = object::File::parse(data).map_err(corrupt)?;
+        let build_id = match file.build_id().map_err(corrupt)? {
+            Some(id) => Some(id.to_vec()),
+            None => file.mach_uuid().map_err(corrupt)?.map(|u| u.to_vec()),
+        };
+        let debug_link =
+            file.gnu_debuglink().map_err(corrupt)?.map(|(name, _crc)| String::from_utf8_lossy(name).into_owned());
+        let fixed_address = file.kind() == object::ObjectKind::Executable;
+        let segments = file
+            .segments()
+            .map(|s| {
+                let (offset, file_size) = s.file_range();
+                Segment { address: s.address(), offset, file_size, memory_size: s.size() }
+            })
+            .collect();
+        let symbols = function_symbols(&file);
+        let dwarf = load_dwarf(&file)?;
+        Ok(Self { build_id, debug_link, fixed_address, segments, symbols, dwarf })
+    }
+
+    /// The build id (Mach-O: the UUID), as stored.
+    pub fn build_id(&self) -> Option<&[u8]> {
+        self.build_id.as_deref()
+    }
+
+    /// The build id in lowercase hex, as profiles and debuginfod name it.
+    pub fn build_id_hex(&self) -> Option<String> {
+        self.build_id.as_deref().map(hex)
+    }
+
+    /// The file name in `.gnu_debuglink`: the separate debug file of a stripped binary.
+    pub fn debug_link(&self) -> Option<&str> {
+        self.debug_link.as_deref()
+    }
+
+    /// Whether this file has DWARF line information (else only symbol-table names).
+    pub fn has_dwarf(&self) -> bool {
+        self.dwarf.is_some()
+    }
+
+    /// Whether this file names anything: DWARF or a symbol table.
+    pub fn has_symbols(&self) -> bool {
+        self.dwarf.is_some() || !self.symbols.is_empty()
+    }
+
+    /// Whether it is linked at fixed addresses (ELF `ET_EXEC`), not position independent.
+    pub fn fixed_address(&self) -> bool {
+        self.fixed_address
+    }
+
+    /// The virtual address at which file offset `offset` is loaded, through the
+    /// segment whose file bytes hold it (as perf's `map__rip_2objdump` and pprof's
+    /// `elfexec.GetBase` do).
+    pub fn offset_to_address(&self, offset: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|s| s.file_size > 0 && s.offset <= offset && offset - s.offset < s.file_size)
+            .map(|s| s.address.wrapping_add(offset - s.offset))
+    }
+
+    /// Whether `address` is a virtual address inside one of the loaded segments.
+    pub fn covers_address(&self, address: u64) -> bool {
+        self.segments.iter().any(|s| s.memory_size > 0 && s.address <= address && address - s.address < s.memory_size)
+    }
+
+    /// The segment layout of this file is usable for address arithmetic: a debug file
+    /// split off with `objcopy --only-keep-debug` keeps segments without file bytes.
+    pub fn has_loaded_segments(&self) -> bool {
+        self.segments.iter().any(|s| s.file_size > 0)
+    }
+
+    /// The symbol-table function containing `address`.
+    fn symbol_at(&self, address: u64) -> Option<&Symbol> {
+        let i = self.symbols.partition_point(|s| s.address <= address).checked_sub(1)?;
+        let s = &self.symbols[i];
+        (address - s.address < s.size).then_some(s)
+    }
+}
+
+impl AddressLookup for ObjectFile {
+    fn lookup(&self, address: u64) -> Result<Vec<SymbolFrame>, SymbolError> {
+        let mut frames = Vec::new();
+        if let Some(dwarf) = &self.dwarf {
+            let mut iter = dwarf.find_frames(address).skip_all_loads().map_err(corrupt)?;
+            while let Some(frame) = iter.next().map_err(corrupt)? {
+                let name = match &frame.function {
+                    Some(f) => f.raw_name().map_err(corrupt)?.into_owned(),
+                    None => String::new(),
+                };
+                let (file, line) = match &frame.location {
+                    Some(l) => (l.file.map(str::to_owned), l.line.unwrap_or(0)),
+                    None => (None, 0),
+                };
+                frames.push(SymbolFrame { name, file, line });
+            }
+        }
+        // The physical function's name from the symbol table where DWARF has none
+        // (no DWARF, or code DWARF does not describe).
+        let symbol = self.symbol_at(address);
+        match (frames.last_mut(), symbol) {
+            (Some(last), Some(s)) if last.name.is_empty() => last.name = s.name.clone(),
+            (None, Some(s)) => frames.push(SymbolFrame { name: s.name.clone(), file: None, line: 0 }),
+            _ => {}
+        }
+        // A frame DWARF could not name at all says nothing.
+        frames.retain(|f| !f.name.is_empty() || f.file.is_some());
+        Ok(frames)
+    }
+}
+
+/// Lowercase hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// Function symbols sorted by address, `.symtab`'s or else `.dynsym`'s.
+fn function_symbols<'data, R: ReadRef<'data>>(file: &object::File<'data, R>) -> Vec<Symbol> {
+    let section_end = |s: &object::Symbol<'data, '_, R>| {
+        let section = file.section_by_index(s.section_index()?).ok()?;
+        Some(section.address() + section.size())
+    };
+    let collect = |symbols: &mut dyn Iterator<Item = object::Symbol<'data, '_, R>>| -> Vec<Symbol> {
+        symbols
+            .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
+            .filter_map(|s| {
+                let name = s.name().ok().filter(|n| !n.is_empty())?;
+                // Sizeless (`_init`, assembly): to the section's end, cut below at the next symbol.
+                let size = if s.size() > 0 { s.size() } else { section_end(&s)?.saturating_sub(s.address()) };
+                Some(Symbol { address: s.address(), size, name: name.to_owned() })
+            })
+            .collect()
+    };
+    let mut symbols = collect(&mut file.symbols());
+    if symbols.is_empty() {
+        symbols = collect(&mut file.dynamic_symbols());
+    }
+    // Aliases at one address: keep the one with a size, global before local names.
+    symbols.sort_by(|a, b| a.address.cmp(&b.address).then(b.size.cmp(&a.size)));
+    symbols.dedup_by_key(|s| s.address);
+    for i in 1..symbols.len() {
+        let next = symbols[i].address;
+        let previous = &mut symbols[i - 1];
+        previous.size = previous.size.min(next - previous.address);
+    }
+    symbols
+}
+
+/// The DWARF of `file`, when it has line information; sections decompressed as needed.
+fn load_dwarf<'data, R: ReadRef<'data>>(
+    file: &object::File<'data, R>,
+) -> Result<Option<addr2line::Context<DwarfReader>>, SymbolError> {
+    let endian = if file.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
+    let has_lines = section_named(file, gimli::SectionId::DebugLine).is_some();
+    if !has_lines {
+        return Ok(None);
+    }
+    let load = |id: gimli::SectionId| -> Result<DwarfReader, SymbolError> {
+        let data: Arc<[u8]> = match section_named(file, id) {
+            Some(section) => Arc::from(&*section.uncompressed_data().map_err(corrupt)?),
+            None => Arc::from(&[][..]),
+        };
+        Ok(gimli::EndianArcSlice::new(data, endian))
+    };
+    let dwarf = gimli::Dwarf::load(load)?;
+    addr2line::Context::from_dwarf(dwarf).map(Some).map_err(corrupt)
+}
+
+/// The section for a DWARF section id (`object` maps `.debug_line` to Mach-O's
+/// `__debug_line` and to ELF's old `.zdebug_line`), unless it holds no bytes, as in a
+/// stripped binary's leftovers.
+fn section_named<'data, 'file, R: ReadRef<'data>>(
+    file: &'file object::File<'data, R>,
+    id: gimli::SectionId,
+) -> Option<object::Section<'data, 'file, R>> {
+    file.section_by_name(id.name()).filter(|s| s.kind() != object::SectionKind::UninitializedData)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_an_object_file_is_unrecognized() {
+        assert!(matches!(ObjectFile::parse(&b"hello world, not ELF"[..]), Err(SymbolError::Unrecognized(_))));
+    }
+
+    #[test]
+    fn hex_is_lowercase_two_digits_each() {
+        assert_eq!(hex(&[0x0a, 0xbc, 0xff]), "0abcff");
+    }
+}

@@ -1,0 +1,209 @@
+//! ELF/DWARF lookup against the reference tools run at test time: every address that
+//! perf sampled in each fixture program (leaves and return addresses − 1) is named by
+//! `addr2line -f -i -C` and by `llvm-symbolizer`, and stacklens must give the same
+//! functions, files and lines, inlined frames included, innermost first.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use common::{fixtures, missing_prerequisite, read};
+use stacklens_core::symbols::{AddressLookup, ObjectFile, SymbolError};
+
+const PROGRAMS: &[&str] =
+    &["symwork-c", "symwork-c-nopie", "symwork-cpp", "symwork-rust", "symwork-rust-v0", "symwork-go"];
+
+/// (function, file, line) of one frame, as the reference tools print it.
+type Frame = (String, String, u32);
+
+/// The file offsets perf recorded in `program`'s own code, each as a leaf and, when it
+/// follows a call, the call instruction (offset − 1).
+fn sampled_offsets(root: &Path, program: &str) -> BTreeSet<u64> {
+    let script = String::from_utf8(read(&root.join(format!("symbols/{program}.perf-script.txt")))).unwrap();
+    let dso = format!("/bin/{program}.stripped)");
+    let mut offsets = BTreeSet::new();
+    let mut first_in_record = true;
+    for line in script.lines() {
+        if !line.starts_with('\t') {
+            first_in_record = true;
+            continue;
+        }
+        if line.trim_end().ends_with(&dso) {
+            let hex = line.split_whitespace().next().unwrap();
+            let offset = u64::from_str_radix(hex, 16).unwrap();
+            offsets.insert(if first_in_record { offset } else { offset - 1 });
+        }
+        first_in_record = false;
+    }
+    offsets
+}
+
+fn tool_available(tool: &str) -> bool {
+    let found = Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
+    if !found {
+        missing_prerequisite(&format!("{tool} (binutils / llvm) for reference symbolization"));
+    }
+    found
+}
+
+/// Reads the frames a tool printed for each address: with `-a`/`--output-style=GNU`
+/// each address is a line `0x…` followed by function/`file:line` pairs.
+fn read_pairs(text: &str) -> Vec<Vec<Frame>> {
+    let mut out: Vec<Vec<Frame>> = Vec::new();
+    let mut lines = text.lines().filter(|l| !l.is_empty());
+    while let Some(line) = lines.next() {
+        if line.starts_with("0x") {
+            out.push(Vec::new());
+            continue;
+        }
+        let place = lines.next().unwrap_or("??:0");
+        let place = place.split(" (discriminator").next().unwrap();
+        let (file, number) = place.rsplit_once(':').unwrap_or((place, "0"));
+        out.last_mut().unwrap().push((line.to_owned(), file.to_owned(), number.parse().unwrap_or(0)));
+    }
+    out
+}
+
+fn reference(tool: &str, binary: &Path, addresses: &[u64]) -> Vec<Vec<Frame>> {
+    let mut command = Command::new(tool);
+    match tool {
+        "addr2line" => command.args(["-a", "-f", "-i", "-e"]).arg(binary),
+        _ => command
+            .args([
+                "--output-style=GNU",
+                "--print-address",
+                "--functions=linkage",
+                "--inlines",
+                "--no-demangle",
+                "--obj",
+            ])
+            .arg(binary),
+    };
+    command.args(addresses.iter().map(|a| format!("0x{a:x}")));
+    let out = command.output().unwrap_or_else(|e| panic!("running {tool}: {e}"));
+    assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+    read_pairs(&String::from_utf8(out.stdout).unwrap())
+}
+
+/// Our frames in the reference tools' spelling: `??` for what is unknown. Names are
+/// compared mangled: this tests the lookup, `import_demangle` tests demangling (and
+/// cpp_demangle drops the parameters of some template constructors that binutils keeps).
+fn ours(file: &ObjectFile, address: u64) -> Vec<Frame> {
+    let frames = file.lookup(address).unwrap();
+    if frames.is_empty() {
+        return vec![("??".into(), "??".into(), 0)];
+    }
+    frames
+        .into_iter()
+        .map(|f| {
+            let name = if f.name.is_empty() { "??".to_owned() } else { f.name };
+            (name, f.file.unwrap_or_else(|| "??".into()), f.line)
+        })
+        .collect()
+}
+
+/// Names as both tools demangle them may differ in spelling only (a Rust legacy hash,
+/// C++ template spacing, llvm-symbolizer's `(.isra.0)` or Go's `.abi0` from the symbol
+/// table); the
+/// rest of the name must agree.
+fn same_name(ours: &str, theirs: &str) -> bool {
+    let plain = |s: &str| {
+        let s = match s.rfind(" (.") {
+            Some(at) if s.ends_with(')') => &s[..at],
+            _ => s,
+        };
+        let s = match s.rsplit_once("::h") {
+            Some((path, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => path,
+            _ => s,
+        };
+        // Go's assembly ABI wrappers: llvm-symbolizer names the symbol, DWARF the function.
+        s.trim_end_matches(".abi0").replace(' ', "")
+    };
+    plain(ours) == plain(theirs)
+}
+
+/// Checks every sampled address of `program` against each tool's frames: the same
+/// number of frames, names and lines as each tool; each file as at least one tool
+/// prints it (binutils names the CU's file for some inlined C++ library lines where
+/// llvm-symbolizer and the line table name the header).
+fn compare(tools: &[&str], root: &Path, program: &str) -> usize {
+    let binary = root.join(format!("symbols/bin/{program}"));
+    let file = ObjectFile::parse(&read(&binary)[..]).unwrap();
+    let addresses: Vec<u64> =
+        sampled_offsets(root, program).into_iter().map(|o| file.offset_to_address(o).unwrap()).collect();
+    assert!(addresses.len() >= 5, "{program}: only {} sampled addresses", addresses.len());
+    let references: Vec<Vec<Vec<Frame>>> = tools.iter().map(|tool| reference(tool, &binary, &addresses)).collect();
+    let mut inlined = 0;
+    for (i, address) in addresses.iter().enumerate() {
+        let mine = ours(&file, *address);
+        inlined += usize::from(mine.len() > 1);
+        for (tool, reference) in tools.iter().zip(&references) {
+            let theirs = &reference[i];
+            // Names as binutils prints them; llvm-symbolizer spells some differently
+            // (the symbol table's `.isra.0` clone, `_init` over the PLT), so from it
+            // the frames' count and lines. For Go, llvm-symbolizer's names: binutils
+            // names Go's inlined frames by their caller.
+            let names_from = if program.contains("-go") { "llvm-symbolizer" } else { "addr2line" };
+            let names_agree = *tool != names_from || mine.iter().zip(theirs).all(|(m, t)| same_name(&m.0, &t.0));
+            let agree = names_agree && mine.len() == theirs.len() && mine.iter().zip(theirs).all(|(m, t)| m.2 == t.2);
+            assert!(agree, "{program} 0x{address:x}: {tool} says\n{theirs:#?}\nstacklens says\n{mine:#?}");
+        }
+        for (depth, frame) in mine.iter().enumerate() {
+            let files: Vec<&str> = references.iter().map(|r| r[i][depth].1.as_str()).collect();
+            assert!(
+                files.contains(&frame.1.as_str()),
+                "{program} 0x{address:x} frame {depth}: file {} not among {files:?}",
+                frame.1
+            );
+        }
+    }
+    inlined
+}
+
+#[test]
+fn every_sampled_address_is_named_as_addr2line_and_llvm_symbolizer_name_it() {
+    let Some(root) = fixtures() else { return };
+    let tools: Vec<&str> = ["addr2line", "llvm-symbolizer"].into_iter().filter(|t| tool_available(t)).collect();
+    if tools.is_empty() {
+        return;
+    }
+    let inlined: usize = PROGRAMS.iter().map(|program| compare(&tools, &root, program)).sum();
+    // The fixtures are built to inline: a lookup that ignored inlining would pass
+    // only if no address had an inline chain.
+    assert!(inlined > 0, "no inlined frames among the sampled addresses");
+}
+
+#[test]
+fn build_id_and_debug_link_are_read() {
+    let Some(root) = fixtures() else { return };
+    let stripped = ObjectFile::parse(&read(&root.join("symbols/bin/symwork-c.stripped"))[..]).unwrap();
+    let out = Command::new("readelf").arg("-n").arg(root.join("symbols/bin/symwork-c")).output();
+    let Ok(out) = out else { return missing_prerequisite("readelf (binutils)") };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let id = text.lines().find_map(|l| l.trim().strip_prefix("Build ID: ")).expect("readelf prints a build id");
+    assert_eq!(stripped.build_id_hex().as_deref(), Some(id));
+    assert_eq!(stripped.debug_link(), Some("symwork-c.debug"));
+    assert!(!stripped.has_dwarf());
+    let debug = ObjectFile::parse(&read(&root.join("symbols/bin/symwork-c.debug"))[..]).unwrap();
+    assert_eq!(debug.build_id_hex().as_deref(), Some(id));
+    assert!(debug.has_dwarf());
+}
+
+#[test]
+fn a_truncated_binary_gives_a_typed_error_never_a_panic() {
+    let Some(root) = fixtures() else { return };
+    let bytes = read(&root.join("symbols/bin/symwork-c-nopie"));
+    // Every prefix length up to the headers, then a spread to the end.
+    let lengths = (0..4096).chain((4096..bytes.len()).step_by(997));
+    for len in lengths {
+        match ObjectFile::parse(&bytes[..len]) {
+            Ok(file) => {
+                // What parsed must also look up without panicking.
+                let _ = file.lookup(0x401237);
+            }
+            Err(SymbolError::Corrupt { .. } | SymbolError::Unrecognized(_) | SymbolError::Unsupported { .. }) => {}
+        }
+    }
+}
