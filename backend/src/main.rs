@@ -8,6 +8,7 @@ mod auth;
 mod budget;
 mod cli;
 mod connections;
+mod debuginfod;
 mod gate;
 mod hyper_errors;
 mod intake;

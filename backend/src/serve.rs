@@ -19,6 +19,7 @@ use crate::api;
 use crate::auth::Auth;
 use crate::budget::{self, Budget};
 use crate::connections::{self, Connections, Limits, Tracked};
+use crate::debuginfod::Upstreams;
 use crate::open::Opened;
 use crate::page::Page;
 use crate::state::{AppState, State};
@@ -117,6 +118,17 @@ pub struct ServeArgs {
     /// The longest `expiresIn` uploads and blobs may ask for, e.g. 365d, 30d.
     #[arg(long, default_value = "365d", value_parser = crate::lifetime::parse)]
     max_expires_in: Duration,
+    /// An upstream debuginfod (repeat for several): the server fetches binaries and debug
+    /// files it lacks from them by build id, and keeps them in its store.
+    #[arg(long = "debuginfod")]
+    debuginfod: Vec<String>,
+    /// Seconds one upstream debuginfod request may take; one that does not answer is
+    /// remembered as a miss for ten minutes.
+    #[arg(long, default_value_t = 30)]
+    debuginfod_timeout_secs: u64,
+    /// Largest binary or debug file uploaded or fetched, e.g. 2GiB.
+    #[arg(long, default_value = "2GiB", value_parser = parse_size)]
+    max_debuginfo: usize,
 }
 
 fn parse_days(text: &str) -> Result<Duration, String> {
@@ -285,6 +297,12 @@ pub fn run(args: ServeArgs, opened: Opened, listening: impl FnOnce(SocketAddr)) 
             capture_grace: Duration::from_secs(args.capture_grace_secs),
             opened,
             lifetimes: crate::lifetime::Limits { min: args.min_expires_in, max: args.max_expires_in },
+            debuginfod: Upstreams {
+                urls: args.debuginfod,
+                timeout: Duration::from_secs(args.debuginfod_timeout_secs.max(1)),
+                limit: args.max_debuginfo,
+            },
+            max_debuginfo: args.max_debuginfo,
         });
         tokio::spawn(reload_on_hangup(state.clone()));
         if !state.targets.targets.is_empty() {

@@ -26,6 +26,10 @@ pub struct AppState {
     pub opened: crate::open::Opened,
     /// The `expiresIn` an upload or blob may ask for (`--min-expires-in`, `--max-expires-in`).
     pub lifetimes: crate::lifetime::Limits,
+    /// Upstream debuginfod servers (`--debuginfod`), asked for files the store lacks.
+    pub debuginfod: crate::debuginfod::Upstreams,
+    /// Largest binary or debug file accepted (`--max-debuginfo`).
+    pub max_debuginfo: usize,
 }
 
 pub type State = Arc<AppState>;

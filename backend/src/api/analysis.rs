@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 
 use super::access::{Reader, WritesCaches};
 use super::ranges::{range_echo, spec_query};
-use super::request::{read_json, required, Params, PathParam};
+use super::request::{off_thread, read_json, required, Params, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::budget::{ParseFailure, Parsed};
 use crate::merging::{merge_range, RangeQuery};
@@ -87,13 +87,6 @@ pub(super) async fn stored_profiles(
         }
         other => other.into(),
     })
-}
-
-/// Runs CPU-heavy core work off the async threads.
-async fn off_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", format!("analysis failed: {e}")))
 }
 
 pub(super) fn analysis_failed(e: stacklens_core::Error) -> ApiError {

@@ -8,6 +8,7 @@ mod analysis;
 mod baselines;
 mod blobs;
 mod capture;
+mod debuginfo;
 mod docs;
 mod ingest;
 mod opened;
@@ -66,6 +67,8 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(ranges::function_history))
         .routes(routes!(ingest::ingest))
         .routes(routes!(push::push))
+        .routes(routes!(debuginfo::upload))
+        .routes(routes!(debuginfo::artifact))
         .with_state(state)
         .split_for_parts();
     let router = docs::routes(router, doc.clone())

@@ -44,9 +44,25 @@ pub const BODY_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 /// it stays counted by the reservation while it waits for its parse and until it is
 /// stored.
 pub async fn read_held_body(state: &AppState, body: Body) -> Result<(Bytes, Reservation), ApiError> {
+    read_held_body_within(state, body, state.max_upload).await
+}
+
+/// [`read_held_body`] with another limit than `--max-upload` (debug files).
+pub async fn read_held_body_within(
+    state: &AppState,
+    body: Body,
+    limit: usize,
+) -> Result<(Bytes, Reservation), ApiError> {
     let mut held = Reservation::default();
-    let bytes = read_within(body, state.max_upload, Some((&state.budget, &mut held))).await?;
+    let bytes = read_within(body, limit, Some((&state.budget, &mut held))).await?;
     Ok((bytes, held))
+}
+
+/// Runs CPU-heavy core work off the async threads.
+pub async fn off_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", format!("analysis failed: {e}")))
 }
 
 /// Reads a request body, refusing more than `limit` bytes with 413, and a body slower

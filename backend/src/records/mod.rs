@@ -8,6 +8,7 @@ pub mod baselines;
 pub mod blobs;
 pub mod buckets;
 pub mod captures;
+pub mod debuginfo;
 pub mod expiring;
 pub mod index;
 pub mod leases;

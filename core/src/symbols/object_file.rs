@@ -40,6 +40,9 @@ pub struct ObjectFile {
     fixed_address: bool,
     segments: Vec<Segment>,
     symbols: Vec<Symbol>,
+    /// Whether a code section has its bytes here (a binary; a split-off debug file
+    /// keeps `.text` only as a NOBITS header).
+    has_code: bool,
     dwarf: Option<addr2line::Context<DwarfReader>>,
 }
 
@@ -84,8 +87,10 @@ impl ObjectFile {
             })
             .collect();
         let symbols = function_symbols(&file);
+        let has_code =
+            file.sections().any(|s| s.kind() == object::SectionKind::Text && s.file_range().is_some_and(|r| r.1 > 0));
         let dwarf = load_dwarf(&file)?;
-        Ok(Self { build_id, debug_link, fixed_address, segments, symbols, dwarf })
+        Ok(Self { build_id, debug_link, fixed_address, segments, symbols, has_code, dwarf })
     }
 
     /// The build id (Mach-O: the UUID), as stored.
@@ -131,6 +136,12 @@ impl ObjectFile {
     /// Whether `address` is a virtual address inside one of the loaded segments.
     pub fn covers_address(&self, address: u64) -> bool {
         self.segments.iter().any(|s| s.memory_size > 0 && s.address <= address && address - s.address < s.memory_size)
+    }
+
+    /// Whether its code is here: a binary, not a split-off debug file (debuginfod's
+    /// "executable").
+    pub fn has_code(&self) -> bool {
+        self.has_code
     }
 
     /// The segment layout of this file is usable for address arithmetic: a debug file

@@ -1,0 +1,130 @@
+//! debuginfod as a client: fetching a build id's executable or debuginfo from an
+//! upstream server (elfutils' protocol, `GET {url}/buildid/{id}/{artifact}`), bounded
+//! in time and size; and the server's own lookup, which asks its store first, then its
+//! upstreams (`serve --debuginfod`), keeping what they give and remembering what they
+//! lack.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use stacklens_core::symbols::ObjectFile;
+
+use crate::budget::{Budget, BudgetError, Reservation};
+use crate::records::debuginfo::{self, Artifact, BuildId};
+use crate::records::{RecordError, Tenant};
+use crate::state::AppState;
+
+/// Why an upstream could not answer. A 404 is not one: it is an answer (no file).
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("{url}: no answer within {seconds} s")]
+    Timeout { url: String, seconds: u64 },
+    #[error("{url}: HTTP {status}")]
+    Status { url: String, status: u16 },
+    #[error("{url}: the file is larger than {limit} bytes")]
+    TooLarge { url: String, limit: usize },
+    #[error("{url}: {reason}")]
+    Transport { url: String, reason: String },
+    #[error("{url}: the file's build id is {found}, not the {wanted} asked for")]
+    WrongFile { url: String, wanted: String, found: String },
+    #[error(transparent)]
+    Budget(#[from] BudgetError),
+}
+
+/// Where and how a client asks debuginfod servers.
+#[derive(Clone, Debug)]
+pub struct Upstreams {
+    pub urls: Vec<String>,
+    /// For one whole request, body included.
+    pub timeout: Duration,
+    /// Largest file accepted.
+    pub limit: usize,
+}
+
+/// `artifact` of `id` from the debuginfod at `base`: `None` when it has none (404).
+/// `held` grows in `budget` with the body, so the memory budget counts a file while it
+/// arrives.
+pub async fn fetch(
+    http: &reqwest::Client,
+    base: &str,
+    (id, artifact): (&BuildId, Artifact),
+    upstreams: &Upstreams,
+    (budget, held): (&Budget, &mut Reservation),
+) -> Result<Option<Bytes>, FetchError> {
+    let url = format!("{}/buildid/{id}/{artifact}", base.trim_end_matches('/'));
+    let timeout = || FetchError::Timeout { url: url.clone(), seconds: upstreams.timeout.as_secs() };
+    let transport = |e: reqwest::Error| FetchError::Transport { url: url.clone(), reason: e.to_string() };
+    let deadline = tokio::time::Instant::now() + upstreams.timeout;
+    let mut response =
+        tokio::time::timeout_at(deadline, http.get(&url).send()).await.map_err(|_| timeout())?.map_err(transport)?;
+    match response.status().as_u16() {
+        200 => {}
+        404 => return Ok(None),
+        status => return Err(FetchError::Status { url, status }),
+    }
+    let too_large = || FetchError::TooLarge { url: url.clone(), limit: upstreams.limit };
+    if response.content_length().is_some_and(|n| n > upstreams.limit as u64) {
+        return Err(too_large());
+    }
+    let mut body = BytesMut::new();
+    while let Some(chunk) =
+        tokio::time::timeout_at(deadline, response.chunk()).await.map_err(|_| timeout())?.map_err(transport)?
+    {
+        if body.len() + chunk.len() > upstreams.limit {
+            return Err(too_large());
+        }
+        budget.hold_to(held, (body.len() + chunk.len()) as u64).await?;
+        body.extend_from_slice(&chunk);
+    }
+    let bytes = body.freeze();
+    match ObjectFile::parse(&*bytes).ok().and_then(|f| f.build_id_hex()) {
+        Some(found) if found == id.as_str() => Ok(Some(bytes)),
+        found => Err(FetchError::WrongFile {
+            url,
+            wanted: id.to_string(),
+            found: found.unwrap_or_else(|| "absent".to_owned()),
+        }),
+    }
+}
+
+/// Why the server could not look a file up.
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    #[error(transparent)]
+    Budget(#[from] BudgetError),
+}
+
+/// `artifact` of `id` for `tenant`: stored, or fetched from the first upstream that has
+/// it (then stored). Upstreams that fail are logged and skipped; when none has it, the
+/// miss is remembered for a while. The returned bytes are held in `held`.
+pub async fn find(
+    state: &AppState,
+    tenant: &Tenant,
+    id: &BuildId,
+    artifact: Artifact,
+    held: &mut Reservation,
+) -> Result<Option<Bytes>, LookupError> {
+    if let Some(bytes) = debuginfo::get(&state.store, tenant, id, artifact).await? {
+        state.budget.hold_to(held, bytes.len() as u64).await?;
+        return Ok(Some(bytes));
+    }
+    let upstreams = &state.debuginfod;
+    if upstreams.urls.is_empty() || debuginfo::recently_missed(&state.store, tenant, id, artifact).await? {
+        return Ok(None);
+    }
+    for base in &upstreams.urls {
+        match fetch(&state.http, base, (id, artifact), upstreams, (&state.budget, &mut *held)).await {
+            Ok(Some(bytes)) => {
+                debuginfo::put(&state.store, tenant, id, artifact, bytes.clone()).await?;
+                return Ok(Some(bytes));
+            }
+            Ok(None) => {}
+            Err(FetchError::Budget(e)) => return Err(e.into()),
+            Err(e) => tracing::warn!("debuginfod upstream: {e}"),
+        }
+    }
+    debuginfo::note_miss(&state.store, tenant, id, artifact).await?;
+    Ok(None)
+}

@@ -1,0 +1,164 @@
+//! Debug files on the server: uploads by build id, the debuginfod protocol answered to
+//! elfutils' own client (`debuginfod-find`), and a real upstream `debuginfod` (elfutils)
+//! whose files the server fetches and keeps; an upstream that hangs is asked once.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{fixtures, free_port, json_of, missing_prerequisite, temp_dir, until, Server};
+
+fn symbols_dir() -> Option<PathBuf> {
+    let dir = fixtures()?.join("symbols");
+    if dir.join("bin").is_dir() {
+        return Some(dir);
+    }
+    missing_prerequisite(&format!("{} (made by gen/symbols/make.sh)", dir.display()));
+    None
+}
+
+/// The GNU build id of an ELF file, as binutils' `readelf -n` prints it.
+fn readelf_build_id(path: &Path) -> String {
+    let out = Command::new("readelf").arg("-n").arg(path).output().expect("readelf (binutils)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines().find_map(|l| l.trim().strip_prefix("Build ID: ")).expect("a build id note").trim().to_owned()
+}
+
+fn put(server: &Server, id: &str, bytes: Vec<u8>) -> (u16, serde_json::Value) {
+    let url = format!("{}/api/v1/debuginfo/{id}", server.base);
+    json_of(reqwest::blocking::Client::new().put(url).body(bytes).send().unwrap())
+}
+
+fn get(server: &Server, path: &str) -> (u16, Vec<u8>) {
+    let r = reqwest::blocking::get(format!("{}{path}", server.base)).unwrap();
+    (r.status().as_u16(), r.bytes().unwrap().to_vec())
+}
+
+#[test]
+fn uploads_are_checked_by_build_id_and_served_as_debuginfod_serves_them() {
+    let Some(dir) = symbols_dir() else { return };
+    let store = temp_dir("debuginfo");
+    let server = Server::start(store.to_str().unwrap(), &[], &[]);
+    let (stripped, debug) = (dir.join("bin/symwork-c.stripped"), dir.join("bin/symwork-c.debug"));
+    let id = readelf_build_id(&stripped);
+    let debug_bytes = std::fs::read(&debug).unwrap();
+
+    let (status, body) = put(&server, &id, debug_bytes.clone());
+    assert_eq!((status, body["artifacts"].clone()), (201, serde_json::json!(["debuginfo"])), "{body}");
+    let (status, body) = put(&server, &id.to_uppercase(), std::fs::read(&stripped).unwrap());
+    assert_eq!((status, body["artifacts"].clone()), (201, serde_json::json!(["executable"])), "{body}");
+
+    // Another program's file under this id, a file that is no binary, and an id that is none.
+    let other = std::fs::read(dir.join("bin/symwork-cpp.debug")).unwrap();
+    let (status, body) = put(&server, &id, other);
+    assert_eq!((status, body["error_code"].as_str()), (422, Some("BuildIdMismatch")), "{body}");
+    assert_eq!(body["details"]["fileBuildId"], readelf_build_id(&dir.join("bin/symwork-cpp")));
+    let (status, body) = put(&server, &id, b"\x7fELF but not really".to_vec());
+    assert_eq!((status, body["error_code"].as_str()), (400, Some("NotAnObjectFile")), "{body}");
+    let (status, body) = put(&server, "xyz", debug_bytes.clone());
+    assert_eq!((status, body["error_code"].as_str()), (400, Some("InvalidParameter")), "{body}");
+
+    assert_eq!(get(&server, &format!("/buildid/{id}/debuginfo")), (200, debug_bytes.clone()));
+    assert_eq!(get(&server, &format!("/buildid/{id}/executable")).1, std::fs::read(&stripped).unwrap());
+    assert_eq!(get(&server, &format!("/buildid/{id}/source/x.c")).0, 404);
+    assert_eq!(get(&server, &format!("/buildid/{}/debuginfo", "ab".repeat(20))).0, 404);
+
+    // elfutils' own client, against stacklens as its debuginfod.
+    if which("debuginfod-find").is_none() {
+        return missing_prerequisite("debuginfod-find (Debian package debuginfod)");
+    }
+    let cache = temp_dir("debuginfod-client");
+    let out = Command::new("debuginfod-find")
+        .args(["debuginfo", &id])
+        .env("DEBUGINFOD_URLS", &server.base)
+        .env("DEBUGINFOD_CACHE_PATH", &cache)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "debuginfod-find: {}", String::from_utf8_lossy(&out.stderr));
+    let path = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(std::fs::read(path.trim()).unwrap(), debug_bytes);
+}
+
+fn which(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(tool)).find(|p| p.is_file())
+}
+
+/// Debian's elfutils `debuginfod`, serving the ELF files under `dir`; killed when dropped.
+struct Debuginfod(Child);
+
+impl Drop for Debuginfod {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_debuginfod(dir: &Path, port: u16) -> Debuginfod {
+    let db = temp_dir("debuginfod-db").join("db.sqlite");
+    let child = Command::new("debuginfod")
+        .args(["-F", "-p", &port.to_string(), "-d", db.to_str().unwrap(), "-t", "1", "-g", "0"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("debuginfod");
+    Debuginfod(child)
+}
+
+#[test]
+fn files_an_upstream_debuginfod_has_are_fetched_once_and_kept() {
+    let Some(dir) = symbols_dir() else { return };
+    if which("debuginfod").is_none() {
+        return missing_prerequisite("debuginfod (Debian package debuginfod)");
+    }
+    let id = readelf_build_id(&dir.join("bin/symwork-cpp"));
+    let debug_bytes = std::fs::read(dir.join("bin/symwork-cpp.debug")).unwrap();
+    let port = free_port();
+    let upstream = start_debuginfod(&dir.join("bin"), port);
+    let upstream_url = format!("http://127.0.0.1:{port}");
+    // The upstream answers once its first scan has indexed the folder.
+    until("debuginfod to index the fixtures", Duration::from_secs(60), || {
+        let r = reqwest::blocking::get(format!("{upstream_url}/buildid/{id}/debuginfo")).ok()?;
+        (r.status().as_u16() == 200).then_some(())
+    });
+    let store = temp_dir("debuginfo-upstream");
+    let server = Server::start(store.to_str().unwrap(), &["--debuginfod", &upstream_url], &[]);
+    let (status, fetched) = get(&server, &format!("/buildid/{id}/debuginfo"));
+    assert_eq!(status, 200);
+    // elfutils serves the split-off debug file or the unstripped binary (both carry the
+    // DWARF); either way it is a file of this build id.
+    let candidates = [debug_bytes, std::fs::read(dir.join("bin/symwork-cpp")).unwrap()];
+    assert!(candidates.contains(&fetched), "the upstream's file: {} bytes", fetched.len());
+    drop(upstream);
+    assert_eq!(get(&server, &format!("/buildid/{id}/debuginfo")), (200, fetched), "kept in the store");
+}
+
+#[test]
+fn an_upstream_that_hangs_is_bounded_and_remembered_as_a_miss() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let seen = accepted.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            held.push(stream); // never answered
+        }
+    });
+    let store = temp_dir("debuginfo-hang");
+    let upstream = format!("http://127.0.0.1:{port}");
+    let server =
+        Server::start(store.to_str().unwrap(), &["--debuginfod", &upstream, "--debuginfod-timeout-secs", "1"], &[]);
+    let path = format!("/buildid/{}/debuginfo", "cd".repeat(20));
+    let (status, body) = get(&server, &path);
+    assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    assert_eq!(get(&server, &path).0, 404);
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "the miss is remembered, the upstream not asked again");
+}
