@@ -24,7 +24,7 @@ pub struct Wanted {
     pub role: Role,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Role {
     Binary,
     DebugFile,
