@@ -23,8 +23,10 @@ use stacklens_core::report::tags::tags;
 use crate::open::{Opened, Source};
 
 pub(crate) mod common;
+mod symbols;
 use crate::text;
 use common::{for_terminal, load_merged, parse, print_json, read, read_source, write_output, CliError};
+use symbols::SymbolArgs;
 
 #[derive(Parser)]
 #[command(
@@ -168,6 +170,8 @@ enum Command {
         diff_base: Vec<PathBuf>,
         #[command(flatten)]
         query: QueryArgs,
+        #[command(flatten)]
+        symbols: SymbolArgs,
         /// Show at most N rows (all by default).
         #[arg(long)]
         nodecount: Option<usize>,
@@ -242,6 +246,8 @@ enum Command {
         new_runs: Vec<PathBuf>,
         #[command(flatten)]
         query: QueryArgs,
+        #[command(flatten)]
+        symbols: SymbolArgs,
         /// Scale the new profile to the base's total before subtracting (pprof -normalize).
         #[arg(long)]
         normalize: bool,
@@ -267,10 +273,22 @@ enum Command {
         /// The sample type folded stacks carry, and that pprof and speedscope open first.
         #[command(flatten)]
         query: QueryArgs,
+        #[command(flatten)]
+        symbols: SymbolArgs,
         /// How frames are named in folded and speedscope output.
         /// Name functions by their raw symbols (mangled, as the binary has them).
         #[arg(long)]
         raw_names: bool,
+    },
+    /// Name a profile's addresses from binaries, debug files and debuginfod, and write it
+    /// as pprof; each mapping's outcome is printed to standard error.
+    Symbolize {
+        input: PathBuf,
+        /// Where to write the symbolized pprof ("-" for standard output).
+        #[arg(short, long)]
+        output: PathBuf,
+        #[command(flatten)]
+        symbols: SymbolArgs,
     },
     /// Write a copy of a profile without what it gives away, for sharing: file paths,
     /// build ids, comments, labels, function names. Totals and stacks stay the same.
@@ -389,9 +407,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         }
         Command::Open { sources, listen, no_browser, dist } => open(&sources, listen, no_browser, dist)?,
         Command::Gate(gate) => return crate::gate::run(gate),
-        Command::Top { files, diff_base, query, nodecount, nodefraction, cum, raw_names, format } => {
+        Command::Top { files, diff_base, query, symbols, nodecount, nodefraction, cum, raw_names, format } => {
             let load = |files: &[PathBuf]| {
                 let mut profile = load_merged(files)?;
+                symbols.apply(&mut profile);
                 if raw_names {
                     use_raw_names(&mut profile);
                 }
@@ -454,6 +473,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             base_runs,
             new_runs,
             query,
+            symbols,
             normalize,
             noise_threshold,
             fail_on_regression,
@@ -461,7 +481,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         } => {
             let (base, new) = diff_sides(base, new, base_runs, new_runs)?;
             let options = DiffOptions { normalize, noise_threshold_pct: noise_threshold, ..DiffOptions::default() };
-            let (base, new) = (load_merged(&base)?, load_merged(&new)?);
+            let (mut base, mut new) = (load_merged(&base)?, load_merged(&new)?);
+            symbols.apply(&mut base);
+            symbols.apply(&mut new);
             let (base, new) = query.query().prepare_pair(&base, &new)?;
             let report = diff(&base, &new, &options)?;
             match format {
@@ -479,7 +501,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 }
             }
         }
-        Command::Convert { files, output, to, query, raw_names } => {
+        Command::Convert { files, output, to, query, symbols, raw_names } => {
             let format = match to.or_else(|| ExportFormat::from_file_name(&output.to_string_lossy())) {
                 Some(format) => format,
                 None => {
@@ -490,10 +512,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 }
             };
             let mut profile = load_merged(&files)?;
+            symbols.apply(&mut profile);
             if raw_names {
                 use_raw_names(&mut profile);
             }
             write_output(&output, &export(&query.query().prepare(&profile)?, format)?)?;
+        }
+        Command::Symbolize { input, output, symbols } => {
+            let mut profile = load_merged(std::slice::from_ref(&input))?;
+            symbols.apply(&mut profile);
+            write_output(&output, &export(&Prepared::whole(&profile)?, ExportFormat::Pprof)?)?;
         }
         Command::Sanitize { input, output, strip, redact } => {
             let options = SanitizeOptions { redact, ..SanitizeOptions::strip(&strip).map_err(CliError::Usage)? };

@@ -132,7 +132,7 @@ fn compare(tools: &[&str], root: &Path, program: &str) -> usize {
     let binary = root.join(format!("symbols/bin/{program}"));
     let file = ObjectFile::parse(&read(&binary)[..]).unwrap();
     let addresses: Vec<u64> =
-        sampled_offsets(root, program).into_iter().map(|o| file.offset_to_address(o).unwrap()).collect();
+        sampled_offsets(root, program).into_iter().map(|o| file.file_offset_to_address(o).unwrap()).collect();
     assert!(addresses.len() >= 5, "{program}: only {} sampled addresses", addresses.len());
     let references: Vec<Vec<Vec<Frame>>> = tools.iter().map(|tool| reference(tool, &binary, &addresses)).collect();
     let mut inlined = 0;

@@ -6,7 +6,9 @@
 
 use thiserror::Error;
 
+mod apply;
 mod object_file;
+pub use apply::{Found, MappingReport, Outcome, Role, SymbolFiles, Wanted};
 pub use object_file::ObjectFile;
 
 /// One source frame at an address. A lookup returns these innermost inlined function

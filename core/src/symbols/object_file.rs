@@ -125,8 +125,14 @@ impl ObjectFile {
 
     /// The virtual address at which file offset `offset` is loaded, through the
     /// segment whose file bytes hold it (as perf's `map__rip_2objdump` and pprof's
-    /// `elfexec.GetBase` do).
-    pub fn offset_to_address(&self, offset: u64) -> Option<u64> {
+    /// `elfexec.GetBase` do). A debug file split off with `objcopy --only-keep-debug`
+    /// keeps its segments but not their file bytes: there the first segment's
+    /// placement (linkers load the file's start there) stands in.
+    pub fn file_offset_to_address(&self, offset: u64) -> Option<u64> {
+        if !self.has_loaded_segments() {
+            let first = self.segments.iter().filter(|s| s.memory_size > 0).min_by_key(|s| s.address)?;
+            return Some(first.address.wrapping_sub(first.offset).wrapping_add(offset));
+        }
         self.segments
             .iter()
             .find(|s| s.file_size > 0 && s.offset <= offset && offset - s.offset < s.file_size)
@@ -144,8 +150,7 @@ impl ObjectFile {
         self.has_code
     }
 
-    /// The segment layout of this file is usable for address arithmetic: a debug file
-    /// split off with `objcopy --only-keep-debug` keeps segments without file bytes.
+    /// Whether its segments hold file bytes (a binary, not a split-off debug file).
     pub fn has_loaded_segments(&self) -> bool {
         self.segments.iter().any(|s| s.file_size > 0)
     }

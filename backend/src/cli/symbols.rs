@@ -1,0 +1,235 @@
+//! `--symbols PATH` and `--debuginfod URL` (and `$PPROF_BINARY_PATH`, `$DEBUGINFOD_URLS`):
+//! where the command line finds the binaries and debug files that name a profile's
+//! addresses. Files are read whole with plain reads (no mmap: no unsafe, and one file at
+//! a time is held); debuginfod answers are cached on disk, misses for an hour.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use stacklens_core::symbols::{Found, ObjectFile, Outcome, Role, SymbolFiles, Wanted};
+use stacklens_core::Profile;
+
+/// Where symbols come from, as flags shared by every command that reads profiles.
+#[derive(clap::Args, Clone, Default)]
+pub(crate) struct SymbolArgs {
+    /// A binary, a debug file, or a folder searched by file name, build id
+    /// (`.build-id/ab/cdef….debug`) and debug link; repeatable. `$PPROF_BINARY_PATH`
+    /// (`:`-separated) is searched after these.
+    #[arg(long = "symbols", value_name = "PATH")]
+    symbols: Vec<PathBuf>,
+    /// A debuginfod server to ask by build id; repeatable. `$DEBUGINFOD_URLS`
+    /// (space-separated) is asked after these.
+    #[arg(long = "debuginfod", value_name = "URL")]
+    debuginfod: Vec<String>,
+}
+
+/// How long a debuginfod server may take, how much it may send, and how long a miss
+/// is remembered.
+const DEBUGINFOD_TIMEOUT: Duration = Duration::from_secs(30);
+const DEBUGINFOD_MAX_BYTES: u64 = 4 << 30;
+const MISS_KEPT: Duration = Duration::from_secs(3600);
+
+impl SymbolArgs {
+    /// Symbolizes `profile` when any source of symbols is given (flags or environment),
+    /// printing each mapping's outcome to standard error. With none, nothing happens.
+    pub(crate) fn apply(&self, profile: &mut Profile) {
+        let mut files = LocalFiles::new(self);
+        if files.paths.is_empty() && files.servers.is_empty() {
+            return;
+        }
+        for report in profile.symbolize(&mut files) {
+            let name = &report.file_name;
+            let line = match &report.outcome {
+                Outcome::Symbolized { file, debug_file, locations } => {
+                    let debug = debug_file.as_ref().map(|d| format!(" and {d}")).unwrap_or_default();
+                    format!("{name}: {locations} locations symbolized from {file}{debug}")
+                }
+                Outcome::NotFound { build_id } => {
+                    let id = build_id.as_deref().map(|id| format!(" (build id {id})")).unwrap_or_default();
+                    format!("{name}: no symbol file found{id}")
+                }
+                Outcome::BuildIdMismatch { file, wanted, found } => {
+                    format!("{name}: {file} has build id {found}, not {wanted}: not used")
+                }
+                Outcome::Error { file, error } => format!("{name}: {file}: {error}"),
+            };
+            eprintln!("stacklens: symbols: {}", super::common::for_terminal(&line));
+        }
+    }
+}
+
+/// Symbol files from folders and files on this machine, then debuginfod servers.
+struct LocalFiles {
+    paths: Vec<PathBuf>,
+    servers: Vec<String>,
+}
+
+impl LocalFiles {
+    fn new(args: &SymbolArgs) -> Self {
+        let mut paths = args.symbols.clone();
+        if let Some(env) = std::env::var_os("PPROF_BINARY_PATH") {
+            paths.extend(std::env::split_paths(&env).filter(|p| !p.as_os_str().is_empty()));
+        }
+        let mut servers = args.debuginfod.clone();
+        if let Ok(env) = std::env::var("DEBUGINFOD_URLS") {
+            servers.extend(env.split_whitespace().map(str::to_owned));
+        }
+        Self { paths, servers }
+    }
+
+    /// Local candidates, in pprof's and gdb's order.
+    fn candidates(&self, wanted: &Wanted) -> Vec<PathBuf> {
+        let mapped = Path::new(&wanted.file_name);
+        let base = mapped.file_name().map(PathBuf::from).unwrap_or_default();
+        let id = wanted.build_id.as_deref().filter(|id| id.len() > 2);
+        let mut out = Vec::new();
+        for path in &self.paths {
+            if !path.is_dir() {
+                out.push(path.clone());
+                continue;
+            }
+            match wanted.role {
+                Role::Binary => {
+                    if let Some(id) = id {
+                        out.push(path.join(id).join(&base));
+                    }
+                    out.push(path.join(&base));
+                }
+                Role::DebugFile => {
+                    if let Some(id) = id {
+                        out.push(path.join(format!(".build-id/{}/{}.debug", &id[..2], &id[2..])));
+                        out.push(path.join(format!("{}/{}.debug", &id[..2], &id[2..])));
+                    }
+                    if let Some(link) = &wanted.debug_link {
+                        out.extend([path.join(link), path.join(".debug").join(link)]);
+                    }
+                }
+            }
+        }
+        // The mapping's own file, where it still is (pprof's last resort), and gdb's
+        // places for a debug link beside it.
+        match wanted.role {
+            Role::Binary => out.push(mapped.to_owned()),
+            Role::DebugFile => {
+                let dir = mapped.parent().unwrap_or(Path::new("/"));
+                if let Some(link) = &wanted.debug_link {
+                    let system = Path::new("/usr/lib/debug").join(dir.strip_prefix("/").unwrap_or(dir));
+                    out.extend([dir.join(link), dir.join(".debug").join(link), system.join(link)]);
+                }
+                if let Some(id) = id {
+                    out.push(PathBuf::from(format!("/usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..])));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether a file given by name (not a folder) may be what is wanted.
+    fn fits(path: &Path, file: &ObjectFile, wanted: &Wanted) -> bool {
+        let same_id = wanted.build_id.is_some() && file.build_id_hex() == wanted.build_id;
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let same_name = match wanted.role {
+            Role::Binary => Path::new(&wanted.file_name).file_name().and_then(|n| n.to_str()) == Some(name),
+            Role::DebugFile => wanted.debug_link.as_deref() == Some(name) && file.has_dwarf(),
+        };
+        same_id || same_name
+    }
+}
+
+impl SymbolFiles for LocalFiles {
+    fn find(&mut self, wanted: &Wanted) -> Option<Found> {
+        // The first file whose build id matches; failing that the first that fits,
+        // so that a mismatch or a corrupt file is reported rather than passed over.
+        let mut fallback = None;
+        for path in self.candidates(wanted) {
+            let Ok(bytes) = std::fs::read(&path) else { continue };
+            let shown = path.display().to_string();
+            let file = match ObjectFile::parse(&bytes[..]) {
+                Ok(file) => file,
+                Err(error) => {
+                    fallback.get_or_insert(Found { path: shown, file: Err(error) });
+                    continue;
+                }
+            };
+            let given = self.paths.contains(&path);
+            if given && !Self::fits(&path, &file, wanted) {
+                continue;
+            }
+            if wanted.role == Role::DebugFile && !file.has_symbols() {
+                continue;
+            }
+            if wanted.build_id.is_none() || file.build_id_hex() == wanted.build_id {
+                return Some(Found { path: shown, file: Ok(file) });
+            }
+            fallback.get_or_insert(Found { path: shown, file: Ok(file) });
+        }
+        if let Some(found) = wanted.build_id.as_deref().and_then(|id| self.from_servers(id, wanted.role)) {
+            return Some(found);
+        }
+        fallback
+    }
+}
+
+impl LocalFiles {
+    /// The file with build id `id` from the first debuginfod server that has it.
+    fn from_servers(&self, id: &str, role: Role) -> Option<Found> {
+        let kind = match role {
+            Role::Binary => "executable",
+            Role::DebugFile => "debuginfo",
+        };
+        let cache = cache_dir()?.join(id);
+        let cached = cache.join(kind);
+        let miss = cache.join(format!("{kind}.miss"));
+        if let Ok(bytes) = std::fs::read(&cached) {
+            return Some(Found { path: cached.display().to_string(), file: ObjectFile::parse(&bytes[..]) });
+        }
+        let fresh_miss = std::fs::metadata(&miss)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| SystemTime::now().duration_since(t).is_ok_and(|age| age < MISS_KEPT));
+        if fresh_miss {
+            return None;
+        }
+        for server in &self.servers {
+            let url = format!("{}/buildid/{id}/{kind}", server.trim_end_matches('/'));
+            match fetch_bounded(&url) {
+                Ok(bytes) => {
+                    // The cache is a convenience: a failed write only costs a refetch.
+                    let _ = std::fs::create_dir_all(&cache).and_then(|()| std::fs::write(&cached, &bytes));
+                    return Some(Found { path: url, file: ObjectFile::parse(&bytes[..]) });
+                }
+                Err(reason) => eprintln!("stacklens: symbols: {url}: {reason}"),
+            }
+        }
+        let _ = std::fs::create_dir_all(&cache).and_then(|()| std::fs::write(&miss, b""));
+        None
+    }
+}
+
+/// `$XDG_CACHE_HOME/stacklens/debuginfod`, else `~/.cache/stacklens/debuginfod`.
+fn cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    Some(base.join("stacklens/debuginfod"))
+}
+
+/// GET `url` within the timeout, refusing answers over the size bound.
+fn fetch_bounded(url: &str) -> Result<Vec<u8>, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let request = reqwest::Client::new().get(url).timeout(DEBUGINFOD_TIMEOUT);
+        let mut response = request.send().await.map_err(|e| e.to_string())?;
+        if !response.status().is_success() {
+            return Err(format!("the server answered {}", response.status()));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+            if body.len() as u64 + chunk.len() as u64 > DEBUGINFOD_MAX_BYTES {
+                return Err(format!("larger than {DEBUGINFOD_MAX_BYTES} bytes"));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    })
+}

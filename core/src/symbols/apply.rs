@@ -1,0 +1,241 @@
+//! Symbolizing a profile: for each mapping whose locations have no lines, the caller's
+//! [`SymbolFiles`] hands in its binary and debug file (core does no I/O), each address is
+//! turned into the file's virtual address as pprof and perf do (mapping start, limit
+//! and file offset, then the `PT_LOAD` segment holding that offset) and looked up; the
+//! location keeps its address and mapping and gains lines, innermost inlined first.
+
+use rustc_hash::FxHashMap as HashMap;
+use serde::Serialize;
+
+use super::{AddressLookup, ObjectFile, SymbolError};
+use crate::import::demangle::add_native_function;
+use crate::model::{FunctionId, Line, Mapping, Profile, SourceFormat};
+
+/// What a mapping needs: its binary first, then (when the binary has no DWARF) its
+/// debug file, found by build id or by the binary's `.gnu_debuglink`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wanted {
+    /// The mapping's file as the profile names it (a path on the profiled host).
+    pub file_name: String,
+    /// Lowercase hex: the mapping's, else the binary's once it was found.
+    pub build_id: Option<String>,
+    /// The binary's `.gnu_debuglink`, when asking for its debug file.
+    pub debug_link: Option<String>,
+    pub role: Role,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    Binary,
+    DebugFile,
+}
+
+/// A file the caller found for a [`Wanted`], parsed by the caller (from bytes or a
+/// `ReadCache`) with [`ObjectFile::parse`].
+// A Go pclntab or Breakpad `.sym` reader plugs in here: `file` becomes an enum of the
+// readers (each an `AddressLookup`), opened by one dispatcher on the file's first bytes.
+pub struct Found {
+    /// How the report names the file (a path, a debuginfod URL).
+    pub path: String,
+    pub file: Result<ObjectFile, SymbolError>,
+}
+
+/// Where symbol files come from: folders, debuginfod, dropped files, a store.
+pub trait SymbolFiles {
+    fn find(&mut self, wanted: &Wanted) -> Option<Found>;
+}
+
+/// What happened to one mapping.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MappingReport {
+    pub file_name: String,
+    pub build_id: Option<String>,
+    pub outcome: Outcome,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum Outcome {
+    /// `locations` of the mapping gained lines, named from `file` (and `debug_file`).
+    Symbolized { file: String, debug_file: Option<String>, locations: usize },
+    /// No file was found; `build_id` is what was looked for.
+    NotFound { build_id: Option<String> },
+    /// `file` has build id `found`, not the `wanted` one, and was not used.
+    BuildIdMismatch { file: String, wanted: String, found: String },
+    /// `file` could not be read.
+    Error {
+        file: String,
+        #[serde(serialize_with = "as_message")]
+        error: SymbolError,
+    },
+}
+
+fn as_message<S: serde::Serializer>(error: &SymbolError, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(error)
+}
+
+impl Profile {
+    /// Names the addresses of every mapping whose locations have no lines, from the
+    /// files `files` finds; one report per such mapping. A file that fails or does
+    /// not match leaves its mapping as it was and the others go on.
+    pub fn symbolize(&mut self, files: &mut dyn SymbolFiles) -> Vec<MappingReport> {
+        let callers = caller_only_locations(self);
+        let mut functions: HashMap<(String, String), FunctionId> = HashMap::default();
+        let mut reports = Vec::new();
+        for m in 0..self.mappings.len() {
+            let wanting: Vec<usize> = (0..self.locations.len())
+                .filter(|&l| self.locations[l].mapping.is_some_and(|id| id.0 as usize == m))
+                .filter(|&l| self.locations[l].lines.is_empty())
+                .collect();
+            let file_name = self.str(self.mappings[m].filename).to_owned();
+            // Kernel, vdso, anonymous memory: no file to read.
+            if wanting.is_empty() || file_name.is_empty() || file_name.starts_with('[') {
+                continue;
+            }
+            let build_id = Some(self.str(self.mappings[m].build_id).to_ascii_lowercase()).filter(|b| !b.is_empty());
+            let outcome = match open_module(files, &file_name, build_id.clone()) {
+                Err(outcome) => outcome,
+                Ok(module) => {
+                    let mapping = self.mappings[m].clone();
+                    let mut named = 0;
+                    for &l in &wanting {
+                        let address = self.locations[l].address;
+                        let Some(probe) = module.address(&mapping, address) else { continue };
+                        let probe = if callers[l] { probe.saturating_sub(1) } else { probe };
+                        let Ok(frames) = module.names().lookup(probe) else { continue };
+                        let lines: Vec<Line> = frames
+                            .into_iter()
+                            .map(|f| {
+                                let file = f.file.unwrap_or_default();
+                                let function = *functions
+                                    .entry((f.name.clone(), file.clone()))
+                                    .or_insert_with(|| add_native_function(self, &f.name, &file, 0));
+                                Line { function, line: i64::from(f.line), column: 0 }
+                            })
+                            .collect();
+                        named += usize::from(!lines.is_empty());
+                        let m = &mut self.mappings[m];
+                        m.has_functions |= !lines.is_empty();
+                        m.has_filenames |= lines
+                            .iter()
+                            .any(|l| !self.strings.get(self.functions[l.function.0 as usize].filename).is_empty());
+                        m.has_line_numbers |= lines.iter().any(|l| l.line > 0);
+                        m.has_inline_frames |= lines.len() > 1;
+                        self.locations[l].lines = lines;
+                    }
+                    Outcome::Symbolized { file: module.binary_path, debug_file: module.debug_path, locations: named }
+                }
+            };
+            reports.push(MappingReport { file_name, build_id, outcome });
+        }
+        reports
+    }
+}
+
+/// A mapping's binary and debug file, as far as they were found.
+struct Module {
+    binary: Option<ObjectFile>,
+    binary_path: String,
+    debug: Option<ObjectFile>,
+    debug_path: Option<String>,
+}
+
+impl Module {
+    /// The file that names addresses: the debug file, else the binary.
+    fn names(&self) -> &ObjectFile {
+        self.debug.as_ref().or(self.binary.as_ref()).expect("a module has a binary or a debug file")
+    }
+
+    /// The file whose segments say where file offsets load: the binary, as mapped;
+    /// a debug file split off keeps its segments but not their file offsets.
+    fn layout(&self) -> &ObjectFile {
+        match (&self.binary, &self.debug) {
+            (Some(b), _) if b.has_loaded_segments() => b,
+            _ => self.names(),
+        }
+    }
+
+    /// The virtual address in the file of a runtime `address` in `mapping`.
+    fn address(&self, mapping: &Mapping, address: u64) -> Option<u64> {
+        let layout = self.layout();
+        let no_placement = mapping.memory_start == 0
+            && mapping.file_offset == 0
+            && (mapping.memory_limit == 0 || mapping.memory_limit == u64::MAX);
+        if no_placement {
+            // Addresses relative to the file, as `perf script` prints them: a file
+            // offset when perf had no symbols for the file, the virtual address when it
+            // had them for a fixed-address executable. Offsets of such a file lie below
+            // its first loaded address, so the two do not meet.
+            if layout.fixed_address() && layout.covers_address(address) {
+                return Some(address);
+            }
+            return layout.file_offset_to_address(address);
+        }
+        if address < mapping.memory_start || (mapping.memory_limit != 0 && address >= mapping.memory_limit) {
+            return None;
+        }
+        layout.file_offset_to_address(address - mapping.memory_start + mapping.file_offset)
+    }
+}
+
+/// Finds and checks the binary and debug file of one mapping; the outcome to report
+/// when nothing usable was found.
+fn open_module(files: &mut dyn SymbolFiles, file_name: &str, build_id: Option<String>) -> Result<Module, Outcome> {
+    let mut wanted = Wanted { file_name: file_name.to_owned(), build_id, debug_link: None, role: Role::Binary };
+    let binary = files.find(&wanted).map(|found| checked(found, wanted.build_id.as_deref())).transpose()?;
+    let (binary, binary_path) = match binary {
+        Some((file, path)) => (Some(file), path),
+        None => (None, String::new()),
+    };
+    if binary.as_ref().is_some_and(ObjectFile::has_dwarf) {
+        return Ok(Module { binary, binary_path, debug: None, debug_path: None });
+    }
+    if let Some(b) = &binary {
+        wanted.build_id = wanted.build_id.or_else(|| b.build_id_hex());
+        wanted.debug_link = b.debug_link().map(str::to_owned);
+    }
+    wanted.role = Role::DebugFile;
+    let debug = match files.find(&wanted) {
+        Some(found) => Some(checked(found, wanted.build_id.as_deref())?),
+        None => None,
+    };
+    match (binary, debug) {
+        (binary, Some((debug, path))) => Ok(Module { binary, binary_path, debug: Some(debug), debug_path: Some(path) }),
+        (Some(binary), None) if binary.has_symbols() => {
+            Ok(Module { binary: Some(binary), binary_path, debug: None, debug_path: None })
+        }
+        _ => Err(Outcome::NotFound { build_id: wanted.build_id }),
+    }
+}
+
+/// The file of `found`, unless it failed to parse or has another build id than `wanted`.
+fn checked(found: Found, wanted: Option<&str>) -> Result<(ObjectFile, String), Outcome> {
+    let file = found.file.map_err(|error| Outcome::Error { file: found.path.clone(), error })?;
+    if let (Some(wanted), Some(id)) = (wanted, file.build_id_hex()) {
+        if id != wanted {
+            return Err(Outcome::BuildIdMismatch { file: found.path, wanted: wanted.to_owned(), found: id });
+        }
+    }
+    Ok((file, found.path))
+}
+
+/// Per location: whether it appears only as a caller frame, where its address is a
+/// return address to look up at address − 1 (the call). Formats whose importer already
+/// did that (gperftools' legacy profile, pprof's own) or whose addresses are not
+/// return addresses give all false.
+fn caller_only_locations(p: &Profile) -> Vec<bool> {
+    let mut callers = vec![false; p.locations.len()];
+    if !matches!(p.source, SourceFormat::PerfScript) {
+        return callers;
+    }
+    let mut leaves = vec![false; p.locations.len()];
+    for sample in p.samples.iter() {
+        for (depth, l) in sample.locations.iter().enumerate() {
+            let slot = if depth == 0 { &mut leaves } else { &mut callers };
+            slot[l.0 as usize] = true;
+        }
+    }
+    // A location both a leaf and a caller is looked up as the leaf.
+    callers.iter().zip(&leaves).map(|(&c, &leaf)| c && !leaf).collect()
+}
