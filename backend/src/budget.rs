@@ -159,6 +159,12 @@ impl Parsed {
         reserved.shrink_to(bytes);
         reserved
     }
+
+    /// The reservation the profiles are held in, for work that grows them (their
+    /// symbolization's debug files).
+    pub fn reserved(&mut self) -> &mut Reservation {
+        &mut self.reserved
+    }
 }
 
 impl Budget {

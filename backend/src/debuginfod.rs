@@ -94,6 +94,8 @@ pub enum LookupError {
     Record(#[from] RecordError),
     #[error(transparent)]
     Budget(#[from] BudgetError),
+    #[error("symbolization stopped: {0}")]
+    Stopped(String),
 }
 
 /// `artifact` of `id` for `tenant`: stored, or fetched from the first upstream that has

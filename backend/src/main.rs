@@ -21,6 +21,7 @@ mod runs;
 mod serve;
 mod state;
 mod store;
+mod symbols;
 mod targets;
 mod text;
 

@@ -15,6 +15,7 @@ use stacklens_core::export::pprof;
 use stacklens_core::Profile;
 
 use crate::budget::{ParseFailure, Reservation};
+use crate::debuginfod::LookupError;
 use crate::records::series::{Entry, Hour, Series};
 use crate::records::{load, sessions, RecordError, Tenant};
 use crate::state::AppState;
@@ -61,6 +62,16 @@ pub enum MergeError {
          (half the server's memory budget): ask for a shorter range or fewer labels"
     )]
     TooLarge { need: u64, limit: u64 },
+}
+
+impl From<LookupError> for MergeError {
+    fn from(e: LookupError) -> Self {
+        match e {
+            LookupError::Record(e) => MergeError::Record(e),
+            LookupError::Budget(e) => MergeError::Parse(ParseFailure::Budget(e)),
+            LookupError::Stopped(e) => MergeError::Stopped(e),
+        }
+    }
 }
 
 /// What a merge holds: its merged model, grown within the budget before each profile
@@ -258,7 +269,13 @@ pub async fn merge_range(state: &AppState, query: &RangeQuery, now: u64) -> Resu
         (merging, count) = merge_entries(state, query, &entries, merging).await?;
         profile_count += count;
     }
-    let Merging { merger, reserved } = merging;
-    let profile = if profile_count == 0 { None } else { Some(merger.finish().map_err(MergeError::Incompatible)?) };
+    let Merging { merger, mut reserved } = merging;
+    let profile = match profile_count {
+        0 => None,
+        _ => {
+            let merged = merger.finish().map_err(MergeError::Incompatible)?;
+            crate::symbols::symbolize(state, &query.series.tenant, vec![merged], &mut reserved).await?.pop()
+        }
+    };
     Ok(Merged { profile, profile_count, _reserved: reserved })
 }

@@ -162,3 +162,56 @@ fn an_upstream_that_hangs_is_bounded_and_remembered_as_a_miss() {
     assert_eq!(get(&server, &path).0, 404);
     assert_eq!(accepted.load(Ordering::SeqCst), 1, "the miss is remembered, the upstream not asked again");
 }
+
+/// gperftools' profile of the stripped C program, its mappings given their build ids
+/// (its `/proc/self/maps` text names none): what an agent that sends addresses sends.
+fn gperftools_profile_with_build_ids(dir: &Path) -> Vec<u8> {
+    let bytes = std::fs::read(dir.join("symwork-c.gperftools.prof")).unwrap();
+    let mut profile = stacklens_core::parse(&bytes).unwrap();
+    let id = readelf_build_id(&dir.join("bin/symwork-c"));
+    let id = profile.strings.intern(&id);
+    let mut named = 0;
+    for m in 0..profile.mappings.len() {
+        if profile.str(profile.mappings[m].filename).ends_with("/bin/symwork-c.stripped") {
+            profile.mappings[m].build_id = id;
+            named += 1;
+        }
+    }
+    assert_eq!(named, 1, "the profile maps the stripped binary");
+    stacklens_core::export::pprof::write(&profile)
+}
+
+#[test]
+fn stored_profiles_are_named_from_uploaded_debug_files_when_merged() {
+    let Some(dir) = symbols_dir() else { return };
+    let store = temp_dir("debuginfo-merge");
+    let server = Server::start(store.to_str().unwrap(), &[], &[]);
+    let http = reqwest::blocking::Client::new();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let pushed = http
+        .post(format!("{}/ingest?name=symwork.cpu&from={}&until={}&format=pprof", server.base, now - 60, now - 50))
+        .body(gperftools_profile_with_build_ids(&dir))
+        .send()
+        .unwrap();
+    assert_eq!(pushed.status(), 200);
+    let merge =
+        format!("{}/api/v1/profiling/merge?service=symwork&profileType=cpu&from={}&limit=50", server.base, now - 3600);
+    let names = |merged: &serde_json::Value| -> Vec<String> {
+        merged["functions"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let (status, before) = json_of(http.get(&merge).send().unwrap());
+    assert_eq!(status, 200, "{before}");
+    assert!(!names(&before).iter().any(|n| n == "hash_block"), "{before}");
+
+    let id = readelf_build_id(&dir.join("bin/symwork-c"));
+    assert_eq!(put(&server, &id, std::fs::read(dir.join("bin/symwork-c.debug")).unwrap()).0, 201);
+    assert_eq!(put(&server, &id, std::fs::read(dir.join("bin/symwork-c.stripped")).unwrap()).0, 201);
+    let (status, after) = json_of(http.get(&merge).send().unwrap());
+    assert_eq!(status, 200, "{after}");
+    let names = names(&after);
+    for function in ["hash_block", "integrate", "sieve"] {
+        assert!(names.iter().any(|n| n == function), "{function} in {names:?}");
+    }
+    // The raw bytes stay as uploaded: the symbolized names are computed, not stored.
+    assert_eq!(after["total"], before["total"]);
+}

@@ -25,6 +25,7 @@ use crate::records::sessions::{self, SessionRecord};
 use crate::records::{baselines, captures, now_millis, now_rfc3339, Tenant};
 use crate::state::AppState;
 use crate::state::State;
+use crate::symbols;
 use stacklens_core::api::{DiffRequest, DiffResponse, NewStack};
 
 /// Stacks an analysis returns, largest first.
@@ -80,13 +81,16 @@ pub(super) async fn stored_profiles(
     for record in records {
         raw.push(sessions::raw(&state.store, tenant, record).await?);
     }
-    state.budget.parse_held(raw, held).await.map_err(|e| match e {
+    let mut parsed = state.budget.parse_held(raw, held).await.map_err(|e| match e {
         // The bytes were read by core when they were stored.
         ParseFailure::Core(e) => {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "CorruptProfile", format!("a stored profile: {e}"))
         }
         other => other.into(),
-    })
+    })?;
+    let profiles = std::mem::take(&mut parsed.profiles);
+    parsed.profiles = symbols::symbolize(state, tenant, profiles, parsed.reserved()).await?;
+    Ok(parsed)
 }
 
 pub(super) fn analysis_failed(e: stacklens_core::Error) -> ApiError {

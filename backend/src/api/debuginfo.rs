@@ -36,6 +36,7 @@ impl From<LookupError> for ApiError {
         match e {
             LookupError::Record(e) => e.into(),
             LookupError::Budget(e) => e.into(),
+            LookupError::Stopped(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", e),
         }
     }
 }

@@ -51,7 +51,9 @@ pub struct BuildId(String);
 
 impl BuildId {
     pub fn parse(text: &str) -> Option<Self> {
-        let ok = (2..=128).contains(&text.len()) && text.len().is_multiple_of(2) && text.bytes().all(|b| b.is_ascii_hexdigit());
+        let ok = (2..=128).contains(&text.len())
+            && text.len().is_multiple_of(2)
+            && text.bytes().all(|b| b.is_ascii_hexdigit());
         ok.then(|| BuildId(text.to_ascii_lowercase()))
     }
 

@@ -1,0 +1,90 @@
+//! Names for stored profiles' addresses: when an analysis, a merge or a range reads
+//! profiles whose mappings carry build ids but whose locations have no names, the
+//! server finds the executables and debug files of those build ids (its store, then
+//! its upstream debuginfods) and core symbolizes the profiles in memory. The stored
+//! bytes stay as uploaded.
+
+use std::collections::{BTreeSet, HashMap};
+
+use bytes::Bytes;
+use stacklens_core::symbols::{Found, ObjectFile, Role, SymbolFiles, Wanted};
+use stacklens_core::Profile;
+
+use crate::budget::Reservation;
+use crate::debuginfod::{self, LookupError};
+use crate::records::debuginfo::{Artifact, BuildId};
+use crate::records::Tenant;
+use crate::state::AppState;
+
+/// The build ids of `profile`'s mappings that have locations without names.
+fn wanted_build_ids(profile: &Profile) -> BTreeSet<BuildId> {
+    let mut unnamed = vec![false; profile.mappings.len()];
+    for location in profile.locations.iter().filter(|l| l.lines.is_empty()) {
+        if let Some(m) = location.mapping {
+            unnamed[m.0 as usize] = true;
+        }
+    }
+    profile
+        .mappings
+        .iter()
+        .zip(unnamed)
+        .filter(|(_, unnamed)| *unnamed)
+        .filter_map(|(m, _)| BuildId::parse(profile.str(m.build_id)))
+        .collect()
+}
+
+/// The files found for some build ids, answering core by build id.
+struct StoredFiles(HashMap<(BuildId, Artifact), Bytes>);
+
+impl SymbolFiles for StoredFiles {
+    fn find(&mut self, wanted: &Wanted) -> Option<Found> {
+        let id = BuildId::parse(wanted.build_id.as_deref()?)?;
+        // A binary is asked for first; a debug file stands in when only it was stored.
+        let order = match wanted.role {
+            Role::Binary => [Artifact::Executable, Artifact::Debuginfo],
+            Role::DebugFile => [Artifact::Debuginfo, Artifact::Executable],
+        };
+        let (artifact, bytes) = order.into_iter().find_map(|a| Some((a, self.0.get(&(id.clone(), a))?)))?;
+        Some(Found { path: format!("buildid/{id}/{artifact}"), file: ObjectFile::parse(&**bytes) })
+    }
+}
+
+/// Symbolizes `profiles` from the files the server has or its upstreams give for
+/// their build ids. The files are held in `held` while they are read; profiles that
+/// need none are returned untouched without a look at the store.
+pub async fn symbolize(
+    state: &AppState,
+    tenant: &Tenant,
+    profiles: Vec<Profile>,
+    held: &mut Reservation,
+) -> Result<Vec<Profile>, LookupError> {
+    let wanted: BTreeSet<BuildId> = profiles.iter().flat_map(wanted_build_ids).collect();
+    let mut files = HashMap::new();
+    for id in wanted {
+        for artifact in Artifact::ALL {
+            if let Some(bytes) = debuginfod::find(state, tenant, &id, artifact, held).await? {
+                files.insert((id.clone(), artifact), bytes);
+            }
+        }
+    }
+    if files.is_empty() {
+        return Ok(profiles);
+    }
+    // Reading DWARF copies its sections: count them as much again as the files.
+    let bytes: u64 = files.values().map(|b| b.len() as u64).sum();
+    state.budget.hold_to(held, held.bytes() + bytes).await?;
+    let named = tokio::task::spawn_blocking(move || {
+        let mut files = StoredFiles(files);
+        profiles
+            .into_iter()
+            .map(|mut profile| {
+                for report in profile.symbolize(&mut files) {
+                    tracing::debug!("symbolized {}: {:?}", report.file_name, report.outcome);
+                }
+                profile
+            })
+            .collect()
+    })
+    .await;
+    named.map_err(|e| LookupError::Stopped(e.to_string()))
+}
