@@ -41,7 +41,8 @@ pub struct Upstreams {
     pub limit: usize,
 }
 
-/// `artifact` of `id` from the debuginfod at `base`: `None` when it has none (404).
+/// `artifact` of `id` from the debuginfod at `base`, with its Breakpad id: `None` when
+/// it has none (404).
 /// `held` grows in `budget` with the body, so the memory budget counts a file while it
 /// arrives.
 pub async fn fetch(
@@ -50,7 +51,7 @@ pub async fn fetch(
     (id, artifact): (&BuildId, Artifact),
     upstreams: &Upstreams,
     (budget, held): (&Budget, &mut Reservation),
-) -> Result<Option<Bytes>, FetchError> {
+) -> Result<Option<(Bytes, Option<String>)>, FetchError> {
     let url = format!("{}/buildid/{id}/{artifact}", base.trim_end_matches('/'));
     let timeout = || FetchError::Timeout { url: url.clone(), seconds: upstreams.timeout.as_secs() };
     let transport = |e: reqwest::Error| FetchError::Transport { url: url.clone(), reason: e.to_string() };
@@ -77,8 +78,9 @@ pub async fn fetch(
         body.extend_from_slice(&chunk);
     }
     let bytes = body.freeze();
-    match ObjectFile::parse(&*bytes).ok().and_then(|f| f.build_id_hex()) {
-        Some(found) if found == id.as_str() => Ok(Some(bytes)),
+    let file = ObjectFile::parse(&*bytes).ok();
+    match file.as_ref().and_then(ObjectFile::build_id_hex) {
+        Some(found) if found == id.as_str() => Ok(Some((bytes, file.and_then(|f| f.breakpad_id())))),
         found => Err(FetchError::WrongFile {
             url,
             wanted: id.to_string(),
@@ -118,8 +120,8 @@ pub async fn find(
     }
     for base in &upstreams.urls {
         match fetch(&state.http, base, (id, artifact), upstreams, (&state.budget, &mut *held)).await {
-            Ok(Some(bytes)) => {
-                debuginfo::put(&state.store, tenant, id, artifact, bytes.clone()).await?;
+            Ok(Some((bytes, breakpad_id))) => {
+                debuginfo::put(&state.store, tenant, (id, breakpad_id.as_deref()), artifact, bytes.clone()).await?;
                 return Ok(Some(bytes));
             }
             Ok(None) => {}

@@ -215,3 +215,73 @@ fn stored_profiles_are_named_from_uploaded_debug_files_when_merged() {
     // The raw bytes stay as uploaded: the symbolized names are computed, not stored.
     assert_eq!(after["total"], before["total"]);
 }
+
+/// The Breakpad id of an ELF build id, as `dump_syms` writes it: the first 16 bytes as a
+/// GUID whose three leading fields are little-endian, then the age 0.
+fn breakpad_id(build_id: &str) -> String {
+    let b = &build_id[..32];
+    let swap = |s: &str| s.as_bytes().chunks(2).rev().map(|c| std::str::from_utf8(c).unwrap()).collect::<String>();
+    format!("{}{}{}{}0", swap(&b[..8]), swap(&b[8..12]), swap(&b[12..16]), &b[16..]).to_uppercase()
+}
+
+/// `addr2line -f -i -e BIN ADDR`: (function, file:line) innermost first.
+fn addr2line(binary: &Path, address: u64) -> Vec<(String, String)> {
+    let out = Command::new("addr2line").arg("-f").arg("-i").arg("-e").arg(binary).arg(format!("{address:#x}")).output();
+    let text = String::from_utf8(out.expect("addr2line (binutils)").stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    lines.chunks(2).map(|p| (p[0].to_owned(), p[1].split(" (discriminator").next().unwrap().to_owned())).collect()
+}
+
+#[test]
+fn the_firefox_profilers_symbol_api_names_module_offsets_as_addr2line_does() {
+    let Some(dir) = symbols_dir() else { return };
+    let store = temp_dir("debuginfo-symbolicate");
+    let server = Server::start(store.to_str().unwrap(), &[], &[]);
+    let binary = dir.join("bin/symwork-c");
+    let id = readelf_build_id(&binary);
+    assert_eq!(put(&server, &id, std::fs::read(dir.join("bin/symwork-c.debug")).unwrap()).0, 201);
+    // The program's own frames in its perf script text: offsets in the PIE, whose first
+    // segment is at 0, so module offsets and addresses agree.
+    let script = std::fs::read_to_string(dir.join("symwork-c.perf-script.txt")).unwrap();
+    let mut offsets: Vec<u64> = script
+        .lines()
+        .filter(|l| l.ends_with("/bin/symwork-c.stripped)"))
+        .filter_map(|l| u64::from_str_radix(l.split_whitespace().next()?, 16).ok())
+        .collect();
+    offsets.sort_unstable();
+    offsets.dedup();
+    assert!(offsets.len() >= 5, "{offsets:?}");
+    let stack: Vec<serde_json::Value> = offsets.iter().map(|&o| serde_json::json!([0, o])).collect();
+    let request = serde_json::json!({
+        "memoryMap": [["symwork-c", breakpad_id(&id)], ["libc.so.6", "00000000000000000000000000000000A"]],
+        "stacks": [stack, [[1, 4096], [-1, 16]]],
+    });
+    let r = reqwest::blocking::Client::new().post(format!("{}/symbolicate/v5", server.base)).json(&request).send();
+    let (status, body) = json_of(r.unwrap());
+    assert_eq!(status, 200, "{body}");
+    let result = &body["results"][0];
+    assert_eq!(result["found_modules"][format!("symwork-c/{}", breakpad_id(&id))], true, "{body}");
+    assert_eq!(result["found_modules"]["libc.so.6/00000000000000000000000000000000A"], false);
+    let frames = result["stacks"][0].as_array().unwrap();
+    assert_eq!(frames.len(), offsets.len());
+    assert!(frames.iter().any(|f| f.get("inlines").is_some()), "some address is in an inlined function");
+    for (frame, &offset) in frames.iter().zip(&offsets) {
+        assert_eq!(frame["module_offset"], format!("{offset:#x}"));
+        let mut ours: Vec<(String, String)> = frame["inlines"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|f| {
+                (f["function"].as_str().unwrap().to_owned(), format!("{}:{}", f["file"].as_str().unwrap(), f["line"]))
+            })
+            .collect();
+        ours.push((
+            frame["function"].as_str().unwrap().to_owned(),
+            format!("{}:{}", frame["file"].as_str().unwrap(), frame["line"]),
+        ));
+        assert_eq!(ours, addr2line(&binary, offset), "at {offset:#x}");
+    }
+    let unknown = &result["stacks"][1];
+    assert_eq!(unknown[0]["module"], "libc.so.6");
+    assert!(unknown[0].get("function").is_none() && unknown[1].get("module").is_none(), "{unknown}");
+}

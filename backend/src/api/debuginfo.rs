@@ -93,8 +93,9 @@ pub async fn upload(
     if file.has_dwarf() || (file.has_symbols() && !file.has_code()) {
         artifacts.push(Artifact::Debuginfo);
     }
+    let breakpad_id = file.breakpad_id();
     for &artifact in &artifacts {
-        debuginfo::put(&state.store, &tenant, &id, artifact, bytes.clone()).await?;
+        debuginfo::put(&state.store, &tenant, (&id, breakpad_id.as_deref()), artifact, bytes.clone()).await?;
     }
     let stored = DebuginfoStored {
         build_id: id.to_string(),

@@ -19,6 +19,7 @@ mod request;
 mod same_origin;
 mod samply;
 mod schedule;
+mod symbolicate;
 
 pub use same_origin::{check as check_origin, Policy};
 
@@ -69,6 +70,7 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(push::push))
         .routes(routes!(debuginfo::upload))
         .routes(routes!(debuginfo::artifact))
+        .routes(routes!(symbolicate::symbolicate))
         .with_state(state)
         .split_for_parts();
     let router = docs::routes(router, doc.clone())

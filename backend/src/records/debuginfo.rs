@@ -72,15 +72,39 @@ fn key(tenant: &Tenant, id: &BuildId, artifact: Artifact) -> String {
     tenant.key(&format!("debuginfo/{id}/{artifact}"))
 }
 
+/// The Breakpad debug id's entry: the build id it stands for (the Firefox Profiler's
+/// symbol API names modules by Breakpad id, which keeps only 16 bytes of a build id).
+fn breakpad_key(tenant: &Tenant, breakpad_id: &str) -> String {
+    tenant.key(&format!("debuginfo/breakpad/{breakpad_id}"))
+}
+
 fn miss_key(tenant: &Tenant, id: &BuildId, artifact: Artifact, window: u64) -> String {
     tenant.key(&format!("debuginfo/{id}/miss-{artifact}-{window}"))
 }
 
-/// Keeps `bytes` as `artifact` of `id`. The first file stored for a build id stays: one
-/// build id names one build, so a second upload is the same file (true when this call
-/// stored it).
-pub async fn put(store: &Store, tenant: &Tenant, id: &BuildId, artifact: Artifact, bytes: Bytes) -> Result<bool> {
+/// Keeps `bytes` as `artifact` of `id`, findable by its Breakpad id too. The first file
+/// stored for a build id stays: one build id names one build, so a second upload is the
+/// same file (true when this call stored it).
+pub async fn put(
+    store: &Store,
+    tenant: &Tenant,
+    (id, breakpad_id): (&BuildId, Option<&str>),
+    artifact: Artifact,
+    bytes: Bytes,
+) -> Result<bool> {
+    if let Some(breakpad_id) = breakpad_id.filter(|b| b.bytes().all(|c| c.is_ascii_alphanumeric())) {
+        store.create(&breakpad_key(tenant, breakpad_id), Bytes::from(id.to_string())).await?;
+    }
     Ok(store.create(&key(tenant, id, artifact), bytes).await?)
+}
+
+/// The build id a Breakpad debug id stands for, when a file of it was stored.
+pub async fn by_breakpad_id(store: &Store, tenant: &Tenant, breakpad_id: &str) -> Result<Option<BuildId>> {
+    if breakpad_id.is_empty() || !breakpad_id.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return Ok(None);
+    }
+    let stored = store.get(&breakpad_key(tenant, &breakpad_id.to_ascii_uppercase())).await?;
+    Ok(stored.and_then(|b| BuildId::parse(std::str::from_utf8(&b).ok()?)))
 }
 
 pub async fn get(store: &Store, tenant: &Tenant, id: &BuildId, artifact: Artifact) -> Result<Option<Bytes>> {

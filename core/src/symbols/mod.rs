@@ -7,6 +7,7 @@
 use thiserror::Error;
 
 mod apply;
+pub mod breakpad_id;
 mod object_file;
 pub use apply::{Found, MappingReport, Outcome, Role, SymbolFiles, Wanted};
 pub use object_file::ObjectFile;

@@ -38,6 +38,11 @@ pub struct ObjectFile {
     debug_link: Option<String>,
     /// ELF `ET_EXEC` (or a Mach-O executable): linked at fixed addresses.
     fixed_address: bool,
+    /// Where "relative addresses" (the Firefox Profiler's and Breakpad's module offsets)
+    /// count from: Mach-O's `__TEXT` segment, else ELF's first segment.
+    relative_base: u64,
+    /// The build id is a Mach-O UUID (Breakpad ids keep its byte order).
+    is_mach_o: bool,
     segments: Vec<Segment>,
     symbols: Vec<Symbol>,
     /// Whether a code section has its bytes here (a binary; a split-off debug file
@@ -79,6 +84,11 @@ impl ObjectFile {
         let debug_link =
             file.gnu_debuglink().map_err(corrupt)?.map(|(name, _crc)| String::from_utf8_lossy(name).into_owned());
         let fixed_address = file.kind() == object::ObjectKind::Executable;
+        let relative_base = match file.segments().find(|s| s.name() == Ok(Some("__TEXT"))) {
+            Some(text) => text.address(),
+            None => file.segments().next().map_or(0, |s| s.address()),
+        };
+        let is_mach_o = file.format() == object::BinaryFormat::MachO;
         let segments = file
             .segments()
             .map(|s| {
@@ -90,7 +100,7 @@ impl ObjectFile {
         let has_code =
             file.sections().any(|s| s.kind() == object::SectionKind::Text && s.file_range().is_some_and(|r| r.1 > 0));
         let dwarf = load_dwarf(&file)?;
-        Ok(Self { build_id, debug_link, fixed_address, segments, symbols, has_code, dwarf })
+        Ok(Self { build_id, debug_link, fixed_address, relative_base, is_mach_o, segments, symbols, has_code, dwarf })
     }
 
     /// The build id (Mach-O: the UUID), as stored.
@@ -137,6 +147,22 @@ impl ObjectFile {
             .iter()
             .find(|s| s.file_size > 0 && s.offset <= offset && offset - s.offset < s.file_size)
             .map(|s| s.address.wrapping_add(offset - s.offset))
+    }
+
+    /// The virtual address of a module offset (a "relative address").
+    pub fn relative_to_address(&self, offset: u64) -> u64 {
+        self.relative_base.wrapping_add(offset)
+    }
+
+    /// Where the symbol-table function holding `address` starts.
+    pub fn function_start(&self, address: u64) -> Option<u64> {
+        self.symbol_at(address).map(|s| s.address)
+    }
+
+    /// The Breakpad debug id the Firefox Profiler and symbol servers name this file by.
+    pub fn breakpad_id(&self) -> Option<String> {
+        let id = self.build_id.as_deref()?;
+        Some(if self.is_mach_o { super::breakpad_id::of_uuid(id) } else { super::breakpad_id::of_build_id(id) })
     }
 
     /// Whether `address` is a virtual address inside one of the loaded segments.
