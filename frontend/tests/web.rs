@@ -68,6 +68,7 @@ fn the_tree_built_ahead_has_the_key_the_page_asks_for() {
         sample_types: vec!["samples".into(), "cpu".into()],
         default_sample: 1,
         meta: meta.clone(),
+        mappings: Vec::new(),
     };
     let filters = Filters { focus: Some("main".into()), ..Filters::default() };
     let first = |wanted: &str| FirstTree {

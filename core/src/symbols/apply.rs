@@ -239,3 +239,24 @@ fn caller_only_locations(p: &Profile) -> Vec<bool> {
     // A location both a leaf and a caller is looked up as the leaf.
     callers.iter().zip(&leaves).map(|(&c, &leaf)| c && !leaf).collect()
 }
+
+/// How the CLI and the page say what happened to a mapping.
+impl std::fmt::Display for MappingReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = &self.file_name;
+        match &self.outcome {
+            Outcome::Symbolized { file, debug_file, locations } => {
+                let debug = debug_file.as_ref().map(|d| format!(" and {d}")).unwrap_or_default();
+                write!(f, "{name}: {locations} locations symbolized from {file}{debug}")
+            }
+            Outcome::NotFound { build_id } => {
+                let id = build_id.as_deref().map(|id| format!(" (build id {id})")).unwrap_or_default();
+                write!(f, "{name}: no symbol file found{id}")
+            }
+            Outcome::BuildIdMismatch { file, wanted, found } => {
+                write!(f, "{name}: {file} has build id {found}, not {wanted}: not used")
+            }
+            Outcome::Error { file, error } => write!(f, "{name}: {file}: {error}"),
+        }
+    }
+}

@@ -10,7 +10,16 @@ mod apply;
 pub mod breakpad_id;
 mod object_file;
 pub use apply::{Found, MappingReport, Outcome, Role, SymbolFiles, Wanted};
+pub use object::{ReadCache, ReadCacheOps};
 pub use object_file::ObjectFile;
+
+/// Whether a file starting with `head` is one this module reads (an ELF or Mach-O
+/// binary or debug file), not a profile: what the page asks of a dropped file.
+pub fn looks_like_symbol_file(head: &[u8]) -> bool {
+    const MAGICS: [&[u8]; 5] =
+        [b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe", b"\xcf\xfa\xed\xfe"];
+    MAGICS.iter().any(|m| head.starts_with(m))
+}
 
 /// One source frame at an address. A lookup returns these innermost inlined function
 /// first and the physical function last, as `addr2line -i` prints them.

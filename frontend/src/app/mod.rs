@@ -14,6 +14,7 @@ pub(crate) mod share;
 mod share_panel;
 mod sources;
 pub mod state;
+mod symbols_panel;
 mod toolbar;
 mod url_state;
 
@@ -198,6 +199,7 @@ pub fn App() -> impl IntoView {
         <Errors />
         <Show when=move || loaded.get()>
             <meta::ProfileMetaBar />
+            <symbols_panel::SymbolsPanel />
             <Toolbar />
         </Show>
         <main class:with-details=move || loaded.get() && state.selected_fn.with(Option::is_some)>

@@ -12,7 +12,7 @@ use super::ranges::RangeProfile;
 
 use super::url_state::HashState;
 use crate::worker::client::Client;
-use crate::worker::protocol::{FirstTree, Request, Response, Summary};
+use crate::worker::protocol::{FirstTree, Request, Response, Summary, SymbolFileInfo};
 use web_sys::Blob;
 
 /// A parsed profile, as the page knows it.
@@ -143,6 +143,8 @@ pub struct State {
     pub range_profiles: RwSignal<Vec<(u32, RangeProfile)>>,
     /// The server's top movers between two ranges opened as (base id, compare id).
     pub range_movers: RwSignal<Option<(u32, u32, Vec<Mover>)>>,
+    /// Binaries and debug files dropped into the page, which the worker keeps for names.
+    pub symbol_files: RwSignal<Vec<SymbolFileInfo>>,
     pub current: Memo<Option<Entry>>,
     /// What every view asks of the active profile: the sample type, pprof's filters, the
     /// transforms and the time range.
@@ -206,6 +208,7 @@ impl State {
             range,
             range_profiles: RwSignal::new(Vec::new()),
             range_movers: RwSignal::new(None),
+            symbol_files: RwSignal::new(Vec::new()),
             current: Memo::new(move |_| {
                 let id = active.get()?;
                 entries.with(|e| e.iter().find(|x| x.id == id).cloned())
@@ -369,6 +372,16 @@ impl State {
                 }
             }),
             Response::Parsed { id, summary } => self.parsed(id, summary),
+            Response::SymbolFile { id, file } => {
+                self.loading.update(|l| l.retain(|x| x.id != id));
+                self.symbol_files.update(|f| f.push(file));
+            }
+            // The views ask again: the entry they read changed.
+            Response::Symbolized { id, summary } => self.entries.update(|e| {
+                if let Some(entry) = e.iter_mut().find(|x| x.id == id) {
+                    entry.summary = summary;
+                }
+            }),
             Response::Failed { id, message } => {
                 // A file that does not parse is not worth restoring.
                 let failed = self.loading.with_untracked(|l| l.iter().find(|x| x.id == id).map(|x| x.name.clone()));

@@ -22,18 +22,22 @@ use stacklens_core::analysis::tree::{CallTree, TreeOptions};
 use stacklens_core::analysis::{Prepared, Query};
 use stacklens_core::export::export;
 use stacklens_core::import::IncrementalParse;
+use stacklens_core::symbols::{looks_like_symbol_file, MappingReport};
 use stacklens_core::{ProfileKind, Stage};
 
 pub mod client;
 pub mod protocol;
 mod reading;
 pub mod session;
+mod symbols;
 
 use protocol::{Ask, Envelope, FirstTree, Request, Response, Summary, TreeKey, TreeKind};
 use session::{diff_profiles, diff_tree, goroutine_growth, Loaded};
 
 thread_local! {
     static PROFILES: RefCell<HashMap<u32, Loaded>> = RefCell::new(HashMap::new());
+    /// What the last symbolization of each profile said of its mappings.
+    static SYMBOLIZED: RefCell<HashMap<u32, Vec<MappingReport>>> = RefCell::new(HashMap::new());
     /// Whole trees, and zoomed subtrees built alone (keyed by their path; empty: whole).
     static TREES: RefCell<TreeCache<(TreeKey, Vec<String>)>> = const { RefCell::new(TreeCache::new()) };
     static MEASURED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
@@ -183,8 +187,12 @@ fn decode(name: &str, parse: IncrementalParse, bytes: &[u8], progress: &mut Pars
 /// builds the page's first tree, if it said which.
 fn parsed(seq: u64, id: u32, loaded: Result<Loaded, String>, first_tree: Option<FirstTree>) {
     match loaded {
-        Ok(loaded) => {
-            let summary = summary(&loaded);
+        Ok(mut loaded) => {
+            if let Some(profile) = std::rc::Rc::get_mut(&mut loaded.profile) {
+                let reports = symbols::symbolize(profile);
+                SYMBOLIZED.with(|s| s.borrow_mut().insert(id, reports));
+            }
+            let summary = summary(id, &loaded);
             // A file already waiting behind this one is the one the page will show.
             let another_waits = WAITING.with(|w| w.borrow().as_ref().is_some_and(|q| q.iter().any(|m| m.1.is_some())));
             let ahead = first_tree.filter(|_| !another_waits).and_then(|first| first.key(id, &summary));
@@ -200,9 +208,58 @@ fn parsed(seq: u64, id: u32, loaded: Result<Loaded, String>, first_tree: Option<
 }
 
 /// What the page learns of a parsed profile.
-fn summary(loaded: &Loaded) -> Summary {
+fn summary(id: u32, loaded: &Loaded) -> Summary {
     let (sample_types, default_sample) = loaded.sample_types();
-    Summary { kind: ProfileKind::of(&loaded.profile), sample_types, default_sample, meta: meta(&loaded.profile) }
+    let mappings =
+        SYMBOLIZED.with(|s| symbols::mapping_statuses(&loaded.profile, s.borrow().get(&id).map_or(&[], Vec::as_slice)));
+    Summary {
+        kind: ProfileKind::of(&loaded.profile),
+        sample_types,
+        default_sample,
+        meta: meta(&loaded.profile),
+        mappings,
+    }
+}
+
+/// Keeps a dropped binary or debug file, then names what it can of the profiles
+/// already open; each that gained names is sent again.
+fn add_symbol_file(seq: u64, id: u32, name: &str, blob: &Blob) {
+    let file = match symbols::add(name, blob) {
+        Ok(file) => file,
+        Err(message) => return post(seq, &Response::Failed { id, message }, None),
+    };
+    post(seq, &Response::SymbolFile { id, file }, None);
+    let ids: Vec<u32> = PROFILES.with(|p| p.borrow().keys().copied().collect());
+    for profile_id in ids {
+        let Some(mut profile) = with(profile_id, |l| Ok((*l.profile).clone())).ok() else { continue };
+        let reports = symbols::symbolize(&mut profile);
+        let named: usize = reports
+            .iter()
+            .map(|r| match r.outcome {
+                stacklens_core::symbols::Outcome::Symbolized { locations, .. } => locations,
+                _ => 0,
+            })
+            .sum();
+        if named == 0 {
+            continue;
+        }
+        let loaded = PROFILES.with(|p| {
+            let mut profiles = p.borrow_mut();
+            let name = profiles.get(&profile_id).map(|l| l.name.clone()).unwrap_or_default();
+            let loaded = Loaded::new(&name, profile);
+            let summary = summary_with(profile_id, &loaded, reports);
+            profiles.insert(profile_id, loaded);
+            summary
+        });
+        TREES.with(|t| t.borrow_mut().retain(|k| !k.0.involves(profile_id)));
+        post(seq, &Response::Symbolized { id: profile_id, summary: loaded }, None);
+    }
+}
+
+/// [`summary`] after a symbolization that said `reports`.
+fn summary_with(id: u32, loaded: &Loaded, reports: Vec<MappingReport>) -> Summary {
+    SYMBOLIZED.with(|s| s.borrow_mut().insert(id, reports));
+    summary(id, loaded)
 }
 
 /// Handles a message now, or, while a parse waits on the browser, once it is done: the
@@ -283,11 +340,15 @@ fn tree_window(key: TreeKey, zoom: &[String], search: &str) -> Result<(CallTree,
 fn handle(seq: u64, request: Request, profile_bytes: Option<Blob>) {
     match request {
         Request::Parse { id, name, first_tree } => match profile_bytes {
+            Some(blob) if reading::head(&blob, 8.0).is_ok_and(|h| looks_like_symbol_file(&h)) => {
+                add_symbol_file(seq, id, &name, &blob)
+            }
             Some(blob) => parse(seq, id, &name, &blob, first_tree),
             None => post(seq, &Response::Failed { id, message: format!("{name}: no bytes came with it") }, None),
         },
         Request::Remove { id } => {
             PROFILES.with(|p| p.borrow_mut().remove(&id));
+            SYMBOLIZED.with(|s| s.borrow_mut().remove(&id));
             TREES.with(|t| t.borrow_mut().retain(|k| !k.0.involves(id)));
         }
         Request::Ask { profile, query, ask } => answer(seq, profile, query, ask),
@@ -411,7 +472,7 @@ fn warm_up_messages() {
     if let Ok(loaded) = Loaded::parse("warm-up", &session::tiny_cpu_profile()) {
         let query = Query { sample: 1.into(), ..Query::default() };
         let tree = loaded.tree_below(&query, Vec::new(), MAX_TREE_NODES).map(|t| t.flame_window(&[], "").1);
-        for body in [Response::Parsed { id: 0, summary: summary(&loaded) }, Response::Tree(tree)] {
+        for body in [Response::Parsed { id: 0, summary: summary(0, &loaded) }, Response::Tree(tree)] {
             let _ = serde_json::to_string(&Envelope { seq: 0, body });
         }
     }

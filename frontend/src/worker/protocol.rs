@@ -178,6 +178,33 @@ pub struct Summary {
     pub sample_types: Vec<String>,
     pub default_sample: usize,
     pub meta: ProfileMeta,
+    /// The binaries it maps, and whether their addresses have names.
+    pub mappings: Vec<MappingStatus>,
+}
+
+/// One mapping of a profile, for the symbols panel.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MappingStatus {
+    pub file: String,
+    /// Lowercase hex; empty when the profile gives none.
+    pub build_id: String,
+    pub locations: usize,
+    /// Locations with names.
+    pub named: usize,
+    /// What the last symbolization said of it (found where, not found, another build).
+    pub said: Option<String>,
+}
+
+/// A binary or debug file dropped into the page, as the worker read it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SymbolFileInfo {
+    pub name: String,
+    pub build_id: Option<String>,
+    pub debug_link: Option<String>,
+    /// Whether its code is here (a binary) or only its debug information.
+    pub has_code: bool,
+    /// Whether it names anything (DWARF or a symbol table).
+    pub has_names: bool,
 }
 
 /// The page's first flame graph of a profile, as far as it is known before the profile
@@ -228,6 +255,16 @@ pub enum Response {
     Failed {
         id: u32,
         message: String,
+    },
+    /// The file sent to parse as `id` is a binary or debug file: kept for symbols.
+    SymbolFile {
+        id: u32,
+        file: SymbolFileInfo,
+    },
+    /// Profile `id` gained names from a file that came after it.
+    Symbolized {
+        id: u32,
+        summary: Summary,
     },
     /// For `Tree`, the window's bytes follow the message.
     Tree(Result<WindowMeta, String>),

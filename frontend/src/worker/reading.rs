@@ -1,10 +1,12 @@
 //! Reading a profile the page hands over as a `Blob` (a chosen file is never copied into
 //! the page): synchronously, in slices, so a large file is read once into the buffer it
 //! is parsed from, and folded stacks, read line by line, are never held whole (a 1 GiB
-//! file stays a few MB in the worker).
+//! file stays a few MB in the worker); binaries and debug files are read in the slices
+//! the symbol reader asks for.
 
 use js_sys::Uint8Array;
 use stacklens_core::import::folded_input::{self, Feed, Rereadable};
+use stacklens_core::symbols::ReadCacheOps;
 use stacklens_core::Profile;
 use web_sys::{Blob, FileReaderSync};
 
@@ -18,7 +20,7 @@ fn file_reader() -> Result<FileReaderSync, String> {
 }
 
 /// The blob's first `len` bytes (fewer when it is shorter).
-fn head(blob: &Blob, len: f64) -> Result<Vec<u8>, String> {
+pub fn head(blob: &Blob, len: f64) -> Result<Vec<u8>, String> {
     Ok(read_range(&file_reader()?, blob, 0.0, blob.size().min(len))?.to_vec())
 }
 
@@ -184,6 +186,50 @@ pub async fn inflate_in_browser(
         arrived(&out);
         if hint > 0 {
             progress((out.len() as f64 / hint as f64).min(1.0));
+        }
+    }
+}
+
+/// A blob read in slices on demand, as core's symbol reader asks for pieces of a binary
+/// or debug file: a 2 GB file is never held whole, only the sections read.
+pub struct BlobSlices {
+    blob: Blob,
+    reader: FileReaderSync,
+    at: u64,
+}
+
+impl BlobSlices {
+    pub fn new(blob: &Blob) -> Result<Self, String> {
+        Ok(BlobSlices { blob: blob.clone(), reader: file_reader()?, at: 0 })
+    }
+}
+
+impl ReadCacheOps for BlobSlices {
+    fn len(&mut self) -> Result<u64, ()> {
+        Ok(self.blob.size() as u64)
+    }
+
+    fn seek(&mut self, pos: u64) -> Result<u64, ()> {
+        self.at = pos;
+        Ok(pos)
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, ()> {
+        let end = (self.at + buf.len() as u64).min(self.blob.size() as u64);
+        if end <= self.at {
+            return Ok(0);
+        }
+        let piece = read_range(&self.reader, &self.blob, self.at as f64, end as f64).map_err(|_| ())?;
+        let n = piece.length() as usize;
+        piece.copy_to(&mut buf[..n]);
+        self.at += n as u64;
+        Ok(n)
+    }
+
+    fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), ()> {
+        match self.read(buf)? {
+            n if n == buf.len() => Ok(()),
+            _ => Err(()),
         }
     }
 }

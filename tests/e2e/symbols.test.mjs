@@ -1,0 +1,50 @@
+// Symbols in the page: a profile of a stripped program (perf script of symwork-c, its
+// own frames unnamed), then its stripped binary and debug file dropped onto the open
+// tab: the worker reads them in the page and the top table gains the program's names,
+// as `stacklens top --symbols` prints them, with nothing uploaded.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import {
+  startServer, launchBrowser, fixtures, requireFixtures, openPage, loadFixtures, pageTopTable, expectTopTable,
+  stacklensBin, until,
+} from './harness.mjs';
+
+let server, browser;
+before(async () => { server = await startServer(); browser = await launchBrowser(); });
+after(async () => { await browser?.close(); await server?.stop(); });
+
+const PROFILE = 'symbols/symwork-c.perf-script.txt';
+const ROWS = 8;
+
+/** The CLI's top rows of the profile symbolized from the fixtures' binaries. */
+function cliTop(...args) {
+  const json = execFileSync(stacklensBin, ['top', '--format', 'json', '--nodecount', String(ROWS), ...args, join(fixtures, PROFILE)], {
+    encoding: 'utf8', timeout: 60000,
+  });
+  return JSON.parse(json).functions.slice(0, ROWS).map((f) => ({ flat: f.flat, cum: f.cum, name: f.name }));
+}
+
+test('symbols: dropping the binary and its debug file names a stripped program\'s frames in the page, as the CLI does', async (t) => {
+  if (!requireFixtures(t)) return;
+  const { page, requests } = await openPage(browser, server.base);
+  await loadFixtures(page, PROFILE);
+  const before = await pageTopTable(page, ROWS);
+  assert.deepEqual(before, cliTop(), 'unsymbolized, the page and the CLI agree');
+  assert.ok(!before.some((r) => r.name === 'hash_block'), JSON.stringify(before));
+  const panel = page.getByTestId('symbols-panel');
+  await panel.waitFor();
+  assert.match(await panel.textContent(), /some addresses have no names/);
+
+  const sent = requests.length;
+  await loadFixtures(page, 'symbols/bin/symwork-c.stripped', 'symbols/bin/symwork-c.debug');
+  const expected = cliTop('--symbols', join(fixtures, 'symbols/bin'));
+  assert.ok(expected.some((r) => r.name === 'hash_block'), JSON.stringify(expected));
+  await expectTopTable(page, expected, 'the symbolized top table');
+  await until('the symbol files listed', async () => ((await page.getByTestId('symbol-files').locator('li').count()) === 2 ? true : undefined));
+  const row = page.getByTestId('symbols-mapping').filter({ hasText: 'symwork-c.stripped' });
+  assert.match(await row.textContent(), /symbolized from symwork-c\.stripped and symwork-c\.debug/);
+  // Read in the page: the binaries went nowhere.
+  assert.deepEqual(requests.slice(sent), [], 'no request after the drop');
+});
