@@ -22,7 +22,7 @@ timeout=${FUZZ_TIMEOUT:-10}
 fixtures=${STACKLENS_FIXTURES:-../shared/fixtures}
 fuzz=core/fuzz
 all_targets=(parse model_limit parse_gzip heap_text contention_text count_text goroutine_dump threadz_text java_heapz_text
-  java_contentionz_text legacy_cpu jfr firefox analysis_top call_tree layout diff goroutines tree_bytes)
+  java_contentionz_text legacy_cpu jfr firefox analysis_top call_tree layout diff goroutines tree_bytes symbols_elf)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
 # --- tools -------------------------------------------------------------------------
@@ -89,6 +89,11 @@ for rel in "${profiles[@]}"; do
     features=$(plain "$f" | head -c 68 | tail -c 1 | od -An -tu1 | tr -d ' ')
     { printf "\\x$(printf %02x "$features")"; le32 $((metadata - 68)); plain "$f" | tail -c +69; } | seed jfr "$rel"
   fi
+done
+# Binaries and debug files for the symbol reader, after an address inside their code.
+for f in "$fixtures"/symbols/bin/*; do
+  [ -f "$f" ] || continue
+  { le64 4688; cat "$f"; } | seed symbols_elf "symbols/bin/$(basename "$f")"
 done
 # Before/after pairs for diff: go/base/X against go/compare/X.
 for base in "${profiles[@]}"; do
