@@ -165,3 +165,13 @@ fn symbolicating_a_profile_whose_meta_is_not_an_object_is_an_error() {
     assert_eq!(stacklens_core::import::firefox::symbolicate(&mut no_meta, &syms).unwrap(), 0);
     assert_eq!(no_meta["meta"]["symbolicated"], true);
 }
+
+#[test]
+fn a_symbol_whose_section_ends_past_the_address_space_is_read_without_overflow() {
+    use stacklens_core::symbols::{AddressLookup, ObjectFile};
+    // An ELF whose sizeless symbol's section is placed so its end overflows a u64.
+    let data = include_bytes!("fuzz_regressions/symbols_elf_section_end_overflow.bin");
+    let (address, file) = data.split_first_chunk::<8>().unwrap();
+    let object = ObjectFile::parse(&file[..]).expect("a readable ELF");
+    let _ = object.lookup(u64::from_le_bytes(*address));
+}

@@ -233,7 +233,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 fn function_symbols<'data, R: ReadRef<'data>>(file: &object::File<'data, R>) -> Vec<Symbol> {
     let section_end = |s: &object::Symbol<'data, '_, R>| {
         let section = file.section_by_index(s.section_index()?).ok()?;
-        Some(section.address() + section.size())
+        section.address().checked_add(section.size())
     };
     let collect = |symbols: &mut dyn Iterator<Item = object::Symbol<'data, '_, R>>| -> Vec<Symbol> {
         symbols
