@@ -31,11 +31,11 @@ const MISS_KEPT: Duration = Duration::from_secs(3600);
 
 impl SymbolArgs {
     /// Symbolizes `profile` when any source of symbols is given (flags or environment),
-    /// printing each mapping's outcome to standard error. With none, nothing happens.
-    pub(crate) fn apply(&self, profile: &mut Profile) {
+    /// printing each mapping's outcome to standard error; whether one was given.
+    pub(crate) fn apply(&self, profile: &mut Profile) -> bool {
         let mut files = LocalFiles::new(self);
         if files.paths.is_empty() && files.servers.is_empty() {
-            return;
+            return false;
         }
         for report in profile.symbolize(&mut files) {
             let name = &report.file_name;
@@ -55,6 +55,7 @@ impl SymbolArgs {
             };
             eprintln!("stacklens: symbols: {}", super::common::for_terminal(&line));
         }
+        true
     }
 }
 
