@@ -164,7 +164,7 @@ impl SymbolFiles for LocalFiles {
             }
             fallback.get_or_insert(Found { path: shown, file: Ok(file) });
         }
-        if let Some(found) = wanted.build_id.as_deref().and_then(|id| self.from_servers(id, wanted.role)) {
+        if let Some(found) = wanted.build_id.as_deref().and_then(|id| self.fetch_from_servers(id, wanted.role)) {
             return Some(found);
         }
         fallback
@@ -173,7 +173,7 @@ impl SymbolFiles for LocalFiles {
 
 impl LocalFiles {
     /// The file with build id `id` from the first debuginfod server that has it.
-    fn from_servers(&self, id: &str, role: Role) -> Option<Found> {
+    fn fetch_from_servers(&self, id: &str, role: Role) -> Option<Found> {
         let kind = match role {
             Role::Binary => "executable",
             Role::DebugFile => "debuginfo",
