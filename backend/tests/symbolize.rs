@@ -205,3 +205,23 @@ fn debuginfod_serves_the_debug_file_of_a_stripped_binary() {
     let said = String::from_utf8_lossy(&again.stderr);
     assert!(String::from_utf8_lossy(&again.stdout).contains("sieve"), "{said}");
 }
+
+#[test]
+fn a_debug_file_alone_names_a_binary_that_is_not_here() {
+    let Some(root) = fixtures() else { return };
+    let f = root.join("symbols");
+    let dir = temp_dir("symbolize-debug-alone");
+    for program in ["symwork-c", "symwork-c-nopie"] {
+        // The profile names a binary that is on no disk here (another host's path).
+        let ran = f.join(format!("bin/{program}.stripped")).canonicalize().unwrap().display().to_string();
+        let script = std::fs::read_to_string(f.join(format!("{program}.perf-script.txt"))).unwrap();
+        assert!(script.contains(&ran), "the profile names {ran}");
+        let moved = dir.join(format!("{program}.perf-script.txt"));
+        std::fs::write(&moved, script.replace(&ran, &format!("/elsewhere/{program}"))).unwrap();
+        let debug = f.join(format!("bin/{program}.debug"));
+        let top = stacklens(&["top", moved.to_str().unwrap(), "--symbols", debug.to_str().unwrap()], &[]);
+        let text = String::from_utf8(top.stdout).unwrap();
+        assert!(text.contains("sieve") && text.contains("integrate"), "{program}:\n{text}");
+        assert!(!text.contains(&format!("[{program}]")), "{program}:\n{text}");
+    }
+}

@@ -104,6 +104,7 @@ impl LocalFiles {
                     if let Some(link) = &wanted.debug_link {
                         out.extend([path.join(link), path.join(".debug").join(link)]);
                     }
+                    out.push(dsym(path, &base));
                 }
             }
         }
@@ -120,6 +121,7 @@ impl LocalFiles {
                 if let Some(id) = id {
                     out.push(PathBuf::from(format!("/usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..])));
                 }
+                out.push(dsym(dir, &base));
             }
         }
         out
@@ -129,9 +131,13 @@ impl LocalFiles {
     fn fits(path: &Path, file: &ObjectFile, wanted: &Wanted) -> bool {
         let same_id = wanted.build_id.is_some() && file.build_id_hex() == wanted.build_id;
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let base = Path::new(&wanted.file_name).file_name().and_then(|n| n.to_str()).unwrap_or_default();
         let same_name = match wanted.role {
-            Role::Binary => Path::new(&wanted.file_name).file_name().and_then(|n| n.to_str()) == Some(name),
-            Role::DebugFile => wanted.debug_link.as_deref() == Some(name) && file.has_dwarf(),
+            Role::Binary => base == name,
+            // Its debug link, or `NAME.debug` for a binary that was not found.
+            Role::DebugFile => {
+                (wanted.debug_link.as_deref() == Some(name) || name == format!("{base}.debug")) && file.has_dwarf()
+            }
         };
         same_id || same_name
     }
@@ -204,6 +210,14 @@ impl LocalFiles {
         let _ = std::fs::create_dir_all(&cache).and_then(|()| std::fs::write(&miss, b""));
         None
     }
+}
+
+/// A Mach-O binary's dSYM bundle in `dir`: `NAME.dSYM/Contents/Resources/DWARF/NAME`
+/// (its UUID is the build id the debug file is checked against).
+fn dsym(dir: &Path, name: &Path) -> PathBuf {
+    let mut bundle = name.as_os_str().to_owned();
+    bundle.push(".dSYM");
+    dir.join(bundle).join("Contents/Resources/DWARF").join(name)
 }
 
 /// `$XDG_CACHE_HOME/stacklens/debuginfod`, else `~/.cache/stacklens/debuginfod`.

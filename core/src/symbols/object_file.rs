@@ -134,14 +134,13 @@ impl ObjectFile {
     /// keeps its segments but not their file bytes: there the first segment's
     /// placement (linkers load the file's start there) stands in.
     pub fn file_offset_to_address(&self, offset: u64) -> Option<u64> {
-        if !self.has_loaded_segments() {
-            let first = self.segments.iter().filter(|s| s.memory_size > 0).min_by_key(|s| s.address)?;
-            return Some(first.address.wrapping_sub(first.offset).wrapping_add(offset));
+        let holding =
+            self.segments.iter().find(|s| s.file_size > 0 && s.offset <= offset && offset - s.offset < s.file_size);
+        if let Some(s) = holding {
+            return Some(s.address.wrapping_add(offset - s.offset));
         }
-        self.segments
-            .iter()
-            .find(|s| s.file_size > 0 && s.offset <= offset && offset - s.offset < s.file_size)
-            .map(|s| s.address.wrapping_add(offset - s.offset))
+        let first = self.segments.iter().filter(|s| s.memory_size > 0).min_by_key(|s| s.address)?;
+        Some(first.address.wrapping_sub(first.offset).wrapping_add(offset))
     }
 
     /// Whether `address` is a virtual address inside one of the loaded segments.
