@@ -23,7 +23,7 @@ use stacklens_core::report::tags::tags;
 use crate::open::{Opened, Source};
 
 pub(crate) mod common;
-mod symbols;
+pub(crate) mod symbols;
 use crate::text;
 use common::{for_terminal, load_merged, parse, print_json, read, read_source, write_output, CliError};
 use symbols::SymbolArgs;
@@ -157,6 +157,8 @@ enum Command {
         /// The built page (Trunk's output) [default: the page built into this binary, else ./dist].
         #[arg(long)]
         dist: Option<PathBuf>,
+        #[command(flatten)]
+        symbols: SymbolArgs,
     },
     /// Top functions by flat (or cum) value, like `go tool pprof -top`.
     Top {
@@ -371,7 +373,14 @@ fn diff_sides(
 
 /// `open`: every source is read and parsed before the server starts, so a bad one is
 /// reported at once; then the page is served with them until Ctrl-C.
-fn open(sources: &[OsString], listen: SocketAddr, no_browser: bool, dist: Option<PathBuf>) -> Result<(), CliError> {
+/// With symbols given, each profile is symbolized and served as pprof.
+fn open(
+    sources: &[OsString],
+    listen: SocketAddr,
+    no_browser: bool,
+    dist: Option<PathBuf>,
+    symbols: &SymbolArgs,
+) -> Result<(), CliError> {
     let mut opened = Opened::default();
     for arg in sources {
         let source = Source::of(arg);
@@ -385,7 +394,11 @@ fn open(sources: &[OsString], listen: SocketAddr, no_browser: bool, dist: Option
                 (url.to_owned(), bytes)
             }
         };
-        parse(&input, &bytes)?;
+        let mut profile = parse(&input, &bytes)?;
+        let bytes = match symbols.apply(&mut profile) {
+            true => export(&Prepared::whole(&profile)?, ExportFormat::Pprof)?.into(),
+            false => bytes,
+        };
         opened.push(source.name(), bytes);
     }
     let hash = opened.hash();
@@ -405,7 +418,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Command::Serve(serve) => {
             crate::serve::run(serve, Opened::default(), |_| ()).map_err(|e| CliError::Serve(e.to_string()))?
         }
-        Command::Open { sources, listen, no_browser, dist } => open(&sources, listen, no_browser, dist)?,
+        Command::Open { sources, listen, no_browser, dist, symbols } => {
+            open(&sources, listen, no_browser, dist, &symbols)?
+        }
         Command::Gate(gate) => return crate::gate::run(gate),
         Command::Top { files, diff_base, query, symbols, nodecount, nodefraction, cum, raw_names, format } => {
             let load = |files: &[PathBuf]| {

@@ -42,15 +42,14 @@ pub struct Upstreams {
 }
 
 /// `artifact` of `id` from the debuginfod at `base`, with its Breakpad id: `None` when
-/// it has none (404).
-/// `held` grows in `budget` with the body, so the memory budget counts a file while it
-/// arrives.
+/// it has none (404). On the server, `held` grows in its budget with the body, so the
+/// memory budget counts a file while it arrives.
 pub async fn fetch(
     http: &reqwest::Client,
     base: &str,
     (id, artifact): (&BuildId, Artifact),
     upstreams: &Upstreams,
-    (budget, held): (&Budget, &mut Reservation),
+    mut held: Option<(&Budget, &mut Reservation)>,
 ) -> Result<Option<(Bytes, Option<String>)>, FetchError> {
     let url = format!("{}/buildid/{id}/{artifact}", base.trim_end_matches('/'));
     let timeout = || FetchError::Timeout { url: url.clone(), seconds: upstreams.timeout.as_secs() };
@@ -74,7 +73,9 @@ pub async fn fetch(
         if body.len() + chunk.len() > upstreams.limit {
             return Err(too_large());
         }
-        budget.hold_to(held, (body.len() + chunk.len()) as u64).await?;
+        if let Some((budget, held)) = held.as_mut() {
+            budget.hold_to(held, (body.len() + chunk.len()) as u64).await?;
+        }
         body.extend_from_slice(&chunk);
     }
     let bytes = body.freeze();
@@ -119,7 +120,7 @@ pub async fn find(
         return Ok(None);
     }
     for base in &upstreams.urls {
-        match fetch(&state.http, base, (id, artifact), upstreams, (&state.budget, &mut *held)).await {
+        match fetch(&state.http, base, (id, artifact), upstreams, Some((&state.budget, &mut *held))).await {
             Ok(Some((bytes, breakpad_id))) => {
                 debuginfo::put(&state.store, tenant, (id, breakpad_id.as_deref()), artifact, bytes.clone()).await?;
                 return Ok(Some(bytes));

@@ -74,6 +74,8 @@ pub struct GateArgs {
     server: Option<String>,
     #[arg(long, value_enum, default_value = "text")]
     format: GateFormat,
+    #[command(flatten)]
+    symbols: crate::cli::symbols::SymbolArgs,
 }
 
 /// A baseline on a server: its API address and id, and the tenant its link names.
@@ -288,16 +290,20 @@ pub fn run(args: GateArgs) -> Result<ExitCode, CliError> {
 
     let new_side = || Side { gate: &gate, runs: Vec::new(), merger: server.as_ref().map(|_| Merger::default()) };
     let mut base = new_side();
+    let symbolized = |mut profile: Profile| {
+        args.symbols.apply(&mut profile);
+        profile
+    };
     for file in &args.base {
-        base.add(&file.display().to_string(), load(file)?, None)?;
+        base.add(&file.display().to_string(), symbolized(load(file)?), None)?;
     }
     for baseline in &baselines {
         let (url, bytes) = remote.baseline(baseline)?;
-        base.add(&url, parse(&url, &bytes)?, None)?;
+        base.add(&url, symbolized(parse(&url, &bytes)?), None)?;
     }
     let mut compare = new_side();
     for file in &args.compare {
-        compare.add(&file.display().to_string(), load(file)?, base.runs.first())?;
+        compare.add(&file.display().to_string(), symbolized(load(file)?), base.runs.first())?;
     }
     let mut report = gate.compare(&base.runs, &compare.runs)?;
     if let Some(server) = &server {

@@ -27,8 +27,11 @@ impl SymbolFiles for Table {
     }
 }
 
-fn profile(root: &Path) -> Profile {
-    stacklens_core::parse(&read(&root.join("symbols/symwork-c.gperftools.prof"))).unwrap()
+/// The fixtures' `bin` folder and the gperftools profile, unsymbolized.
+fn setup() -> Option<(PathBuf, Profile)> {
+    let root = fixtures()?;
+    let profile = stacklens_core::parse(&read(&root.join("symbols/symwork-c.gperftools.prof"))).unwrap();
+    Some((root.join("symbols/bin"), profile))
 }
 
 fn table(entries: &[(&str, Role, PathBuf, Option<usize>)]) -> Table {
@@ -37,9 +40,7 @@ fn table(entries: &[(&str, Role, PathBuf, Option<usize>)]) -> Table {
 
 #[test]
 fn locations_gain_the_lines_addr2line_gives_for_their_file_addresses() {
-    let Some(root) = fixtures() else { return };
-    let bin = root.join("symbols/bin");
-    let mut p = profile(&root);
+    let Some((bin, mut p)) = setup() else { return };
     let mut files = table(&[
         ("symwork-c.stripped", Role::Binary, bin.join("symwork-c.stripped"), None),
         ("symwork-c.stripped", Role::DebugFile, bin.join("symwork-c.debug"), None),
@@ -77,9 +78,7 @@ fn locations_gain_the_lines_addr2line_gives_for_their_file_addresses() {
 
 #[test]
 fn a_binary_of_another_build_id_is_named_and_not_used() {
-    let Some(root) = fixtures() else { return };
-    let bin = root.join("symbols/bin");
-    let mut p = profile(&root);
+    let Some((bin, mut p)) = setup() else { return };
     let wanted = ObjectFile::parse(&read(&bin.join("symwork-c"))[..]).unwrap().build_id_hex().unwrap();
     let other = ObjectFile::parse(&read(&bin.join("symwork-cpp"))[..]).unwrap().build_id_hex().unwrap();
     p.mappings[0].build_id = p.strings.intern(&wanted);
@@ -94,9 +93,7 @@ fn a_binary_of_another_build_id_is_named_and_not_used() {
 
 #[test]
 fn a_truncated_file_is_an_error_and_the_other_mapping_is_still_symbolized() {
-    let Some(root) = fixtures() else { return };
-    let bin = root.join("symbols/bin");
-    let mut p = profile(&root);
+    let Some((bin, mut p)) = setup() else { return };
     let mut files = table(&[
         ("symwork-c.stripped", Role::Binary, bin.join("symwork-c"), None),
         ("libc.so.6", Role::Binary, bin.join("symwork-cpp"), Some(3000)),

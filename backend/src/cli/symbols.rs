@@ -6,8 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use stacklens_core::symbols::{Found, ObjectFile, Outcome, Role, SymbolFiles, Wanted};
+use stacklens_core::symbols::{Found, ObjectFile, Role, SymbolFiles, Wanted};
 use stacklens_core::Profile;
+
+use crate::debuginfod::{fetch, Upstreams};
+use crate::records::debuginfo::{Artifact, BuildId};
 
 /// Where symbols come from, as flags shared by every command that reads profiles.
 #[derive(clap::Args, Clone, Default)]
@@ -26,35 +29,21 @@ pub(crate) struct SymbolArgs {
 /// How long a debuginfod server may take, how much it may send, and how long a miss
 /// is remembered.
 const DEBUGINFOD_TIMEOUT: Duration = Duration::from_secs(30);
-const DEBUGINFOD_MAX_BYTES: u64 = 4 << 30;
+const DEBUGINFOD_MAX_BYTES: usize = 4 << 30;
 const MISS_KEPT: Duration = Duration::from_secs(3600);
 
 impl SymbolArgs {
     /// Symbolizes `profile` when any source of symbols is given (flags or environment),
-    /// printing each mapping's outcome to standard error. With none, nothing happens.
-    pub(crate) fn apply(&self, profile: &mut Profile) {
+    /// printing each mapping's outcome to standard error; whether one was given.
+    pub(crate) fn apply(&self, profile: &mut Profile) -> bool {
         let mut files = LocalFiles::new(self);
         if files.paths.is_empty() && files.servers.is_empty() {
-            return;
+            return false;
         }
         for report in profile.symbolize(&mut files) {
-            let name = &report.file_name;
-            let line = match &report.outcome {
-                Outcome::Symbolized { file, debug_file, locations } => {
-                    let debug = debug_file.as_ref().map(|d| format!(" and {d}")).unwrap_or_default();
-                    format!("{name}: {locations} locations symbolized from {file}{debug}")
-                }
-                Outcome::NotFound { build_id } => {
-                    let id = build_id.as_deref().map(|id| format!(" (build id {id})")).unwrap_or_default();
-                    format!("{name}: no symbol file found{id}")
-                }
-                Outcome::BuildIdMismatch { file, wanted, found } => {
-                    format!("{name}: {file} has build id {found}, not {wanted}: not used")
-                }
-                Outcome::Error { file, error } => format!("{name}: {file}: {error}"),
-            };
-            eprintln!("stacklens: symbols: {}", super::common::for_terminal(&line));
+            eprintln!("stacklens: symbols: {}", super::common::for_terminal(&report.to_string()));
         }
+        true
     }
 }
 
@@ -103,6 +92,7 @@ impl LocalFiles {
                     if let Some(link) = &wanted.debug_link {
                         out.extend([path.join(link), path.join(".debug").join(link)]);
                     }
+                    out.push(dsym(path, &base));
                 }
             }
         }
@@ -119,6 +109,7 @@ impl LocalFiles {
                 if let Some(id) = id {
                     out.push(PathBuf::from(format!("/usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..])));
                 }
+                out.push(dsym(dir, &base));
             }
         }
         out
@@ -128,9 +119,13 @@ impl LocalFiles {
     fn fits(path: &Path, file: &ObjectFile, wanted: &Wanted) -> bool {
         let same_id = wanted.build_id.is_some() && file.build_id_hex() == wanted.build_id;
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let base = Path::new(&wanted.file_name).file_name().and_then(|n| n.to_str()).unwrap_or_default();
         let same_name = match wanted.role {
-            Role::Binary => Path::new(&wanted.file_name).file_name().and_then(|n| n.to_str()) == Some(name),
-            Role::DebugFile => wanted.debug_link.as_deref() == Some(name) && file.has_dwarf(),
+            Role::Binary => base == name,
+            // Its debug link, or `NAME.debug` for a binary that was not found.
+            Role::DebugFile => {
+                (wanted.debug_link.as_deref() == Some(name) || name == format!("{base}.debug")) && file.has_dwarf()
+            }
         };
         same_id || same_name
     }
@@ -163,7 +158,7 @@ impl SymbolFiles for LocalFiles {
             }
             fallback.get_or_insert(Found { path: shown, file: Ok(file) });
         }
-        if let Some(found) = wanted.build_id.as_deref().and_then(|id| self.from_servers(id, wanted.role)) {
+        if let Some(found) = wanted.build_id.as_deref().and_then(|id| self.fetch_from_servers(id, wanted.role)) {
             return Some(found);
         }
         fallback
@@ -172,11 +167,12 @@ impl SymbolFiles for LocalFiles {
 
 impl LocalFiles {
     /// The file with build id `id` from the first debuginfod server that has it.
-    fn from_servers(&self, id: &str, role: Role) -> Option<Found> {
-        let kind = match role {
-            Role::Binary => "executable",
-            Role::DebugFile => "debuginfo",
+    fn fetch_from_servers(&self, id: &str, role: Role) -> Option<Found> {
+        let artifact = match role {
+            Role::Binary => Artifact::Executable,
+            Role::DebugFile => Artifact::Debuginfo,
         };
+        let kind = artifact.name();
         let cache = cache_dir()?.join(id);
         let cached = cache.join(kind);
         let miss = cache.join(format!("{kind}.miss"));
@@ -189,20 +185,34 @@ impl LocalFiles {
         if fresh_miss {
             return None;
         }
+        let build_id = BuildId::parse(id)?;
+        let upstreams = Upstreams { urls: Vec::new(), timeout: DEBUGINFOD_TIMEOUT, limit: DEBUGINFOD_MAX_BYTES };
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+        let http = reqwest::Client::new();
         for server in &self.servers {
-            let url = format!("{}/buildid/{id}/{kind}", server.trim_end_matches('/'));
-            match fetch_bounded(&url) {
-                Ok(bytes) => {
+            let fetched = runtime.block_on(fetch(&http, server, (&build_id, artifact), &upstreams, None));
+            match fetched {
+                Ok(Some((bytes, _))) => {
                     // The cache is a convenience: a failed write only costs a refetch.
                     let _ = std::fs::create_dir_all(&cache).and_then(|()| std::fs::write(&cached, &bytes));
+                    let url = format!("{}/buildid/{id}/{artifact}", server.trim_end_matches('/'));
                     return Some(Found { path: url, file: ObjectFile::parse(&bytes[..]) });
                 }
-                Err(reason) => eprintln!("stacklens: symbols: {url}: {reason}"),
+                Ok(None) => {}
+                Err(reason) => eprintln!("stacklens: symbols: {reason}"),
             }
         }
         let _ = std::fs::create_dir_all(&cache).and_then(|()| std::fs::write(&miss, b""));
         None
     }
+}
+
+/// A Mach-O binary's dSYM bundle in `dir`: `NAME.dSYM/Contents/Resources/DWARF/NAME`
+/// (its UUID is the build id the debug file is checked against).
+fn dsym(dir: &Path, name: &Path) -> PathBuf {
+    let mut bundle = name.as_os_str().to_owned();
+    bundle.push(".dSYM");
+    dir.join(bundle).join("Contents/Resources/DWARF").join(name)
 }
 
 /// `$XDG_CACHE_HOME/stacklens/debuginfod`, else `~/.cache/stacklens/debuginfod`.
@@ -212,24 +222,4 @@ fn cache_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
     Some(base.join("stacklens/debuginfod"))
-}
-
-/// GET `url` within the timeout, refusing answers over the size bound.
-fn fetch_bounded(url: &str) -> Result<Vec<u8>, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-    runtime.block_on(async {
-        let request = reqwest::Client::new().get(url).timeout(DEBUGINFOD_TIMEOUT);
-        let mut response = request.send().await.map_err(|e| e.to_string())?;
-        if !response.status().is_success() {
-            return Err(format!("the server answered {}", response.status()));
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
-            if body.len() as u64 + chunk.len() as u64 > DEBUGINFOD_MAX_BYTES {
-                return Err(format!("larger than {DEBUGINFOD_MAX_BYTES} bytes"));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
-    })
 }

@@ -124,7 +124,14 @@ impl Profile {
                         m.has_inline_frames |= lines.len() > 1;
                         self.locations[l].lines = lines;
                     }
-                    Outcome::Symbolized { file: module.binary_path, debug_file: module.debug_path, locations: named }
+                    match (module.binary, module.debug_path) {
+                        (Some(_), debug_file) => {
+                            Outcome::Symbolized { file: module.binary_path, debug_file, locations: named }
+                        }
+                        (None, debug) => {
+                            Outcome::Symbolized { file: debug.unwrap_or_default(), debug_file: None, locations: named }
+                        }
+                    }
                 }
             };
             reports.push(MappingReport { file_name, build_id, outcome });

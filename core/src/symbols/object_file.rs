@@ -11,6 +11,9 @@ use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ReadRef, Symbol
 
 use super::{AddressLookup, SymbolError, SymbolFrame};
 
+/// Symbols per block of the symbol search's index.
+const BLOCK: usize = 32;
+
 type DwarfReader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
 
 /// A loaded segment: file bytes `[offset, offset + file_size)` appear at virtual
@@ -48,6 +51,11 @@ pub struct ObjectFile {
     /// Whether a code section has its bytes here (a binary; a split-off debug file
     /// keeps `.text` only as a NOBITS header).
     has_code: bool,
+    /// `symbols`' addresses alone, and every [`BLOCK`]th of them: a search goes through
+    /// the small index and then one block, a few cache lines instead of one miss a step
+    /// (the symbol search was a third of a lookup's time on an 85 MB binary).
+    symbol_addresses: Vec<u64>,
+    symbol_blocks: Vec<u64>,
     dwarf: Option<addr2line::Context<DwarfReader>>,
 }
 
@@ -99,8 +107,22 @@ impl ObjectFile {
         let symbols = function_symbols(&file);
         let has_code =
             file.sections().any(|s| s.kind() == object::SectionKind::Text && s.file_range().is_some_and(|r| r.1 > 0));
+        let symbol_addresses: Vec<u64> = symbols.iter().map(|s| s.address).collect();
+        let symbol_blocks = symbol_addresses.iter().step_by(BLOCK).copied().collect();
         let dwarf = load_dwarf(&file)?;
-        Ok(Self { build_id, debug_link, fixed_address, relative_base, is_mach_o, segments, symbols, has_code, dwarf })
+        Ok(Self {
+            build_id,
+            debug_link,
+            fixed_address,
+            relative_base,
+            is_mach_o,
+            segments,
+            symbols,
+            symbol_addresses,
+            symbol_blocks,
+            has_code,
+            dwarf,
+        })
     }
 
     /// The build id (Mach-O: the UUID), as stored.
@@ -139,14 +161,13 @@ impl ObjectFile {
     /// keeps its segments but not their file bytes: there the first segment's
     /// placement (linkers load the file's start there) stands in.
     pub fn file_offset_to_address(&self, offset: u64) -> Option<u64> {
-        if !self.has_loaded_segments() {
-            let first = self.segments.iter().filter(|s| s.memory_size > 0).min_by_key(|s| s.address)?;
-            return Some(first.address.wrapping_sub(first.offset).wrapping_add(offset));
+        let holding =
+            self.segments.iter().find(|s| s.file_size > 0 && s.offset <= offset && offset - s.offset < s.file_size);
+        if let Some(s) = holding {
+            return Some(s.address.wrapping_add(offset - s.offset));
         }
-        self.segments
-            .iter()
-            .find(|s| s.file_size > 0 && s.offset <= offset && offset - s.offset < s.file_size)
-            .map(|s| s.address.wrapping_add(offset - s.offset))
+        let first = self.segments.iter().filter(|s| s.memory_size > 0).min_by_key(|s| s.address)?;
+        Some(first.address.wrapping_sub(first.offset).wrapping_add(offset))
     }
 
     /// The virtual address of a module offset (a "relative address").
@@ -183,7 +204,10 @@ impl ObjectFile {
 
     /// The symbol-table function containing `address`.
     fn symbol_at(&self, address: u64) -> Option<&Symbol> {
-        let i = self.symbols.partition_point(|s| s.address <= address).checked_sub(1)?;
+        let block = self.symbol_blocks.partition_point(|&a| a <= address).checked_sub(1)?;
+        let start = block * BLOCK;
+        let end = (start + BLOCK).min(self.symbol_addresses.len());
+        let i = start + self.symbol_addresses[start..end].partition_point(|&a| a <= address) - 1;
         let s = &self.symbols[i];
         (address - s.address < s.size).then_some(s)
     }
@@ -208,11 +232,15 @@ impl AddressLookup for ObjectFile {
         }
         // The physical function's name from the symbol table where DWARF has none
         // (no DWARF, or code DWARF does not describe).
-        let symbol = self.symbol_at(address);
-        match (frames.last_mut(), symbol) {
-            (Some(last), Some(s)) if last.name.is_empty() => last.name = s.name.clone(),
-            (None, Some(s)) => frames.push(SymbolFrame { name: s.name.clone(), file: None, line: 0 }),
-            _ => {}
+        // Searched only then (Rust's std has line tables but no function entries).
+        match frames.last_mut() {
+            Some(last) if !last.name.is_empty() => {}
+            Some(last) => last.name = self.symbol_at(address).map(|s| s.name.clone()).unwrap_or_default(),
+            None => frames.extend(self.symbol_at(address).map(|s| SymbolFrame {
+                name: s.name.clone(),
+                file: None,
+                line: 0,
+            })),
         }
         // A frame DWARF could not name at all says nothing.
         frames.retain(|f| !f.name.is_empty() || f.file.is_some());

@@ -1,0 +1,227 @@
+//! `stacklens symbolize` and `--symbols` / `--debuginfod` end to end, against the real
+//! tools on the same inputs: `perf report` on the perf.data that the perf-script text
+//! came from, `go tool pprof -symbolize=local` on gperftools' profile, and a real
+//! debuginfod (elfutils) serving the debug file.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use common::{fixtures, free_port, go, missing_prerequisite, read_pprof_top, temp_dir, until};
+
+fn stacklens(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_stacklens"))
+        .args(args)
+        .env_remove("PPROF_BINARY_PATH")
+        .env_remove("DEBUGINFOD_URLS")
+        .envs(env.iter().copied())
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// Each physical function's (flat %, cum %) of the samples, as `perf report` counts
+/// them without `--inline`: a location's function is its outermost line's.
+fn physical_shares(pprof: &Path) -> BTreeMap<String, (String, String)> {
+    let p = stacklens_core::parse(&std::fs::read(pprof).unwrap()).unwrap();
+    let physical = |l: &stacklens_core::model::LocationId| {
+        let location = p.location(*l);
+        match location.lines.last() {
+            Some(line) => p.str(p.function(line.function).name).to_owned(),
+            None => p.unsymbolized_name(location),
+        }
+    };
+    let (mut flat, mut cum, mut total) = (BTreeMap::<String, i64>::new(), BTreeMap::<String, i64>::new(), 0);
+    for sample in p.samples.iter() {
+        let n = sample.values[0];
+        total += n;
+        if let Some(leaf) = sample.locations.first() {
+            *flat.entry(physical(leaf)).or_default() += n;
+        }
+        for name in sample.locations.iter().map(physical).collect::<BTreeSet<_>>() {
+            *cum.entry(name).or_default() += n;
+        }
+    }
+    let pct = |v: i64| format!("{:.2}", v as f64 * 100.0 / total as f64);
+    cum.into_iter()
+        .map(|(name, c)| (pct(flat.get(&name).copied().unwrap_or(0)), name, pct(c)))
+        .map(|(f, n, c)| (n, (f, c)))
+        .collect()
+}
+
+/// `perf report --children` rows: symbol → (self %, children %).
+fn perf_report(data: &Path) -> Option<BTreeMap<String, (String, String)>> {
+    let out = Command::new("perf")
+        .args(["report", "--stdio", "--children", "--sort", "sym", "-g", "none", "-i"])
+        .arg(data)
+        .output();
+    let Some(out) = out.ok().filter(|o| o.status.success()) else {
+        missing_prerequisite("perf (Debian linux-perf) for perf report");
+        return None;
+    };
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows = text.lines().filter(|l| !l.starts_with('#') && l.contains("%  [.] ")).map(|l| {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        (t[3..].join(" "), (t[1].trim_end_matches('%').to_owned(), t[0].trim_end_matches('%').to_owned()))
+    });
+    Some(rows.collect())
+}
+
+#[test]
+fn perf_script_symbolized_from_a_folder_has_perf_reports_flat_and_cum() {
+    let Some(root) = fixtures() else { return };
+    let f = root.join("symbols");
+    let Some(expected) = perf_report(&f.join("symwork-c.perf.data")) else { return };
+    let dir = temp_dir("symbolize-perf");
+    let out = dir.join("c.pb.gz");
+    let (script, bin) = (f.join("symwork-c.perf-script.txt"), f.join("bin"));
+    let run = stacklens(
+        &["symbolize", script.to_str().unwrap(), "-o", out.to_str().unwrap(), "--symbols", bin.to_str().unwrap()],
+        &[],
+    );
+    let said = String::from_utf8_lossy(&run.stderr);
+    assert!(said.contains("symwork-c.stripped:") && said.contains("symbolized from"), "{said}");
+    // Every function perf reports, with its self and children shares, and no other.
+    let ours: BTreeMap<_, _> = physical_shares(&out).into_iter().filter(|(_, (_, c))| c != "0.00").collect();
+    assert_eq!(ours, expected);
+    for name in ["sieve", "integrate", "hash_block"] {
+        assert!(expected.contains_key(name), "perf report names {name}: {expected:?}");
+    }
+    // And `top` with the same flag shows the program's functions by name.
+    let top = stacklens(&["top", script.to_str().unwrap(), "--symbols", bin.to_str().unwrap()], &[]);
+    let top = String::from_utf8(top.stdout).unwrap();
+    assert!(top.contains("sieve") && top.contains("integrate") && top.contains("hash_block"), "{top}");
+    assert!(!top.contains("[symwork-c.stripped]"), "{top}");
+}
+
+#[test]
+fn symbolized_gperftools_profile_shows_what_pprof_symbolize_local_shows() {
+    let Some(root) = fixtures() else { return };
+    let Some(go) = go() else { return };
+    let f = root.join("symbols");
+    let dir = temp_dir("symbolize-gperftools");
+    let out = dir.join("c.pb.gz");
+    let input = f.join("symwork-c.gperftools.prof");
+    let bin = f.join("bin");
+    stacklens(
+        &["symbolize", input.to_str().unwrap(), "-o", out.to_str().unwrap(), "--symbols", bin.to_str().unwrap()],
+        &[],
+    );
+    // pprof finds binaries by the mapping's base name and reads no debug link: it gets
+    // the unstripped binary under the stripped one's name.
+    let binaries = dir.join("binaries");
+    std::fs::create_dir_all(&binaries).unwrap();
+    std::os::unix::fs::symlink(bin.join("symwork-c"), binaries.join("symwork-c.stripped")).unwrap();
+    let pprof = |file: &Path, symbolize: &str, path: &Path| {
+        let out = Command::new(go)
+            .args(["tool", "pprof", symbolize, "-top"])
+            .arg(file)
+            .env("PPROF_BINARY_PATH", path)
+            .env("PPROF_TMPDIR", &dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        read_pprof_top(&String::from_utf8(out.stdout).unwrap())
+    };
+    let theirs = pprof(&input, "-symbolize=local", &binaries);
+    let ours = pprof(&out, "-symbolize=none", Path::new("/nonexistent"));
+    let rows = |rows: &[common::PprofTopRow]| -> BTreeMap<String, (String, String)> {
+        rows.iter().map(|r| (r.name.clone(), (r.flat.clone(), r.cum.clone()))).collect()
+    };
+    let (theirs, ours) = (rows(&theirs.rows), rows(&ours.rows));
+    // The program's functions: pprof names them, with the same flat and cum. (libc it
+    // leaves as `[libc.so.6]`, which stacklens names from the system's libc.)
+    let program: Vec<_> = theirs.iter().filter(|(name, _)| !name.starts_with('[')).collect();
+    assert!(program.len() >= 3, "{theirs:?}");
+    for (name, values) in program {
+        assert_eq!(ours.get(name), Some(values), "{name}: ours {ours:?}");
+    }
+    assert!(!ours.contains_key("[symwork-c.stripped]"), "{ours:?}");
+}
+
+/// A debuginfod (elfutils) serving `dir` on 127.0.0.1, stopped when dropped.
+struct Debuginfod(Child);
+
+impl Drop for Debuginfod {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn debuginfod_serves_the_debug_file_of_a_stripped_binary() {
+    let Some(root) = fixtures() else { return };
+    let f = root.join("symbols");
+    let dir = temp_dir("symbolize-debuginfod");
+    // Only the stripped binary where the profile says it ran: no debug file beside it.
+    let ran = dir.join("ran");
+    let served = dir.join("served");
+    std::fs::create_dir_all(&ran).unwrap();
+    std::fs::create_dir_all(&served).unwrap();
+    std::fs::copy(f.join("bin/symwork-c.stripped"), ran.join("symwork-c.stripped")).unwrap();
+    std::fs::copy(f.join("bin/symwork-c.debug"), served.join("symwork-c.debug")).unwrap();
+    let script = std::fs::read_to_string(f.join("symwork-c.perf-script.txt")).unwrap();
+    let original = f.join("bin/symwork-c.stripped").canonicalize().unwrap().display().to_string();
+    assert!(script.contains(&original), "the profile names {original}");
+    let moved = ran.join("symwork-c.stripped").display().to_string();
+    let script_path = dir.join("c.perf-script.txt");
+    std::fs::write(&script_path, script.replace(&original, &moved)).unwrap();
+
+    let port = free_port();
+    let started = Command::new("debuginfod")
+        .args(["-F", "-p", &port.to_string(), "-d"])
+        .arg(dir.join("debuginfod.sqlite"))
+        .arg(&served)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(child) = started else { return missing_prerequisite("debuginfod (Debian debuginfod)") };
+    let _server = Debuginfod(child);
+    let url = format!("http://127.0.0.1:{port}");
+    let id = stacklens_core::symbols::ObjectFile::parse(&std::fs::read(f.join("bin/symwork-c.debug")).unwrap()[..])
+        .unwrap()
+        .build_id_hex()
+        .unwrap();
+    let client = reqwest::blocking::Client::new();
+    until("debuginfod to index the folder", Duration::from_secs(60), || {
+        let r = client.get(format!("{url}/buildid/{id}/debuginfo")).send().ok()?;
+        r.status().is_success().then_some(())
+    });
+    let cache = dir.join("cache");
+    let env = [("XDG_CACHE_HOME", cache.to_str().unwrap())];
+    let top = stacklens(&["top", script_path.to_str().unwrap(), "--debuginfod", &url], &env);
+    let text = String::from_utf8(top.stdout).unwrap();
+    assert!(text.contains("sieve") && text.contains("hash_block"), "{text}\n{}", String::from_utf8_lossy(&top.stderr));
+    let said = String::from_utf8_lossy(&top.stderr);
+    assert!(said.contains(&format!("{url}/buildid/{id}/debuginfo")), "{said}");
+    // Cached: the same names with the server gone, and DEBUGINFOD_URLS is honoured.
+    drop(_server);
+    let again = stacklens(&["top", script_path.to_str().unwrap()], &[env[0], ("DEBUGINFOD_URLS", &url)]);
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("sieve"), "{said}");
+}
+
+#[test]
+fn a_debug_file_alone_names_a_binary_that_is_not_here() {
+    let Some(root) = fixtures() else { return };
+    let f = root.join("symbols");
+    let dir = temp_dir("symbolize-debug-alone");
+    for program in ["symwork-c", "symwork-c-nopie"] {
+        // The profile names a binary that is on no disk here (another host's path).
+        let ran = f.join(format!("bin/{program}.stripped")).canonicalize().unwrap().display().to_string();
+        let script = std::fs::read_to_string(f.join(format!("{program}.perf-script.txt"))).unwrap();
+        assert!(script.contains(&ran), "the profile names {ran}");
+        let moved = dir.join(format!("{program}.perf-script.txt"));
+        std::fs::write(&moved, script.replace(&ran, &format!("/elsewhere/{program}"))).unwrap();
+        let debug = f.join(format!("bin/{program}.debug"));
+        let top = stacklens(&["top", moved.to_str().unwrap(), "--symbols", debug.to_str().unwrap()], &[]);
+        let text = String::from_utf8(top.stdout).unwrap();
+        assert!(text.contains("sieve") && text.contains("integrate"), "{program}:\n{text}");
+        assert!(!text.contains(&format!("[{program}]")), "{program}:\n{text}");
+    }
+}
