@@ -33,6 +33,7 @@ pub mod legacy_cpu;
 pub mod legacy_text;
 pub mod macos_sample;
 mod named_frames;
+pub mod perf_data;
 pub mod perf_script;
 pub mod pmcstat;
 pub mod pprof;
@@ -156,6 +157,7 @@ fn parse_plain(bytes: &[u8], options: &ParseOptions, progress: Progress<'_>) -> 
         Format::Of(SourceFormat::JavaText) => legacy_text::parse_java(bytes, options),
         Format::Of(SourceFormat::Folded) => folded::parse(bytes, options),
         Format::Of(SourceFormat::PerfScript) => perf_script::parse(bytes, options),
+        Format::Of(SourceFormat::PerfData) => perf_data::parse(bytes, options),
         Format::Of(SourceFormat::Callgrind) => callgrind::parse(bytes, options),
         Format::Of(SourceFormat::Pstats) => pstats::parse(bytes, options),
         Format::Of(SourceFormat::Pmcstat) => pmcstat::parse(bytes, options),
@@ -287,6 +289,9 @@ pub fn detect(bytes: &[u8]) -> Format {
     }
     if bytes.starts_with(art_trace::MAGIC) {
         return Format::Of(SourceFormat::ArtTrace);
+    }
+    if perf_data::looks_like_perf_data(bytes) {
+        return Format::Of(SourceFormat::PerfData);
     }
     if let Some(format) = unsupported::detect(bytes) {
         return Format::Unsupported(format);

@@ -51,25 +51,32 @@ use crate::Result;
 
 const FORMAT: &str = "perf script";
 pub(crate) use lines::looks_like_perf_script;
+pub(super) use lines::event_name;
 use lines::{event_line, frame, srcline};
 
 /// A record's (comm, pid, tid), which become its labels.
-type Thread = (StrId, Option<i64>, Option<i64>);
+pub(super) type Thread = (StrId, Option<i64>, Option<i64>);
 
 /// (address, symbol, DSO, source line) of one frame.
-type FrameKey = (u64, Option<StrId>, StrId, i64);
+pub(super) type FrameKey = (u64, Option<StrId>, StrId, i64);
 
-struct Record {
-    event: usize,
-    period: Option<i64>,
-    time_nanos: Option<i64>,
-    thread: Thread,
+/// One sample as perf prints it; perf.data's samples are read into the same shape
+/// (`super::perf_data`), so one recording gives one profile in either form.
+pub(super) struct Record {
+    /// Index into the events.
+    pub event: usize,
+    pub period: Option<i64>,
+    pub time_nanos: Option<i64>,
+    pub thread: Thread,
     /// Frames leaf first, each with its `(inlined)` mark; locations are made when the
     /// record ends.
-    frames: Vec<(FrameKey, bool)>,
+    pub frames: Vec<(FrameKey, bool)>,
     /// A frame on the header line, used when no frame lines follow.
-    inline_frame: Option<FrameKey>,
+    pub inline_frame: Option<FrameKey>,
 }
+
+/// An event's name and whether any of its records has a period.
+pub(super) type Event = (String, bool);
 
 #[derive(Default)]
 struct Builder {
@@ -190,11 +197,8 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let mut room = super::Room::new(options);
     let text = text::decode(bytes);
     let mut p = Profile::new(SourceFormat::PerfScript);
-    let mut b = Builder::default();
-    let (comm_key, pid_key, tid_key) = (p.strings.intern("comm"), p.strings.intern("pid"), p.strings.intern("tid"));
-    let no_unit = StrId(0);
     // Events in order of appearance, and whether any of their records has a period.
-    let mut events: Vec<(String, bool)> = Vec::new();
+    let mut events: Vec<Event> = Vec::new();
     let mut records: Vec<Record> = Vec::new();
     let mut current: Option<Record> = None;
     let (mut first_time, mut last_time) = (None::<i64>, None::<i64>);
@@ -279,11 +283,27 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     if records.is_empty() {
         return Err(text_error(FORMAT, 1, "no samples"));
     }
+    add_records(&mut p, &mut room, records, &events, first_time.zip(last_time))?;
+    Ok(p)
+}
 
+/// Adds `records` to `p` as samples: per event, a count column and (with periods) a
+/// weight column; records with times stay one sample each (their spans from the first,
+/// `times`), others with the same stack, event and thread are summed.
+pub(super) fn add_records(
+    p: &mut Profile,
+    room: &mut super::Room,
+    records: Vec<Record>,
+    events: &[Event],
+    times: Option<(i64, i64)>,
+) -> Result<()> {
+    let mut b = Builder::default();
+    let (comm_key, pid_key, tid_key) = (p.strings.intern("comm"), p.strings.intern("pid"), p.strings.intern("tid"));
+    let no_unit = StrId(0);
     // Sample types: per event, its count column and (with periods) its weight column.
     let single = events.len() == 1;
     let mut columns: Vec<(usize, Option<usize>)> = Vec::with_capacity(events.len());
-    for (name, has_period) in &events {
+    for (name, has_period) in events {
         let shown = if name.is_empty() { "events" } else { name.as_str() };
         let count_name = if single { "samples".to_owned() } else { format!("{shown}_samples") };
         let count_type: ValueType = p.value_type(&count_name, "count");
@@ -296,18 +316,18 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
         });
         columns.push((count_column, weight_column));
     }
-    if let (Some(first), Some(last)) = (first_time, last_time) {
+    if let Some((first, last)) = times {
         p.duration_nanos = last - first;
     }
 
     let n_types = p.sample_types.len();
-    let spans = first_time.and_then(|origin| record_spans(&records, origin));
+    let spans = times.and_then(|(origin, _)| record_spans(&records, origin));
     let mut index: HashMap<(Vec<LocationId>, usize, Thread), usize> = HashMap::default();
     for (i, mut record) in records.into_iter().enumerate() {
         if record.frames.is_empty() {
             record.frames.extend(record.inline_frame.map(|f| (f, false)));
         }
-        let locations = b.locations(&mut p, &record.frames);
+        let locations = b.locations(p, &record.frames);
         let (count_column, weight_column) = columns[record.event];
         let key = (locations, record.event, record.thread);
         // Timed records stay one sample each: the timeline needs them apart.
@@ -342,5 +362,5 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
             values[w] = values[w].saturating_add(record.period.unwrap_or(0));
         }
     }
-    Ok(p)
+    Ok(())
 }

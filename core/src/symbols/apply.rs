@@ -233,7 +233,7 @@ fn checked(found: Found, wanted: Option<&str>) -> Result<(ObjectFile, String), O
 /// return addresses give all false.
 fn caller_only_locations(p: &Profile) -> Vec<bool> {
     let mut callers = vec![false; p.locations.len()];
-    if !matches!(p.source, SourceFormat::PerfScript) {
+    if !matches!(p.source, SourceFormat::PerfScript | SourceFormat::PerfData) {
         return callers;
     }
     let mut leaves = vec![false; p.locations.len()];

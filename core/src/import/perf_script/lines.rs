@@ -62,7 +62,7 @@ fn pid_tid(token: &str) -> Option<(i64, Option<i64>)> {
 }
 
 /// `cpu-clock:uhH:` → `cpu-clock`; `sched:sched_switch:` stays `sched:sched_switch`.
-fn event_name(token: &str) -> &str {
+pub(crate) fn event_name(token: &str) -> &str {
     let name = token.strip_suffix(':').unwrap_or(token);
     match name.rsplit_once(':') {
         Some((base, modifiers))

@@ -1,0 +1,188 @@
+//! Linux `perf.data` (`perf record`'s file, magic `PERFILE2`), read with the
+//! `linux-perf-data` crate (samply's reader; pure Rust, builds for wasm32) and modelled
+//! exactly as its `perf script` text is ([`super::perf_script`]): each sample becomes a
+//! record with its event, period, time, comm/pid/tid and frames, leaf first, and the
+//! same code turns records into samples. So one recording gives one profile whichever
+//! form is opened.
+//!
+//! * Frames: the callchain's addresses (user and kernel; `PERF_CONTEXT_*` markers
+//!   skipped), or the sample's ip without one. A user address inside a `MMAP`/`MMAP2`
+//!   of its process becomes, as perf script prints it, its file offset in that file
+//!   (`address − start + page offset`) with the file as its mapping; kernel addresses
+//!   stay as they are under `[kernel.kallsyms]` (or their module); others are
+//!   `[unknown]`. perf.data holds no names, so every frame waits for symbolization.
+//! * Mappings get the build ids of the file's build-id feature section (and of
+//!   `MMAP2` records that carry one), which symbolization checks binaries against.
+//! * Events: each attribute's name from the event-description feature section, its
+//!   modifiers dropped (`cpu-clock:u` → `cpu-clock`), as perf script names them.
+//! * `comm` is the thread's latest `COMM` before the sample; hostname, perf version and
+//!   command line become comments. Feature sections not named here are skipped.
+//!   Pipe-mode files (`perf record -o -`) are not read: the crate reads seekable files.
+
+use std::io::Cursor;
+
+use linux_perf_data::linux_perf_event_reader::{EventRecord, Mmap2FileId, RawData};
+use linux_perf_data::{PerfFileReader, PerfFileRecord};
+use rustc_hash::FxHashMap as HashMap;
+
+use super::perf_script::{add_records, event_name, Event, FrameKey, Record};
+use crate::model::{Profile, SourceFormat, StrId};
+use crate::{Error, Result};
+
+const FORMAT: &str = "perf.data";
+
+/// Callchain entries at or above this are context markers (`PERF_CONTEXT_MAX`).
+const CONTEXT_MARKER: u64 = -4095i64 as u64;
+const CONTEXT_KERNEL: u64 = -128i64 as u64;
+
+/// Whether `bytes` start as a perf.data file does (either byte order).
+pub fn looks_like_perf_data(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"PERFILE2") || bytes.starts_with(b"2ELIFREP")
+}
+
+fn error(reason: impl std::fmt::Display) -> Error {
+    Error::Binary { format: FORMAT, offset: 0, reason: reason.to_string() }
+}
+
+/// One `MMAP`/`MMAP2` of a process: file bytes from `offset` at `[start, end)`.
+struct Map {
+    start: u64,
+    end: u64,
+    offset: u64,
+    file: StrId,
+}
+
+fn text(raw: &RawData) -> String {
+    String::from_utf8_lossy(&raw.as_slice()).into_owned()
+}
+
+/// Where the frames of each process fall, and the threads' names.
+#[derive(Default)]
+struct Processes {
+    /// Per pid (-1: the kernel and its modules), in the order mapped: a later map of
+    /// the same addresses replaces an earlier one.
+    maps: HashMap<i32, Vec<Map>>,
+    comms: HashMap<i32, StrId>,
+    /// Build ids that `MMAP2` records carried, per file.
+    build_ids: HashMap<StrId, Vec<u8>>,
+}
+
+impl Processes {
+    fn map(&mut self, p: &mut Profile, pid: i32, (start, length, offset): (u64, u64, u64), path: &RawData) -> StrId {
+        let file = p.strings.intern(&text(path));
+        self.maps.entry(pid).or_default().push(Map { start, end: start.saturating_add(length), offset, file });
+        file
+    }
+
+    /// The frame of `address` in process `pid`, as perf script prints it.
+    fn frame(&self, p: &mut Profile, pid: i32, address: u64, kernel: bool) -> FrameKey {
+        let found = |pid: i32| {
+            let maps = self.maps.get(&pid)?;
+            maps.iter().rev().find(|m| m.start <= address && address < m.end)
+        };
+        let in_process = if kernel { None } else { found(pid) };
+        match in_process.or_else(|| found(-1)) {
+            Some(m) if !kernel => (address - m.start + m.offset, None, m.file, 0),
+            Some(m) => (address, None, m.file, 0),
+            None if kernel => (address, None, p.strings.intern("[kernel.kallsyms]"), 0),
+            None => (address, None, p.strings.intern("[unknown]"), 0),
+        }
+    }
+}
+
+pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
+    let mut room = super::Room::new(options);
+    let PerfFileReader { mut perf_file, mut record_iter } = PerfFileReader::parse_file(Cursor::new(bytes)).map_err(error)?;
+    let mut p = Profile::new(SourceFormat::PerfData);
+    let events: Vec<String> = perf_file
+        .event_attributes()
+        .iter()
+        .map(|a| a.name().map_or_else(|| "events".to_owned(), |n| event_name(n).to_owned()))
+        .collect();
+    let mut has_period = vec![false; events.len()];
+    let mut processes = Processes::default();
+    let mut records: Vec<Record> = Vec::new();
+    let (mut first, mut last) = (None::<i64>, None::<i64>);
+    while let Some(record) = record_iter.next_record(&mut perf_file).map_err(error)? {
+        let PerfFileRecord::EventRecord { attr_index, record } = record else { continue };
+        match record.parse().map_err(error)? {
+            EventRecord::Comm(c) => {
+                let name = p.strings.intern(&text(&c.name));
+                processes.comms.insert(c.tid, name);
+            }
+            EventRecord::Mmap(m) => {
+                processes.map(&mut p, m.pid, (m.address, m.length, m.page_offset), &m.path);
+            }
+            EventRecord::Mmap2(m) => {
+                let file = processes.map(&mut p, m.pid, (m.address, m.length, m.page_offset), &m.path);
+                if let Mmap2FileId::BuildId(id) = m.file_id {
+                    processes.build_ids.insert(file, id);
+                }
+            }
+            EventRecord::Sample(s) => {
+                let (pid, tid) = (s.pid.unwrap_or(-1), s.tid.unwrap_or(-1));
+                let mut frames = Vec::new();
+                match s.callchain {
+                    Some(chain) => {
+                        let mut kernel = false;
+                        for address in (0..chain.len()).filter_map(|i| chain.get(i)) {
+                            if address >= CONTEXT_MARKER {
+                                kernel = address == CONTEXT_KERNEL;
+                                continue;
+                            }
+                            frames.push((processes.frame(&mut p, pid, address, kernel), false));
+                        }
+                    }
+                    None => frames.extend(s.ip.map(|ip| (processes.frame(&mut p, pid, ip, false), false))),
+                }
+                let time_nanos = s.timestamp.map(|t| t as i64);
+                if let Some(t) = time_nanos {
+                    first = Some(first.map_or(t, |f| f.min(t)));
+                    last = Some(last.map_or(t, |l| l.max(t)));
+                }
+                let event = attr_index.min(events.len().saturating_sub(1));
+                has_period[event] |= s.period.is_some();
+                let comm = processes.comms.get(&tid).copied().unwrap_or(StrId(0));
+                records.push(Record {
+                    event,
+                    period: s.period.map(|v| v as i64),
+                    time_nanos,
+                    thread: (comm, s.pid.map(i64::from), s.tid.map(i64::from)),
+                    frames,
+                    inline_frame: None,
+                });
+            }
+            _ => {}
+        }
+    }
+    if records.is_empty() {
+        return Err(error("no samples"));
+    }
+    for (label, value) in [
+        ("hostname", perf_file.hostname().ok().flatten().map(str::to_owned)),
+        ("perf version", perf_file.perf_version().ok().flatten().map(str::to_owned)),
+        ("cmdline", perf_file.cmdline().ok().flatten().map(|c| c.join(" "))),
+    ] {
+        if let Some(value) = value {
+            let comment = p.strings.intern(&format!("{label}: {value}"));
+            p.comments.push(comment);
+        }
+    }
+    let events: Vec<Event> = events.into_iter().zip(has_period).collect();
+    add_records(&mut p, &mut room, records, &events, first.zip(last))?;
+    // Build ids by file: the feature section's, then MMAP2's.
+    let mut build_ids: HashMap<String, Vec<u8>> = HashMap::default();
+    for info in perf_file.build_ids().map_err(error)?.into_values() {
+        build_ids.insert(String::from_utf8_lossy(&info.path).into_owned(), info.build_id);
+    }
+    for (file, id) in processes.build_ids {
+        build_ids.entry(p.str(file).to_owned()).or_insert(id);
+    }
+    for m in 0..p.mappings.len() {
+        if let Some(id) = build_ids.get(p.str(p.mappings[m].filename)) {
+            let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+            p.mappings[m].build_id = p.strings.intern(&hex);
+        }
+    }
+    Ok(p)
+}
