@@ -207,3 +207,29 @@ fn a_truncated_binary_gives_a_typed_error_never_a_panic() {
         }
     }
 }
+
+#[test]
+fn corrupt_bytes_anywhere_give_a_typed_error_or_an_answer_never_a_panic() {
+    let Some(root) = fixtures() else { return };
+    for program in ["symwork-c", "symwork-c-nopie", "symwork-cpp"] {
+        let bytes = read(&root.join(format!("symbols/bin/{program}")));
+        let good = ObjectFile::parse(&bytes[..]).unwrap();
+        let addresses: Vec<u64> = sampled_offsets(&root, program)
+            .into_iter()
+            .filter_map(|o| good.file_offset_to_address(o))
+            .take(40)
+            .collect();
+        // A spread of positions over the whole file (headers, symbols, DWARF), each
+        // byte inverted in its own copy.
+        for i in 0..600usize {
+            let mut bad = bytes.clone();
+            let at = i.wrapping_mul(7919) % bad.len();
+            bad[at] ^= 0xff;
+            if let Ok(file) = ObjectFile::parse(&bad[..]) {
+                for &a in &addresses {
+                    let _ = file.lookup(a);
+                }
+            }
+        }
+    }
+}
