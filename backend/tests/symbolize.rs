@@ -75,27 +75,30 @@ fn perf_report(data: &Path) -> Option<BTreeMap<String, (String, String)>> {
 fn perf_script_symbolized_from_a_folder_has_perf_reports_flat_and_cum() {
     let Some(root) = fixtures() else { return };
     let f = root.join("symbols");
-    let Some(expected) = perf_report(&f.join("symwork-c.perf.data")) else { return };
     let dir = temp_dir("symbolize-perf");
-    let out = dir.join("c.pb.gz");
-    let (script, bin) = (f.join("symwork-c.perf-script.txt"), f.join("bin"));
-    let run = stacklens(
-        &["symbolize", script.to_str().unwrap(), "-o", out.to_str().unwrap(), "--symbols", bin.to_str().unwrap()],
-        &[],
-    );
-    let said = String::from_utf8_lossy(&run.stderr);
-    assert!(said.contains("symwork-c.stripped:") && said.contains("symbolized from"), "{said}");
-    // Every function perf reports, with its self and children shares, and no other.
-    let ours: BTreeMap<_, _> = physical_shares(&out).into_iter().filter(|(_, (_, c))| c != "0.00").collect();
-    assert_eq!(ours, expected);
-    for name in ["sieve", "integrate", "hash_block"] {
-        assert!(expected.contains_key(name), "perf report names {name}: {expected:?}");
+    let bin = f.join("bin");
+    // PIE and fixed-address (with compressed DWARF). perf names C++, Rust and Go
+    // functions in its own spellings (its demangler, Go's `.abi0` symbols), so those are
+    // compared with addr2line and llvm-symbolizer in core/tests/symbols_lookup.rs.
+    for program in ["symwork-c", "symwork-c-nopie"] {
+        let Some(expected) = perf_report(&f.join(format!("{program}.perf.data"))) else { return };
+        let out = dir.join(format!("{program}.pb.gz"));
+        let script = f.join(format!("{program}.perf-script.txt"));
+        let (script, bin) = (script.to_str().unwrap(), bin.to_str().unwrap());
+        let run = stacklens(&["symbolize", script, "-o", out.to_str().unwrap(), "--symbols", bin], &[]);
+        let said = String::from_utf8_lossy(&run.stderr);
+        assert!(said.contains(&format!("{program}.stripped:")) && said.contains("symbolized from"), "{said}");
+        // Every function perf reports, with its self and children shares, and no other.
+        let ours: BTreeMap<_, _> = physical_shares(&out).into_iter().filter(|(_, (_, c))| c != "0.00").collect();
+        assert_eq!(ours, expected, "{program}");
+        for name in ["sieve", "integrate", "hash_block"] {
+            assert!(expected.contains_key(name), "perf report names {name}: {expected:?}");
+        }
+        // And `top` with the same flag shows the program's functions by name.
+        let top = String::from_utf8(stacklens(&["top", script, "--symbols", bin], &[]).stdout).unwrap();
+        assert!(top.contains("sieve") && top.contains("integrate") && top.contains("hash_block"), "{top}");
+        assert!(!top.contains(&format!("[{program}.stripped]")), "{top}");
     }
-    // And `top` with the same flag shows the program's functions by name.
-    let top = stacklens(&["top", script.to_str().unwrap(), "--symbols", bin.to_str().unwrap()], &[]);
-    let top = String::from_utf8(top.stdout).unwrap();
-    assert!(top.contains("sieve") && top.contains("integrate") && top.contains("hash_block"), "{top}");
-    assert!(!top.contains("[symwork-c.stripped]"), "{top}");
 }
 
 #[test]
