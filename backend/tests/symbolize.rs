@@ -12,6 +12,11 @@ use std::time::Duration;
 
 use common::{fixtures, free_port, go, missing_prerequisite, read_pprof_top, temp_dir, until};
 
+/// The fixtures' `symbols` folder and a fresh folder named after the test.
+fn setup(name: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    Some((fixtures()?.join("symbols"), temp_dir(name)))
+}
+
 fn stacklens(args: &[&str], env: &[(&str, &str)]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_stacklens"))
         .args(args)
@@ -73,9 +78,7 @@ fn perf_report(data: &Path) -> Option<BTreeMap<String, (String, String)>> {
 
 #[test]
 fn perf_script_symbolized_from_a_folder_has_perf_reports_flat_and_cum() {
-    let Some(root) = fixtures() else { return };
-    let f = root.join("symbols");
-    let dir = temp_dir("symbolize-perf");
+    let Some((f, dir)) = setup("symbolize-perf") else { return };
     let bin = f.join("bin");
     // PIE and fixed-address (with compressed DWARF). perf names C++, Rust and Go
     // functions in its own spellings (its demangler, Go's `.abi0` symbols), so those are
@@ -103,10 +106,8 @@ fn perf_script_symbolized_from_a_folder_has_perf_reports_flat_and_cum() {
 
 #[test]
 fn symbolized_gperftools_profile_shows_what_pprof_symbolize_local_shows() {
-    let Some(root) = fixtures() else { return };
+    let Some((f, dir)) = setup("symbolize-gperftools") else { return };
     let Some(go) = go() else { return };
-    let f = root.join("symbols");
-    let dir = temp_dir("symbolize-gperftools");
     let out = dir.join("c.pb.gz");
     let input = f.join("symwork-c.gperftools.prof");
     let bin = f.join("bin");
@@ -158,9 +159,7 @@ impl Drop for Debuginfod {
 
 #[test]
 fn debuginfod_serves_the_debug_file_of_a_stripped_binary() {
-    let Some(root) = fixtures() else { return };
-    let f = root.join("symbols");
-    let dir = temp_dir("symbolize-debuginfod");
+    let Some((f, dir)) = setup("symbolize-debuginfod") else { return };
     // Only the stripped binary where the profile says it ran: no debug file beside it.
     let ran = dir.join("ran");
     let served = dir.join("served");
@@ -211,9 +210,7 @@ fn debuginfod_serves_the_debug_file_of_a_stripped_binary() {
 
 #[test]
 fn a_debug_file_alone_names_a_binary_that_is_not_here() {
-    let Some(root) = fixtures() else { return };
-    let f = root.join("symbols");
-    let dir = temp_dir("symbolize-debug-alone");
+    let Some((f, dir)) = setup("symbolize-debug-alone") else { return };
     for program in ["symwork-c", "symwork-c-nopie"] {
         // The profile names a binary that is on no disk here (another host's path).
         let ran = f.join(format!("bin/{program}.stripped")).canonicalize().unwrap().display().to_string();
