@@ -233,3 +233,20 @@ fn corrupt_bytes_anywhere_give_a_typed_error_or_an_answer_never_a_panic() {
         }
     }
 }
+
+#[test]
+fn a_file_read_in_slices_names_addresses_as_its_bytes_do() {
+    let Some(root) = fixtures() else { return };
+    let path = root.join("symbols/bin/symwork-c-nopie");
+    let whole = ObjectFile::parse(&read(&path)[..]).unwrap();
+    // What the page does with a 2 GB file: object's ReadCache over Read + Seek.
+    let cache = object::ReadCache::new(std::fs::File::open(&path).unwrap());
+    let sliced = ObjectFile::parse(&cache).unwrap();
+    assert_eq!(sliced.build_id(), whole.build_id());
+    let addresses: Vec<u64> =
+        sampled_offsets(&root, "symwork-c-nopie").into_iter().filter_map(|o| whole.file_offset_to_address(o)).collect();
+    assert!(!addresses.is_empty());
+    for a in addresses {
+        assert_eq!(sliced.lookup(a).unwrap(), whole.lookup(a).unwrap(), "0x{a:x}");
+    }
+}
