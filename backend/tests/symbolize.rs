@@ -12,6 +12,11 @@ use std::time::Duration;
 
 use common::{fixtures, free_port, go, missing_prerequisite, read_pprof_top, temp_dir, until};
 
+/// The fixtures' `symbols` folder and a fresh folder named after the test.
+fn setup(name: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    Some((fixtures()?.join("symbols"), temp_dir(name)))
+}
+
 fn stacklens(args: &[&str], env: &[(&str, &str)]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_stacklens"))
         .args(args)
@@ -73,37 +78,36 @@ fn perf_report(data: &Path) -> Option<BTreeMap<String, (String, String)>> {
 
 #[test]
 fn perf_script_symbolized_from_a_folder_has_perf_reports_flat_and_cum() {
-    let Some(root) = fixtures() else { return };
-    let f = root.join("symbols");
-    let Some(expected) = perf_report(&f.join("symwork-c.perf.data")) else { return };
-    let dir = temp_dir("symbolize-perf");
-    let out = dir.join("c.pb.gz");
-    let (script, bin) = (f.join("symwork-c.perf-script.txt"), f.join("bin"));
-    let run = stacklens(
-        &["symbolize", script.to_str().unwrap(), "-o", out.to_str().unwrap(), "--symbols", bin.to_str().unwrap()],
-        &[],
-    );
-    let said = String::from_utf8_lossy(&run.stderr);
-    assert!(said.contains("symwork-c.stripped:") && said.contains("symbolized from"), "{said}");
-    // Every function perf reports, with its self and children shares, and no other.
-    let ours: BTreeMap<_, _> = physical_shares(&out).into_iter().filter(|(_, (_, c))| c != "0.00").collect();
-    assert_eq!(ours, expected);
-    for name in ["sieve", "integrate", "hash_block"] {
-        assert!(expected.contains_key(name), "perf report names {name}: {expected:?}");
+    let Some((f, dir)) = setup("symbolize-perf") else { return };
+    let bin = f.join("bin");
+    // PIE and fixed-address (with compressed DWARF). perf names C++, Rust and Go
+    // functions in its own spellings (its demangler, Go's `.abi0` symbols), so those are
+    // compared with addr2line and llvm-symbolizer in core/tests/symbols_lookup.rs.
+    for program in ["symwork-c", "symwork-c-nopie"] {
+        let Some(expected) = perf_report(&f.join(format!("{program}.perf.data"))) else { return };
+        let out = dir.join(format!("{program}.pb.gz"));
+        let script = f.join(format!("{program}.perf-script.txt"));
+        let (script, bin) = (script.to_str().unwrap(), bin.to_str().unwrap());
+        let run = stacklens(&["symbolize", script, "-o", out.to_str().unwrap(), "--symbols", bin], &[]);
+        let said = String::from_utf8_lossy(&run.stderr);
+        assert!(said.contains(&format!("{program}.stripped:")) && said.contains("symbolized from"), "{said}");
+        // Every function perf reports, with its self and children shares, and no other.
+        let ours: BTreeMap<_, _> = physical_shares(&out).into_iter().filter(|(_, (_, c))| c != "0.00").collect();
+        assert_eq!(ours, expected, "{program}");
+        for name in ["sieve", "integrate", "hash_block"] {
+            assert!(expected.contains_key(name), "perf report names {name}: {expected:?}");
+        }
+        // And `top` with the same flag shows the program's functions by name.
+        let top = String::from_utf8(stacklens(&["top", script, "--symbols", bin], &[]).stdout).unwrap();
+        assert!(top.contains("sieve") && top.contains("integrate") && top.contains("hash_block"), "{top}");
+        assert!(!top.contains(&format!("[{program}.stripped]")), "{top}");
     }
-    // And `top` with the same flag shows the program's functions by name.
-    let top = stacklens(&["top", script.to_str().unwrap(), "--symbols", bin.to_str().unwrap()], &[]);
-    let top = String::from_utf8(top.stdout).unwrap();
-    assert!(top.contains("sieve") && top.contains("integrate") && top.contains("hash_block"), "{top}");
-    assert!(!top.contains("[symwork-c.stripped]"), "{top}");
 }
 
 #[test]
 fn symbolized_gperftools_profile_shows_what_pprof_symbolize_local_shows() {
-    let Some(root) = fixtures() else { return };
+    let Some((f, dir)) = setup("symbolize-gperftools") else { return };
     let Some(go) = go() else { return };
-    let f = root.join("symbols");
-    let dir = temp_dir("symbolize-gperftools");
     let out = dir.join("c.pb.gz");
     let input = f.join("symwork-c.gperftools.prof");
     let bin = f.join("bin");
@@ -155,9 +159,7 @@ impl Drop for Debuginfod {
 
 #[test]
 fn debuginfod_serves_the_debug_file_of_a_stripped_binary() {
-    let Some(root) = fixtures() else { return };
-    let f = root.join("symbols");
-    let dir = temp_dir("symbolize-debuginfod");
+    let Some((f, dir)) = setup("symbolize-debuginfod") else { return };
     // Only the stripped binary where the profile says it ran: no debug file beside it.
     let ran = dir.join("ran");
     let served = dir.join("served");
@@ -208,9 +210,7 @@ fn debuginfod_serves_the_debug_file_of_a_stripped_binary() {
 
 #[test]
 fn a_debug_file_alone_names_a_binary_that_is_not_here() {
-    let Some(root) = fixtures() else { return };
-    let f = root.join("symbols");
-    let dir = temp_dir("symbolize-debug-alone");
+    let Some((f, dir)) = setup("symbolize-debug-alone") else { return };
     for program in ["symwork-c", "symwork-c-nopie"] {
         // The profile names a binary that is on no disk here (another host's path).
         let ran = f.join(format!("bin/{program}.stripped")).canonicalize().unwrap().display().to_string();

@@ -105,3 +105,41 @@ fn a_truncated_file_is_an_error_and_the_other_mapping_is_still_symbolized() {
     let names: Vec<&str> = p.functions.iter().map(|f| p.str(f.name)).collect();
     assert!(names.contains(&"sieve") && names.contains(&"integrate"), "{names:?}");
 }
+
+#[test]
+fn perf_script_caller_frames_are_named_at_the_call_and_leaves_where_they_are() {
+    let Some(root) = fixtures() else { return };
+    let bin = root.join("symbols/bin");
+    let mut p = stacklens_core::parse(&read(&root.join("symbols/symwork-c.perf-script.txt"))).unwrap();
+    let mut files = table(&[
+        ("symwork-c.stripped", Role::Binary, bin.join("symwork-c.stripped"), None),
+        ("symwork-c.stripped", Role::DebugFile, bin.join("symwork-c.debug"), None),
+    ]);
+    p.symbolize(&mut files);
+    // What each location of the program was used as: one probe each (a location both a
+    // leaf and a caller was split). perf script's addresses are file offsets, which
+    // this PIE loads at the same virtual addresses.
+    let mut probes: HashMap<usize, u64> = HashMap::new();
+    for sample in p.samples.iter() {
+        for (depth, l) in sample.locations.iter().enumerate() {
+            let location = p.location(*l);
+            if !p.str(p.mapping(location.mapping.unwrap()).filename).ends_with("symwork-c.stripped") {
+                continue;
+            }
+            let probe = location.address - u64::from(depth > 0);
+            assert_eq!(*probes.entry(l.0 as usize).or_insert(probe), probe, "location {} used two ways", l.0);
+        }
+    }
+    let (locations, addresses): (Vec<usize>, Vec<String>) =
+        probes.iter().map(|(&l, &a)| (l, format!("0x{a:x}"))).unzip();
+    let out = Command::new("addr2line").args(["-f", "-e"]).arg(bin.join("symwork-c")).args(&addresses).output();
+    let Ok(out) = out else { return missing_prerequisite("addr2line (binutils)") };
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, &l) in locations.iter().enumerate() {
+        let innermost = &p.locations[l].lines[0];
+        let number = lines[2 * i + 1].rsplit(':').next().unwrap().split(' ').next().unwrap();
+        let ours = (p.str(p.function(innermost.function).name), innermost.line.to_string());
+        assert_eq!((lines[2 * i], number.to_owned()), (ours.0, ours.1), "{}", addresses[i]);
+    }
+}

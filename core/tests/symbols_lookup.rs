@@ -207,3 +207,46 @@ fn a_truncated_binary_gives_a_typed_error_never_a_panic() {
         }
     }
 }
+
+#[test]
+fn corrupt_bytes_anywhere_give_a_typed_error_or_an_answer_never_a_panic() {
+    let Some(root) = fixtures() else { return };
+    for program in ["symwork-c", "symwork-c-nopie", "symwork-cpp"] {
+        let bytes = read(&root.join(format!("symbols/bin/{program}")));
+        let good = ObjectFile::parse(&bytes[..]).unwrap();
+        let addresses: Vec<u64> = sampled_offsets(&root, program)
+            .into_iter()
+            .filter_map(|o| good.file_offset_to_address(o))
+            .take(40)
+            .collect();
+        // A spread of positions over the whole file (headers, symbols, DWARF), each
+        // byte inverted in its own copy.
+        for i in 0..600usize {
+            let mut bad = bytes.clone();
+            let at = i.wrapping_mul(7919) % bad.len();
+            bad[at] ^= 0xff;
+            if let Ok(file) = ObjectFile::parse(&bad[..]) {
+                for &a in &addresses {
+                    let _ = file.lookup(a);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_file_read_in_slices_names_addresses_as_its_bytes_do() {
+    let Some(root) = fixtures() else { return };
+    let path = root.join("symbols/bin/symwork-c-nopie");
+    let whole = ObjectFile::parse(&read(&path)[..]).unwrap();
+    // What the page does with a 2 GB file: object's ReadCache over Read + Seek.
+    let cache = object::ReadCache::new(std::fs::File::open(&path).unwrap());
+    let sliced = ObjectFile::parse(&cache).unwrap();
+    assert_eq!(sliced.build_id(), whole.build_id());
+    let addresses: Vec<u64> =
+        sampled_offsets(&root, "symwork-c-nopie").into_iter().filter_map(|o| whole.file_offset_to_address(o)).collect();
+    assert!(!addresses.is_empty());
+    for a in addresses {
+        assert_eq!(sliced.lookup(a).unwrap(), whole.lookup(a).unwrap(), "0x{a:x}");
+    }
+}

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::{AddressLookup, ObjectFile, SymbolError};
 use crate::import::demangle::add_native_function;
-use crate::model::{FunctionId, Line, Mapping, Profile, SourceFormat};
+use crate::model::{FunctionId, Line, LocationId, Mapping, Profile, SourceFormat};
 
 /// What a mapping needs: its binary first, then (when the binary has no DWARF) its
 /// debug file, found by build id or by the binary's `.gnu_debuglink`.
@@ -80,14 +80,16 @@ impl Profile {
     /// files `files` finds; one report per such mapping. A file that fails or does
     /// not match leaves its mapping as it was and the others go on.
     pub fn symbolize(&mut self, files: &mut dyn SymbolFiles) -> Vec<MappingReport> {
-        let callers = caller_only_locations(self);
+        let returns = mark_return_addresses(self);
         let mut functions: HashMap<(String, String), FunctionId> = HashMap::default();
         let mut reports = Vec::new();
         for m in 0..self.mappings.len() {
-            let wanting: Vec<usize> = (0..self.locations.len())
+            let mut wanting: Vec<usize> = (0..self.locations.len())
                 .filter(|&l| self.locations[l].mapping.is_some_and(|id| id.0 as usize == m))
                 .filter(|&l| self.locations[l].lines.is_empty())
                 .collect();
+            // In address order, DWARF units and line tables are visited once each.
+            wanting.sort_by_key(|&l| self.locations[l].address);
             let file_name = self.str(self.mappings[m].filename).to_owned();
             // Kernel, vdso, anonymous memory: no file to read.
             if wanting.is_empty() || file_name.is_empty() || file_name.starts_with('[') {
@@ -102,7 +104,7 @@ impl Profile {
                     for &l in &wanting {
                         let address = self.locations[l].address;
                         let Some(probe) = module.address(&mapping, address) else { continue };
-                        let probe = if callers[l] { probe.saturating_sub(1) } else { probe };
+                        let probe = if returns[l] { probe.saturating_sub(1) } else { probe };
                         let Ok(frames) = module.names().lookup(probe) else { continue };
                         let lines: Vec<Line> = frames
                             .into_iter()
@@ -227,24 +229,43 @@ fn checked(found: Found, wanted: Option<&str>) -> Result<(ObjectFile, String), O
     Ok((file, found.path))
 }
 
-/// Per location: whether it appears only as a caller frame, where its address is a
-/// return address to look up at address − 1 (the call). Formats whose importer already
-/// did that (gperftools' legacy profile, pprof's own) or whose addresses are not
-/// return addresses give all false.
-fn caller_only_locations(p: &Profile) -> Vec<bool> {
-    let mut callers = vec![false; p.locations.len()];
+/// Per location: whether its address is a return address, to look up at address − 1
+/// (the call). Only perf's caller frames (`perf script`'s and perf.data's) are: gperftools' importer already
+/// subtracted 1 (as pprof does), pprof's own profiles are taken as they are. A location
+/// without lines that is both a leaf and a caller is split first: caller frames get a
+/// twin at the same address, so each is named for what it is.
+fn mark_return_addresses(p: &mut Profile) -> Vec<bool> {
     if !matches!(p.source, SourceFormat::PerfScript | SourceFormat::PerfData) {
-        return callers;
+        return vec![false; p.locations.len()];
     }
-    let mut leaves = vec![false; p.locations.len()];
+    let (mut leaves, mut callers) = (vec![false; p.locations.len()], vec![false; p.locations.len()]);
     for sample in p.samples.iter() {
         for (depth, l) in sample.locations.iter().enumerate() {
             let slot = if depth == 0 { &mut leaves } else { &mut callers };
             slot[l.0 as usize] = true;
         }
     }
-    // A location both a leaf and a caller is looked up as the leaf.
-    callers.iter().zip(&leaves).map(|(&c, &leaf)| c && !leaf).collect()
+    let mut twins: HashMap<LocationId, LocationId> = HashMap::default();
+    for l in 0..p.locations.len() {
+        if leaves[l] && callers[l] && p.locations[l].lines.is_empty() {
+            let twin = LocationId(p.locations.len() as u32);
+            let mut location = p.locations[l].clone();
+            location.id = u64::from(twin.0) + 1;
+            p.locations.push(location);
+            twins.insert(LocationId(l as u32), twin);
+        }
+    }
+    if !twins.is_empty() {
+        p.retain_samples(|sample| {
+            for l in sample.locations.iter_mut().skip(1) {
+                *l = twins.get(l).copied().unwrap_or(*l);
+            }
+            true
+        });
+    }
+    let mut returns: Vec<bool> = callers.iter().zip(&leaves).map(|(&c, &leaf)| c && !leaf).collect();
+    returns.resize(p.locations.len(), true);
+    returns
 }
 
 /// How the CLI and the page say what happened to a mapping.
