@@ -172,6 +172,6 @@ fn a_symbol_whose_section_ends_past_the_address_space_is_read_without_overflow()
     // An ELF whose sizeless symbol's section is placed so its end overflows a u64.
     let data = include_bytes!("fuzz_regressions/symbols_elf_section_end_overflow.bin");
     let (address, file) = data.split_first_chunk::<8>().unwrap();
-    let object = ObjectFile::parse(&file[..]).expect("a readable ELF");
+    let object = ObjectFile::parse(file).expect("a readable ELF");
     let _ = object.lookup(u64::from_le_bytes(*address));
 }

@@ -15,7 +15,9 @@
 //!   `MMAP2` records that carry one), which symbolization checks binaries against.
 //! * Events: each attribute's name from the event-description feature section, its
 //!   modifiers dropped (`cpu-clock:u` → `cpu-clock`), as perf script names them.
-//! * `comm` is the thread's latest `COMM` before the sample; hostname, perf version and
+//! * `comm` is the thread's latest `COMM` before the sample (a `FORK` gives the new
+//!   thread its parent's); `pid`, and `tid` for threads
+//!   other than the main one (perf script's default shows one number for it); hostname, perf version and
 //!   command line become comments. Feature sections not named here are skipped.
 //!   Pipe-mode files (`perf record -o -`) are not read: the crate reads seekable files.
 
@@ -34,6 +36,8 @@ const FORMAT: &str = "perf.data";
 /// Callchain entries at or above this are context markers (`PERF_CONTEXT_MAX`).
 const CONTEXT_MARKER: u64 = -4095i64 as u64;
 const CONTEXT_KERNEL: u64 = -128i64 as u64;
+/// The kernel's mapping (perf maps it as `[kernel.kallsyms]_text`).
+const KERNEL: &str = "[kernel.kallsyms]";
 
 /// Whether `bytes` start as a perf.data file does (either byte order).
 pub fn looks_like_perf_data(bytes: &[u8]) -> bool {
@@ -69,7 +73,10 @@ struct Processes {
 
 impl Processes {
     fn map(&mut self, p: &mut Profile, pid: i32, (start, length, offset): (u64, u64, u64), path: &RawData) -> StrId {
-        let file = p.strings.intern(&text(path));
+        let path = text(path);
+        // perf's own name for the kernel's text, as perf script prints it.
+        let path = if path.starts_with(KERNEL) { KERNEL } else { &path };
+        let file = p.strings.intern(path);
         self.maps.entry(pid).or_default().push(Map { start, end: start.saturating_add(length), offset, file });
         file
     }
@@ -84,7 +91,7 @@ impl Processes {
         match in_process.or_else(|| found(-1)) {
             Some(m) if !kernel => (address - m.start + m.offset, None, m.file, 0),
             Some(m) => (address, None, m.file, 0),
-            None if kernel => (address, None, p.strings.intern("[kernel.kallsyms]"), 0),
+            None if kernel => (address, None, p.strings.intern(KERNEL), 0),
             None => (address, None, p.strings.intern("[unknown]"), 0),
         }
     }
@@ -92,7 +99,8 @@ impl Processes {
 
 pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let mut room = super::Room::new(options);
-    let PerfFileReader { mut perf_file, mut record_iter } = PerfFileReader::parse_file(Cursor::new(bytes)).map_err(error)?;
+    let PerfFileReader { mut perf_file, mut record_iter } =
+        PerfFileReader::parse_file(Cursor::new(bytes)).map_err(error)?;
     let mut p = Profile::new(SourceFormat::PerfData);
     let events: Vec<String> = perf_file
         .event_attributes()
@@ -109,6 +117,12 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
             EventRecord::Comm(c) => {
                 let name = p.strings.intern(&text(&c.name));
                 processes.comms.insert(c.tid, name);
+            }
+            // A new thread or process has its parent's name until it names itself.
+            EventRecord::Fork(f) => {
+                if let Some(&name) = processes.comms.get(&f.ptid) {
+                    processes.comms.insert(f.tid, name);
+                }
             }
             EventRecord::Mmap(m) => {
                 processes.map(&mut p, m.pid, (m.address, m.length, m.page_offset), &m.path);
@@ -147,7 +161,9 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
                     event,
                     period: s.period.map(|v| v as i64),
                     time_nanos,
-                    thread: (comm, s.pid.map(i64::from), s.tid.map(i64::from)),
+                    // perf script prints one number for a process's main thread: its
+                    // pid; a tid only for the other threads.
+                    thread: (comm, s.pid.map(i64::from), s.tid.filter(|&t| Some(t) != s.pid).map(i64::from)),
                     frames,
                     inline_frame: None,
                 });

@@ -50,8 +50,8 @@ use crate::model::{StrId, ValueType};
 use crate::Result;
 
 const FORMAT: &str = "perf script";
-pub(crate) use lines::looks_like_perf_script;
 pub(super) use lines::event_name;
+pub(crate) use lines::looks_like_perf_script;
 use lines::{event_line, frame, srcline};
 
 /// A record's (comm, pid, tid), which become its labels.

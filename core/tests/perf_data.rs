@@ -1,0 +1,184 @@
+//! perf.data read directly, checked against perf itself: the same recording opened as
+//! perf.data and as its `perf script` text is the same profile (totals, stacks by
+//! address and file, comm/pid/tid); totals equal what `perf script` counts at test time;
+//! build ids equal `perf buildid-list`; truncated and corrupt files are typed errors.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{fixtures, missing_prerequisite, read};
+use stacklens_core::import::{detect, Format};
+use stacklens_core::model::{LabelValue, SourceFormat};
+use stacklens_core::Profile;
+
+const RECORDINGS: [&str; 4] = ["symwork-c", "symwork-cpp", "symwork-go-s", "symwork-cpp.events"];
+
+fn symbols() -> Option<PathBuf> {
+    let dir = fixtures()?.join("symbols");
+    if dir.join("symwork-c.perf.data").is_file() {
+        return Some(dir);
+    }
+    missing_prerequisite(&format!("{} (made by gen/symbols/make.sh)", dir.display()));
+    None
+}
+
+fn perf() -> bool {
+    let found = Command::new("perf").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !found {
+        missing_prerequisite("perf (Debian package linux-perf)");
+    }
+    found
+}
+
+/// Each sample as (stack of (address, mapping file), comm and thread, values), sorted.
+/// The thread is the tid, else the pid: perf script's default prints one number, the
+/// thread's id, which its importer files as the pid.
+/// Values by sample type name: perf script's events come in the order they first
+/// appear, perf.data's in the order they were asked for.
+type Shape = Vec<(Vec<(u64, String)>, (String, i64), BTreeMap<String, i64>)>;
+
+fn shape(p: &Profile) -> Shape {
+    let mut out: Shape = p
+        .samples
+        .iter()
+        .map(|s| {
+            let stack = s
+                .locations
+                .iter()
+                .map(|&l| {
+                    let location = p.location(l);
+                    let file = location.mapping.map_or(String::new(), |m| p.str(p.mapping(m).filename).to_owned());
+                    (location.address, file)
+                })
+                .collect();
+            let (mut comm, mut pid, mut tid) = (String::new(), None, None);
+            for l in s.labels.iter() {
+                match (p.str(l.key), &l.value) {
+                    ("comm", LabelValue::Str(v)) => comm = p.str(*v).to_owned(),
+                    ("pid", LabelValue::Num { value, .. }) => pid = Some(*value),
+                    ("tid", LabelValue::Num { value, .. }) => tid = Some(*value),
+                    (key, _) => panic!("unexpected label {key}"),
+                }
+            }
+            let values = s.values.iter().enumerate().map(|(i, &v)| (p.sample_type_name(i).to_owned(), v)).collect();
+            (stack, (comm, tid.or(pid).unwrap_or(-1)), values)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn types(p: &Profile) -> Vec<(String, String)> {
+    (0..p.sample_types.len()).map(|i| (p.sample_type_name(i).to_owned(), p.sample_type_unit(i).to_owned())).collect()
+}
+
+#[test]
+fn a_recording_read_as_perf_data_is_the_profile_of_its_perf_script_text() {
+    let Some(dir) = symbols() else { return };
+    for name in RECORDINGS {
+        let bytes = read(&dir.join(format!("{name}.perf.data")));
+        assert_eq!(detect(&bytes), Format::Of(SourceFormat::PerfData), "{name}");
+        let data = stacklens_core::parse(&bytes).unwrap();
+        let script = stacklens_core::parse(&read(&dir.join(format!("{name}.perf-script.txt")))).unwrap();
+        let totals = |p: &Profile| -> BTreeMap<(String, String), i64> {
+            types(p).into_iter().enumerate().map(|(i, t)| (t, p.total(i))).collect()
+        };
+        assert_eq!(totals(&data), totals(&script), "{name}: sample types and totals");
+        let (ours, perfs) = (shape(&data), shape(&script));
+        let first_difference = ours.iter().zip(&perfs).find(|(a, b)| a != b);
+        assert!(
+            ours.len() == perfs.len() && first_difference.is_none(),
+            "{name}: {} and {} samples; first difference {first_difference:?}",
+            ours.len(),
+            perfs.len()
+        );
+        // perf script prints times in microseconds; perf.data keeps nanoseconds.
+        let near = |a: i64, b: i64| (a - b).abs() <= 2_000;
+        assert!(near(data.duration_nanos, script.duration_nanos), "{name}: duration");
+        assert_eq!(data.sample_times.len(), script.sample_times.len(), "{name}: timed samples");
+        for (ours, perfs) in data.sample_times.iter().zip(&script.sample_times) {
+            assert!(near(ours.start, perfs.start) && near(ours.duration, perfs.duration), "{name}: {ours:?} {perfs:?}");
+        }
+    }
+}
+
+/// Per event: samples and the sum of periods, as `perf script -F event,period` prints them.
+fn perf_counts(file: &Path) -> BTreeMap<String, (i64, i64)> {
+    let out = Command::new("perf").args(["script", "-F", "event,period", "-i"]).arg(file).output().unwrap();
+    assert!(out.status.success(), "perf script: {}", String::from_utf8_lossy(&out.stderr));
+    let mut counts = BTreeMap::new();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let mut words = line.split_whitespace();
+        let (Some(period), Some(event)) = (words.next(), words.next()) else { continue };
+        let event = event.trim_end_matches(':').split(':').next().unwrap().to_owned();
+        let entry = counts.entry(event).or_insert((0, 0));
+        entry.0 += 1;
+        entry.1 += period.parse::<i64>().unwrap();
+    }
+    counts
+}
+
+#[test]
+fn each_events_samples_and_periods_equal_what_perf_counts() {
+    let Some(dir) = symbols() else { return };
+    if !perf() {
+        return;
+    }
+    for name in RECORDINGS {
+        let file = dir.join(format!("{name}.perf.data"));
+        let p = stacklens_core::parse(&read(&file)).unwrap();
+        let expected = perf_counts(&file);
+        let single = expected.len() == 1;
+        for (event, (samples, periods)) in &expected {
+            let count_type = if single { "samples".to_owned() } else { format!("{event}_samples") };
+            let index = |t: &str| (0..p.sample_types.len()).find(|&i| p.sample_type_name(i) == t);
+            let counted = index(&count_type).unwrap_or_else(|| panic!("{name}: no {count_type} in {:?}", types(&p)));
+            assert_eq!(p.total(counted), *samples, "{name}: {event} samples");
+            assert_eq!(p.total(index(event).unwrap()), *periods, "{name}: {event} periods");
+        }
+    }
+}
+
+#[test]
+fn mapping_build_ids_are_those_perf_lists() {
+    let Some(dir) = symbols() else { return };
+    if !perf() {
+        return;
+    }
+    let file = dir.join("symwork-c.perf.data");
+    let out = Command::new("perf").args(["buildid-list", "-i"]).arg(&file).output().unwrap();
+    let listed: BTreeMap<String, String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once(' ').map(|(id, path)| (path.to_owned(), id.to_owned())))
+        .collect();
+    let p = stacklens_core::parse(&read(&file)).unwrap();
+    let ours: BTreeMap<String, String> = p
+        .mappings
+        .iter()
+        .filter(|m| !p.str(m.build_id).is_empty())
+        .map(|m| (p.str(m.filename).to_owned(), p.str(m.build_id).to_owned()))
+        .collect();
+    assert!(ours.keys().any(|f| f.ends_with("/symwork-c.stripped")), "{ours:?}");
+    for (file, id) in &ours {
+        assert_eq!(listed.get(file), Some(id), "{file}; perf lists {listed:?}");
+    }
+}
+
+#[test]
+fn truncated_and_corrupt_files_are_errors_not_panics() {
+    let Some(dir) = symbols() else { return };
+    let bytes = read(&dir.join("symwork-c.perf.data"));
+    for cut in (0..bytes.len()).step_by(97) {
+        let _ = stacklens_core::parse(&bytes[..cut]);
+    }
+    assert!(stacklens_core::parse(&bytes[..200]).is_err());
+    let mut corrupt = bytes.clone();
+    for at in (8..corrupt.len()).step_by(131) {
+        corrupt[at] ^= 0x5a;
+        let _ = stacklens_core::parse(&corrupt);
+    }
+}
