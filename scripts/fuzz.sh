@@ -22,7 +22,7 @@ timeout=${FUZZ_TIMEOUT:-10}
 fixtures=${STACKLENS_FIXTURES:-../shared/fixtures}
 fuzz=core/fuzz
 all_targets=(parse model_limit parse_gzip heap_text contention_text count_text goroutine_dump threadz_text java_heapz_text
-  java_contentionz_text legacy_cpu jfr firefox analysis_top call_tree layout diff goroutines tree_bytes symbols_elf)
+  java_contentionz_text legacy_cpu jfr firefox analysis_top call_tree layout diff goroutines tree_bytes symbols_elf perf_data)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
 # --- tools -------------------------------------------------------------------------
@@ -94,6 +94,10 @@ done
 for f in "$fixtures"/symbols/bin/*; do
   [ -f "$f" ] || continue
   { le64 4688; cat "$f"; } | seed symbols_elf "symbols/bin/$(basename "$f")"
+done
+for f in "$fixtures"/symbols/*.perf.data; do
+  [ -f "$f" ] || continue
+  seed perf_data "symbols/$(basename "$f")" <"$f"
 done
 # Before/after pairs for diff: go/base/X against go/compare/X.
 for base in "${profiles[@]}"; do

@@ -175,3 +175,13 @@ fn a_symbol_whose_section_ends_past_the_address_space_is_read_without_overflow()
     let object = ObjectFile::parse(file).expect("a readable ELF");
     let _ = object.lookup(u64::from_le_bytes(*address));
 }
+
+#[test]
+fn the_last_address_is_looked_up_without_overflow() {
+    use stacklens_core::symbols::{AddressLookup, ObjectFile};
+    // addr2line searches [address, address + 1): the last address would overflow it.
+    let data = include_bytes!("fuzz_regressions/symbols_elf_last_address.bin");
+    let (address, file) = data.split_first_chunk::<8>().unwrap();
+    let object = ObjectFile::parse(file).expect("a readable ELF");
+    assert_eq!(object.lookup(u64::from_le_bytes(*address)), Ok(Vec::new()));
+}

@@ -216,6 +216,11 @@ impl ObjectFile {
 impl AddressLookup for ObjectFile {
     fn lookup(&self, address: u64) -> Result<Vec<SymbolFrame>, SymbolError> {
         let mut frames = Vec::new();
+        // No code is there, and addr2line searches [address, address + 1), which
+        // overflows (found by the symbols_elf fuzz target).
+        if address == u64::MAX {
+            return Ok(frames);
+        }
         if let Some(dwarf) = &self.dwarf {
             let mut iter = dwarf.find_frames(address).skip_all_loads().map_err(corrupt)?;
             while let Some(frame) = iter.next().map_err(corrupt)? {
