@@ -1,8 +1,7 @@
-//! debuginfod as a client: fetching a build id's executable or debuginfo from an
-//! upstream server (elfutils' protocol, `GET {url}/buildid/{id}/{artifact}`), bounded
-//! in time and size; and the server's own lookup, which asks its store first, then its
-//! upstreams (`serve --debuginfod`), keeping what they give and remembering what they
-//! lack.
+//! debuginfod as a client: fetching a build id's executable or debuginfo from a
+//! server (elfutils' protocol, `GET {url}/buildid/{id}/{artifact}`), bounded in time
+//! and size, checked to be the file of that build id. The CLI's `--debuginfod` and the
+//! server's upstreams (`serve --debuginfod`, looked up in `symbols.rs`) both use it.
 
 use std::time::Duration;
 
@@ -10,9 +9,7 @@ use bytes::{Bytes, BytesMut};
 use stacklens_core::symbols::ObjectFile;
 
 use crate::budget::{Budget, BudgetError, Reservation};
-use crate::records::debuginfo::{self, Artifact, BuildId};
-use crate::records::{RecordError, Tenant};
-use crate::state::AppState;
+use crate::records::debuginfo::{Artifact, BuildId};
 
 /// Why an upstream could not answer. A 404 is not one: it is an answer (no file).
 #[derive(Debug, thiserror::Error)]
@@ -88,48 +85,4 @@ pub async fn fetch(
             found: found.unwrap_or_else(|| "absent".to_owned()),
         }),
     }
-}
-
-/// Why the server could not look a file up.
-#[derive(Debug, thiserror::Error)]
-pub enum LookupError {
-    #[error(transparent)]
-    Record(#[from] RecordError),
-    #[error(transparent)]
-    Budget(#[from] BudgetError),
-    #[error("symbolization stopped: {0}")]
-    Stopped(String),
-}
-
-/// `artifact` of `id` for `tenant`: stored, or fetched from the first upstream that has
-/// it (then stored). Upstreams that fail are logged and skipped; when none has it, the
-/// miss is remembered for a while. The returned bytes are held in `held`.
-pub async fn find(
-    state: &AppState,
-    tenant: &Tenant,
-    id: &BuildId,
-    artifact: Artifact,
-    held: &mut Reservation,
-) -> Result<Option<Bytes>, LookupError> {
-    if let Some(bytes) = debuginfo::get(&state.store, tenant, id, artifact).await? {
-        state.budget.hold_to(held, bytes.len() as u64).await?;
-        return Ok(Some(bytes));
-    }
-    let upstreams = &state.debuginfod;
-    if upstreams.urls.is_empty() || debuginfo::recently_missed(&state.store, tenant, id, artifact).await? {
-        return Ok(None);
-    }
-    for base in &upstreams.urls {
-        match fetch(&state.http, base, (id, artifact), upstreams, Some((&state.budget, &mut *held))).await {
-            Ok(Some((bytes, breakpad_id))) => {
-                debuginfo::put(&state.store, tenant, (id, breakpad_id.as_deref()), artifact, bytes.clone()).await?;
-                return Ok(Some(bytes));
-            }
-            Ok(None) => {}
-            Err(FetchError::Budget(e)) => return Err(e.into()),
-            Err(e) => tracing::warn!("debuginfod upstream: {e}"),
-        }
-    }
-    debuginfo::note_miss(&state.store, tenant, id, artifact).await?;
-    Ok(None)
 }

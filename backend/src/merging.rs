@@ -15,10 +15,10 @@ use stacklens_core::export::pprof;
 use stacklens_core::Profile;
 
 use crate::budget::{ParseFailure, Reservation};
-use crate::debuginfod::LookupError;
 use crate::records::series::{Entry, Hour, Series};
 use crate::records::{load, sessions, RecordError, Tenant};
 use crate::state::AppState;
+use crate::symbols::LookupError;
 
 /// Stored profiles fetched ahead of the one being merged.
 const PREFETCH: usize = 8;

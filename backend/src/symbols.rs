@@ -1,8 +1,8 @@
-//! Names for stored profiles' addresses: when an analysis, a merge or a range reads
-//! profiles whose mappings carry build ids but whose locations have no names, the
-//! server finds the executables and debug files of those build ids (its store, then
-//! its upstream debuginfods) and core symbolizes the profiles in memory. The stored
-//! bytes stay as uploaded.
+//! The server's symbols: a build id's executable or debug file from its store, else
+//! from its upstream debuginfods (kept once fetched, a miss remembered for a while);
+//! and names for stored profiles' addresses: when an analysis, a merge or a range reads
+//! profiles whose mappings carry build ids but whose locations have no names, core
+//! symbolizes them in memory from those files. The stored bytes stay as uploaded.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -10,10 +10,10 @@ use bytes::Bytes;
 use stacklens_core::symbols::{Found, ObjectFile, Role, SymbolFiles, Wanted};
 use stacklens_core::Profile;
 
-use crate::budget::Reservation;
-use crate::debuginfod::{self, LookupError};
-use crate::records::debuginfo::{Artifact, BuildId};
-use crate::records::Tenant;
+use crate::budget::{BudgetError, Reservation};
+use crate::debuginfod::{fetch, FetchError};
+use crate::records::debuginfo::{self, Artifact, BuildId};
+use crate::records::{RecordError, Tenant};
 use crate::state::AppState;
 
 /// The build ids of `profile`'s mappings that have locations without names.
@@ -62,7 +62,7 @@ pub async fn symbolize(
     let mut files = HashMap::new();
     for id in wanted {
         for artifact in Artifact::ALL {
-            if let Some(bytes) = debuginfod::find(state, tenant, &id, artifact, held).await? {
+            if let Some(bytes) = find(state, tenant, &id, artifact, held).await? {
                 files.insert((id.clone(), artifact), bytes);
             }
         }
@@ -87,4 +87,48 @@ pub async fn symbolize(
     })
     .await;
     named.map_err(|e| LookupError::Stopped(e.to_string()))
+}
+
+/// Why the server could not look a file up.
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    #[error(transparent)]
+    Budget(#[from] BudgetError),
+    #[error("symbolization stopped: {0}")]
+    Stopped(String),
+}
+
+/// `artifact` of `id` for `tenant`: stored, or fetched from the first upstream that has
+/// it (then stored). Upstreams that fail are logged and skipped; when none has it, the
+/// miss is remembered for a while. The returned bytes are held in `held`.
+pub async fn find(
+    state: &AppState,
+    tenant: &Tenant,
+    id: &BuildId,
+    artifact: Artifact,
+    held: &mut Reservation,
+) -> Result<Option<Bytes>, LookupError> {
+    if let Some(bytes) = debuginfo::get(&state.store, tenant, id, artifact).await? {
+        state.budget.hold_to(held, bytes.len() as u64).await?;
+        return Ok(Some(bytes));
+    }
+    let upstreams = &state.debuginfod;
+    if upstreams.urls.is_empty() || debuginfo::recently_missed(&state.store, tenant, id, artifact).await? {
+        return Ok(None);
+    }
+    for base in &upstreams.urls {
+        match fetch(&state.http, base, (id, artifact), upstreams, Some((&state.budget, &mut *held))).await {
+            Ok(Some((bytes, breakpad_id))) => {
+                debuginfo::put(&state.store, tenant, (id, breakpad_id.as_deref()), artifact, bytes.clone()).await?;
+                return Ok(Some(bytes));
+            }
+            Ok(None) => {}
+            Err(FetchError::Budget(e)) => return Err(e.into()),
+            Err(e) => tracing::warn!("debuginfod upstream: {e}"),
+        }
+    }
+    debuginfo::note_miss(&state.store, tenant, id, artifact).await?;
+    Ok(None)
 }

@@ -17,9 +17,9 @@ use super::access::{Reader, Writer};
 use super::request::{off_thread, read_held_body_within, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::budget::Reservation;
-use crate::debuginfod::{self, LookupError};
 use crate::records::debuginfo::{self, Artifact, BuildId};
 use crate::state::State;
+use crate::symbols::{self, LookupError};
 
 /// What an upload stored.
 #[derive(Serialize, ToSchema)]
@@ -124,7 +124,7 @@ pub async fn artifact(
     let not_found = || ApiError::new(StatusCode::NOT_FOUND, "NotFound", format!("no {artifact} for build id {id}"));
     let Some(kind) = Artifact::parse(&artifact) else { return Err(not_found()) };
     let mut held = Reservation::default();
-    let bytes = debuginfod::find(&state, &tenant, &id, kind, &mut held).await?.ok_or_else(not_found)?;
+    let bytes = symbols::find(&state, &tenant, &id, kind, &mut held).await?.ok_or_else(not_found)?;
     let size = bytes.len().to_string();
     let headers = [
         (header::CONTENT_TYPE, "application/octet-stream".to_owned()),

@@ -17,9 +17,9 @@ use super::access::Reader;
 use super::request::{off_thread, read_body};
 use super::{ApiError, ErrorBody};
 use crate::budget::Reservation;
-use crate::debuginfod;
 use crate::records::debuginfo::{self, Artifact};
 use crate::state::State;
+use crate::symbols;
 
 /// A request's size: the profiler sends every address of a profile at once.
 const MAX_REQUEST: usize = 16 << 20;
@@ -144,9 +144,9 @@ pub async fn symbolicate(
         for (name, breakpad_id) in &job.memory_map {
             let bytes = match debuginfo::by_breakpad_id(&state.store, &tenant, breakpad_id).await? {
                 None => None,
-                Some(id) => match debuginfod::find(&state, &tenant, &id, Artifact::Debuginfo, &mut held).await? {
+                Some(id) => match symbols::find(&state, &tenant, &id, Artifact::Debuginfo, &mut held).await? {
                     Some(bytes) => Some(bytes),
-                    None => debuginfod::find(&state, &tenant, &id, Artifact::Executable, &mut held).await?,
+                    None => symbols::find(&state, &tenant, &id, Artifact::Executable, &mut held).await?,
                 },
             };
             found_modules.insert(format!("{name}/{breakpad_id}"), bytes.is_some());
