@@ -837,6 +837,9 @@ fn openapi_documents_every_route() {
         ("get", "/api/v1/profiling/functions/{name}/history"),
         ("post", "/ingest"),
         ("post", "/push.v1.PusherService/Push"),
+        ("put", "/api/v1/debuginfo/{buildId}"),
+        ("get", "/buildid/{buildId}/{artifact}"),
+        ("post", "/symbolicate/v5"),
     ]
     .into_iter()
     .map(|(m, p)| (m.to_owned(), p.to_owned()))

@@ -1434,6 +1434,9 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/profiling/functions/{name}/history"),
     ("POST", "/ingest"),
     ("POST", "/push.v1.PusherService/Push"),
+    ("PUT", "/api/v1/debuginfo/{buildId}"),
+    ("GET", "/buildid/{buildId}/{artifact}"),
+    ("POST", "/symbolicate/v5"),
     ("GET", "/api/openapi.json"),
     ("GET", "/api/docs"),
 ];
@@ -1464,7 +1467,12 @@ fn wrong_methods_and_unknown_routes() {
         paths.dedup();
         for path in paths {
             let taken: Vec<&str> = ROUTES.iter().filter(|(_, p)| *p == path).map(|(m, _)| *m).collect();
-            let target = path.replace("{id}", "x").replace("{index}", "0").replace("{name}", "x");
+            let target = path
+                .replace("{id}", "x")
+                .replace("{index}", "0")
+                .replace("{name}", "x")
+                .replace("{buildId}", "ab")
+                .replace("{artifact}", "debuginfo");
             for method in ["GET", "POST", "PUT", "DELETE", "PATCH"] {
                 if taken.contains(&method) {
                     continue;

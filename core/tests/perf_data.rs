@@ -182,3 +182,19 @@ fn truncated_and_corrupt_files_are_errors_not_panics() {
         let _ = stacklens_core::parse(&corrupt);
     }
 }
+
+#[test]
+fn sizes_past_the_end_of_the_file_are_errors_not_allocations() {
+    let Some(dir) = symbols() else { return };
+    let bytes = read(&dir.join("symwork-c.perf.data"));
+    let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+    // The feature table follows the data section; its first entry's size claims 2^62 bytes
+    // (linux-perf-data would allocate that before reading; found by the perf_data target).
+    let table = word(&bytes, 40) + word(&bytes, 48);
+    let mut corrupt = bytes.clone();
+    corrupt[table + 8..table + 16].copy_from_slice(&(1u64 << 62).to_le_bytes());
+    let error = stacklens_core::parse(&corrupt).unwrap_err().to_string();
+    assert!(error.contains("perf.data") && error.contains("past the end"), "{error}");
+    // The file as it was still reads: the check refuses only what does not fit.
+    assert!(!stacklens_core::parse(&bytes).unwrap().samples.is_empty());
+}

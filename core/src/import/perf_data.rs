@@ -20,11 +20,16 @@
 //!   other than the main one (perf script's default shows one number for it); hostname, perf version and
 //!   command line become comments. Feature sections not named here are skipped.
 //!   Pipe-mode files (`perf record -o -`) are not read: the crate reads seekable files.
+//! * The crate sizes buffers from the file's counts before reading them: the layout
+//!   is checked first ([`layout`]), so a corrupt file is an error, never an allocation
+//!   of what it claims.
+
+mod layout;
 
 use std::io::Cursor;
 
 use linux_perf_data::linux_perf_event_reader::{EventRecord, Mmap2FileId, RawData};
-use linux_perf_data::{PerfFileReader, PerfFileRecord};
+use linux_perf_data::{Feature, PerfFileReader, PerfFileRecord};
 use rustc_hash::FxHashMap as HashMap;
 
 use super::perf_script::{add_records, event_name, Event, FrameKey, Record};
@@ -99,6 +104,8 @@ impl Processes {
 
 pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let mut room = super::Room::new(options);
+    layout::check(bytes).map_err(error)?;
+    let big_endian = bytes.starts_with(b"2ELIFREP");
     let PerfFileReader { mut perf_file, mut record_iter } =
         PerfFileReader::parse_file(Cursor::new(bytes)).map_err(error)?;
     let mut p = Profile::new(SourceFormat::PerfData);
@@ -174,10 +181,11 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     if records.is_empty() {
         return Err(error("no samples"));
     }
+    let section = |feature| perf_file.feature_section_data(feature);
     for (label, value) in [
-        ("hostname", perf_file.hostname().ok().flatten().map(str::to_owned)),
-        ("perf version", perf_file.perf_version().ok().flatten().map(str::to_owned)),
-        ("cmdline", perf_file.cmdline().ok().flatten().map(|c| c.join(" "))),
+        ("hostname", section(Feature::HOSTNAME).and_then(|s| layout::header_string(s, big_endian))),
+        ("perf version", section(Feature::VERSION).and_then(|s| layout::header_string(s, big_endian))),
+        ("cmdline", section(Feature::CMDLINE).and_then(|s| layout::header_strings(s, big_endian)).map(|c| c.join(" "))),
     ] {
         if let Some(value) = value {
             let comment = p.strings.intern(&format!("{label}: {value}"));
