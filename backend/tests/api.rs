@@ -900,6 +900,9 @@ fn openapi_documents_every_route() {
         "Expired",
         "InvalidDeleteToken",
         "UnknownSchedule",
+        "BuildIdMismatch",
+        "NotAnObjectFile",
+        "DebuginfoNotFound",
     ];
     for (path, ops) in doc["paths"].as_object().unwrap() {
         for (method, op) in ops.as_object().unwrap() {

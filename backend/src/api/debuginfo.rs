@@ -112,7 +112,7 @@ pub async fn upload(
         ("X-Tenant-ID" = Option<String>, Header, description = "tenant (default: \"default\")")),
     responses((status = 200, description = "the file", content_type = "application/octet-stream", body = Vec<u8>),
         (status = 400, description = "InvalidParameter (buildId)", body = ErrorBody),
-        (status = 404, description = "NotFound: neither stored nor at an upstream (source and section artifacts are not served)", body = ErrorBody),
+        (status = 404, description = "DebuginfoNotFound: neither stored nor at an upstream (source and section artifacts are not served)", body = ErrorBody),
         (status = 503, description = "Busy, StorageUnavailable", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn artifact(
@@ -121,7 +121,8 @@ pub async fn artifact(
     PathParam((id, artifact)): PathParam<(String, String)>,
 ) -> Result<Response, ApiError> {
     let id = build_id(&id)?;
-    let not_found = || ApiError::new(StatusCode::NOT_FOUND, "NotFound", format!("no {artifact} for build id {id}"));
+    let not_found =
+        || ApiError::new(StatusCode::NOT_FOUND, "DebuginfoNotFound", format!("no {artifact} for build id {id}"));
     let Some(kind) = Artifact::parse(&artifact) else { return Err(not_found()) };
     let mut held = Reservation::default();
     let bytes = symbols::find(&state, &tenant, &id, kind, &mut held).await?.ok_or_else(not_found)?;
