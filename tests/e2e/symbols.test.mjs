@@ -30,6 +30,7 @@ test('symbols: dropping the binary and its debug file names a stripped program\'
   if (!requireFixtures(t)) return;
   const { page, requests } = await openPage(browser, server.base);
   await loadFixtures(page, PROFILE);
+  await page.getByTestId('view-top').click();
   const before = await pageTopTable(page, ROWS);
   assert.deepEqual(before, cliTop(), 'unsymbolized, the page and the CLI agree');
   assert.ok(!before.some((r) => r.name === 'hash_block'), JSON.stringify(before));

@@ -135,11 +135,11 @@ impl Client {
                     self.post(&json, source);
                 }
             }
-            body @ (Response::Parsed { id, .. } | Response::Failed { id, .. }) => {
+            body @ (Response::Parsed { id, .. } | Response::Failed { id, .. } | Response::SymbolFile { id, .. }) => {
                 self.parsing.borrow_mut().retain(|&p| p != id);
                 self.emit(body)
             }
-            body @ Response::Progress { .. } => self.emit(body),
+            body @ (Response::Progress { .. } | Response::Symbolized { .. }) => self.emit(body),
             body => {
                 if let Some(reply) = self.pending.borrow_mut().remove(&envelope.seq) {
                     reply(body, bytes);
