@@ -18,19 +18,8 @@ use crate::state::AppState;
 
 /// The build ids of `profile`'s mappings that have locations without names.
 fn wanted_build_ids(profile: &Profile) -> BTreeSet<BuildId> {
-    let mut unnamed = vec![false; profile.mappings.len()];
-    for location in profile.locations.iter().filter(|l| l.lines.is_empty()) {
-        if let Some(m) = location.mapping {
-            unnamed[m.0 as usize] = true;
-        }
-    }
-    profile
-        .mappings
-        .iter()
-        .zip(unnamed)
-        .filter(|(_, unnamed)| *unnamed)
-        .filter_map(|(m, _)| BuildId::parse(profile.str(m.build_id)))
-        .collect()
+    let unnamed = profile.unnamed_locations();
+    unnamed.iter().filter_map(|&(m, _)| BuildId::parse(profile.str(profile.mapping(m).build_id))).collect()
 }
 
 /// The files found for some build ids, answering core by build id.
@@ -119,7 +108,7 @@ pub async fn find(
         return Ok(None);
     }
     for base in &upstreams.urls {
-        match fetch(&state.http, base, (id, artifact), upstreams, Some((&state.budget, &mut *held))).await {
+        match fetch(&state.http, base, (id, artifact), upstreams.bounds, Some((&state.budget, &mut *held))).await {
             Ok(Some((bytes, breakpad_id))) => {
                 debuginfo::put(&state.store, tenant, (id, breakpad_id.as_deref()), artifact, bytes.clone()).await?;
                 return Ok(Some(bytes));

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::{AddressLookup, ObjectFile, SymbolError};
 use crate::import::demangle::add_native_function;
-use crate::model::{FunctionId, Line, LocationId, Mapping, Profile, SourceFormat};
+use crate::model::{FunctionId, Line, LocationId, Mapping, MappingId, Profile, SourceFormat};
 
 /// What a mapping needs: its binary first, then (when the binary has no DWARF) its
 /// debug file, found by build id or by the binary's `.gnu_debuglink`.
@@ -76,6 +76,31 @@ fn as_message<S: serde::Serializer>(error: &SymbolError, s: S) -> Result<S::Ok, 
 }
 
 impl Profile {
+    /// Per mapping whose file could name them (not the kernel, vdso or anonymous memory),
+    /// its locations without lines, in address order (so DWARF units and line tables are
+    /// visited once each): what [`Profile::symbolize`] looks up, and what a caller that
+    /// fetches files first needs files for.
+    pub fn unnamed_locations(&self) -> Vec<(MappingId, Vec<usize>)> {
+        let mut by_mapping: Vec<Vec<usize>> = vec![Vec::new(); self.mappings.len()];
+        for (l, location) in self.locations.iter().enumerate().filter(|(_, l)| l.lines.is_empty()) {
+            if let Some(m) = location.mapping {
+                by_mapping[m.0 as usize].push(l);
+            }
+        }
+        by_mapping
+            .into_iter()
+            .enumerate()
+            .filter(|(m, wanting)| {
+                let file_name = self.str(self.mappings[*m].filename);
+                !wanting.is_empty() && !file_name.is_empty() && !file_name.starts_with('[')
+            })
+            .map(|(m, mut wanting)| {
+                wanting.sort_by_key(|&l| self.locations[l].address);
+                (MappingId(m as u32), wanting)
+            })
+            .collect()
+    }
+
     /// Names the addresses of every mapping whose locations have no lines, from the
     /// files `files` finds; one report per such mapping. A file that fails or does
     /// not match leaves its mapping as it was and the others go on.
@@ -83,18 +108,9 @@ impl Profile {
         let returns = mark_return_addresses(self);
         let mut functions: HashMap<(String, String), FunctionId> = HashMap::default();
         let mut reports = Vec::new();
-        for m in 0..self.mappings.len() {
-            let mut wanting: Vec<usize> = (0..self.locations.len())
-                .filter(|&l| self.locations[l].mapping.is_some_and(|id| id.0 as usize == m))
-                .filter(|&l| self.locations[l].lines.is_empty())
-                .collect();
-            // In address order, DWARF units and line tables are visited once each.
-            wanting.sort_by_key(|&l| self.locations[l].address);
+        for (m, wanting) in self.unnamed_locations() {
+            let m = m.0 as usize;
             let file_name = self.str(self.mappings[m].filename).to_owned();
-            // Kernel, vdso, anonymous memory: no file to read.
-            if wanting.is_empty() || file_name.is_empty() || file_name.starts_with('[') {
-                continue;
-            }
             let build_id = Some(self.str(self.mappings[m].build_id).to_ascii_lowercase()).filter(|b| !b.is_empty());
             let outcome = match open_module(files, &file_name, build_id.clone()) {
                 Err(outcome) => outcome,
