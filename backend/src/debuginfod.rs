@@ -28,14 +28,20 @@ pub enum FetchError {
     Budget(#[from] BudgetError),
 }
 
-/// Where and how a client asks debuginfod servers.
-#[derive(Clone, Debug)]
-pub struct Upstreams {
-    pub urls: Vec<String>,
+/// How long one request may take and how much it may bring.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
     /// For one whole request, body included.
     pub timeout: Duration,
     /// Largest file accepted.
     pub limit: usize,
+}
+
+/// The debuginfod servers the server asks (`serve --debuginfod`), and within what.
+#[derive(Clone, Debug)]
+pub struct Upstreams {
+    pub urls: Vec<String>,
+    pub bounds: Bounds,
 }
 
 /// `artifact` of `id` from the debuginfod at `base`, with its Breakpad id: `None` when
@@ -45,13 +51,13 @@ pub async fn fetch(
     http: &reqwest::Client,
     base: &str,
     (id, artifact): (&BuildId, Artifact),
-    upstreams: &Upstreams,
+    bounds: Bounds,
     mut held: Option<(&Budget, &mut Reservation)>,
 ) -> Result<Option<(Bytes, Option<String>)>, FetchError> {
     let url = format!("{}/buildid/{id}/{artifact}", base.trim_end_matches('/'));
-    let timeout = || FetchError::Timeout { url: url.clone(), seconds: upstreams.timeout.as_secs() };
+    let timeout = || FetchError::Timeout { url: url.clone(), seconds: bounds.timeout.as_secs() };
     let transport = |e: reqwest::Error| FetchError::Transport { url: url.clone(), reason: e.to_string() };
-    let deadline = tokio::time::Instant::now() + upstreams.timeout;
+    let deadline = tokio::time::Instant::now() + bounds.timeout;
     let mut response =
         tokio::time::timeout_at(deadline, http.get(&url).send()).await.map_err(|_| timeout())?.map_err(transport)?;
     match response.status().as_u16() {
@@ -59,15 +65,15 @@ pub async fn fetch(
         404 => return Ok(None),
         status => return Err(FetchError::Status { url, status }),
     }
-    let too_large = || FetchError::TooLarge { url: url.clone(), limit: upstreams.limit };
-    if response.content_length().is_some_and(|n| n > upstreams.limit as u64) {
+    let too_large = || FetchError::TooLarge { url: url.clone(), limit: bounds.limit };
+    if response.content_length().is_some_and(|n| n > bounds.limit as u64) {
         return Err(too_large());
     }
     let mut body = BytesMut::new();
     while let Some(chunk) =
         tokio::time::timeout_at(deadline, response.chunk()).await.map_err(|_| timeout())?.map_err(transport)?
     {
-        if body.len() + chunk.len() > upstreams.limit {
+        if body.len() + chunk.len() > bounds.limit {
             return Err(too_large());
         }
         if let Some((budget, held)) = held.as_mut() {

@@ -19,7 +19,7 @@ use crate::api;
 use crate::auth::Auth;
 use crate::budget::{self, Budget};
 use crate::connections::{self, Connections, Limits, Tracked};
-use crate::debuginfod::Upstreams;
+use crate::debuginfod::{Bounds, Upstreams};
 use crate::open::Opened;
 use crate::page::Page;
 use crate::state::{AppState, State};
@@ -299,8 +299,10 @@ pub fn run(args: ServeArgs, opened: Opened, listening: impl FnOnce(SocketAddr)) 
             lifetimes: crate::lifetime::Limits { min: args.min_expires_in, max: args.max_expires_in },
             debuginfod: Upstreams {
                 urls: args.debuginfod,
-                timeout: Duration::from_secs(args.debuginfod_timeout_secs.max(1)),
-                limit: args.max_debuginfo,
+                bounds: Bounds {
+                    timeout: Duration::from_secs(args.debuginfod_timeout_secs.max(1)),
+                    limit: args.max_debuginfo,
+                },
             },
             max_debuginfo: args.max_debuginfo,
         });

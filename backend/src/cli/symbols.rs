@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use stacklens_core::symbols::{Found, ObjectFile, Role, SymbolFiles, Wanted};
 use stacklens_core::Profile;
 
-use crate::debuginfod::{fetch, Upstreams};
+use crate::debuginfod::{fetch, Bounds};
 use crate::records::debuginfo::{Artifact, BuildId};
 
 /// Where symbols come from, as flags shared by every command that reads profiles.
@@ -186,11 +186,11 @@ impl LocalFiles {
             return None;
         }
         let build_id = BuildId::parse(id)?;
-        let upstreams = Upstreams { urls: Vec::new(), timeout: DEBUGINFOD_TIMEOUT, limit: DEBUGINFOD_MAX_BYTES };
+        let bounds = Bounds { timeout: DEBUGINFOD_TIMEOUT, limit: DEBUGINFOD_MAX_BYTES };
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
         let http = reqwest::Client::new();
         for server in &self.servers {
-            let fetched = runtime.block_on(fetch(&http, server, (&build_id, artifact), &upstreams, None));
+            let fetched = runtime.block_on(fetch(&http, server, (&build_id, artifact), bounds, None));
             match fetched {
                 Ok(Some((bytes, _))) => {
                     // The cache is a convenience: a failed write only costs a refetch.
