@@ -231,7 +231,11 @@ fn add_symbol_file(seq: u64, id: u32, name: &str, blob: &Blob) {
     post(seq, &Response::SymbolFile { id, file }, None);
     let ids: Vec<u32> = PROFILES.with(|p| p.borrow().keys().copied().collect());
     for profile_id in ids {
-        let Some(mut profile) = with(profile_id, |l| Ok((*l.profile).clone())).ok() else { continue };
+        // Only a profile with addresses still unnamed is copied and looked at again.
+        let unnamed = with(profile_id, |l| Ok(l.profile.unnamed_locations().is_empty())).ok() == Some(false);
+        let Some(mut profile) = with(profile_id, |l| Ok((*l.profile).clone())).ok().filter(|_| unnamed) else {
+            continue;
+        };
         let reports = symbols::symbolize(&mut profile);
         let named: usize = reports
             .iter()
