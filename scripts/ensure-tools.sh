@@ -83,9 +83,10 @@ fi
 if [ "$want" = all ]; then
   # Go builds the service the capture tests profile (and bench.sh runs go tool pprof).
   command -v go >/dev/null || apt_install golang-go
-  # Symbolization references (core/tests/symbols_*.rs, backend/tests/symbolize.rs):
-  # binutils' addr2line and readelf, llvm-symbolizer, perf report, a real debuginfod.
-  apt_install binutils llvm linux-perf debuginfod elfutils libgoogle-perftools-dev
+  # Symbolization: tests/programs/make.sh builds its programs (gcc, g++, rustc, go) and
+  # records them (perf, gperftools); the references are binutils' addr2line and readelf,
+  # llvm-symbolizer, perf report and a real debuginfod.
+  apt_install gcc g++ binutils llvm linux-perf debuginfod elfutils libgoogle-perftools-dev
   # samply records the processes of samply pipelines (backend/tests/capture.rs).
   if [ "$(samply --version 2>/dev/null)" != "samply $SAMPLY_VERSION" ]; then
     log "cargo install samply $SAMPLY_VERSION (about 6 minutes)"

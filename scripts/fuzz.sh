@@ -90,12 +90,14 @@ for rel in "${profiles[@]}"; do
     { printf "\\x$(printf %02x "$features")"; le32 $((metadata - 68)); plain "$f" | tail -c +69; } | seed jfr "$rel"
   fi
 done
-# Binaries and debug files for the symbol reader, after an address inside their code.
-for f in "$fixtures"/symbols/bin/*; do
+# Binaries and debug files for the symbol reader, after an address inside their code,
+# and perf.data recordings: what tests/programs/make.sh made.
+symbols=${STACKLENS_SYMBOL_FIXTURES:-target/fixtures/symbols}
+for f in "$symbols"/bin/*; do
   [ -f "$f" ] || continue
   { le64 4688; cat "$f"; } | seed symbols_elf "symbols/bin/$(basename "$f")"
 done
-for f in "$fixtures"/symbols/*.perf.data; do
+for f in "$symbols"/*.perf.data; do
   [ -f "$f" ] || continue
   seed perf_data "symbols/$(basename "$f")" <"$f"
 done

@@ -42,6 +42,7 @@ step "format" cargo fmt --all --check
 step "lint" cargo clippy --workspace --all-targets -- -D warnings
 step "lint (wasm32)" cargo clippy -p stacklens-frontend --target wasm32-unknown-unknown --all-targets -- -D warnings
 step "core builds for wasm32" cargo build -p stacklens-core --target wasm32-unknown-unknown
+step "symbol fixtures (tests/programs/make.sh)" bash tests/programs/make.sh
 step "native tests" cargo test --no-fail-fast
 step "wasm tests in Chromium" env CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   CHROMEDRIVER=/usr/bin/chromedriver cargo test --target wasm32-unknown-unknown -p stacklens-frontend

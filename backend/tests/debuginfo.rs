@@ -11,16 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{fixtures, free_port, json_of, missing_prerequisite, temp_dir, until, Server};
-
-fn symbols_dir() -> Option<PathBuf> {
-    let dir = fixtures()?.join("symbols");
-    if dir.join("bin").is_dir() {
-        return Some(dir);
-    }
-    missing_prerequisite(&format!("{} (made by gen/symbols/make.sh)", dir.display()));
-    None
-}
+use common::{free_port, json_of, missing_prerequisite, symbol_fixtures, temp_dir, until, Server};
 
 /// The GNU build id of an ELF file, as binutils' `readelf -n` prints it.
 fn readelf_build_id(path: &Path) -> String {
@@ -41,7 +32,7 @@ fn get(server: &Server, path: &str) -> (u16, Vec<u8>) {
 
 #[test]
 fn uploads_are_checked_by_build_id_and_served_as_debuginfod_serves_them() {
-    let Some(dir) = symbols_dir() else { return };
+    let Some(dir) = symbol_fixtures() else { return };
     let store = temp_dir("debuginfo");
     let server = Server::start(store.to_str().unwrap(), &[], &[]);
     let (stripped, debug) = (dir.join("bin/symwork-c.stripped"), dir.join("bin/symwork-c.debug"));
@@ -112,7 +103,7 @@ fn start_debuginfod(dir: &Path, port: u16) -> Debuginfod {
 
 #[test]
 fn files_an_upstream_debuginfod_has_are_fetched_once_and_kept() {
-    let Some(dir) = symbols_dir() else { return };
+    let Some(dir) = symbol_fixtures() else { return };
     if which("debuginfod").is_none() {
         return missing_prerequisite("debuginfod (Debian package debuginfod)");
     }
@@ -183,7 +174,7 @@ fn gperftools_profile_with_build_ids(dir: &Path) -> Vec<u8> {
 
 #[test]
 fn stored_profiles_are_named_from_uploaded_debug_files_when_merged() {
-    let Some(dir) = symbols_dir() else { return };
+    let Some(dir) = symbol_fixtures() else { return };
     let store = temp_dir("debuginfo-merge");
     let server = Server::start(store.to_str().unwrap(), &[], &[]);
     let http = reqwest::blocking::Client::new();
@@ -234,7 +225,7 @@ fn addr2line(binary: &Path, address: u64) -> Vec<(String, String)> {
 
 #[test]
 fn the_firefox_profilers_symbol_api_names_module_offsets_as_addr2line_does() {
-    let Some(dir) = symbols_dir() else { return };
+    let Some(dir) = symbol_fixtures() else { return };
     let store = temp_dir("debuginfo-symbolicate");
     let server = Server::start(store.to_str().unwrap(), &[], &[]);
     let binary = dir.join("bin/symwork-c");

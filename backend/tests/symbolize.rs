@@ -10,11 +10,11 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use common::{fixtures, free_port, go, missing_prerequisite, read_pprof_top, temp_dir, until};
+use common::{free_port, go, missing_prerequisite, read_pprof_top, symbol_fixtures, temp_dir, until};
 
-/// The fixtures' `symbols` folder and a fresh folder named after the test.
+/// The symbol fixtures (`tests/programs/make.sh`) and a fresh folder named after the test.
 fn setup(name: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
-    Some((fixtures()?.join("symbols"), temp_dir(name)))
+    Some((symbol_fixtures()?, temp_dir(name)))
 }
 
 fn stacklens(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -29,9 +29,10 @@ fn stacklens(args: &[&str], env: &[(&str, &str)]) -> Output {
     out
 }
 
-/// Each physical function's (flat %, cum %) of the samples, as `perf report` counts
-/// them without `--inline`: a location's function is its outermost line's.
-fn physical_shares(pprof: &Path) -> BTreeMap<String, (String, String)> {
+/// Each physical function's (flat %, cum %) of sample type `value`, as `perf report`
+/// counts them without `--inline` and Go's `pprof` names C code: a location's function
+/// is its outermost line's.
+fn physical_shares(pprof: &Path, value: Value) -> BTreeMap<String, (String, String)> {
     let p = stacklens_core::parse(&std::fs::read(pprof).unwrap()).unwrap();
     let physical = |l: &stacklens_core::model::LocationId| {
         let location = p.location(*l);
@@ -42,7 +43,10 @@ fn physical_shares(pprof: &Path) -> BTreeMap<String, (String, String)> {
     };
     let (mut flat, mut cum, mut total) = (BTreeMap::<String, i64>::new(), BTreeMap::<String, i64>::new(), 0);
     for sample in p.samples.iter() {
-        let n = sample.values[0];
+        let n = sample.values[match value {
+            Value::First => 0,
+            Value::Last => sample.values.len() - 1,
+        }];
         total += n;
         if let Some(leaf) = sample.locations.first() {
             *flat.entry(physical(leaf)).or_default() += n;
@@ -56,6 +60,13 @@ fn physical_shares(pprof: &Path) -> BTreeMap<String, (String, String)> {
         .map(|(name, c)| (pct(flat.get(&name).copied().unwrap_or(0)), name, pct(c)))
         .map(|(f, n, c)| (n, (f, c)))
         .collect()
+}
+
+/// Which of a sample's values to count: perf report's samples or pprof's default, the last.
+#[derive(Clone, Copy)]
+enum Value {
+    First,
+    Last,
 }
 
 /// `perf report --children` rows: symbol → (self %, children %).
@@ -92,7 +103,8 @@ fn perf_script_symbolized_from_a_folder_has_perf_reports_flat_and_cum() {
         let said = String::from_utf8_lossy(&run.stderr);
         assert!(said.contains(&format!("{program}.stripped:")) && said.contains("symbolized from"), "{said}");
         // Every function perf reports, with its self and children shares, and no other.
-        let ours: BTreeMap<_, _> = physical_shares(&out).into_iter().filter(|(_, (_, c))| c != "0.00").collect();
+        let ours: BTreeMap<_, _> =
+            physical_shares(&out, Value::First).into_iter().filter(|(_, (_, c))| c != "0.00").collect();
         assert_eq!(ours, expected, "{program}");
         for name in ["sieve", "integrate", "hash_block"] {
             assert!(expected.contains_key(name), "perf report names {name}: {expected:?}");
@@ -131,12 +143,16 @@ fn symbolized_gperftools_profile_shows_what_pprof_symbolize_local_shows() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         read_pprof_top(&String::from_utf8(out.stdout).unwrap())
     };
+    // Go's pprof names C code by the DWARF subprogram around each address, with no
+    // inlined frames: stacklens's functions are compared as physical functions, each with
+    // pprof's flat and cum shares.
     let theirs = pprof(&input, "-symbolize=local", &binaries);
-    let ours = pprof(&out, "-symbolize=none", Path::new("/nonexistent"));
-    let rows = |rows: &[common::PprofTopRow]| -> BTreeMap<String, (String, String)> {
-        rows.iter().map(|r| (r.name.clone(), (r.flat.clone(), r.cum.clone()))).collect()
-    };
-    let (theirs, ours) = (rows(&theirs.rows), rows(&ours.rows));
+    let theirs: BTreeMap<String, (String, String)> = theirs
+        .rows
+        .iter()
+        .map(|r| (r.name.clone(), (format!("{:.2}", r.flat_pct), format!("{:.2}", r.cum_pct))))
+        .collect();
+    let ours = physical_shares(&out, Value::Last);
     // The program's functions: pprof names them, with the same flat and cum. (libc it
     // leaves as `[libc.so.6]`, which stacklens names from the system's libc.)
     let program: Vec<_> = theirs.iter().filter(|(name, _)| !name.starts_with('[')).collect();
@@ -144,6 +160,10 @@ fn symbolized_gperftools_profile_shows_what_pprof_symbolize_local_shows() {
     for (name, values) in program {
         assert_eq!(ours.get(name), Some(values), "{name}: ours {ours:?}");
     }
+    // And stacklens's own top names the program's frames, inlined ones included.
+    let ours = pprof(&out, "-symbolize=none", Path::new("/nonexistent"));
+    let ours: BTreeMap<String, String> = ours.rows.into_iter().map(|r| (r.name, r.flat)).collect();
+    assert!(ours.contains_key("strike") && ours.contains_key("curve"), "{ours:?}");
     assert!(!ours.contains_key("[symwork-c.stripped]"), "{ours:?}");
 }
 

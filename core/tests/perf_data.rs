@@ -6,24 +6,15 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::{fixtures, missing_prerequisite, read};
+use common::{missing_prerequisite, read, symbol_fixtures};
 use stacklens_core::import::{detect, Format};
 use stacklens_core::model::{LabelValue, SourceFormat};
 use stacklens_core::Profile;
 
 const RECORDINGS: [&str; 4] = ["symwork-c", "symwork-cpp", "symwork-go-s", "symwork-cpp.events"];
-
-fn symbols() -> Option<PathBuf> {
-    let dir = fixtures()?.join("symbols");
-    if dir.join("symwork-c.perf.data").is_file() {
-        return Some(dir);
-    }
-    missing_prerequisite(&format!("{} (made by gen/symbols/make.sh)", dir.display()));
-    None
-}
 
 fn perf() -> bool {
     let found = Command::new("perf").arg("--version").output().is_ok_and(|o| o.status.success());
@@ -77,7 +68,7 @@ fn types(p: &Profile) -> Vec<(String, String)> {
 
 #[test]
 fn a_recording_read_as_perf_data_is_the_profile_of_its_perf_script_text() {
-    let Some(dir) = symbols() else { return };
+    let Some(dir) = symbol_fixtures() else { return };
     for name in RECORDINGS {
         let bytes = read(&dir.join(format!("{name}.perf.data")));
         assert_eq!(detect(&bytes), Format::Of(SourceFormat::PerfData), "{name}");
@@ -123,7 +114,7 @@ fn perf_counts(file: &Path) -> BTreeMap<String, (i64, i64)> {
 
 #[test]
 fn each_events_samples_and_periods_equal_what_perf_counts() {
-    let Some(dir) = symbols() else { return };
+    let Some(dir) = symbol_fixtures() else { return };
     if !perf() {
         return;
     }
@@ -144,7 +135,7 @@ fn each_events_samples_and_periods_equal_what_perf_counts() {
 
 #[test]
 fn mapping_build_ids_are_those_perf_lists() {
-    let Some(dir) = symbols() else { return };
+    let Some(dir) = symbol_fixtures() else { return };
     if !perf() {
         return;
     }
@@ -170,7 +161,7 @@ fn mapping_build_ids_are_those_perf_lists() {
 
 #[test]
 fn truncated_and_corrupt_files_are_errors_not_panics() {
-    let Some(dir) = symbols() else { return };
+    let Some(dir) = symbol_fixtures() else { return };
     let bytes = read(&dir.join("symwork-c.perf.data"));
     for cut in (0..bytes.len()).step_by(97) {
         let _ = stacklens_core::parse(&bytes[..cut]);
@@ -185,7 +176,7 @@ fn truncated_and_corrupt_files_are_errors_not_panics() {
 
 #[test]
 fn sizes_past_the_end_of_the_file_are_errors_not_allocations() {
-    let Some(dir) = symbols() else { return };
+    let Some(dir) = symbol_fixtures() else { return };
     let bytes = read(&dir.join("symwork-c.perf.data"));
     let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
     // The feature table follows the data section; its first entry's size claims 2^62 bytes

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{fixtures, missing_prerequisite, read};
+use common::{missing_prerequisite, read, symbol_fixtures};
 use stacklens_core::symbols::{Found, ObjectFile, Outcome, Role, SymbolError, SymbolFiles, Wanted};
 use stacklens_core::Profile;
 
@@ -29,9 +29,9 @@ impl SymbolFiles for Table {
 
 /// The fixtures' `bin` folder and the gperftools profile, unsymbolized.
 fn setup() -> Option<(PathBuf, Profile)> {
-    let root = fixtures()?;
-    let profile = stacklens_core::parse(&read(&root.join("symbols/symwork-c.gperftools.prof"))).unwrap();
-    Some((root.join("symbols/bin"), profile))
+    let root = symbol_fixtures()?;
+    let profile = stacklens_core::parse(&read(&root.join("symwork-c.gperftools.prof"))).unwrap();
+    Some((root.join("bin"), profile))
 }
 
 fn table(entries: &[(&str, Role, PathBuf, Option<usize>)]) -> Table {
@@ -108,9 +108,9 @@ fn a_truncated_file_is_an_error_and_the_other_mapping_is_still_symbolized() {
 
 #[test]
 fn perf_script_caller_frames_are_named_at_the_call_and_leaves_where_they_are() {
-    let Some(root) = fixtures() else { return };
-    let bin = root.join("symbols/bin");
-    let mut p = stacklens_core::parse(&read(&root.join("symbols/symwork-c.perf-script.txt"))).unwrap();
+    let Some(root) = symbol_fixtures() else { return };
+    let bin = root.join("bin");
+    let mut p = stacklens_core::parse(&read(&root.join("symwork-c.perf-script.txt"))).unwrap();
     let mut files = table(&[
         ("symwork-c.stripped", Role::Binary, bin.join("symwork-c.stripped"), None),
         ("symwork-c.stripped", Role::DebugFile, bin.join("symwork-c.debug"), None),
@@ -123,7 +123,7 @@ fn perf_script_caller_frames_are_named_at_the_call_and_leaves_where_they_are() {
     for sample in p.samples.iter() {
         for (depth, l) in sample.locations.iter().enumerate() {
             let location = p.location(*l);
-            if !p.str(p.mapping(location.mapping.unwrap()).filename).ends_with("symwork-c.stripped") {
+            if !location.mapping.is_some_and(|m| p.str(p.mapping(m).filename).ends_with("symwork-c.stripped")) {
                 continue;
             }
             let probe = location.address - u64::from(depth > 0);

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use common::{fixtures, missing_prerequisite, read};
+use common::{missing_prerequisite, read, symbol_fixtures};
 use stacklens_core::symbols::{AddressLookup, ObjectFile, SymbolError};
 
 const PROGRAMS: &[&str] =
@@ -21,7 +21,7 @@ type Frame = (String, String, u32);
 /// The file offsets perf recorded in `program`'s own code, each as a leaf and, when it
 /// follows a call, the call instruction (offset − 1).
 fn sampled_offsets(root: &Path, program: &str) -> BTreeSet<u64> {
-    let script = String::from_utf8(read(&root.join(format!("symbols/{program}.perf-script.txt")))).unwrap();
+    let script = String::from_utf8(read(&root.join(format!("{program}.perf-script.txt")))).unwrap();
     let dso = format!("/bin/{program}.stripped)");
     let mut offsets = BTreeSet::new();
     let mut first_in_record = true;
@@ -125,11 +125,13 @@ fn same_name(ours: &str, theirs: &str) -> bool {
 }
 
 /// Checks every sampled address of `program` against each tool's frames: the same
-/// number of frames, names and lines as each tool; each file as at least one tool
-/// prints it (binutils names the CU's file for some inlined C++ library lines where
-/// llvm-symbolizer and the line table name the header).
+/// number of frames and lines as each tool; each name and file as at least one tool
+/// prints it. The tools differ in a few spellings: binutils names the CU's file for some
+/// inlined C++ library lines where llvm-symbolizer and the line table name the header,
+/// and names an inlined lambda or Go's inlined frames by their caller's symbol, while
+/// llvm-symbolizer names the symbol table's `.isra.0` clone or `_init` over the PLT.
 fn compare(tools: &[&str], root: &Path, program: &str) -> usize {
-    let binary = root.join(format!("symbols/bin/{program}"));
+    let binary = root.join(format!("bin/{program}"));
     let file = ObjectFile::parse(&read(&binary)[..]).unwrap();
     let addresses: Vec<u64> =
         sampled_offsets(root, program).into_iter().map(|o| file.file_offset_to_address(o).unwrap()).collect();
@@ -139,24 +141,19 @@ fn compare(tools: &[&str], root: &Path, program: &str) -> usize {
     for (i, address) in addresses.iter().enumerate() {
         let mine = ours(&file, *address);
         inlined += usize::from(mine.len() > 1);
-        for (tool, reference) in tools.iter().zip(&references) {
+        let said = || {
+            let each = tools.iter().zip(&references).map(|(tool, r)| format!("{tool} says\n{:#?}", r[i]));
+            format!("{program} 0x{address:x}: {}\nstacklens says\n{mine:#?}", each.collect::<Vec<_>>().join("\n"))
+        };
+        for reference in &references {
             let theirs = &reference[i];
-            // Names as binutils prints them; llvm-symbolizer spells some differently
-            // (the symbol table's `.isra.0` clone, `_init` over the PLT), so from it
-            // the frames' count and lines. For Go, llvm-symbolizer's names: binutils
-            // names Go's inlined frames by their caller.
-            let names_from = if program.contains("-go") { "llvm-symbolizer" } else { "addr2line" };
-            let names_agree = *tool != names_from || mine.iter().zip(theirs).all(|(m, t)| same_name(&m.0, &t.0));
-            let agree = names_agree && mine.len() == theirs.len() && mine.iter().zip(theirs).all(|(m, t)| m.2 == t.2);
-            assert!(agree, "{program} 0x{address:x}: {tool} says\n{theirs:#?}\nstacklens says\n{mine:#?}");
+            let agree = mine.len() == theirs.len() && mine.iter().zip(theirs).all(|(m, t)| m.2 == t.2);
+            assert!(agree, "{}", said());
         }
         for (depth, frame) in mine.iter().enumerate() {
-            let files: Vec<&str> = references.iter().map(|r| r[i][depth].1.as_str()).collect();
-            assert!(
-                files.contains(&frame.1.as_str()),
-                "{program} 0x{address:x} frame {depth}: file {} not among {files:?}",
-                frame.1
-            );
+            let named = references.iter().any(|r| same_name(&frame.0, &r[i][depth].0));
+            let filed = references.iter().any(|r| r[i][depth].1 == frame.1);
+            assert!(named && filed, "frame {depth}: {}", said());
         }
     }
     inlined
@@ -164,7 +161,7 @@ fn compare(tools: &[&str], root: &Path, program: &str) -> usize {
 
 #[test]
 fn every_sampled_address_is_named_as_addr2line_and_llvm_symbolizer_name_it() {
-    let Some(root) = fixtures() else { return };
+    let Some(root) = symbol_fixtures() else { return };
     let tools: Vec<&str> = ["addr2line", "llvm-symbolizer"].into_iter().filter(|t| tool_available(t)).collect();
     if tools.is_empty() {
         return;
@@ -177,24 +174,24 @@ fn every_sampled_address_is_named_as_addr2line_and_llvm_symbolizer_name_it() {
 
 #[test]
 fn build_id_and_debug_link_are_read() {
-    let Some(root) = fixtures() else { return };
-    let stripped = ObjectFile::parse(&read(&root.join("symbols/bin/symwork-c.stripped"))[..]).unwrap();
-    let out = Command::new("readelf").arg("-n").arg(root.join("symbols/bin/symwork-c")).output();
+    let Some(root) = symbol_fixtures() else { return };
+    let stripped = ObjectFile::parse(&read(&root.join("bin/symwork-c.stripped"))[..]).unwrap();
+    let out = Command::new("readelf").arg("-n").arg(root.join("bin/symwork-c")).output();
     let Ok(out) = out else { return missing_prerequisite("readelf (binutils)") };
     let text = String::from_utf8_lossy(&out.stdout);
     let id = text.lines().find_map(|l| l.trim().strip_prefix("Build ID: ")).expect("readelf prints a build id");
     assert_eq!(stripped.build_id_hex().as_deref(), Some(id));
     assert_eq!(stripped.debug_link(), Some("symwork-c.debug"));
     assert!(!stripped.has_dwarf());
-    let debug = ObjectFile::parse(&read(&root.join("symbols/bin/symwork-c.debug"))[..]).unwrap();
+    let debug = ObjectFile::parse(&read(&root.join("bin/symwork-c.debug"))[..]).unwrap();
     assert_eq!(debug.build_id_hex().as_deref(), Some(id));
     assert!(debug.has_dwarf());
 }
 
 #[test]
 fn a_truncated_binary_gives_a_typed_error_never_a_panic() {
-    let Some(root) = fixtures() else { return };
-    let bytes = read(&root.join("symbols/bin/symwork-c-nopie"));
+    let Some(root) = symbol_fixtures() else { return };
+    let bytes = read(&root.join("bin/symwork-c-nopie"));
     // Every prefix length up to the headers, then a spread to the end.
     let lengths = (0..4096).chain((4096..bytes.len()).step_by(997));
     for len in lengths {
@@ -210,9 +207,9 @@ fn a_truncated_binary_gives_a_typed_error_never_a_panic() {
 
 #[test]
 fn corrupt_bytes_anywhere_give_a_typed_error_or_an_answer_never_a_panic() {
-    let Some(root) = fixtures() else { return };
+    let Some(root) = symbol_fixtures() else { return };
     for program in ["symwork-c", "symwork-c-nopie", "symwork-cpp"] {
-        let bytes = read(&root.join(format!("symbols/bin/{program}")));
+        let bytes = read(&root.join(format!("bin/{program}")));
         let good = ObjectFile::parse(&bytes[..]).unwrap();
         let addresses: Vec<u64> = sampled_offsets(&root, program)
             .into_iter()
@@ -236,8 +233,8 @@ fn corrupt_bytes_anywhere_give_a_typed_error_or_an_answer_never_a_panic() {
 
 #[test]
 fn a_file_read_in_slices_names_addresses_as_its_bytes_do() {
-    let Some(root) = fixtures() else { return };
-    let path = root.join("symbols/bin/symwork-c-nopie");
+    let Some(root) = symbol_fixtures() else { return };
+    let path = root.join("bin/symwork-c-nopie");
     let whole = ObjectFile::parse(&read(&path)[..]).unwrap();
     // What the page does with a 2 GB file: object's ReadCache over Read + Seek.
     let cache = object::ReadCache::new(std::fs::File::open(&path).unwrap());

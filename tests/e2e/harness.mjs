@@ -9,6 +9,8 @@ import { chromium } from 'playwright-core';
 
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const fixtures = process.env.STACKLENS_FIXTURES || resolve(root, '../shared/fixtures');
+/** The programs and recordings `tests/programs/make.sh` makes on this machine. */
+export const symbolFixtures = process.env.STACKLENS_SYMBOL_FIXTURES || resolve(root, 'target/fixtures/symbols');
 export const screenshots = resolve(root, 'test-results/screenshots');
 /** The release binary the tests run: STACKLENS_BIN, e.g. a build with another CARGO_TARGET_DIR. */
 export const stacklensBin = process.env.STACKLENS_BIN || join(root, 'target/release/stacklens');
@@ -19,8 +21,16 @@ export const stacklensBin = process.env.STACKLENS_BIN || join(root, 'target/rele
  * the TAP summary counts it.
  */
 export function requireFixtures(t) {
-  if (existsSync(join(fixtures, 'SOURCES.md'))) return true;
-  const what = `fixtures folder ${fixtures} not found; set STACKLENS_FIXTURES`;
+  return requirePrerequisite(t, existsSync(join(fixtures, 'SOURCES.md')), `fixtures folder ${fixtures} not found; set STACKLENS_FIXTURES`);
+}
+
+/** True when tests/programs/make.sh has made the symbol fixtures; else as requireFixtures. */
+export function requireSymbolFixtures(t) {
+  return requirePrerequisite(t, existsSync(join(symbolFixtures, '.made')), `${symbolFixtures} (made by \`bash tests/programs/make.sh\`)`);
+}
+
+function requirePrerequisite(t, present, what) {
+  if (present) return true;
   if (process.env.CI === 'true') throw new Error(`missing prerequisite: ${what} (CI=true requires it)`);
   if (process.env.STACKLENS_ALLOW_SKIP !== '1') {
     throw new Error(`missing prerequisite: ${what} (set STACKLENS_ALLOW_SKIP=1 to skip instead)`);

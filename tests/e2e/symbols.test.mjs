@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import {
-  startServer, launchBrowser, fixtures, requireFixtures, openPage, loadFixtures, pageTopTable, expectTopTable,
+  startServer, launchBrowser, symbolFixtures, requireSymbolFixtures, openPage, loadFixtures, pageTopTable, expectTopTable,
   stacklensBin, until,
 } from './harness.mjs';
 
@@ -15,19 +15,19 @@ let server, browser;
 before(async () => { server = await startServer(); browser = await launchBrowser(); });
 after(async () => { await browser?.close(); await server?.stop(); });
 
-const PROFILE = 'symbols/symwork-c.perf-script.txt';
+const PROFILE = join(symbolFixtures, 'symwork-c.perf-script.txt');
 const ROWS = 8;
 
 /** The CLI's top rows of the profile symbolized from the fixtures' binaries. */
 function cliTop(...args) {
-  const json = execFileSync(stacklensBin, ['top', '--format', 'json', '--nodecount', String(ROWS), ...args, join(fixtures, PROFILE)], {
+  const json = execFileSync(stacklensBin, ['top', '--format', 'json', '--nodecount', String(ROWS), ...args, PROFILE], {
     encoding: 'utf8', timeout: 60000,
   });
   return JSON.parse(json).functions.slice(0, ROWS).map((f) => ({ flat: f.flat, cum: f.cum, name: f.name }));
 }
 
 test('symbols: dropping the binary and its debug file names a stripped program\'s frames in the page, as the CLI does', async (t) => {
-  if (!requireFixtures(t)) return;
+  if (!requireSymbolFixtures(t)) return;
   const { page, requests } = await openPage(browser, server.base);
   await loadFixtures(page, PROFILE);
   await page.getByTestId('view-top').click();
@@ -39,8 +39,8 @@ test('symbols: dropping the binary and its debug file names a stripped program\'
   assert.match(await panel.textContent(), /some addresses have no names/);
 
   const sent = requests.length;
-  await loadFixtures(page, 'symbols/bin/symwork-c.stripped', 'symbols/bin/symwork-c.debug');
-  const expected = cliTop('--symbols', join(fixtures, 'symbols/bin'));
+  await loadFixtures(page, join(symbolFixtures, 'bin/symwork-c.stripped'), join(symbolFixtures, 'bin/symwork-c.debug'));
+  const expected = cliTop('--symbols', join(symbolFixtures, 'bin'));
   assert.ok(expected.some((r) => r.name === 'hash_block'), JSON.stringify(expected));
   await expectTopTable(page, expected, 'the symbolized top table');
   await until('the symbol files listed', async () => ((await page.getByTestId('symbol-files').locator('li').count()) === 2 ? true : undefined));

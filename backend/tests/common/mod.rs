@@ -14,7 +14,8 @@ pub mod goservice;
 mod corpus;
 #[allow(unused_imports)] // serve.rs reads no fixtures; only memory.rs makes hostile inputs
 pub use corpus::{
-    fixtures, go, hostile, missing_prerequisite, pprof, pprof_top, pprof_top_merged, read_pprof_top, PprofTopRow,
+    fixtures, go, hostile, missing_prerequisite, pprof, pprof_top, pprof_top_merged, read_pprof_top, symbol_fixtures,
+    PprofTopRow,
 };
 
 pub fn free_port() -> u16 {

@@ -221,6 +221,8 @@ impl AddressLookup for ObjectFile {
         if address == u64::MAX {
             return Ok(frames);
         }
+        // Whether the physical function is C++ that DWARF names without its linkage name.
+        let mut unmangled_cpp = false;
         if let Some(dwarf) = &self.dwarf {
             let mut iter = dwarf.find_frames(address).skip_all_loads().map_err(corrupt)?;
             while let Some(frame) = iter.next().map_err(corrupt)? {
@@ -228,6 +230,8 @@ impl AddressLookup for ObjectFile {
                     Some(f) => f.raw_name().map_err(corrupt)?.into_owned(),
                     None => String::new(),
                 };
+                let cpp = frame.function.as_ref().and_then(|f| f.language).is_some_and(is_cpp);
+                unmangled_cpp = cpp && !name.starts_with("_Z");
                 let (file, line) = match &frame.location {
                     Some(l) => (l.file.map(str::to_owned), l.line.unwrap_or(0)),
                     None => (None, 0),
@@ -238,7 +242,15 @@ impl AddressLookup for ObjectFile {
         // The physical function's name from the symbol table where DWARF has none
         // (no DWARF, or code DWARF does not describe).
         // Searched only then (Rust's std has line tables but no function entries).
+        // Also where C++ DWARF has only a short name: GCC writes no linkage name for a
+        // function whose template arguments are local types (a lambda), and binutils and
+        // llvm-symbolizer then print the symbol table's.
         match frames.last_mut() {
+            Some(last) if unmangled_cpp => {
+                if let Some(symbol) = self.symbol_at(address).filter(|s| s.name.starts_with("_Z")) {
+                    last.name = symbol.name.clone();
+                }
+            }
             Some(last) if !last.name.is_empty() => {}
             Some(last) => last.name = self.symbol_at(address).map(|s| s.name.clone()).unwrap_or_default(),
             None => frames.extend(self.symbol_at(address).map(|s| SymbolFrame {
@@ -251,6 +263,18 @@ impl AddressLookup for ObjectFile {
         frames.retain(|f| !f.name.is_empty() || f.file.is_some());
         Ok(frames)
     }
+}
+
+fn is_cpp(language: gimli::DwLang) -> bool {
+    matches!(
+        language,
+        gimli::DW_LANG_C_plus_plus
+            | gimli::DW_LANG_C_plus_plus_03
+            | gimli::DW_LANG_C_plus_plus_11
+            | gimli::DW_LANG_C_plus_plus_14
+            | gimli::DW_LANG_C_plus_plus_17
+            | gimli::DW_LANG_C_plus_plus_20
+    )
 }
 
 /// Lowercase hex of `bytes`.

@@ -20,6 +20,21 @@ pub fn fixtures() -> Option<PathBuf> {
     None
 }
 
+/// The programs, debug files and recordings `tests/programs/make.sh` makes on this
+/// machine (`scripts/test.sh` runs it first), or `None` when they are absent and
+/// skipping is allowed.
+#[allow(dead_code)] // only the symbolization and perf.data tests
+pub fn symbol_fixtures() -> Option<PathBuf> {
+    let dir = std::env::var_os("STACKLENS_SYMBOL_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/fixtures/symbols"));
+    if dir.join(".made").is_file() {
+        return Some(dir);
+    }
+    missing_prerequisite(&format!("{} (made by `bash tests/programs/make.sh`)", dir.display()));
+    None
+}
+
 /// A test that cannot run without `what` fails, unless skipping was opted into with
 /// `STACKLENS_ALLOW_SKIP=1` outside CI. A skip is printed and appended to the file named by
 /// `STACKLENS_SKIP_LOG`, so that `scripts/test.sh` counts it as skipped, not passed.
@@ -117,6 +132,8 @@ pub struct PprofTopRow {
     /// Without the `%`.
     pub flat_pct: f64,
     pub cum: String,
+    /// Without the `%`.
+    pub cum_pct: f64,
     pub name: String,
     pub inline: Option<stacklens_core::analysis::top::Inlining>,
 }
@@ -145,9 +162,18 @@ pub fn read_pprof_top(text: &str) -> PprofTop {
                     inline = Some(kind);
                 }
             }
-            let flat_pct =
-                tokens[1].trim_end_matches('%').parse().unwrap_or_else(|e| panic!("bad flat% in {line}: {e}"));
-            top.rows.push(PprofTopRow { flat: tokens[0].into(), flat_pct, cum: tokens[3].into(), name, inline });
+            let pct = |token: &str| -> f64 {
+                token.trim_end_matches('%').parse().unwrap_or_else(|e| panic!("bad percentage in {line}: {e}"))
+            };
+            let (flat_pct, cum_pct) = (pct(tokens[1]), pct(tokens[4]));
+            top.rows.push(PprofTopRow {
+                flat: tokens[0].into(),
+                flat_pct,
+                cum: tokens[3].into(),
+                cum_pct,
+                name,
+                inline,
+            });
         } else if let Some(t) = line.strip_prefix("Type: ") {
             top.sample_type = t.trim().into();
         } else if line.starts_with("Showing nodes accounting for") {

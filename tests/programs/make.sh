@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Makes the symbolization and perf.data fixtures from the programs beside this script,
+# with the compilers and profilers of this machine, into OUT (default
+# target/fixtures/symbols). The tests compare stacklens with the reference tools run on
+# these very files (addr2line, llvm-symbolizer, perf report, go tool pprof), so they are
+# made where they run rather than kept. Re-running with the same sources and tools does
+# nothing (OUT/.made holds their hash).
+#
+# OUT/bin/NAME            the program as built: -O2 with DWARF and frame pointers (so that
+#                         perf -g walks whole stacks), symbols kept
+# OUT/bin/NAME.stripped   the same, strip --strip-all, with a .gnu_debuglink to NAME.debug
+# OUT/bin/NAME.debug      objcopy --only-keep-debug of NAME
+# OUT/debug/.build-id/ab/cdef….debug   the debug files by GNU build id (as debuginfod and
+#                         perf lay them out)
+#   NAME: symwork-c (PIE), symwork-c-nopie (fixed address, compressed DWARF: -gz),
+#   symwork-cpp, symwork-rust (legacy mangling), symwork-rust-v0 (v0 mangling),
+#   symwork-go; and symwork-go-s (go build -ldflags="-s -w": only .gopclntab names it).
+# OUT/NAME.perf.data      perf record -g -e cpu-clock:u of bin/NAME.stripped (symwork-go-s:
+#                         of the binary itself), about a second
+# OUT/NAME.perf-script.txt  perf script of it, run with the debug files out of perf's reach:
+#                         what a stripped production binary's profile looks like
+#                         (its frames `[unknown]`); perf report at test time finds them
+# OUT/symwork-cpp.events.perf.data (+ .perf-script.txt)  two events: cpu-clock:u and
+#                         page-faults:u
+# OUT/symwork-c.gperftools.prof  gperftools' CPU profile (libprofiler) of symwork-c.stripped
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-$here/../../target/fixtures/symbols}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+versions() { gcc --version | head -1; g++ --version | head -1; rustc --version; go version; perf --version; objcopy --version | head -1; }
+hash=$( { cat "$here"/make.sh "$here"/symwork.*; versions; } | sha256sum | cut -d' ' -f1)
+if [ -f "$out/.made" ] && [ "$(cat "$out/.made")" = "$hash" ]; then
+  echo "symbol fixtures in $out are up to date"
+  exit 0
+fi
+rm -rf "$out"/bin "$out"/debug "$out"/*.perf.data "$out"/*.perf-script.txt "$out"/*.prof "$out/.made"
+mkdir -p "$out/bin" "$out/debug"
+cd "$out/bin"
+
+gcc -O2 -g -fno-omit-frame-pointer -o symwork-c "$here/symwork.c"
+gcc -O2 -g -fno-omit-frame-pointer -gz -no-pie -o symwork-c-nopie "$here/symwork.c"
+g++ -O2 -g -fno-omit-frame-pointer -o symwork-cpp "$here/symwork.cpp"
+rustc --edition 2021 -O -g -C force-frame-pointers=yes -o symwork-rust "$here/symwork.rs"
+rustc --edition 2021 -O -g -C force-frame-pointers=yes -C symbol-mangling-version=v0 -o symwork-rust-v0 "$here/symwork.rs"
+(cd "$here" && GO111MODULE=off go build -o "$out/bin/symwork-go" symwork.go)
+(cd "$here" && GO111MODULE=off go build -ldflags="-s -w" -o "$out/bin/symwork-go-s" symwork.go)
+
+programs=(symwork-c symwork-c-nopie symwork-cpp symwork-rust symwork-rust-v0 symwork-go)
+for p in "${programs[@]}"; do
+  objcopy --only-keep-debug "$p" "$p.debug"
+  objcopy --strip-all --add-gnu-debuglink="$p.debug" "$p" "$p.stripped"
+  id=$(readelf -n "$p" | sed -n 's/^ *Build ID: *//p')
+  if [ -n "$id" ]; then
+    mkdir -p "../debug/.build-id/${id:0:2}"
+    cp "$p.debug" "../debug/.build-id/${id:0:2}/${id:2}.debug"
+  fi
+done
+
+# Rounds that make about a second of work each on a machine of this kind.
+declare -A rounds=([symwork-c]=200 [symwork-c-nopie]=200 [symwork-cpp]=80 [symwork-rust]=300
+  [symwork-rust-v0]=300 [symwork-go]=120 [symwork-go-s]=120)
+cd "$out"
+hidden=$(mktemp -d)
+trap 'mv "$hidden"/*.debug "$out/bin/" 2>/dev/null; rm -rf "$hidden"' EXIT
+mv bin/*.debug "$hidden/"
+record() { # NAME EVENTS BINARY ROUNDS
+  perf record --quiet --no-buildid-cache -g -F 999 -e "$2" -o "$1.perf.data" -- "$3" "$4" >/dev/null
+  perf script -i "$1.perf.data" >"$1.perf-script.txt" 2>/dev/null
+}
+for p in "${programs[@]}"; do
+  record "$p" cpu-clock:u "$out/bin/$p.stripped" "${rounds[$p]}"
+done
+record symwork-go-s cpu-clock:u "$out/bin/symwork-go-s" "${rounds[symwork-go-s]}"
+record symwork-cpp.events cpu-clock:u,page-faults:u "$out/bin/symwork-cpp.stripped" 20
+
+mv "$hidden"/*.debug bin/
+
+profiler=$(ls /usr/lib/*/libprofiler.so.0 2>/dev/null | head -1)
+if [ -z "$profiler" ]; then
+  echo "make.sh: gperftools' libprofiler.so.0 not found (Debian libgoogle-perftools-dev)" >&2
+  exit 1
+fi
+CPUPROFILE="$out/symwork-c.gperftools.prof" CPUPROFILE_FREQUENCY=500 LD_PRELOAD="$profiler" \
+  "$out/bin/symwork-c.stripped" 200 >/dev/null
+
+echo "$hash" >"$out/.made"
+echo "symbol fixtures made in $out"
