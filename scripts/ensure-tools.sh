@@ -11,6 +11,8 @@ INFERNO_VERSION=0.12.8
 OPENAPI_VALIDATOR_VERSION=0.9.0
 # Pyroscope's Python agent, which backend/tests/pyroscope.rs runs against the server.
 PYROSCOPE_IO_VERSION=1.4.0
+# OpenTelemetry's Python classes (opentelemetry-proto), which make and read OTLP profiles in the tests.
+OTLP_PROTO_VERSION=1.45.2
 # Must equal the wasm-bindgen in Cargo.lock (pinned with "=" in the workspace Cargo.toml).
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)
 : "${WASM_BINDGEN_VERSION:?wasm-bindgen not found in Cargo.lock}"
@@ -103,6 +105,9 @@ if [ "$want" = all ]; then
   pip_tool .tools/openapi openapi-spec-validator "$OPENAPI_VALIDATOR_VERSION"
   # Pyroscope's Python agent pushes to the server in backend/tests/pyroscope.rs.
   pip_tool .tools/pyroscope pyroscope-io "$PYROSCOPE_IO_VERSION"
+  # OpenTelemetry's own classes: OTLP profiles made from real ones and read back
+  # (tests/programs/otlp.py, core/tests/import_otlp.rs).
+  pip_tool .tools/otlp opentelemetry-proto "$OTLP_PROTO_VERSION"
   # Pyroscope's Rust agent: the crates of the program backend/tests/pyroscope.rs builds.
   cargo fetch --quiet --locked --manifest-path backend/tests/pyroscope-agent/Cargo.toml
 fi

@@ -22,7 +22,7 @@ timeout=${FUZZ_TIMEOUT:-10}
 fixtures=${STACKLENS_FIXTURES:-../shared/fixtures}
 fuzz=core/fuzz
 all_targets=(parse model_limit parse_gzip heap_text contention_text count_text goroutine_dump threadz_text java_heapz_text
-  java_contentionz_text legacy_cpu jfr firefox analysis_top call_tree layout diff goroutines tree_bytes symbols_elf perf_data)
+  java_contentionz_text legacy_cpu jfr firefox analysis_top call_tree layout diff goroutines tree_bytes symbols_elf perf_data otlp)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
 # --- tools -------------------------------------------------------------------------
@@ -101,6 +101,17 @@ for f in "$symbols"/*.perf.data; do
   [ -f "$f" ] || continue
   seed perf_data "symbols/$(basename "$f")" <"$f"
 done
+# OTLP profiles: the eBPF profiler's export, and Go profiles converted by the official
+# classes (when .tools/otlp is installed).
+seed otlp "thirdparty/pyroscope/otel-ebpf-profile.pb.bin" <"$fixtures/thirdparty/pyroscope/otel-ebpf-profile.pb.bin"
+if [ -x .tools/otlp/bin/python ]; then
+  otlp_tmp=$(mktemp -d)
+  for kind in cpu heap goroutine; do
+    .tools/otlp/bin/python tests/programs/otlp.py from-pprof "$fixtures/go/base/$kind.pb.gz" "$otlp_tmp/$kind" fuzz
+    seed otlp "otlp/$kind.pb" <"$otlp_tmp/$kind.pb"
+  done
+  rm -rf "$otlp_tmp"
+fi
 # Before/after pairs for diff: go/base/X against go/compare/X.
 for base in "${profiles[@]}"; do
   [[ $base == go/base/* ]] || continue

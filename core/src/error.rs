@@ -11,9 +11,6 @@ pub enum Error {
     #[error("unrecognized profile format: {hint}")]
     UnknownFormat { hint: String },
 
-    #[error("unsupported: {format} ({reason})")]
-    Unsupported { format: &'static str, reason: String },
-
     #[error("gzip data is corrupt or truncated near compressed byte {offset}: {reason}")]
     Gzip { offset: u64, reason: String },
 
@@ -83,7 +80,6 @@ impl Error {
         match self {
             Error::Empty => "EmptyInput",
             Error::UnknownFormat { .. } => "UnknownFormat",
-            Error::Unsupported { .. } => "UnsupportedFormat",
             Error::Gzip { .. } => "CorruptGzip",
             Error::TooLarge { .. } => "InputTooLarge",
             Error::ModelTooLarge { .. } => "ModelTooLarge",

@@ -38,6 +38,7 @@ pub mod perf_script;
 pub mod pmcstat;
 pub mod pprof;
 pub use pprof::IncrementalParse;
+pub mod otlp;
 mod pprof_wire;
 pub mod pstats;
 mod room;
@@ -48,7 +49,6 @@ pub mod simpleperf;
 pub mod speedscope;
 pub mod stackprof;
 mod text;
-pub mod unsupported;
 pub mod v8;
 pub mod v8_log;
 pub mod vsprof;
@@ -85,8 +85,6 @@ pub enum Format {
     Json,
     /// Recognisably not a supported profile (HTML, text no importer claims).
     Unrecognized,
-    /// A known profile format stacklens does not import.
-    Unsupported(unsupported::Unsupported),
     /// A format an importer reads, serialized by its source format's name.
     #[serde(untagged)]
     Of(SourceFormat),
@@ -158,6 +156,7 @@ fn parse_plain(bytes: &[u8], options: &ParseOptions, progress: Progress<'_>) -> 
         Format::Of(SourceFormat::Folded) => folded::parse(bytes, options),
         Format::Of(SourceFormat::PerfScript) => perf_script::parse(bytes, options),
         Format::Of(SourceFormat::PerfData) => perf_data::parse(bytes, options),
+        Format::Of(SourceFormat::Otlp) => otlp::parse(bytes, options),
         Format::Of(SourceFormat::Callgrind) => callgrind::parse(bytes, options),
         Format::Of(SourceFormat::Pstats) => pstats::parse(bytes, options),
         Format::Of(SourceFormat::Pmcstat) => pmcstat::parse(bytes, options),
@@ -184,7 +183,6 @@ fn parse_plain(bytes: &[u8], options: &ParseOptions, progress: Progress<'_>) -> 
         ) => parse_json(bytes, options),
         // No bytes are a built profile.
         Format::Unrecognized | Format::Of(SourceFormat::Built) => Err(Error::UnknownFormat { hint: describe(bytes) }),
-        Format::Unsupported(format) => Err(unsupported::error(format)),
     }
 }
 
@@ -205,6 +203,7 @@ const JSON_FORMATS: &[JsonFormat] = &[
     JsonFormat { is: ghc::is_ghc, parse: ghc::parse },
     JsonFormat { is: safari::is_safari, parse: safari::parse },
     JsonFormat { is: dhat::is_dhat, parse: dhat::parse },
+    JsonFormat { is: otlp::is_otlp_json, parse: otlp::parse_json },
 ];
 
 fn parse_json(bytes: &[u8], options: &ParseOptions) -> Result<Profile> {
@@ -293,8 +292,8 @@ pub fn detect(bytes: &[u8]) -> Format {
     if perf_data::looks_like_perf_data(bytes) {
         return Format::Of(SourceFormat::PerfData);
     }
-    if let Some(format) = unsupported::detect(bytes) {
-        return Format::Unsupported(format);
+    if otlp::looks_like_otlp(bytes) {
+        return Format::Of(SourceFormat::Otlp);
     }
     if let Some(format) = detect_text::detect_text(bytes) {
         return format;
