@@ -115,6 +115,13 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
     let folded = http.get(merged_url("&format=folded")).send().unwrap();
     assert_eq!(folded.status(), 200);
     assert!(folded.text().unwrap().lines().any(|l| l.contains("compress/flate.(*compressor).findMatch")));
+    // OTLP output of the merge: the same total as pprof's merge of the files.
+    let otlp = http.get(merged_url("&format=otlp")).send().unwrap();
+    assert_eq!(otlp.headers()["content-type"], "application/x-protobuf");
+    let p = stacklens_core::parse(&otlp.bytes().unwrap()).unwrap();
+    assert_eq!(p.source, stacklens_core::model::SourceFormat::Otlp);
+    let cpu = (0..p.sample_types.len()).find(|&i| p.sample_type_name(i) == "cpu").unwrap();
+    assert_eq!(format!("{}ns", p.total(cpu)), pprof_rows(go, &fx, &[base, compare, base], &[]).0);
 
     // Series: per hour, the totals of its profiles (SOURCES.md: base 7.08 s of cpu).
     let totals = |file: &str| pprof_rows(go, &fx, &[file], &[]).0.trim_end_matches("ns").parse::<i64>().unwrap();

@@ -14,7 +14,8 @@ use std::process::Command;
 use common::top_check::{check_against, pprof_options, Case};
 use common::{fixtures, missing_prerequisite, read, read_pprof_top};
 use prost::Message;
-use stacklens_core::analysis::{query::SampleType, Query};
+use stacklens_core::analysis::{query::SampleType, Prepared, Query};
+use stacklens_core::export::{export, ExportFormat};
 use stacklens_core::import::otlp::proto::{self, any_value::Value as Any, AnyValue};
 use stacklens_core::import::{detect, Format, ParseOptions};
 use stacklens_core::model::{LabelValue, SourceFormat};
@@ -359,4 +360,34 @@ fn truncated_messages_never_panic() {
     for cut in 0..bytes.len() {
         let _ = stacklens_core::parse(&bytes[..cut]);
     }
+}
+
+#[test]
+fn exports_read_with_the_official_classes_with_the_same_sums_and_back() {
+    let (Some(root), Some(python)) = (fixtures(), python()) else { return };
+    let dir = temp_dir("export");
+    for source in ["go/base/cpu.pb.gz", "go/base/heap.pb.gz", "thirdparty/pyroscope/otel-ebpf-profile.pb.bin"] {
+        let p = stacklens_core::parse(&read(&root.join(source))).unwrap();
+        let out = dir.join(format!("{}.otlp.pb", Path::new(source).file_name().unwrap().to_str().unwrap()));
+        std::fs::write(&out, export(&Prepared::whole(&p).unwrap(), ExportFormat::Otlp).unwrap()).unwrap();
+        let theirs: serde_json::Value =
+            serde_json::from_str(&script(&python, &["summary".as_ref(), out.as_os_str()])).unwrap();
+        let back = stacklens_core::parse(&read(&out)).unwrap();
+        for i in 0..p.sample_types.len() {
+            let name = format!("{}/{}", p.sample_type_name(i), p.sample_type_unit(i));
+            assert_eq!(theirs["totals"][&name]["sum"].as_i64(), Some(p.total(i)), "{source} {name}");
+            // The chosen sample type leads the export: columns are found by name.
+            let j = (0..back.sample_types.len()).find(|&j| back.sample_type_name(j) == p.sample_type_name(i)).unwrap();
+            assert_eq!(back.total(j), p.total(i), "{source} {name}");
+        }
+        assert_eq!(back.samples.len(), p.samples.len(), "{source}");
+        assert_eq!(back.sample_times.len(), p.sample_times.len(), "{source}");
+    }
+    // A link survives: trace and span ids are a link again, not plain attributes.
+    let mut data = message();
+    first_profile(&mut data).samples[0].link_index = 1;
+    let p = parse(&data).unwrap();
+    let written = stacklens_core::export::otlp::data(&p, 0);
+    assert_eq!(written.dictionary.as_ref().unwrap().link_table.len(), 2);
+    assert_eq!(parse(&written).unwrap().samples.sample(0).labels, p.samples.sample(0).labels);
 }

@@ -1,7 +1,7 @@
 // "Download as": the profile on screen written by core in the worker and saved by the
 // browser, with nothing sent to the server. pprof output reads in `go tool pprof` with
 // the numbers pprof gives the original; folded and speedscope output carry the current
-// sample type's stacks, with or without the current filters.
+// sample type's stacks, with or without the current filters; OTLP reads back as the original.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -42,7 +42,7 @@ const pprof = (args, file) => execFileSync(goBinary, ['tool', 'pprof', '-top', '
   encoding: 'utf8', env: { ...process.env, PPROF_BINARY_PATH: '/nonexistent' }, timeout: 60000,
 });
 
-test('pprof, folded and speedscope downloads of the profile on screen, with and without its filters', async (t) => {
+test('pprof, folded, speedscope and OTLP downloads of the profile on screen, with and without its filters', async (t) => {
   if (!requireFixtures(t) || !requireGo(t)) return;
   const { page, requests } = await openPage(browser, server.base);
   await loadFixtures(page, 'go/base/cpu.pb.gz');
@@ -86,6 +86,14 @@ test('pprof, folded and speedscope downloads of the profile on screen, with and 
   const [first] = await pageTopTable(page, 1);
   assert.equal(Math.max(...self.values()), first.flat);
   assert.equal(self.get(first.name), first.flat);
+
+  // OTLP profiles: the CLI reads the download with the original's numbers.
+  const otlp = await download(page, 'otlp', false);
+  assert.equal(otlp.name, 'cpu.otlp.pb');
+  const cliTop = (file) => JSON.parse(execFileSync(stacklensBin, ['top', '--format', 'json', file], { encoding: 'utf8' }));
+  const [fromOtlp, original] = [cliTop(otlp.path), cliTop(join(fixtures, 'go/base/cpu.pb.gz'))];
+  assert.equal(fromOtlp.total, original.total);
+  assert.deepEqual(fromOtlp.functions, original.functions);
 
   assert.deepEqual(requests.slice(before).filter((u) => new URL(u).pathname.startsWith('/api/')), [],
     'downloads send nothing to the server');

@@ -1,5 +1,5 @@
 //! Continuous profiling over time ranges, in Pyroscope's and Parca's shapes where they
-//! fit: a range's profiles merged into one (JSON top, pprof or folded), totals per
+//! fit: a range's profiles merged into one (JSON top, pprof, folded or OTLP), totals per
 //! step for a timeline, and the label keys and values seen in a range.
 
 use std::collections::BTreeMap;
@@ -222,13 +222,13 @@ pub struct MergedTop {
         ("from" = Option<String>, Query, description = "RFC 3339, epoch seconds or ms, now, now-1h (default: to - 1h); inclusive"),
         ("to" = Option<String>, Query, description = "as from (default: now); exclusive"),
         ("labels" = Option<String>, Query, description = "k=v,k2=v2: profiles with all of them"),
-        ("format" = Option<String>, Query, description = "json (default), pprof (gzipped, what go tool pprof reads) or folded"),
+        ("format" = Option<String>, Query, description = "json (default), pprof (gzipped, what go tool pprof reads), folded or otlp (OTLP profiles protobuf)"),
         ("sampleIndex" = Option<String>, Query, description = "sample type by name or index (default: pprof's)"),
         ("limit" = Option<usize>, Query, description = "JSON: rows of the top (default 100)")),
-    responses((status = 200, body = MergedTop, description = "JSON; or the merged profile for format=pprof|folded"),
+    responses((status = 200, body = MergedTop, description = "JSON; or the merged profile for format=pprof|folded|otlp"),
         (status = 400, description = "InvalidParameter, InvalidProfileType, InvalidSampleIndex", body = ErrorBody),
         (status = 401, description = "Unauthorized", body = ErrorBody), (status = 403, description = "Forbidden", body = ErrorBody),
-        (status = 404, description = "NoProfiles: nothing stored in the range (pprof, folded)", body = ErrorBody),
+        (status = 404, description = "NoProfiles: nothing stored in the range (pprof, folded, otlp)", body = ErrorBody),
         (status = 413, description = "MergeTooLarge: the merged profile needs more than half the memory budget", body = ErrorBody),
         (status = 422, description = "IncompatibleProfiles: the range holds profiles of other sample types", body = ErrorBody)),
     security((), ("bearer" = [])))]
@@ -243,7 +243,8 @@ pub async fn merge(
         "json" => None,
         "pprof" => Some(ExportFormat::Pprof),
         "folded" => Some(ExportFormat::Folded),
-        _ => return Err(ApiError::invalid("format", "format is json, pprof or folded")),
+        "otlp" => Some(ExportFormat::Otlp),
+        _ => return Err(ApiError::invalid("format", "format is json, pprof, folded or otlp")),
     };
     let sample_index = query.sample_index.unwrap_or_default();
     check_text("sampleIndex", &sample_index, 128)?;
@@ -284,6 +285,9 @@ pub async fn merge(
         Ok(match format {
             Some(ExportFormat::Folded) => {
                 ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], file(ExportFormat::Folded)?).into_response()
+            }
+            Some(ExportFormat::Otlp) => {
+                ([(header::CONTENT_TYPE, ExportFormat::Otlp.media_type())], file(ExportFormat::Otlp)?).into_response()
             }
             Some(format) => ([(header::CONTENT_TYPE, "application/octet-stream")], file(format)?).into_response(),
             None => {

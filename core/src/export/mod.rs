@@ -4,6 +4,7 @@
 
 pub mod folded;
 pub mod html;
+pub mod otlp;
 pub mod pprof;
 pub mod speedscope;
 pub mod svg;
@@ -27,11 +28,19 @@ pub enum ExportFormat {
     Svg,
     /// A standalone page: flame graph, top table and search.
     Html,
+    /// OpenTelemetry profiles (`ProfilesData`, protobuf), for OTLP receivers.
+    Otlp,
 }
 
 impl ExportFormat {
-    pub const ALL: [ExportFormat; 5] =
-        [ExportFormat::Pprof, ExportFormat::Folded, ExportFormat::Speedscope, ExportFormat::Svg, ExportFormat::Html];
+    pub const ALL: [ExportFormat; 6] = [
+        ExportFormat::Pprof,
+        ExportFormat::Folded,
+        ExportFormat::Speedscope,
+        ExportFormat::Svg,
+        ExportFormat::Html,
+        ExportFormat::Otlp,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -40,6 +49,7 @@ impl ExportFormat {
             ExportFormat::Speedscope => "speedscope",
             ExportFormat::Svg => "svg",
             ExportFormat::Html => "html",
+            ExportFormat::Otlp => "otlp",
         }
     }
 
@@ -51,6 +61,7 @@ impl ExportFormat {
             ExportFormat::Speedscope => "speedscope.json",
             ExportFormat::Svg => "svg",
             ExportFormat::Html => "html",
+            ExportFormat::Otlp => "otlp.pb",
         }
     }
 
@@ -62,6 +73,7 @@ impl ExportFormat {
             ExportFormat::Speedscope => "application/json",
             ExportFormat::Svg => "image/svg+xml",
             ExportFormat::Html => "text/html",
+            ExportFormat::Otlp => "application/x-protobuf",
         }
     }
 
@@ -69,7 +81,10 @@ impl ExportFormat {
     pub fn from_file_name(name: &str) -> Option<Self> {
         let name = name.to_ascii_lowercase();
         let ends = |suffixes: &[&str]| suffixes.iter().any(|s| name.ends_with(s));
-        if ends(&[".pb.gz", ".pb", ".pprof", ".prof.gz"]) {
+        // `.otlp.pb` before pprof's `.pb`.
+        if ends(&[".otlp.pb", ".otlp"]) {
+            Some(ExportFormat::Otlp)
+        } else if ends(&[".pb.gz", ".pb", ".pprof", ".prof.gz"]) {
             Some(ExportFormat::Pprof)
         } else if ends(&[".folded", ".collapsed", ".folded.txt"]) {
             Some(ExportFormat::Folded)
@@ -113,5 +128,6 @@ pub fn export(prepared: &Prepared, format: ExportFormat) -> Result<Vec<u8>> {
         ExportFormat::Speedscope => speedscope::write(prepared),
         ExportFormat::Svg => svg::write(prepared),
         ExportFormat::Html => html::write(prepared),
+        ExportFormat::Otlp => Ok(otlp::write(&profile.filter_compiled(prepared.filters()), index)),
     }
 }

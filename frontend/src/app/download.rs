@@ -89,6 +89,7 @@ fn label(format: ExportFormat) -> &'static str {
         ExportFormat::Speedscope => "speedscope (.speedscope.json)",
         ExportFormat::Svg => "flame graph (.svg)",
         ExportFormat::Html => "report page (.html)",
+        ExportFormat::Otlp => "OpenTelemetry profiles (.otlp.pb)",
     }
 }
 

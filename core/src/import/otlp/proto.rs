@@ -370,13 +370,13 @@ fn integers<'de, D: Deserializer<'de>, T: TryFrom<i128>>(deserializer: D) -> Res
 /// Trace and span ids: OTLP/JSON writes them as hex, not as proto3's base64.
 fn hex<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
     let text = String::deserialize(deserializer)?;
-    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    if text.len() % 2 != 0 {
-        return Err(serde::de::Error::custom(format!("id \"{text}\" is not hex")));
+    hex_bytes(&text).ok_or_else(|| serde::de::Error::custom(format!("id \"{text}\" is not hex")))
+}
+
+/// The bytes of a hex id (either case), `None` when it is not hex.
+pub(crate) fn hex_bytes(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
     }
-    text.as_bytes()
-        .chunks(2)
-        .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
-        .collect::<Option<Vec<u8>>>()
-        .ok_or_else(|| serde::de::Error::custom(format!("id \"{text}\" is not hex")))
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok()).collect()
 }
