@@ -13,6 +13,7 @@ OPENAPI_VALIDATOR_VERSION=0.9.0
 PYROSCOPE_IO_VERSION=1.4.0
 # OpenTelemetry's Python classes (opentelemetry-proto), which make and read OTLP profiles in the tests.
 OTLP_PROTO_VERSION=1.45.2
+GRPCIO_VERSION=1.85.3
 # Must equal the wasm-bindgen in Cargo.lock (pinned with "=" in the workspace Cargo.toml).
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)
 : "${WASM_BINDGEN_VERSION:?wasm-bindgen not found in Cargo.lock}"
@@ -108,6 +109,7 @@ if [ "$want" = all ]; then
   # OpenTelemetry's own classes: OTLP profiles made from real ones and read back
   # (tests/programs/otlp.py, core/tests/import_otlp.rs).
   pip_tool .tools/otlp opentelemetry-proto "$OTLP_PROTO_VERSION"
+  pip_tool .tools/otlp grpcio "$GRPCIO_VERSION"
   # Pyroscope's Rust agent: the crates of the program backend/tests/pyroscope.rs builds.
   cargo fetch --quiet --locked --manifest-path backend/tests/pyroscope-agent/Cargo.toml
 fi

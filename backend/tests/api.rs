@@ -837,6 +837,8 @@ fn openapi_documents_every_route() {
         ("get", "/api/v1/profiling/functions/{name}/history"),
         ("post", "/ingest"),
         ("post", "/push.v1.PusherService/Push"),
+        ("post", "/v1development/profiles"),
+        ("post", "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"),
         ("put", "/api/v1/debuginfo/{buildId}"),
         ("get", "/buildid/{buildId}/{artifact}"),
         ("post", "/symbolicate/v5"),

@@ -6,7 +6,11 @@ usage:
   otlp.py from-pprof IN.pb[.gz] OUT_BASE SERVICE   writes OUT_BASE.pb (ProfilesData),
       OUT_BASE.json (OTLP/JSON) and OUT_BASE.request.pb.gz (a gzipped
       ExportProfilesServiceRequest): one OTLP profile per pprof sample type, sharing
-      the samples' stacks and labels; resource attribute service.name = SERVICE
+      the samples' stacks and labels, taken now (a push of it lands in the current
+      hour); resource attribute service.name = SERVICE
+  otlp.py retime IN OUT   writes IN with every time moved so that its first one is now
+  otlp.py grpc-export HOST:PORT FILE [TOKEN]   sends FILE (gzip-compressed on the wire)
+      with the official gRPC stub over h2c; prints {"code", "details", "partialSuccess"}
   otlp.py summary FILE   prints, as JSON, per sample type (type/unit) the sum of values
       (a timestamp without values counts 1) and the observations, and the attribute
       keys of resources and samples
@@ -15,6 +19,7 @@ usage:
 import gzip
 import json
 import sys
+import time
 
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2
@@ -132,8 +137,9 @@ def from_pprof(source, base, service):
     resource.resource.attributes.add(key="service.name", value=common_pb2.AnyValue(string_value=service))
     scope = resource.scope_profiles.add()
     scope.scope.name = "stacklens tests/programs/otlp.py (from pprof)"
+    taken = time.time_ns()
     for k, t in enumerate(pprof.sample_type):
-        p = scope.profiles.add(time_unix_nano=pprof.time_nanos, duration_nano=pprof.duration_nanos,
+        p = scope.profiles.add(time_unix_nano=taken, duration_nano=pprof.duration_nanos,
                                period=pprof.period)
         p.sample_type.type_strindex = s(st[t.type])
         p.sample_type.unit_strindex = s(st[t.unit])
@@ -154,10 +160,43 @@ def from_pprof(source, base, service):
     open(base + ".json", "w").write(json.dumps(document))
 
 
-def summary(path):
-    data = read(path)
+def request_of(path):
     request = profiles_service_pb2.ExportProfilesServiceRequest()
-    request.ParseFromString(data)
+    request.ParseFromString(read(path))
+    return request
+
+
+def retime(source, out):
+    request = request_of(source)
+    profiles = [p for rp in request.resource_profiles for sp in rp.scope_profiles for p in sp.profiles]
+    times = [p.time_unix_nano for p in profiles if p.time_unix_nano]
+    times += [t for p in profiles for s in p.samples for t in s.timestamps_unix_nano]
+    shift = time.time_ns() - min(times)
+    for p in profiles:
+        if p.time_unix_nano:
+            p.time_unix_nano += shift
+        for s in p.samples:
+            s.timestamps_unix_nano[:] = [t + shift for t in s.timestamps_unix_nano]
+    open(out, "wb").write(request.SerializeToString())
+
+
+def grpc_export(address, path, token=None):
+    import grpc
+    from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2_grpc
+
+    with grpc.insecure_channel(address, compression=grpc.Compression.Gzip) as channel:
+        stub = profiles_service_pb2_grpc.ProfilesServiceStub(channel)
+        metadata = [("authorization", "Bearer " + token)] if token else None
+        try:
+            response = stub.Export(request_of(path), metadata=metadata, timeout=60)
+            partial = json_format.MessageToDict(response.partial_success) if response.HasField("partial_success") else None
+            print(json.dumps({"code": "OK", "details": "", "partialSuccess": partial}))
+        except grpc.RpcError as e:
+            print(json.dumps({"code": e.code().name, "details": e.details(), "partialSuccess": None}))
+
+
+def summary(path):
+    request = request_of(path)
     d = request.dictionary
     st = d.string_table
     totals = {}
@@ -180,6 +219,10 @@ def summary(path):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["from-pprof"] and len(sys.argv) == 5:
         from_pprof(*sys.argv[2:])
+    elif sys.argv[1:2] == ["retime"] and len(sys.argv) == 4:
+        retime(*sys.argv[2:])
+    elif sys.argv[1:2] == ["grpc-export"] and len(sys.argv) in (4, 5):
+        grpc_export(*sys.argv[2:])
     elif sys.argv[1:2] == ["summary"] and len(sys.argv) == 3:
         summary(sys.argv[2])
     else:

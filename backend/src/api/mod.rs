@@ -12,6 +12,7 @@ mod debuginfo;
 mod docs;
 mod ingest;
 mod opened;
+mod otlp;
 mod profiles;
 mod push;
 mod ranges;
@@ -68,6 +69,8 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(ranges::function_history))
         .routes(routes!(ingest::ingest))
         .routes(routes!(push::push))
+        .routes(routes!(otlp::http_export))
+        .routes(routes!(otlp::grpc_export))
         .routes(routes!(debuginfo::upload))
         .routes(routes!(debuginfo::artifact))
         .routes(routes!(symbolicate::symbolicate))
@@ -142,6 +145,14 @@ pub struct ApiError {
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         ApiError { status, code, message: message.into(), details: json!({}), retry_after: None }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
     }
 
     pub fn details(mut self, details: Value) -> Self {

@@ -6,23 +6,20 @@
 //! time index, at the profile's own time.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 
 use axum::body::Body;
 use axum::extract::State as AxumState;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use prost::Message;
 use serde_json::json;
-use stacklens_core::import::is_gzip;
 use stacklens_core::ProfileKind;
 
 use super::access::Writer;
 use super::ingest::{file_pushed, kind_of_suffix};
-use super::request::{check_name, check_text, read_held_body, MAX_LABELS};
+use super::request::{check_name, check_text, read_encoded_body, unsupported, MAX_LABELS};
 use super::{ApiError, ErrorBody};
-use crate::budget::{BudgetError, Reservation};
+use crate::budget::Reservation;
 use crate::intake::Intake;
 use crate::records::series::FiledBy;
 use crate::state::{AppState, State};
@@ -62,10 +59,6 @@ mod proto {
         #[prost(string, tag = "2")]
         pub id: String,
     }
-}
-
-fn unsupported(message: impl Into<String>) -> ApiError {
-    ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", message)
 }
 
 /// The profile type a `__name__` names: Pyroscope's (`process_cpu`, `memory`, `wall`, …)
@@ -174,23 +167,6 @@ fn each_message(mut bytes: &[u8], mut each: impl FnMut(u64, &[u8])) {
     }
 }
 
-/// A gzip body inflated, or `None` when it inflates past `limit` bytes.
-fn inflate(bytes: &[u8], limit: u64) -> Result<Option<Bytes>, ApiError> {
-    let mut inflated = Vec::new();
-    flate2::read::MultiGzDecoder::new(bytes)
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut inflated)
-        .map_err(|e| ApiError::bad_request("BadBody", format!("cannot inflate the gzip body: {e}")))?;
-    Ok((inflated.len() as u64 <= limit).then(|| inflated.into()))
-}
-
-/// The size a gzip body gives in its trailer (of its last member, modulo 2^32): what
-/// is held in the memory budget for it before it is inflated, and the most it may
-/// inflate to.
-fn gzip_size(bytes: &[u8]) -> u64 {
-    bytes.len().checked_sub(4).map_or(0, |at| u32::from_le_bytes(bytes[at..].try_into().unwrap()) as u64)
-}
-
 /// The `PushRequest` of a request, Connect's unary protobuf (`application/proto`),
 /// gzipped (`Content-Encoding: gzip`) or not; with the memory that holds it (its
 /// profiles are slices of the decoded bytes).
@@ -207,33 +183,7 @@ async fn push_request(
             "Content-Type '{content_type}' is not application/proto (Connect's protobuf, as the agents send it)"
         )));
     }
-    let gzip = match text(header::CONTENT_ENCODING).as_str() {
-        "" | "identity" => false,
-        "gzip" => true,
-        other => return Err(unsupported(format!("Content-Encoding '{other}' is not gzip or identity"))),
-    };
-    let (mut bytes, mut held) = read_held_body(state, body).await?;
-    if gzip {
-        if !is_gzip(&bytes) {
-            return Err(ApiError::bad_request("BadBody", "Content-Encoding is gzip, but the body is not"));
-        }
-        let cap = state.budget.inflate_cap;
-        let size = gzip_size(&bytes);
-        if size > cap {
-            return Err(BudgetError::InflatesTooLarge { cap }.into());
-        }
-        // The inflated bytes are held instead of the compressed ones; the trailer's
-        // size bounds the inflation, so it cannot understate them.
-        let inflated_held = state.budget.hold(size).await?;
-        let compressed = std::mem::take(&mut bytes);
-        let inflated = tokio::task::spawn_blocking(move || inflate(&compressed, size))
-            .await
-            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", e.to_string()))??;
-        bytes = inflated.ok_or_else(|| {
-            ApiError::bad_request("BadBody", format!("the gzip body inflates past the {size} bytes its trailer gives"))
-        })?;
-        held = inflated_held;
-    }
+    let (bytes, mut held) = read_encoded_body(state, headers, body).await?;
     // Decoded within the budget: the series are counted on the wire first.
     let items = Items::count(&bytes);
     if items.series > MAX_SERIES {
@@ -343,28 +293,5 @@ mod tests {
         ] {
             assert_eq!(series_labels(bad.clone()).unwrap_err().code, "InvalidParameter", "{bad:?}");
         }
-    }
-
-    #[test]
-    fn bodies_inflate_within_the_cap() {
-        use std::io::Write;
-        let request = proto::PushRequest {
-            series: vec![proto::RawProfileSeries {
-                labels: vec![pair("service_name", "a")],
-                samples: vec![proto::RawSample { raw_profile: Bytes::from_static(b"pprof"), id: "1".into() }],
-            }],
-        }
-        .encode_to_vec();
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gz.write_all(&request).unwrap();
-        let gzipped = Bytes::from(gz.finish().unwrap());
-        assert_eq!(gzip_size(&gzipped), request.len() as u64);
-        let plain = inflate(&gzipped, request.len() as u64).unwrap().unwrap();
-        let back = proto::PushRequest::decode(plain).unwrap();
-        assert_eq!(&back.series[0].samples[0].raw_profile[..], b"pprof");
-        // A trailer that understates the size: refused once the inflation passes it.
-        assert_eq!(inflate(&gzipped, 4).unwrap(), None);
-        assert_eq!(inflate(b"not gzip", 100).unwrap_err().code, "BadBody");
-        assert_eq!(gzip_size(b"ab"), 0);
     }
 }

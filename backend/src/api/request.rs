@@ -2,6 +2,7 @@
 //! `X-Stacklens-…` headers, and the page links responses carry.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 
 use axum::body::Body;
 use axum::extract::{FromRequestParts, Path, Request};
@@ -56,6 +57,69 @@ pub async fn read_held_body_within(
     let mut held = Reservation::default();
     let bytes = read_within(body, limit, Some((&state.budget, &mut held))).await?;
     Ok((bytes, held))
+}
+
+/// 415 for a body whose media type or encoding a route does not take.
+pub fn unsupported(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", message)
+}
+
+/// A request body read within `--max-upload` and the memory budget, inflated when
+/// `Content-Encoding: gzip` says so (held at the size its trailer gives, and refused
+/// past it or past `--max-inflated`); with the memory that holds it.
+pub async fn read_encoded_body(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Bytes, Reservation), ApiError> {
+    let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let gzip = match encoding.trim().to_ascii_lowercase().as_str() {
+        "" | "identity" => false,
+        "gzip" => true,
+        other => return Err(unsupported(format!("Content-Encoding '{other}' is not gzip or identity"))),
+    };
+    let (bytes, held) = read_held_body(state, body).await?;
+    if !gzip {
+        return Ok((bytes, held));
+    }
+    inflate_held(state, bytes).await
+}
+
+/// gzip `bytes` inflated within the memory budget, held instead of them.
+pub async fn inflate_held(state: &AppState, bytes: Bytes) -> Result<(Bytes, Reservation), ApiError> {
+    if !stacklens_core::import::is_gzip(&bytes) {
+        return Err(ApiError::bad_request("BadBody", "the body is said to be gzip, but it is not"));
+    }
+    let cap = state.budget.inflate_cap;
+    let size = gzip_size(&bytes);
+    if size > cap {
+        return Err(crate::budget::BudgetError::InflatesTooLarge { cap }.into());
+    }
+    // The inflated bytes are held instead of the compressed ones; the trailer's size
+    // bounds the inflation, so it cannot understate them.
+    let held = state.budget.hold(size).await?;
+    let inflated = off_thread(move || inflate(&bytes, size)).await??;
+    let bytes = inflated.ok_or_else(|| {
+        ApiError::bad_request("BadBody", format!("the gzip body inflates past the {size} bytes its trailer gives"))
+    })?;
+    Ok((bytes, held))
+}
+
+/// A gzip body inflated, or `None` when it inflates past `limit` bytes.
+fn inflate(bytes: &[u8], limit: u64) -> Result<Option<Bytes>, ApiError> {
+    let mut inflated = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes)
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut inflated)
+        .map_err(|e| ApiError::bad_request("BadBody", format!("cannot inflate the gzip body: {e}")))?;
+    Ok((inflated.len() as u64 <= limit).then(|| inflated.into()))
+}
+
+/// The size a gzip body gives in its trailer (of its last member, modulo 2^32): what
+/// is held in the memory budget for it before it is inflated, and the most it may
+/// inflate to.
+fn gzip_size(bytes: &[u8]) -> u64 {
+    bytes.len().checked_sub(4).map_or(0, |at| u32::from_le_bytes(bytes[at..].try_into().unwrap()) as u64)
 }
 
 /// Runs CPU-heavy core work off the async threads.
@@ -354,4 +418,24 @@ pub fn blob_url(state: &AppState, headers: &HeaderMap, tenant: &Tenant, blob: &s
 /// The share link of a session's flame graph.
 pub fn session_url(state: &AppState, headers: &HeaderMap, tenant: &Tenant, session: &str) -> String {
     share_url(state, headers, tenant, &format!("s/{session}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_inflate_within_the_size_their_trailer_gives() {
+        use std::io::Write;
+        let plain = b"a body of some length, a body of some length".repeat(10);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&plain).unwrap();
+        let gzipped = Bytes::from(gz.finish().unwrap());
+        assert_eq!(gzip_size(&gzipped), plain.len() as u64);
+        assert_eq!(inflate(&gzipped, plain.len() as u64).unwrap().unwrap(), plain);
+        // A trailer that understates the size: refused once the inflation passes it.
+        assert_eq!(inflate(&gzipped, 4).unwrap(), None);
+        assert_eq!(inflate(b"not gzip", 100).unwrap_err().code, "BadBody");
+        assert_eq!(gzip_size(b"ab"), 0);
+    }
 }

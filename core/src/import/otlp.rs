@@ -61,34 +61,50 @@ fn invalid(reason: String) -> Error {
     Error::Invalid(format!("OTLP profiles: {reason}"))
 }
 
-/// The model of `data`.
+/// The model of `data`: every part of it in one profile.
 pub fn build(data: &ProfilesData, options: &ParseOptions) -> Result<Profile> {
+    build_parts(data, &parts(data), options)
+}
+
+/// What one stored profile of a message holds: a resource and those of its profiles
+/// that join (one time and sample layout), e.g. a CPU profile's samples and cpu.
+pub struct Part<'a> {
+    pub resource: &'a proto::ResourceProfiles,
+    pub profiles: Vec<&'a proto::Profile>,
+}
+
+/// The parts of `data`, resource by resource; profiles without samples are left out.
+pub fn parts(data: &ProfilesData) -> Vec<Part<'_>> {
+    let mut parts = Vec::new();
+    for resource in &data.resource_profiles {
+        let profiles: Vec<&proto::Profile> =
+            resource.scope_profiles.iter().flat_map(|s| &s.profiles).filter(|p| !p.samples.is_empty()).collect();
+        parts.extend(joined(&profiles).into_iter().map(|profiles| Part { resource, profiles }));
+    }
+    parts
+}
+
+/// The model of `parts` of `data`, the first part's first profile's type the default.
+pub fn build_parts(data: &ProfilesData, parts: &[Part<'_>], options: &ParseOptions) -> Result<Profile> {
     let empty = ProfilesDictionary::default();
     let dictionary = data.dictionary.as_ref().unwrap_or(&empty);
     let mut tables = Tables::new(dictionary)?;
     let mut room = Room::new(options);
-    let columns = tables.columns(data)?;
+    let columns = tables.columns(parts.iter().flat_map(|p| &p.profiles).copied())?;
     tables.profile.sample_types = columns.iter().map(|&(kind, unit)| crate::model::ValueType { kind, unit }).collect();
     let mut timed = Timed::default();
-    for resource in &data.resource_profiles {
+    for part in parts {
         let mut labels = Vec::new();
-        for kv in resource.resource.iter().flat_map(|r| &r.attributes) {
-            let key =
-                if kv.key.is_empty() { tables.string(kv.key_strindex, "resource attribute key")? } else { &kv.key };
-            let key = tables.profile.strings.intern(key);
-            if let Some(value) = tables.value(kv.value.as_ref(), StrId(0))? {
+        for (key, value) in resource_attributes(dictionary, part.resource)? {
+            let key = tables.profile.strings.intern(&key);
+            if let Some(value) = tables.value(value, StrId(0))? {
                 labels.push(Label { key, value });
             }
         }
-        let profiles: Vec<&proto::Profile> =
-            resource.scope_profiles.iter().flat_map(|s| &s.profiles).filter(|p| !p.samples.is_empty()).collect();
-        for group in joined(&profiles) {
-            tables.add_group(&group, &columns, &labels, &mut room, &mut timed)?;
-        }
+        tables.add_group(&part.profiles, &columns, &labels, &mut room, &mut timed)?;
     }
     timed.finish(&mut tables.profile)?;
-    let first = data.resource_profiles.iter().flat_map(|r| &r.scope_profiles).flat_map(|s| &s.profiles).next();
-    if let Some(first) = first {
+    if let Some(first) = parts.first().map(|p| p.profiles[0]) {
         if let Some(t) = first.sample_type {
             tables.profile.default_sample_type =
                 tables.profile.strings.intern(tables.string(t.type_strindex, "sample type")?);
@@ -99,6 +115,49 @@ pub fn build(data: &ProfilesData, options: &ParseOptions) -> Result<Profile> {
         }
     }
     Ok(tables.profile)
+}
+
+/// A resource's attributes: each key (as written, or from the string table) and value.
+pub fn resource_attributes<'a>(
+    dictionary: &'a ProfilesDictionary,
+    resource: &'a proto::ResourceProfiles,
+) -> Result<Vec<(String, Option<&'a AnyValue>)>> {
+    let mut out = Vec::new();
+    for kv in resource.resource.iter().flat_map(|r| &r.attributes) {
+        let key = match kv.key.as_str() {
+            "" => index(&dictionary.string_table, kv.key_strindex, "string", || "resource attribute key".into())?,
+            key => key,
+        };
+        out.push((key.to_owned(), kv.value.as_ref()));
+    }
+    Ok(out)
+}
+
+/// An attribute's value as text (`None`: no value), string-table references resolved.
+pub fn text(dictionary: &ProfilesDictionary, value: Option<&AnyValue>) -> Result<Option<String>> {
+    let string = |i: i32| index(&dictionary.string_table, i, "string", || "attribute value".into());
+    Ok(match value.and_then(|v| v.value.as_ref()) {
+        None => None,
+        Some(Any::StringValue(s)) => Some(s.clone()),
+        Some(Any::StringValueStrindex(i)) => Some(string(*i)?.clone()),
+        Some(Any::BoolValue(b)) => Some(b.to_string()),
+        Some(Any::IntValue(n)) => Some(n.to_string()),
+        Some(Any::DoubleValue(d)) => Some(d.to_string()),
+        Some(Any::BytesValue(b)) => Some(b.iter().map(|b| format!("{b:02x}")).collect()),
+        Some(Any::ArrayValue(a)) => {
+            let items: Result<Vec<String>> =
+                a.values.iter().map(|v| Ok(text(dictionary, Some(v))?.unwrap_or_default())).collect();
+            Some(format!("[{}]", items?.join(", ")))
+        }
+        Some(Any::KvlistValue(l)) => {
+            let items: Result<Vec<String>> = l
+                .values
+                .iter()
+                .map(|kv| Ok(format!("{}={}", kv.key, text(dictionary, kv.value.as_ref())?.unwrap_or_default())))
+                .collect();
+            Some(format!("{{{}}}", items?.join(", ")))
+        }
+    })
 }
 
 /// Groups of profiles to join: each profile with the later ones of the same time, labels
@@ -162,7 +221,7 @@ impl<'a> Tables<'a> {
                 for &a in &m.attribute_indices {
                     let kv = index(&dictionary.attribute_table, a, "attribute", || format!("mapping {i}"))?;
                     if t.string(kv.key_strindex, "attribute key")? == key {
-                        if let Some(id) = t.text(kv.value.as_ref())? {
+                        if let Some(id) = text(dictionary, kv.value.as_ref())? {
                             build_id = t.profile.strings.intern(&id);
                         }
                     }
@@ -219,10 +278,10 @@ impl<'a> Tables<'a> {
         Ok(self.profile.value_type(kind, unit))
     }
 
-    /// The sample types of every profile, each once, in the order they first appear.
-    fn columns(&mut self, data: &ProfilesData) -> Result<Vec<(StrId, StrId)>> {
+    /// The sample types of `profiles`, each once, in the order they first appear.
+    fn columns<'p>(&mut self, profiles: impl Iterator<Item = &'p proto::Profile>) -> Result<Vec<(StrId, StrId)>> {
         let mut columns = Vec::new();
-        for p in data.resource_profiles.iter().flat_map(|r| &r.scope_profiles).flat_map(|s| &s.profiles) {
+        for p in profiles {
             let t = self.value_type(p.sample_type.unwrap_or_default())?;
             if !columns.contains(&(t.kind, t.unit)) {
                 columns.push((t.kind, t.unit));
@@ -231,38 +290,12 @@ impl<'a> Tables<'a> {
         Ok(columns)
     }
 
-    /// An attribute value as text (a build id, a label).
-    fn text(&self, value: Option<&AnyValue>) -> Result<Option<String>> {
-        Ok(match value.and_then(|v| v.value.as_ref()) {
-            None => None,
-            Some(Any::StringValue(s)) => Some(s.clone()),
-            Some(Any::StringValueStrindex(i)) => Some(self.string(*i, "attribute value")?.to_owned()),
-            Some(Any::BoolValue(b)) => Some(b.to_string()),
-            Some(Any::IntValue(n)) => Some(n.to_string()),
-            Some(Any::DoubleValue(d)) => Some(d.to_string()),
-            Some(Any::BytesValue(b)) => Some(b.iter().map(|b| format!("{b:02x}")).collect()),
-            Some(Any::ArrayValue(a)) => {
-                let items: Result<Vec<String>> =
-                    a.values.iter().map(|v| Ok(self.text(Some(v))?.unwrap_or_default())).collect();
-                Some(format!("[{}]", items?.join(", ")))
-            }
-            Some(Any::KvlistValue(l)) => {
-                let items: Result<Vec<String>> = l
-                    .values
-                    .iter()
-                    .map(|kv| Ok(format!("{}={}", kv.key, self.text(kv.value.as_ref())?.unwrap_or_default())))
-                    .collect();
-                Some(format!("{{{}}}", items?.join(", ")))
-            }
-        })
-    }
-
     /// A label's value: integers are numbers (with `unit`), everything else text.
     fn value(&mut self, value: Option<&AnyValue>, unit: StrId) -> Result<Option<LabelValue>> {
         if let Some(Any::IntValue(n)) = value.and_then(|v| v.value.as_ref()) {
             return Ok(Some(LabelValue::Num { value: *n, unit }));
         }
-        Ok(self.text(value)?.map(|s| LabelValue::Str(self.profile.strings.intern(&s))))
+        Ok(text(self.dictionary, value)?.map(|s| LabelValue::Str(self.profile.strings.intern(&s))))
     }
 
     /// The label of attribute-table entry `i`.
