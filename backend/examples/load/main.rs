@@ -1,9 +1,9 @@
 //! Load for a running `stacklens serve` on 127.0.0.1 (see scripts/load.sh and
 //! BENCHMARKS.md): uploads of distinct small and large CPU profiles, raw GETs, diffs of
-//! two stored CPU sessions, and a storm of uploads all in flight at once that are then
-//! read back and listed; and, with `history`, reads over a long history (see
-//! [`history`]). Every phase stops by itself after a count or a time, whichever comes
-//! first, and every request has a timeout.
+//! two stored CPU sessions, OTLP pushes over HTTP and gRPC (see [`otlp`]), and a storm
+//! of uploads all in flight at once that are then read back and listed; and, with
+//! `history`, reads over a long history (see [`history`]). Every phase stops by itself
+//! after a count or a time, whichever comes first, and every request has a timeout.
 //!
 //! ```text
 //! cargo run --release -p stacklens-backend --example load -- run --url http://127.0.0.1:PORT \
@@ -22,6 +22,7 @@
 
 mod client;
 mod history;
+mod otlp;
 mod report;
 mod storm;
 
@@ -81,6 +82,9 @@ struct RunArgs {
     /// Diffs of two stored CPU sessions, at most.
     #[arg(long, default_value_t = 400)]
     analysis: usize,
+    /// OTLP pushes over HTTP and again over gRPC, at most (0: none).
+    #[arg(long, default_value_t = 2000)]
+    otlp: usize,
     /// Uploads all in flight at once, then read back and listed (0: none).
     #[arg(long, default_value_t = 1000)]
     storm: usize,
@@ -249,6 +253,11 @@ async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     });
     let (analysis_phase, _) = phase("diffs", watch, args.clients, args.analysis, limit, prepare, check).await;
     report.phases.push(analysis_phase);
+    if args.otlp > 0 {
+        let load = otlp::OtlpLoad { pushes: args.otlp, clients: args.clients, limit };
+        let timeout = Duration::from_secs(args.request_timeout);
+        report.phases.extend(otlp::push_phases(&base, &tenant, &small, &load, watch, timeout).await?);
+    }
     report.peak_rss_mib_phases = args.reporting.server_pid.and_then(peak_rss_mib);
 
     if args.storm > 0 {
