@@ -391,3 +391,19 @@ fn exports_read_with_the_official_classes_with_the_same_sums_and_back() {
     assert_eq!(written.dictionary.as_ref().unwrap().link_table.len(), 2);
     assert_eq!(parse(&written).unwrap().samples.sample(0).labels, p.samples.sample(0).labels);
 }
+
+#[test]
+fn a_part_of_a_shared_dictionary_takes_only_the_entries_its_samples_use() {
+    let mut data = message();
+    let dictionary = data.dictionary.as_mut().unwrap();
+    dictionary.stack_table.push(proto::Stack { location_indices: vec![1] });
+    let mut other = data.resource_profiles[0].clone();
+    other.scope_profiles[0].profiles[0].samples[0].stack_index = 2;
+    data.resource_profiles.push(other);
+    let parts = stacklens_core::import::otlp::parts(&data);
+    assert_eq!(parts.len(), 2);
+    let second = stacklens_core::import::otlp::build_parts(&data, &parts[1..], &ParseOptions::default()).unwrap();
+    let names: Vec<&str> = second.functions.iter().map(|f| second.str(f.name)).collect();
+    assert_eq!((second.locations.len(), names), (1, vec!["main"]));
+    assert_eq!(parse(&data).unwrap().locations.len(), 2);
+}

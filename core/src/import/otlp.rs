@@ -16,7 +16,9 @@ use serde::Deserialize;
 use proto::{any_value::Value as Any, AnyValue, ProfilesData, ProfilesDictionary};
 
 use super::{ParseOptions, Room};
-use crate::model::{Label, LabelValue, Line, LocationId, Mapping, MappingId, Sample, SampleTime, SourceFormat, StrId};
+use crate::model::{
+    FunctionId, Label, LabelValue, Line, LocationId, Mapping, MappingId, Sample, SampleTime, SourceFormat, StrId,
+};
 use crate::{Error, Profile, Result};
 
 /// Frames a stack may have: deeper ones come from a corrupt or hostile message.
@@ -188,12 +190,14 @@ fn joined<'a>(profiles: &[&'a proto::Profile]) -> Vec<Vec<&'a proto::Profile>> {
     groups
 }
 
-/// The dictionary as the model has it, converted once, and the profile being built.
+/// The profile being built and the dictionary's entries in it, each converted when a
+/// sample first needs it: a part of a large shared dictionary takes only its own.
 struct Tables<'a> {
     dictionary: &'a ProfilesDictionary,
     profile: Profile,
-    mappings: Vec<Option<MappingId>>,
-    locations: Vec<LocationId>,
+    mappings: HashMap<i32, Option<MappingId>>,
+    functions: HashMap<i32, FunctionId>,
+    locations: HashMap<i32, LocationId>,
     /// Stacks converted so far, by index.
     stacks: HashMap<i32, Vec<LocationId>>,
     /// Attribute-table entries converted so far, by index (`None`: no value).
@@ -203,31 +207,29 @@ struct Tables<'a> {
 impl<'a> Tables<'a> {
     fn new(dictionary: &'a ProfilesDictionary) -> Result<Self> {
         check_zero_entries(dictionary)?;
-        let mut t = Tables {
+        Ok(Tables {
             dictionary,
             profile: Profile::new(SourceFormat::Otlp),
-            mappings: vec![None],
-            locations: Vec::new(),
+            mappings: HashMap::new(),
+            functions: HashMap::new(),
+            locations: HashMap::new(),
             stacks: HashMap::new(),
             attributes: HashMap::new(),
-        };
-        for (i, m) in dictionary.mapping_table.iter().enumerate().skip(1) {
-            let filename = t.profile.strings.intern(t.string(m.filename_strindex, "mapping file name")?);
-            let mut build_id = StrId(0);
-            for key in BUILD_ID_KEYS {
-                if build_id.0 != 0 {
-                    break;
-                }
-                for &a in &m.attribute_indices {
-                    let kv = index(&dictionary.attribute_table, a, "attribute", || format!("mapping {i}"))?;
-                    if t.string(kv.key_strindex, "attribute key")? == key {
-                        if let Some(id) = text(dictionary, kv.value.as_ref())? {
-                            build_id = t.profile.strings.intern(&id);
-                        }
-                    }
-                }
-            }
-            t.profile.mappings.push(Mapping {
+        })
+    }
+
+    /// The model's mapping of mapping-table entry `i` (`None` for entry 0).
+    fn mapping(&mut self, i: i32, what: impl Fn() -> String) -> Result<Option<MappingId>> {
+        if let Some(&id) = self.mappings.get(&i) {
+            return Ok(id);
+        }
+        let m = index(&self.dictionary.mapping_table, i, "mapping", what)?;
+        let id = if i == 0 {
+            None
+        } else {
+            let filename = self.profile.strings.intern(self.string(m.filename_strindex, "mapping file name")?);
+            let build_id = self.build_id(m, i)?;
+            self.profile.mappings.push(Mapping {
                 id: i as u64,
                 memory_start: m.memory_start,
                 memory_limit: m.memory_limit,
@@ -236,37 +238,71 @@ impl<'a> Tables<'a> {
                 build_id,
                 ..Default::default()
             });
-            t.mappings.push(Some(MappingId(t.profile.mappings.len() as u32 - 1)));
-        }
-        let mut functions = vec![None];
-        for f in dictionary.function_table.iter().skip(1) {
-            let name = t.string(f.name_strindex, "function name")?.to_owned();
-            let system_name = t.string(f.system_name_strindex, "function system name")?.to_owned();
-            let filename = t.string(f.filename_strindex, "function file name")?.to_owned();
-            functions.push(Some(t.profile.add_function(&name, &system_name, &filename, f.start_line)));
-        }
-        // Location 0 is no location; it keeps its slot so indices line up.
-        t.locations.push(LocationId(u32::MAX));
-        for (i, l) in dictionary.location_table.iter().enumerate().skip(1) {
-            let what = || format!("location {i}");
-            let mut lines = Vec::with_capacity(l.lines.len());
-            for line in &l.lines {
-                let function = *index(&functions, line.function_index, "function", what)?;
-                let function = function.ok_or_else(|| invalid(format!("location {i} has a line of function 0")))?;
-                lines.push(Line { function, line: line.line, column: line.column });
+            Some(MappingId(self.profile.mappings.len() as u32 - 1))
+        };
+        self.mappings.insert(i, id);
+        Ok(id)
+    }
+
+    /// A mapping's build id, from the first of [`BUILD_ID_KEYS`] it has.
+    fn build_id(&mut self, m: &proto::Mapping, i: i32) -> Result<StrId> {
+        for key in BUILD_ID_KEYS {
+            for &a in &m.attribute_indices {
+                let kv = index(&self.dictionary.attribute_table, a, "attribute", || format!("mapping {i}"))?;
+                if self.string(kv.key_strindex, "attribute key")? == key {
+                    if let Some(id) = text(self.dictionary, kv.value.as_ref())? {
+                        return Ok(self.profile.strings.intern(&id));
+                    }
+                }
             }
-            let mapping = *index(&t.mappings, l.mapping_index, "mapping", what)?;
-            if let Some(m) = mapping {
-                let m = &mut t.profile.mappings[m.0 as usize];
-                m.has_functions |= !lines.is_empty();
-                m.has_line_numbers |= lines.iter().any(|l| l.line != 0);
-                m.has_inline_frames |= lines.len() > 1;
-            }
-            let id = t.profile.add_location(l.address, lines);
-            t.profile.locations[id.0 as usize].mapping = mapping;
-            t.locations.push(id);
         }
-        Ok(t)
+        Ok(StrId(0))
+    }
+
+    fn function(&mut self, i: i32, what: impl Fn() -> String) -> Result<FunctionId> {
+        if let Some(&id) = self.functions.get(&i) {
+            return Ok(id);
+        }
+        if i == 0 {
+            return Err(invalid(format!("{} has a line of function 0, which is no function", what())));
+        }
+        let f = index(&self.dictionary.function_table, i, "function", what)?;
+        let name = self.string(f.name_strindex, "function name")?;
+        let system_name = self.string(f.system_name_strindex, "function system name")?;
+        let filename = self.string(f.filename_strindex, "function file name")?;
+        let id = self.profile.add_function(name, system_name, filename, f.start_line);
+        self.functions.insert(i, id);
+        Ok(id)
+    }
+
+    fn location(&mut self, i: i32, what: impl Fn() -> String) -> Result<LocationId> {
+        if let Some(&id) = self.locations.get(&i) {
+            return Ok(id);
+        }
+        if i == 0 {
+            return Err(invalid(format!("{} names location 0, which is no location", what())));
+        }
+        let l = index(&self.dictionary.location_table, i, "location", what)?;
+        let here = || format!("location {i}");
+        let mut lines = Vec::with_capacity(l.lines.len());
+        for line in &l.lines {
+            lines.push(Line {
+                function: self.function(line.function_index, here)?,
+                line: line.line,
+                column: line.column,
+            });
+        }
+        let mapping = self.mapping(l.mapping_index, here)?;
+        if let Some(m) = mapping {
+            let m = &mut self.profile.mappings[m.0 as usize];
+            m.has_functions |= !lines.is_empty();
+            m.has_line_numbers |= lines.iter().any(|l| l.line != 0);
+            m.has_inline_frames |= lines.len() > 1;
+        }
+        let id = self.profile.add_location(l.address, lines);
+        self.profile.locations[id.0 as usize].mapping = mapping;
+        self.locations.insert(i, id);
+        Ok(id)
     }
 
     fn string(&self, i: i32, what: &str) -> Result<&'a str> {
@@ -324,10 +360,7 @@ impl<'a> Tables<'a> {
         }
         let mut locations = Vec::with_capacity(stack.location_indices.len());
         for &l in &stack.location_indices {
-            if l == 0 {
-                return Err(invalid(format!("stack {i} names location 0, which is no location")));
-            }
-            locations.push(*index(&self.locations, l, "location", || format!("stack {i}"))?);
+            locations.push(self.location(l, || format!("stack {i}"))?);
         }
         self.stacks.insert(i, locations.clone());
         Ok(locations)
