@@ -7,9 +7,11 @@
 use thiserror::Error;
 
 mod apply;
+mod breakpad;
 pub mod breakpad_id;
 mod object_file;
 pub use apply::{Found, MappingReport, Outcome, Role, SymbolFiles, Wanted};
+pub use breakpad::{BreakpadModule, BreakpadSymbols};
 pub use object::{ReadCache, ReadCacheOps};
 pub use object_file::ObjectFile;
 
