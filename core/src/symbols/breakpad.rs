@@ -58,15 +58,7 @@ struct InlineRange {
 #[derive(Debug)]
 pub struct BreakpadSymbols {
     module: BreakpadModule,
-    code_id: Option<String>,
-    files: HashMap<u32, Box<str>>,
-    origins: HashMap<u32, Box<str>>,
-    /// Sorted by address.
-    functions: Vec<Function>,
-    lines: Vec<LineRecord>,
-    inlines: Vec<InlineRange>,
-    /// (address, name), sorted by address.
-    publics: Vec<(u64, Box<str>)>,
+    tables: Tables,
 }
 
 const FORMAT: &str = "Breakpad .sym";
@@ -123,35 +115,39 @@ impl<'a> Record<'a> {
     }
 }
 
-/// The tables as they are filled, with the function whose records come next.
-#[derive(Default)]
+/// The records after `MODULE`. While they are read the last function is the one
+/// whose line and `INLINE` records come next; once read, everything is sorted.
+#[derive(Debug, Default)]
 struct Tables {
-    module: Option<BreakpadModule>,
     code_id: Option<String>,
     files: HashMap<u32, Box<str>>,
     origins: HashMap<u32, Box<str>>,
+    /// Sorted by address.
     functions: Vec<Function>,
     lines: Vec<LineRecord>,
     inlines: Vec<InlineRange>,
+    /// (address, name), sorted by address.
     publics: Vec<(u64, Box<str>)>,
 }
 
+/// The first line: `MODULE <os> <arch> <debug id> <name>`.
+fn module_record(text: &str, number: usize) -> Result<BreakpadModule, SymbolError> {
+    let Some(rest) = text.strip_prefix("MODULE ") else {
+        return Err(SymbolError::Unrecognized("a text file not starting with MODULE".into()));
+    };
+    let mut record = Record { fields: Fields(rest), line: number };
+    let os = record.field("os")?.to_owned();
+    let arch = record.field("architecture")?.to_owned();
+    let debug_id = record.field("debug id")?.to_owned();
+    let name = record.fields.rest().to_owned();
+    Ok(BreakpadModule { os, arch, debug_id, name })
+}
+
 impl Tables {
-    /// Takes one line (without its line break); `number` counts from 1.
+    /// Takes one line after `MODULE` (without its line break); `number` counts from 1.
     fn take(&mut self, text: &str, number: usize) -> Result<(), SymbolError> {
         let (keyword, rest) = text.split_once(' ').unwrap_or((text, ""));
         let mut record = Record { fields: Fields(rest), line: number };
-        if self.module.is_none() {
-            if keyword != "MODULE" {
-                return Err(SymbolError::Unrecognized("a text file not starting with MODULE".into()));
-            }
-            let os = record.field("os")?.to_owned();
-            let arch = record.field("architecture")?.to_owned();
-            let debug_id = record.field("debug id")?.to_owned();
-            let name = record.fields.rest().to_owned();
-            self.module = Some(BreakpadModule { os, arch, debug_id, name });
-            return Ok(());
-        }
         match keyword {
             "MODULE" => return Err(corrupt(number, "a second MODULE record")),
             "INFO" => {
@@ -237,6 +233,13 @@ impl Tables {
             self.inlines[f.inlines.clone()].sort_unstable_by_key(|i| i.address);
         }
     }
+
+    /// Sorts what lookups search, once every record is in.
+    fn finish(&mut self) {
+        self.end_function();
+        self.functions.sort_by_key(|f| f.address);
+        self.publics.sort_by_key(|p| p.0);
+    }
 }
 
 impl BreakpadSymbols {
@@ -247,7 +250,7 @@ impl BreakpadSymbols {
 
     /// Reads a `.sym` file line by line (the CLI hands in a buffered file).
     pub fn read(mut reader: impl BufRead) -> Result<Self, SymbolError> {
-        let mut tables = Tables::default();
+        let (mut module, mut tables) = (None, Tables::default());
         let mut buffer = Vec::new();
         for number in 1.. {
             buffer.clear();
@@ -257,26 +260,15 @@ impl BreakpadSymbols {
             }
             let text = String::from_utf8_lossy(&buffer);
             let text = text.trim_end_matches(['\n', '\r']);
-            if !text.is_empty() {
-                tables.take(text, number)?;
+            match &module {
+                _ if text.is_empty() => {}
+                None => module = Some(module_record(text, number)?),
+                Some(_) => tables.take(text, number)?,
             }
         }
-        tables.end_function();
-        let module = tables.module.ok_or_else(|| SymbolError::Unrecognized("an empty file".into()))?;
-        let mut functions = tables.functions;
-        functions.sort_by_key(|f| f.address);
-        let mut publics = tables.publics;
-        publics.sort_by_key(|p| p.0);
-        Ok(Self {
-            module,
-            code_id: tables.code_id,
-            files: tables.files,
-            origins: tables.origins,
-            functions,
-            lines: tables.lines,
-            inlines: tables.inlines,
-            publics,
-        })
+        let module = module.ok_or_else(|| SymbolError::Unrecognized("an empty file".into()))?;
+        tables.finish();
+        Ok(Self { module, tables })
     }
 
     /// The `MODULE` record.
@@ -286,19 +278,29 @@ impl BreakpadSymbols {
 
     /// `INFO CODE_ID`: for ELF the GNU build id in hex, for Windows the PE timestamp and size.
     pub fn code_id(&self) -> Option<&str> {
-        self.code_id.as_deref()
+        self.tables.code_id.as_deref()
+    }
+
+    /// The debug id this file's module would have if its build id (Mach-O: UUID) were
+    /// `build_id` (hex, as profiles name it): what a mapping's build id is checked by.
+    pub fn debug_id_of_build_id(&self, build_id: &str) -> Option<String> {
+        let bytes = super::breakpad_id::bytes_of_hex(build_id)?;
+        Some(match &*self.module.os {
+            "mac" | "ios" => super::breakpad_id::of_uuid(&bytes),
+            _ => super::breakpad_id::of_build_id(&bytes),
+        })
     }
 
     fn file(&self, id: u32) -> Option<String> {
-        self.files.get(&id).map(|f| f.to_string())
+        self.tables.files.get(&id).map(|f| f.to_string())
     }
 
     /// The `FUNC` whose range holds `address`, else the nearest below (for `PUBLIC`).
     fn function_at(&self, address: u64) -> (Option<&Function>, Option<&Function>) {
-        let Some(i) = self.functions.partition_point(|f| f.address <= address).checked_sub(1) else {
+        let Some(i) = self.tables.functions.partition_point(|f| f.address <= address).checked_sub(1) else {
             return (None, None);
         };
-        let below = &self.functions[i];
+        let below = &self.tables.functions[i];
         if address - below.address < below.size {
             return (Some(below), Some(below));
         }
@@ -308,10 +310,10 @@ impl BreakpadSymbols {
     /// The frames of `function` at `address`: innermost inlined first, from the line
     /// record there and the call sites of the `INLINE` ranges holding it.
     fn frames_in(&self, function: &Function, address: u64) -> Vec<SymbolFrame> {
-        let lines = &self.lines[function.lines.clone()];
+        let lines = &self.tables.lines[function.lines.clone()];
         let line =
             lines[..lines.partition_point(|l| l.address <= address)].last().filter(|l| address - l.address < l.size);
-        let mut inlined: Vec<&InlineRange> = self.inlines[function.inlines.clone()]
+        let mut inlined: Vec<&InlineRange> = self.tables.inlines[function.inlines.clone()]
             .iter()
             .take_while(|i| i.address <= address)
             .filter(|i| address - i.address < i.size)
@@ -320,7 +322,7 @@ impl BreakpadSymbols {
         let (mut file, mut line) = line.map_or((None, 0), |l| (self.file(l.file), l.line));
         let mut frames = Vec::with_capacity(inlined.len() + 1);
         for i in inlined.iter().rev() {
-            let name = self.origins.get(&i.origin).map(|n| n.to_string()).unwrap_or_default();
+            let name = self.tables.origins.get(&i.origin).map(|n| n.to_string()).unwrap_or_default();
             frames.push(SymbolFrame { name, file, line });
             (file, line) = (self.file(i.call_file), i.call_line);
         }
@@ -337,10 +339,10 @@ impl AddressLookup for BreakpadSymbols {
         if let Some(function) = within {
             return Ok(self.frames_in(function, address));
         }
-        let Some(i) = self.publics.partition_point(|p| p.0 <= address).checked_sub(1) else {
+        let Some(i) = self.tables.publics.partition_point(|p| p.0 <= address).checked_sub(1) else {
             return Ok(Vec::new());
         };
-        let (public, name) = &self.publics[i];
+        let (public, name) = &self.tables.publics[i];
         if below.is_some_and(|f| f.address >= *public) {
             return Ok(Vec::new());
         }
