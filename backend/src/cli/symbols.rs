@@ -1,12 +1,15 @@
 //! `--symbols PATH` and `--debuginfod URL` (and `$PPROF_BINARY_PATH`, `$DEBUGINFOD_URLS`):
 //! where the command line finds the binaries, debug files and Breakpad `.sym` files that
-//! name a profile's addresses. Files are read whole with plain reads (no mmap: no unsafe, and one file at
-//! a time is held); debuginfod answers are cached on disk, misses for an hour.
+//! name a profile's addresses. Files are read whole with plain reads (no mmap: no unsafe,
+//! and one file at a time is held), a `.sym` file line by line; debuginfod answers are
+//! cached on disk, misses for an hour.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use stacklens_core::symbols::{breakpad_id, Found, Role, SymbolFile, SymbolFiles, Wanted};
+use stacklens_core::symbols::{
+    breakpad_id, BreakpadSymbols, Found, Role, SymbolError, SymbolFile, SymbolFiles, Wanted,
+};
 use stacklens_core::Profile;
 
 use crate::debuginfod::{fetch, Bounds};
@@ -147,9 +150,9 @@ impl SymbolFiles for LocalFiles {
         // so that a mismatch or a corrupt file is reported rather than passed over.
         let mut fallback = None;
         for path in self.candidates(wanted) {
-            let Ok(bytes) = std::fs::read(&path) else { continue };
+            let Some(file) = read_symbol_file(&path) else { continue };
             let shown = path.display().to_string();
-            let file = match SymbolFile::parse(&bytes[..]) {
+            let file = match file {
                 Ok(file) => file,
                 Err(error) => {
                     fallback.get_or_insert(Found { path: shown, file: Err(error) });
@@ -214,6 +217,16 @@ impl LocalFiles {
         }
         let _ = std::fs::create_dir_all(&cache).and_then(|()| std::fs::write(&miss, b""));
         None
+    }
+}
+
+/// The symbol file at `path`, unless there is no file there: a Breakpad `.sym` file
+/// read line by line (only its tables are held, never its text), any other read whole.
+fn read_symbol_file(path: &Path) -> Option<Result<SymbolFile, SymbolError>> {
+    let file = std::fs::File::open(path).ok().filter(|f| f.metadata().is_ok_and(|m| m.is_file()))?;
+    match BreakpadSymbols::read(std::io::BufReader::new(file)) {
+        Err(SymbolError::Unrecognized(_)) => Some(SymbolFile::parse(&std::fs::read(path).ok()?[..])),
+        read => Some(read.map(SymbolFile::Breakpad)),
     }
 }
 

@@ -63,6 +63,9 @@ pub struct BreakpadSymbols {
 
 const FORMAT: &str = "Breakpad .sym";
 
+/// How every `.sym` file starts.
+pub(super) const MAGIC: &[u8] = b"MODULE ";
+
 fn corrupt(line: usize, reason: impl std::fmt::Display) -> SymbolError {
     SymbolError::Corrupt { format: FORMAT, reason: format!("line {line}: {reason}") }
 }
@@ -250,6 +253,11 @@ impl BreakpadSymbols {
 
     /// Reads a `.sym` file line by line (the CLI hands in a buffered file).
     pub fn read(mut reader: impl BufRead) -> Result<Self, SymbolError> {
+        // Before a first "line" is read: a binary may have no line break for megabytes.
+        let head = reader.fill_buf().map_err(|e| corrupt(1, e))?;
+        if head.len() >= MAGIC.len() && !head.starts_with(MAGIC) {
+            return Err(SymbolError::Unrecognized("a file not starting with MODULE".into()));
+        }
         let (mut module, mut tables) = (None, Tables::default());
         let mut buffer = Vec::new();
         for number in 1.. {

@@ -27,7 +27,7 @@ pub fn looks_like_symbol_file(head: &[u8]) -> bool {
         b"\xfe\xed\xfa\xcf",
         b"\xce\xfa\xed\xfe",
         b"\xcf\xfa\xed\xfe",
-        symbol_file::BREAKPAD_MAGIC,
+        breakpad::MAGIC,
     ];
     MAGICS.iter().any(|m| head.starts_with(m))
 }

@@ -8,9 +8,6 @@ use object::ReadRef;
 
 use super::{AddressLookup, BreakpadSymbols, ObjectFile, SymbolError, SymbolFrame};
 
-/// How every Breakpad `.sym` file starts.
-pub(super) const BREAKPAD_MAGIC: &[u8] = b"MODULE ";
-
 /// A parsed symbol file.
 #[derive(Debug)]
 pub enum SymbolFile {
@@ -21,8 +18,8 @@ pub enum SymbolFile {
 impl SymbolFile {
     /// Reads `data` (bytes, or a `ReadCache` over a file) as the format its first bytes say.
     pub fn parse<'data, R: ReadRef<'data>>(data: R) -> Result<Self, SymbolError> {
-        let head = data.read_bytes_at(0, BREAKPAD_MAGIC.len() as u64);
-        if head.is_ok_and(|h| h == BREAKPAD_MAGIC) {
+        let head = data.read_bytes_at(0, super::breakpad::MAGIC.len() as u64);
+        if head.is_ok_and(|h| h == super::breakpad::MAGIC) {
             let len = data.len().map_err(|()| SymbolError::Unrecognized("an unreadable file".into()))?;
             // Read in slices, so that a `ReadCache` never needs the text as one piece.
             let text = BufReader::with_capacity(1 << 16, Slices { data, at: 0, len });
