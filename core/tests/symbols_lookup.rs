@@ -5,87 +5,15 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
+use common::symbol_tools::{reference, sampled_offsets, tool_available, Frame};
 use common::{missing_prerequisite, read, symbol_fixtures};
 use stacklens_core::symbols::{AddressLookup, ObjectFile, SymbolError};
 
 const PROGRAMS: &[&str] =
     &["symwork-c", "symwork-c-nopie", "symwork-cpp", "symwork-rust", "symwork-rust-v0", "symwork-go"];
-
-/// (function, file, line) of one frame, as the reference tools print it.
-type Frame = (String, String, u32);
-
-/// The file offsets perf recorded in `program`'s own code, each as a leaf and, when it
-/// follows a call, the call instruction (offset − 1).
-fn sampled_offsets(root: &Path, program: &str) -> BTreeSet<u64> {
-    let script = String::from_utf8(read(&root.join(format!("{program}.perf-script.txt")))).unwrap();
-    let dso = format!("/bin/{program}.stripped)");
-    let mut offsets = BTreeSet::new();
-    let mut first_in_record = true;
-    for line in script.lines() {
-        if !line.starts_with('\t') {
-            first_in_record = true;
-            continue;
-        }
-        if line.trim_end().ends_with(&dso) {
-            let hex = line.split_whitespace().next().unwrap();
-            let offset = u64::from_str_radix(hex, 16).unwrap();
-            offsets.insert(if first_in_record { offset } else { offset - 1 });
-        }
-        first_in_record = false;
-    }
-    offsets
-}
-
-fn tool_available(tool: &str) -> bool {
-    let found = Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
-    if !found {
-        missing_prerequisite(&format!("{tool} (binutils / llvm) for reference symbolization"));
-    }
-    found
-}
-
-/// Reads the frames a tool printed for each address: with `-a`/`--output-style=GNU`
-/// each address is a line `0x…` followed by function/`file:line` pairs.
-fn read_pairs(text: &str) -> Vec<Vec<Frame>> {
-    let mut out: Vec<Vec<Frame>> = Vec::new();
-    let mut lines = text.lines().filter(|l| !l.is_empty());
-    while let Some(line) = lines.next() {
-        if line.starts_with("0x") {
-            out.push(Vec::new());
-            continue;
-        }
-        let place = lines.next().unwrap_or("??:0");
-        let place = place.split(" (discriminator").next().unwrap();
-        let (file, number) = place.rsplit_once(':').unwrap_or((place, "0"));
-        out.last_mut().unwrap().push((line.to_owned(), file.to_owned(), number.parse().unwrap_or(0)));
-    }
-    out
-}
-
-fn reference(tool: &str, binary: &Path, addresses: &[u64]) -> Vec<Vec<Frame>> {
-    let mut command = Command::new(tool);
-    match tool {
-        "addr2line" => command.args(["-a", "-f", "-i", "-e"]).arg(binary),
-        _ => command
-            .args([
-                "--output-style=GNU",
-                "--print-address",
-                "--functions=linkage",
-                "--inlines",
-                "--no-demangle",
-                "--obj",
-            ])
-            .arg(binary),
-    };
-    command.args(addresses.iter().map(|a| format!("0x{a:x}")));
-    let out = command.output().unwrap_or_else(|e| panic!("running {tool}: {e}"));
-    assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
-    read_pairs(&String::from_utf8(out.stdout).unwrap())
-}
 
 /// Our frames in the reference tools' spelling: `??` for what is unknown. Names are
 /// compared mangled: this tests the lookup, `import_demangle` tests demangling (and
@@ -136,7 +64,8 @@ fn compare(tools: &[&str], root: &Path, program: &str) -> usize {
     let addresses: Vec<u64> =
         sampled_offsets(root, program).into_iter().map(|o| file.file_offset_to_address(o).unwrap()).collect();
     assert!(addresses.len() >= 5, "{program}: only {} sampled addresses", addresses.len());
-    let references: Vec<Vec<Vec<Frame>>> = tools.iter().map(|tool| reference(tool, &binary, &addresses)).collect();
+    let references: Vec<Vec<Vec<Frame>>> =
+        tools.iter().map(|tool| reference(tool, &binary, &addresses, false)).collect();
     let mut inlined = 0;
     for (i, address) in addresses.iter().enumerate() {
         let mine = ours(&file, *address);

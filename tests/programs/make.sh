@@ -23,20 +23,22 @@
 # OUT/symwork-cpp.events.perf.data (+ .perf-script.txt)  two events: cpu-clock:u and
 #                         page-faults:u
 # OUT/symwork-c.gperftools.prof  gperftools' CPU profile (libprofiler) of symwork-c.stripped
+# OUT/sym/NAME.sym        Breakpad symbol file of bin/NAME, by Mozilla's dump_syms --inlines
+#                         (symwork-c, symwork-cpp, symwork-rust)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/../../target/fixtures/symbols}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-versions() { gcc --version | head -1; g++ --version | head -1; rustc --version; go version; perf --version; objcopy --version | head -1; }
+versions() { gcc --version | head -1; g++ --version | head -1; rustc --version; go version; perf --version; objcopy --version | head -1; dump_syms --version 2>/dev/null || true; }
 hash=$( { cat "$here"/make.sh "$here"/symwork.*; versions; } | sha256sum | cut -d' ' -f1)
 if [ -f "$out/.made" ] && [ "$(cat "$out/.made")" = "$hash" ]; then
   echo "symbol fixtures in $out are up to date"
   exit 0
 fi
-rm -rf "$out"/bin "$out"/debug "$out"/*.perf.data "$out"/*.perf-script.txt "$out"/*.prof "$out/.made"
-mkdir -p "$out/bin" "$out/debug"
+rm -rf "$out"/bin "$out"/debug "$out"/sym "$out"/*.perf.data "$out"/*.perf-script.txt "$out"/*.prof "$out/.made"
+mkdir -p "$out/bin" "$out/debug" "$out/sym"
 cd "$out/bin"
 
 gcc -O2 -g -fno-omit-frame-pointer -o symwork-c "$here/symwork.c"
@@ -63,7 +65,7 @@ declare -A rounds=([symwork-c]=200 [symwork-c-nopie]=200 [symwork-cpp]=80 [symwo
   [symwork-rust-v0]=300 [symwork-go]=120 [symwork-go-s]=120)
 cd "$out"
 hidden=$(mktemp -d)
-trap 'mv "$hidden"/*.debug "$out/bin/" 2>/dev/null; rm -rf "$hidden"' EXIT
+trap 'mv "$hidden"/*.debug "$out/bin/" 2>/dev/null || true; rm -rf "$hidden"' EXIT
 mv bin/*.debug "$hidden/"
 record() { # NAME EVENTS BINARY ROUNDS
   perf record --quiet --no-buildid-cache -g -F 999 -e "$2" -o "$1.perf.data" -- "$3" "$4" >/dev/null
@@ -76,6 +78,14 @@ record symwork-go-s cpu-clock:u "$out/bin/symwork-go-s" "${rounds[symwork-go-s]}
 record symwork-cpp.events cpu-clock:u,page-faults:u "$out/bin/symwork-cpp.stripped" 20
 
 mv "$hidden"/*.debug bin/
+
+if ! command -v dump_syms >/dev/null; then
+  echo "make.sh: dump_syms not found (cargo install dump_syms, as scripts/ensure-tools.sh does)" >&2
+  exit 1
+fi
+for p in symwork-c symwork-cpp symwork-rust; do
+  dump_syms --inlines "bin/$p" >"sym/$p.sym"
+done
 
 profiler=$(ls /usr/lib/*/libprofiler.so.0 2>/dev/null | head -1)
 if [ -z "$profiler" ]; then

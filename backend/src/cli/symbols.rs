@@ -1,12 +1,15 @@
 //! `--symbols PATH` and `--debuginfod URL` (and `$PPROF_BINARY_PATH`, `$DEBUGINFOD_URLS`):
-//! where the command line finds the binaries and debug files that name a profile's
-//! addresses. Files are read whole with plain reads (no mmap: no unsafe, and one file at
-//! a time is held); debuginfod answers are cached on disk, misses for an hour.
+//! where the command line finds the binaries, debug files and Breakpad `.sym` files that
+//! name a profile's addresses. Files are read whole with plain reads (no mmap: no unsafe,
+//! and one file at a time is held), a `.sym` file line by line; debuginfod answers are
+//! cached on disk, misses for an hour.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use stacklens_core::symbols::{Found, ObjectFile, Role, SymbolFiles, Wanted};
+use stacklens_core::symbols::{
+    breakpad_id, BreakpadSymbols, Found, Role, SymbolError, SymbolFile, SymbolFiles, Wanted,
+};
 use stacklens_core::Profile;
 
 use crate::debuginfod::{fetch, Bounds};
@@ -15,8 +18,9 @@ use crate::records::debuginfo::{Artifact, BuildId};
 /// Where symbols come from, as flags shared by every command that reads profiles.
 #[derive(clap::Args, Clone, Default)]
 pub(crate) struct SymbolArgs {
-    /// A binary, a debug file, or a folder searched by file name, build id
-    /// (`.build-id/ab/cdef….debug`) and debug link; repeatable. `$PPROF_BINARY_PATH`
+    /// A binary, a debug file, a Breakpad `.sym` file, or a folder searched by file name,
+    /// build id (`.build-id/ab/cdef….debug`), debug link and `.sym` name (`NAME.sym`,
+    /// `NAME/DEBUGID/NAME.sym`); repeatable. `$PPROF_BINARY_PATH`
     /// (`:`-separated) is searched after these.
     #[arg(long = "symbols", value_name = "PATH")]
     symbols: Vec<PathBuf>,
@@ -83,6 +87,12 @@ impl LocalFiles {
                         out.push(path.join(id).join(&base));
                     }
                     out.push(path.join(&base));
+                    let sym = sym_name(&base);
+                    if let Some(debug_id) = id.and_then(breakpad_id::bytes_of_hex).map(|b| breakpad_id::of_build_id(&b))
+                    {
+                        out.push(path.join(&base).join(debug_id).join(&sym));
+                    }
+                    out.push(path.join(sym));
                 }
                 Role::DebugFile => {
                     if let Some(id) = id {
@@ -116,15 +126,18 @@ impl LocalFiles {
     }
 
     /// Whether a file given by name (not a folder) may be what is wanted.
-    fn fits(path: &Path, file: &ObjectFile, wanted: &Wanted) -> bool {
+    fn fits(path: &Path, file: &SymbolFile, wanted: &Wanted) -> bool {
         let same_id = wanted.build_id.is_some() && file.build_id_hex() == wanted.build_id;
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         let base = Path::new(&wanted.file_name).file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let sym = format!("{base}.sym");
         let same_name = match wanted.role {
-            Role::Binary => base == name,
-            // Its debug link, or `NAME.debug` for a binary that was not found.
+            Role::Binary => base == name || sym == name,
+            // Its debug link, or `NAME.debug` (`NAME.sym`) for a binary that was not found.
             Role::DebugFile => {
-                (wanted.debug_link.as_deref() == Some(name) || name == format!("{base}.debug")) && file.has_dwarf()
+                let named =
+                    wanted.debug_link.as_deref() == Some(name) || name == format!("{base}.debug") || sym == name;
+                named && file.has_lines()
             }
         };
         same_id || same_name
@@ -137,9 +150,9 @@ impl SymbolFiles for LocalFiles {
         // so that a mismatch or a corrupt file is reported rather than passed over.
         let mut fallback = None;
         for path in self.candidates(wanted) {
-            let Ok(bytes) = std::fs::read(&path) else { continue };
+            let Some(file) = read_symbol_file(&path) else { continue };
             let shown = path.display().to_string();
-            let file = match ObjectFile::parse(&bytes[..]) {
+            let file = match file {
                 Ok(file) => file,
                 Err(error) => {
                     fallback.get_or_insert(Found { path: shown, file: Err(error) });
@@ -177,7 +190,7 @@ impl LocalFiles {
         let cached = cache.join(kind);
         let miss = cache.join(format!("{kind}.miss"));
         if let Ok(bytes) = std::fs::read(&cached) {
-            return Some(Found { path: cached.display().to_string(), file: ObjectFile::parse(&bytes[..]) });
+            return Some(Found { path: cached.display().to_string(), file: SymbolFile::parse(&bytes[..]) });
         }
         let fresh_miss = std::fs::metadata(&miss)
             .and_then(|m| m.modified())
@@ -196,7 +209,7 @@ impl LocalFiles {
                     // The cache is a convenience: a failed write only costs a refetch.
                     let _ = std::fs::create_dir_all(&cache).and_then(|()| std::fs::write(&cached, &bytes));
                     let url = format!("{}/buildid/{id}/{artifact}", server.trim_end_matches('/'));
-                    return Some(Found { path: url, file: ObjectFile::parse(&bytes[..]) });
+                    return Some(Found { path: url, file: SymbolFile::parse(&bytes[..]) });
                 }
                 Ok(None) => {}
                 Err(reason) => eprintln!("stacklens: symbols: {reason}"),
@@ -205,6 +218,23 @@ impl LocalFiles {
         let _ = std::fs::create_dir_all(&cache).and_then(|()| std::fs::write(&miss, b""));
         None
     }
+}
+
+/// The symbol file at `path`, unless there is no file there: a Breakpad `.sym` file
+/// read line by line (only its tables are held, never its text), any other read whole.
+fn read_symbol_file(path: &Path) -> Option<Result<SymbolFile, SymbolError>> {
+    let file = std::fs::File::open(path).ok().filter(|f| f.metadata().is_ok_and(|m| m.is_file()))?;
+    match BreakpadSymbols::read(std::io::BufReader::new(file)) {
+        Err(SymbolError::Unrecognized(_)) => Some(SymbolFile::parse(&std::fs::read(path).ok()?[..])),
+        read => Some(read.map(SymbolFile::Breakpad)),
+    }
+}
+
+/// `NAME.sym`, a Breakpad symbol file's name for the module `NAME`.
+fn sym_name(name: &Path) -> PathBuf {
+    let mut sym = name.as_os_str().to_owned();
+    sym.push(".sym");
+    PathBuf::from(sym)
 }
 
 /// A Mach-O binary's dSYM bundle in `dir`: `NAME.dSYM/Contents/Resources/DWARF/NAME`

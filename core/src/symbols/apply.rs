@@ -1,13 +1,14 @@
 //! Symbolizing a profile: for each mapping whose locations have no lines, the caller's
-//! [`SymbolFiles`] hands in its binary and debug file (core does no I/O), each address is
-//! turned into the file's virtual address as pprof and perf do (mapping start, limit
-//! and file offset, then the `PT_LOAD` segment holding that offset) and looked up; the
-//! location keeps its address and mapping and gains lines, innermost inlined first.
+//! [`SymbolFiles`] hands in its binary and debug file, or a Breakpad `.sym` file (core
+//! does no I/O), each address is turned into the file's terms as pprof and perf do
+//! (mapping start, limit and file offset, then the `PT_LOAD` segment holding that
+//! offset; for a `.sym` file the module offset) and looked up; the location keeps its
+//! address and mapping and gains lines, innermost inlined first.
 
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
-use super::{AddressLookup, ObjectFile, SymbolError};
+use super::{AddressLookup, BreakpadSymbols, ObjectFile, SymbolError, SymbolFile};
 use crate::import::demangle::add_native_function;
 use crate::model::{FunctionId, Line, LocationId, Mapping, MappingId, Profile, SourceFormat};
 
@@ -31,13 +32,11 @@ pub enum Role {
 }
 
 /// A file the caller found for a [`Wanted`], parsed by the caller (from bytes or a
-/// `ReadCache`) with [`ObjectFile::parse`].
-// A Go pclntab or Breakpad `.sym` reader plugs in here: `file` becomes an enum of the
-// readers (each an `AddressLookup`), opened by one dispatcher on the file's first bytes.
+/// `ReadCache`) with [`SymbolFile::parse`].
 pub struct Found {
     /// How the report names the file (a path, a debuginfod URL).
     pub path: String,
-    pub file: Result<ObjectFile, SymbolError>,
+    pub file: Result<SymbolFile, SymbolError>,
 }
 
 /// Where symbol files come from: folders, debuginfod, dropped files, a store.
@@ -142,20 +141,77 @@ impl Profile {
                         m.has_inline_frames |= lines.len() > 1;
                         self.locations[l].lines = lines;
                     }
-                    match (module.binary, module.debug_path) {
-                        (Some(_), debug_file) => {
-                            Outcome::Symbolized { file: module.binary_path, debug_file, locations: named }
-                        }
-                        (None, debug) => {
-                            Outcome::Symbolized { file: debug.unwrap_or_default(), debug_file: None, locations: named }
-                        }
-                    }
+                    module.symbolized(named)
                 }
             };
             reports.push(MappingReport { file_name, build_id, outcome });
         }
         reports
     }
+}
+
+/// What names a mapping's addresses: its binary and debug file, or a `.sym` file.
+enum Opened {
+    Object(Module),
+    Breakpad { symbols: BreakpadSymbols, path: String },
+}
+
+impl Opened {
+    /// The address in the file's terms of a runtime `address` in `mapping`.
+    fn address(&self, mapping: &Mapping, address: u64) -> Option<u64> {
+        match self {
+            Self::Object(module) => module.address(mapping, address),
+            // Breakpad counts from the first loaded segment, where the file's start
+            // loads: without the binary's segments, the module offset is taken to be the
+            // file offset, as it is for code wherever the linker keeps code's file
+            // offsets equal to its distance from that segment (GNU ld's layouts).
+            Self::Breakpad { .. } => match in_file(mapping, address)? {
+                InFile::Offset(offset) | InFile::Unplaced(offset) => Some(offset),
+            },
+        }
+    }
+
+    fn names(&self) -> &dyn AddressLookup {
+        match self {
+            Self::Object(module) => module.names(),
+            Self::Breakpad { symbols, .. } => symbols,
+        }
+    }
+
+    /// The report once `named` locations gained lines.
+    fn symbolized(self, named: usize) -> Outcome {
+        match self {
+            Self::Object(Module { binary: Some(_), binary_path, debug_path, .. }) => {
+                Outcome::Symbolized { file: binary_path, debug_file: debug_path, locations: named }
+            }
+            Self::Object(Module { binary: None, debug_path, .. }) => {
+                Outcome::Symbolized { file: debug_path.unwrap_or_default(), debug_file: None, locations: named }
+            }
+            Self::Breakpad { path, .. } => Outcome::Symbolized { file: path, debug_file: None, locations: named },
+        }
+    }
+}
+
+/// Where a runtime address lies in its mapping's file.
+enum InFile {
+    /// At this file offset.
+    Offset(u64),
+    /// The mapping has no placement: the address is relative to the file already, as
+    /// `perf script` prints them.
+    Unplaced(u64),
+}
+
+fn in_file(mapping: &Mapping, address: u64) -> Option<InFile> {
+    let no_placement = mapping.memory_start == 0
+        && mapping.file_offset == 0
+        && (mapping.memory_limit == 0 || mapping.memory_limit == u64::MAX);
+    if no_placement {
+        return Some(InFile::Unplaced(address));
+    }
+    if address < mapping.memory_start || (mapping.memory_limit != 0 && address >= mapping.memory_limit) {
+        return None;
+    }
+    Some(InFile::Offset(address - mapping.memory_start + mapping.file_offset))
 }
 
 /// A mapping's binary and debug file, as far as they were found.
@@ -184,37 +240,28 @@ impl Module {
     /// The virtual address in the file of a runtime `address` in `mapping`.
     fn address(&self, mapping: &Mapping, address: u64) -> Option<u64> {
         let layout = self.layout();
-        let no_placement = mapping.memory_start == 0
-            && mapping.file_offset == 0
-            && (mapping.memory_limit == 0 || mapping.memory_limit == u64::MAX);
-        if no_placement {
-            // Addresses relative to the file, as `perf script` prints them: a file
-            // offset when perf had no symbols for the file, the virtual address when it
-            // had them for a fixed-address executable. Offsets of such a file lie below
-            // its first loaded address, so the two do not meet.
-            if layout.fixed_address() && layout.covers_address(address) {
-                return Some(address);
-            }
-            return layout.file_offset_to_address(address);
+        match in_file(mapping, address)? {
+            // A file offset when perf had no symbols for the file, the virtual address
+            // when it had them for a fixed-address executable. Offsets of such a file
+            // lie below its first loaded address, so the two do not meet.
+            InFile::Unplaced(address) if layout.fixed_address() && layout.covers_address(address) => Some(address),
+            InFile::Unplaced(offset) | InFile::Offset(offset) => layout.file_offset_to_address(offset),
         }
-        if address < mapping.memory_start || (mapping.memory_limit != 0 && address >= mapping.memory_limit) {
-            return None;
-        }
-        layout.file_offset_to_address(address - mapping.memory_start + mapping.file_offset)
     }
 }
 
 /// Finds and checks the binary and debug file of one mapping; the outcome to report
 /// when nothing usable was found.
-fn open_module(files: &mut dyn SymbolFiles, file_name: &str, build_id: Option<String>) -> Result<Module, Outcome> {
+fn open_module(files: &mut dyn SymbolFiles, file_name: &str, build_id: Option<String>) -> Result<Opened, Outcome> {
     let mut wanted = Wanted { file_name: file_name.to_owned(), build_id, debug_link: None, role: Role::Binary };
     let binary = files.find(&wanted).map(|found| checked(found, wanted.build_id.as_deref())).transpose()?;
     let (binary, binary_path) = match binary {
-        Some((file, path)) => (Some(file), path),
+        Some((SymbolFile::Breakpad(symbols), path)) => return Ok(Opened::Breakpad { symbols, path }),
+        Some((SymbolFile::Object(file), path)) => (Some(file), path),
         None => (None, String::new()),
     };
     if binary.as_ref().is_some_and(ObjectFile::has_dwarf) {
-        return Ok(Module { binary, binary_path, debug: None, debug_path: None });
+        return Ok(Opened::Object(Module { binary, binary_path, debug: None, debug_path: None }));
     }
     if let Some(b) = &binary {
         wanted.build_id = wanted.build_id.or_else(|| b.build_id_hex());
@@ -226,21 +273,30 @@ fn open_module(files: &mut dyn SymbolFiles, file_name: &str, build_id: Option<St
         None => None,
     };
     match (binary, debug) {
-        (binary, Some((debug, path))) => Ok(Module { binary, binary_path, debug: Some(debug), debug_path: Some(path) }),
+        (_, Some((SymbolFile::Breakpad(symbols), path))) => Ok(Opened::Breakpad { symbols, path }),
+        (binary, Some((SymbolFile::Object(debug), path))) => {
+            Ok(Opened::Object(Module { binary, binary_path, debug: Some(debug), debug_path: Some(path) }))
+        }
         (Some(binary), None) if binary.has_symbols() => {
-            Ok(Module { binary: Some(binary), binary_path, debug: None, debug_path: None })
+            Ok(Opened::Object(Module { binary: Some(binary), binary_path, debug: None, debug_path: None }))
         }
         _ => Err(Outcome::NotFound { build_id: wanted.build_id }),
     }
 }
 
 /// The file of `found`, unless it failed to parse or has another build id than `wanted`.
-fn checked(found: Found, wanted: Option<&str>) -> Result<(ObjectFile, String), Outcome> {
+fn checked(found: Found, wanted: Option<&str>) -> Result<(SymbolFile, String), Outcome> {
     let file = found.file.map_err(|error| Outcome::Error { file: found.path.clone(), error })?;
-    if let (Some(wanted), Some(id)) = (wanted, file.build_id_hex()) {
-        if id != wanted {
-            return Err(Outcome::BuildIdMismatch { file: found.path, wanted: wanted.to_owned(), found: id });
+    // (wanted, found) in the file's terms: a `.sym` file names its module by debug id.
+    let ids = match (&file, wanted) {
+        (_, None) => None,
+        (SymbolFile::Object(o), Some(wanted)) => o.build_id_hex().map(|id| (wanted.to_owned(), id)),
+        (SymbolFile::Breakpad(b), Some(wanted)) => {
+            b.debug_id_of_build_id(wanted).map(|id| (id, b.module().debug_id.clone()))
         }
+    };
+    if let Some((wanted, id)) = ids.filter(|(wanted, id)| wanted != id) {
+        return Err(Outcome::BuildIdMismatch { file: found.path, wanted, found: id });
     }
     Ok((file, found.path))
 }

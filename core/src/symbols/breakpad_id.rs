@@ -14,6 +14,14 @@ pub fn of_build_id(build_id: &[u8]) -> String {
     of_uuid(&guid)
 }
 
+/// The bytes of a build id written in hex, as profiles name it.
+pub fn bytes_of_hex(hex: &str) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok()).collect()
+}
+
 /// The debug id of a Mach-O file with this UUID.
 pub fn of_uuid(uuid: &[u8]) -> String {
     let mut id: String = uuid.iter().map(|b| format!("{b:02X}")).collect();
@@ -32,5 +40,8 @@ mod tests {
         assert_eq!(of_build_id(&id), "4660EEC9F20D2632C9EE60460DF232260");
         assert_eq!(of_build_id(&[0xab, 0xcd]), "0000CDAB0000000000000000000000000");
         assert_eq!(of_uuid(&[0x01, 0xa2]), "01A20");
+        assert_eq!(bytes_of_hex("0aFf"), Some(vec![0x0a, 0xff]));
+        assert_eq!(bytes_of_hex("0af"), None);
+        assert_eq!(bytes_of_hex("0g"), None);
     }
 }

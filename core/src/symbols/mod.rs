@@ -7,17 +7,28 @@
 use thiserror::Error;
 
 mod apply;
+mod breakpad;
 pub mod breakpad_id;
 mod object_file;
+mod symbol_file;
 pub use apply::{Found, MappingReport, Outcome, Role, SymbolFiles, Wanted};
+pub use breakpad::{BreakpadModule, BreakpadSymbols};
 pub use object::{ReadCache, ReadCacheOps};
 pub use object_file::ObjectFile;
+pub use symbol_file::SymbolFile;
 
 /// Whether a file starting with `head` is one this module reads (an ELF or Mach-O
-/// binary or debug file), not a profile: what the page asks of a dropped file.
+/// binary or debug file, a Breakpad `.sym` file), not a profile: what the page asks of
+/// a dropped file.
 pub fn looks_like_symbol_file(head: &[u8]) -> bool {
-    const MAGICS: [&[u8]; 5] =
-        [b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe", b"\xcf\xfa\xed\xfe"];
+    const MAGICS: [&[u8]; 6] = [
+        b"\x7fELF",
+        b"\xfe\xed\xfa\xce",
+        b"\xfe\xed\xfa\xcf",
+        b"\xce\xfa\xed\xfe",
+        b"\xcf\xfa\xed\xfe",
+        breakpad::MAGIC,
+    ];
     MAGICS.iter().any(|m| head.starts_with(m))
 }
 

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 pub mod hostile;
+pub mod symbol_tools;
 pub mod top_check;
 
 /// The fixtures folder, or `None` when it is absent and skipping is allowed (see

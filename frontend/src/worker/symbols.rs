@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::ffi::OsStr;
 use std::path::Path;
 
-use stacklens_core::symbols::{Found, MappingReport, ObjectFile, ReadCache, Role, SymbolError, SymbolFiles, Wanted};
+use stacklens_core::symbols::{Found, MappingReport, ReadCache, Role, SymbolError, SymbolFile, SymbolFiles, Wanted};
 use stacklens_core::Profile;
 use web_sys::Blob;
 
@@ -24,10 +24,10 @@ thread_local! {
     static DROPPED: RefCell<Vec<Dropped>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Reads `blob` as a binary or debug file, a slice at a time.
-fn open(blob: &Blob) -> Result<ObjectFile, SymbolError> {
+/// Reads `blob` as a binary, debug file or `.sym` file, a slice at a time.
+fn open(blob: &Blob) -> Result<SymbolFile, SymbolError> {
     let slices = BlobSlices::new(blob).map_err(SymbolError::Unrecognized)?;
-    ObjectFile::parse(&ReadCache::new(slices))
+    SymbolFile::parse(&ReadCache::new(slices))
 }
 
 /// Keeps a dropped binary or debug file for the profiles that need it.
