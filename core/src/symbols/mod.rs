@@ -8,8 +8,10 @@ use thiserror::Error;
 
 mod apply;
 pub mod breakpad_id;
+mod gopclntab;
 mod object_file;
 pub use apply::{Found, MappingReport, Outcome, Role, SymbolFiles, Wanted};
+pub use gopclntab::{GoPclnTab, GoTableVersion};
 pub use object::{ReadCache, ReadCacheOps};
 pub use object_file::ObjectFile;
 
