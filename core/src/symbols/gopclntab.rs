@@ -53,21 +53,27 @@ impl GoTableVersion {
         }
     }
 
-    /// The word of `moduledata` holding `gofunc` (Go 1.20 added `covctrs, ecovctrs`).
-    fn moduledata_gofunc_word(self) -> Option<usize> {
+    /// The words of `moduledata` that may hold `gofunc`: 38 in Go 1.18 and 1.19, 40
+    /// once Go 1.20 added `covctrs, ecovctrs`, 43 in later layouts (seen in Go 1.27,
+    /// whose `moduledata` is in `.go.module` and `gofunc` inside the pclntab section).
+    fn moduledata_gofunc_words(self) -> &'static [usize] {
         match self {
-            Self::Go12 | Self::Go116 => None,
-            Self::Go118 => Some(38),
-            Self::Go120 => Some(40),
+            Self::Go12 | Self::Go116 => &[],
+            Self::Go118 => &[38],
+            Self::Go120 => &[40, 43],
         }
     }
 }
 
-/// Bytes of the binary at a virtual address: the read-only data holding the inline trees.
+/// Where the inline trees' bytes are.
 #[derive(Clone, Debug, Default)]
-struct Memory {
-    address: u64,
-    bytes: Vec<u8>,
+enum Memory {
+    #[default]
+    Missing,
+    /// In the table's own section, loaded at `address`.
+    Table { address: u64 },
+    /// In another section, loaded at `address`.
+    Section { address: u64, bytes: Vec<u8> },
 }
 
 /// A Go pclntab read once, then looked up by pc.
@@ -194,40 +200,79 @@ impl GoPclnTab {
         self.version
     }
 
-    /// Finds where the inline trees are, so that inlined calls get their own frames:
-    /// `table_address` is this table's virtual address, `module_data` (address, bytes)
-    /// the section holding `runtime.firstmoduledata` (`.noptrdata`). Returns an address
-    /// inside the inline trees' section, whose bytes the caller then hands to
-    /// [`Self::set_inline_trees`]; `None` when there are none or they cannot be found.
-    pub fn locate_inline_trees(&mut self, table_address: u64, module_data: &[u8]) -> Option<u64> {
-        match self.version.moduledata_gofunc_word() {
-            // Go 1.18+: inline trees are offsets from `moduledata.gofunc`.
-            Some(gofunc_word) => {
-                self.gofunc = self.find_gofunc(table_address, module_data, gofunc_word);
-                self.gofunc
-            }
-            // Before: absolute addresses in each function's funcdata.
-            None => (0..self.nfunc).find_map(|i| {
-                let func = self.func_at(i).ok()?;
-                self.inline_tree(func).ok().flatten()
-            }),
+    /// Where the inline trees may be, so that inlined calls get their own frames:
+    /// before Go 1.18 the first function's inline tree (funcdata holds addresses), from
+    /// Go 1.18 the candidates for `moduledata.gofunc`, which inline tree offsets count
+    /// from. `table_address` is this table's virtual address, `module_data` the section
+    /// holding `runtime.firstmoduledata` (`.noptrdata`, Go 1.27's `.go.module`). The
+    /// caller hands each, with the bytes of the section holding it, to
+    /// [`Self::try_inline_trees`] until one is taken.
+    pub fn inline_tree_candidates(&self, table_address: u64, module_data: &[u8]) -> Vec<u64> {
+        if self.version < GoTableVersion::Go118 {
+            let first = (0..self.nfunc).find_map(|i| self.inline_tree(self.func_at(i).ok()?).ok().flatten());
+            return first.into_iter().collect();
         }
+        let Some(moduledata) = self.find_moduledata(table_address, module_data) else { return Vec::new() };
+        let words = self.version.moduledata_gofunc_words().iter();
+        words.filter_map(|w| self.word_in(module_data, moduledata + w * self.ptr_size).ok()).collect()
     }
 
-    /// The bytes of the section holding the inline trees, loaded at `address`.
-    pub fn set_inline_trees(&mut self, address: u64, bytes: Vec<u8>) {
-        self.inline_trees = Memory { address, bytes };
+    /// Takes `candidate` as where the inline trees are when the trees read there make
+    /// sense (names in the name table, call sites inside their functions); their bytes
+    /// are those of the section loaded at `address`, or the table's own when `bytes` is
+    /// `None`. Whether it was taken.
+    pub fn try_inline_trees(&mut self, candidate: u64, address: u64, bytes: Option<Vec<u8>>) -> bool {
+        let before = (self.gofunc, std::mem::take(&mut self.inline_trees));
+        if self.version >= GoTableVersion::Go118 {
+            self.gofunc = Some(candidate);
+        }
+        self.inline_trees = match bytes {
+            Some(bytes) => Memory::Section { address, bytes },
+            None => Memory::Table { address },
+        };
+        let sensible = self.inline_trees_make_sense();
+        if !sensible {
+            (self.gofunc, self.inline_trees) = before;
+        }
+        sensible
     }
 
-    /// `runtime.firstmoduledata` is the word-aligned record whose first word points at
-    /// this table and whose second at its function name table.
-    fn find_gofunc(&self, table_address: u64, module_data: &[u8], gofunc_word: usize) -> Option<u64> {
+    /// Whether the first entry of the first inline trees names a function and points
+    /// inside its function.
+    fn inline_trees_make_sense(&self) -> bool {
+        let (_, name_at, parent_pc_at) = self.version.inline_entry();
+        let mut checked = 0;
+        for i in 0..self.nfunc {
+            let Ok(func) = self.func_at(i) else { return false };
+            let Ok(Some(tree)) = self.inline_tree(func) else { continue };
+            let (Ok(name), Ok(parent_pc)) = (self.tree_u32(tree, name_at), self.tree_u32(tree, parent_pc_at)) else {
+                return false;
+            };
+            let name_start = self.funcnametab.saturating_add(name as usize);
+            let starts_a_name = name == 0 || self.data.get(name_start - 1) == Some(&0);
+            let size = match (self.functab_pc(i), self.functab_pc(i + 1)) {
+                (Ok(start), Ok(end)) => end.wrapping_sub(start),
+                _ => return false,
+            };
+            if !starts_a_name || self.string(name_start).is_err() || u64::from(parent_pc) >= size {
+                return false;
+            }
+            checked += 1;
+            if checked == 16 {
+                break;
+            }
+        }
+        checked > 0
+    }
+
+    /// Where `runtime.firstmoduledata` is in `module_data`: the word-aligned record
+    /// whose first word points at this table and whose second at its name table.
+    fn find_moduledata(&self, table_address: u64, module_data: &[u8]) -> Option<usize> {
         let names = table_address.checked_add(self.funcnametab as u64)?;
-        let words = module_data.len() / self.ptr_size;
-        (0..words.saturating_sub(gofunc_word)).find_map(|i| {
-            let at = |w: usize| self.word_in(module_data, (i + w) * self.ptr_size).ok();
-            (at(0)? == table_address && at(1)? == names).then(|| at(gofunc_word)).flatten()
-        })
+        let at = |i: usize| self.word_in(module_data, i).ok();
+        (0..module_data.len())
+            .step_by(self.ptr_size)
+            .find(|&i| at(i) == Some(table_address) && at(i + self.ptr_size) == Some(names))
     }
 
     /// The frames at `pc`: inlined calls innermost first, then the function.
@@ -239,6 +284,7 @@ impl GoPclnTab {
         let mut pc = pc;
         if let (Some(tree), Some(index_table)) = (self.inline_tree(func)?, self.pcdata(func, PCDATA_INL_TREE_INDEX)?) {
             let (size, name_at, parent_pc_at) = self.version.inline_entry();
+            let mut visited = vec![pc];
             loop {
                 let ix = self.pc_value(index_table, entry, pc)?;
                 if ix < 0 {
@@ -252,6 +298,12 @@ impl GoPclnTab {
                 let parent_pc = self.tree_u32(tree, call + parent_pc_at)?;
                 frames.push(self.frame(func, entry, pc, name_offset)?);
                 pc = entry.wrapping_add(u64::from(parent_pc));
+                // A call site leading back into the chain ends it (seen in Go 1.27 init
+                // functions whose inlined calls name the entry as their call site).
+                if visited.contains(&pc) {
+                    break;
+                }
+                visited.push(pc);
             }
         }
         frames.push(self.frame(func, entry, pc, self.field(func, 1)?)?);
@@ -387,12 +439,17 @@ impl GoPclnTab {
 
     /// A 32-bit value at `tree + at` in the inline trees' bytes.
     fn tree_u32(&self, tree: u64, at: u64) -> Result<u32, SymbolError> {
+        let (address, bytes) = match &self.inline_trees {
+            Memory::Missing => return Err(corrupt("inline trees not found")),
+            Memory::Table { address } => (*address, &self.data),
+            Memory::Section { address, bytes } => (*address, bytes),
+        };
         let start = tree
-            .checked_sub(self.inline_trees.address)
+            .checked_sub(address)
             .and_then(|o| o.checked_add(at))
             .and_then(|o| usize::try_from(o).ok())
             .ok_or_else(|| corrupt("inline tree outside its section"))?;
-        self.u32_in(&self.inline_trees.bytes, start)
+        self.u32_in(bytes, start)
     }
 
     /// The value of the pc-value table at `table` for `target`, as `pcvalue` runs it;

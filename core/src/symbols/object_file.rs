@@ -355,19 +355,25 @@ fn load_dwarf<'data, R: ReadRef<'data>>(
 }
 
 /// The Go pclntab of `file` (ELF `.gopclntab`, Mach-O `__gopclntab`), with its inline
-/// trees found through `runtime.firstmoduledata` in `.noptrdata`.
+/// trees found through `runtime.firstmoduledata` in `.noptrdata` (Go 1.27:
+/// `.go.module`).
 fn load_go_table<'data, R: ReadRef<'data>>(file: &object::File<'data, R>) -> Result<Option<GoPclnTab>, SymbolError> {
-    let with_bytes = |names: [&str; 2]| {
-        names.into_iter().filter_map(|n| file.section_by_name(n)).find(|s| s.file_range().is_some_and(|r| r.1 > 0))
+    let with_bytes = |names: &[&str]| {
+        names.iter().filter_map(|n| file.section_by_name(n)).find(|s| s.file_range().is_some_and(|r| r.1 > 0))
     };
-    let Some(section) = with_bytes([".gopclntab", "__gopclntab"]) else { return Ok(None) };
-    let text = with_bytes([".text", "__text"]).map(|s| s.address());
+    let Some(section) = with_bytes(&[".gopclntab", "__gopclntab"]) else { return Ok(None) };
+    let text = with_bytes(&[".text", "__text"]).map(|s| s.address());
     let mut table = GoPclnTab::parse(section.data().map_err(corrupt)?.to_vec(), text)?;
-    let module_data = with_bytes([".noptrdata", "__noptrdata"]).and_then(|s| s.data().ok()).unwrap_or_default();
-    let Some(tree) = table.locate_inline_trees(section.address(), module_data) else { return Ok(Some(table)) };
-    let holding = file.sections().find(|s| s.address() <= tree && tree - s.address() < s.size());
-    if let Some(trees) = holding.filter(|s| s.file_range().is_some_and(|r| r.1 > 0)) {
-        table.set_inline_trees(trees.address(), trees.data().map_err(corrupt)?.to_vec());
+    let module_data =
+        with_bytes(&[".go.module", ".noptrdata", "__noptrdata"]).and_then(|s| s.data().ok()).unwrap_or_default();
+    for candidate in table.inline_tree_candidates(section.address(), module_data) {
+        let holding = file.sections().find(|s| s.address() <= candidate && candidate - s.address() < s.size());
+        let Some(trees) = holding.filter(|s| s.file_range().is_some_and(|r| r.1 > 0)) else { continue };
+        // Go 1.27 puts them inside the pclntab section: no second copy.
+        let bytes = if trees.index() == section.index() { None } else { Some(trees.data().map_err(corrupt)?.to_vec()) };
+        if table.try_inline_trees(candidate, trees.address(), bytes) {
+            break;
+        }
     }
     Ok(Some(table))
 }
