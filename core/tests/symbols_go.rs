@@ -11,7 +11,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::{missing_prerequisite, read, symbol_fixtures};
-use stacklens_core::symbols::{AddressLookup, GoPclnTab, ObjectFile, SymbolError, SymbolFrame};
+use stacklens_core::symbols::{
+    AddressLookup, Found, GoPclnTab, ObjectFile, Outcome, Role, SymbolError, SymbolFiles, SymbolFrame, Wanted,
+};
 
 /// The distinct addresses `perf script` printed for `binary`, as virtual addresses of
 /// the file (perf prints a file offset when it had no symbols), each once.
@@ -148,6 +150,32 @@ fn function_entries_are_named_as_go_tool_nm_lists_them() {
         checked += 1;
     }
     assert!(checked > 10, "{checked} functions");
+}
+
+/// Hands in the one binary at `path` for every mapping asking for a binary.
+struct OnlyBinary(std::path::PathBuf);
+
+impl SymbolFiles for OnlyBinary {
+    fn find(&mut self, wanted: &Wanted) -> Option<Found> {
+        let file = ObjectFile::parse(&read(&self.0)[..]);
+        (wanted.role == Role::Binary).then(|| Found { path: self.0.display().to_string(), file })
+    }
+}
+
+#[test]
+fn the_go_s_perf_script_is_symbolized_from_the_stripped_binary_alone() {
+    let Some(root) = symbol_fixtures() else { return };
+    let mut p = stacklens_core::parse(&read(&root.join("symwork-go-s.perf-script.txt"))).unwrap();
+    let reports = p.symbolize(&mut OnlyBinary(root.join("bin/symwork-go-s")));
+    let ours = reports.iter().find(|r| r.file_name.ends_with("/symwork-go-s")).unwrap();
+    let Outcome::Symbolized { locations, debug_file: None, .. } = ours.outcome else { panic!("{ours:?}") };
+    assert!(locations > 20, "{ours:?}");
+    let m = p.mappings.iter().find(|m| p.str(m.filename).ends_with("/symwork-go-s")).unwrap();
+    assert!(m.has_functions && m.has_filenames && m.has_line_numbers);
+    let names: Vec<&str> = p.functions.iter().map(|f| p.str(f.name)).collect();
+    for f in ["main.integrate", "main.(*block).hash", "main.countKeys", "main.sortedMedian", "main.main"] {
+        assert!(names.contains(&f), "{f} not among {names:?}");
+    }
 }
 
 /// Addresses spread through the functions `go tool nm -size` lists in `binary` whose
