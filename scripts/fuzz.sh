@@ -23,7 +23,7 @@ fixtures=${STACKLENS_FIXTURES:-../shared/fixtures}
 fuzz=core/fuzz
 all_targets=(parse model_limit parse_gzip heap_text contention_text count_text goroutine_dump threadz_text java_heapz_text
   java_contentionz_text legacy_cpu jfr firefox analysis_top call_tree layout diff goroutines tree_bytes symbols_elf symbols_breakpad
-  perf_data otlp)
+  perf_data otlp symbols_go)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
 # --- tools -------------------------------------------------------------------------
@@ -102,6 +102,12 @@ for f in "$symbols"/sym/*.sym; do
   [ -f "$f" ] || continue
   { le64 4688; cat "$f"; } | seed symbols_breakpad "symbols/sym/$(basename "$f")"
 done
+# The Go programs' ELF pclntabs, after a pc offset into their code.
+for f in "$symbols"/bin/symwork-go*; do
+  objcopy -O binary --only-section=.gopclntab "$f" "$fuzz/pclntab.tmp" 2>/dev/null || continue
+  [ -s "$fuzz/pclntab.tmp" ] && { le64 $((0x50000)); cat "$fuzz/pclntab.tmp"; } | seed symbols_go "$(basename "$f")"
+done
+rm -f "$fuzz/pclntab.tmp"
 for f in "$symbols"/*.perf.data; do
   [ -f "$f" ] || continue
   seed perf_data "symbols/$(basename "$f")" <"$f"

@@ -1,6 +1,7 @@
 //! `stacklens symbolize` and `--symbols` / `--debuginfod` end to end, against the real
 //! tools on the same inputs: `perf report` on the perf.data that the perf-script text
-//! came from, `go tool pprof -symbolize=local` on gperftools' profile, and a real
+//! came from (a stripped Go binary named from its pclntab alone included), `go tool
+//! pprof -symbolize=local` on gperftools' profile, and a real
 //! debuginfod (elfutils) serving the debug file.
 
 mod common;
@@ -105,6 +106,15 @@ fn perf_script_symbolized_from_a_folder_has_perf_reports_flat_and_cum() {
         // Every function perf reports, with its self and children shares, and no other.
         let ours: BTreeMap<_, _> =
             physical_shares(&out, Value::First).into_iter().filter(|(_, (_, c))| c != "0.00").collect();
+        // A frame with no mapping and no name (a frame-pointer walk that ran off the
+        // stack): perf prints its address, stacklens `<unknown>`.
+        let mut expected = expected;
+        let unnamed: Vec<String> =
+            expected.keys().filter(|k| k.len() == 16 && k.bytes().all(|b| b.is_ascii_hexdigit())).cloned().collect();
+        if let [only] = &unnamed[..] {
+            let shares = expected.remove(only).unwrap();
+            expected.insert("<unknown>".into(), shares);
+        }
         assert_eq!(ours, expected, "{program}");
         for name in ["sieve", "integrate", "hash_block"] {
             assert!(expected.contains_key(name), "perf report names {name}: {expected:?}");
@@ -165,6 +175,36 @@ fn symbolized_gperftools_profile_shows_what_pprof_symbolize_local_shows() {
     let ours: BTreeMap<String, String> = ours.rows.into_iter().map(|r| (r.name, r.flat)).collect();
     assert!(ours.contains_key("strike") && ours.contains_key("curve"), "{ours:?}");
     assert!(!ours.contains_key("[symwork-c.stripped]"), "{ours:?}");
+}
+
+#[test]
+fn a_stripped_go_binary_alone_names_what_perf_report_names_from_its_debug_file() {
+    let Some((f, dir)) = setup("symbolize-go-pclntab") else { return };
+    let Some(expected) = perf_report(&f.join("symwork-go.perf.data")) else { return };
+    // The stripped binary without its debug file: only its .gopclntab names it.
+    std::fs::copy(f.join("bin/symwork-go.stripped"), dir.join("symwork-go.stripped")).unwrap();
+    let out = dir.join("go.pb.gz");
+    let script = f.join("symwork-go.perf-script.txt");
+    let (script, symbols) = (script.to_str().unwrap(), dir.to_str().unwrap());
+    let run = stacklens(&["symbolize", script, "-o", out.to_str().unwrap(), "--symbols", symbols], &[]);
+    let said = String::from_utf8_lossy(&run.stderr);
+    assert!(said.contains("symwork-go.stripped:") && said.contains("symbolized from"), "{said}");
+    let ours = physical_shares(&out, Value::First);
+    // The program's and sort's functions, each with perf's self and children shares.
+    // (perf names some runtime frames after a data symbol, `runtime.work+0x1a5` where
+    // `go tool addr2line` names `runtime.gcBgMarkWorker.func2`, or leaves them as hex,
+    // which moves their samples' runtime shares.)
+    let mut compared = 0;
+    for (name, values) in expected.iter().filter(|(name, _)| name.starts_with("main.") || name.starts_with("sort.")) {
+        assert_eq!(ours.get(name), Some(values), "{name}: ours {ours:?}");
+        compared += 1;
+    }
+    assert!(compared >= 10, "{expected:?}");
+    for name in ["main.integrate", "main.(*block).hash", "main.countKeys", "main.sortedMedian.func1"] {
+        assert!(expected.contains_key(name), "perf report names {name}: {expected:?}");
+    }
+    let top = String::from_utf8(stacklens(&["top", script, "--symbols", symbols], &[]).stdout).unwrap();
+    assert!(top.contains("main.countKeys") && !top.contains("[symwork-go.stripped]"), "{top}");
 }
 
 /// A debuginfod (elfutils) serving `dir` on 127.0.0.1, stopped when dropped.

@@ -15,6 +15,8 @@
 #   NAME: symwork-c (PIE), symwork-c-nopie (fixed address, compressed DWARF: -gz),
 #   symwork-cpp, symwork-rust (legacy mangling), symwork-rust-v0 (v0 mangling),
 #   symwork-go; and symwork-go-s (go build -ldflags="-s -w": only .gopclntab names it).
+# OUT/bin/symwork-go-darwin, symwork-go-darwin-s   the Go program as a macOS amd64 Mach-O
+#                         (GOOS=darwin), with DWARF and with -ldflags="-s -w"; not run
 # OUT/NAME.perf.data      perf record -g -e cpu-clock:u of bin/NAME.stripped (symwork-go-s:
 #                         of the binary itself), about a second
 # OUT/NAME.perf-script.txt  perf script of it, run with the debug files out of perf's reach:
@@ -48,6 +50,9 @@ rustc --edition 2021 -O -g -C force-frame-pointers=yes -o symwork-rust "$here/sy
 rustc --edition 2021 -O -g -C force-frame-pointers=yes -C symbol-mangling-version=v0 -o symwork-rust-v0 "$here/symwork.rs"
 (cd "$here" && GO111MODULE=off go build -o "$out/bin/symwork-go" symwork.go)
 (cd "$here" && GO111MODULE=off go build -ldflags="-s -w" -o "$out/bin/symwork-go-s" symwork.go)
+# Mach-O, cross-compiled (Go needs no SDK for it): named by DWARF, and stripped by pclntab.
+(cd "$here" && GO111MODULE=off GOOS=darwin GOARCH=amd64 go build -o "$out/bin/symwork-go-darwin" symwork.go)
+(cd "$here" && GO111MODULE=off GOOS=darwin GOARCH=amd64 go build -ldflags="-s -w" -o "$out/bin/symwork-go-darwin-s" symwork.go)
 
 programs=(symwork-c symwork-c-nopie symwork-cpp symwork-rust symwork-rust-v0 symwork-go)
 for p in "${programs[@]}"; do

@@ -152,8 +152,8 @@ impl Profile {
 
 /// What names a mapping's addresses: its binary and debug file, or a `.sym` file.
 enum Opened {
-    Object(Module),
-    Breakpad { symbols: BreakpadSymbols, path: String },
+    Object(Box<Module>),
+    Breakpad { symbols: Box<BreakpadSymbols>, path: String },
 }
 
 impl Opened {
@@ -174,19 +174,21 @@ impl Opened {
     fn names(&self) -> &dyn AddressLookup {
         match self {
             Self::Object(module) => module.names(),
-            Self::Breakpad { symbols, .. } => symbols,
+            Self::Breakpad { symbols, .. } => symbols.as_ref(),
         }
     }
 
     /// The report once `named` locations gained lines.
     fn symbolized(self, named: usize) -> Outcome {
         match self {
-            Self::Object(Module { binary: Some(_), binary_path, debug_path, .. }) => {
-                Outcome::Symbolized { file: binary_path, debug_file: debug_path, locations: named }
-            }
-            Self::Object(Module { binary: None, debug_path, .. }) => {
-                Outcome::Symbolized { file: debug_path.unwrap_or_default(), debug_file: None, locations: named }
-            }
+            Self::Object(module) => match *module {
+                Module { binary: Some(_), binary_path, debug_path, .. } => {
+                    Outcome::Symbolized { file: binary_path, debug_file: debug_path, locations: named }
+                }
+                Module { binary: None, debug_path, .. } => {
+                    Outcome::Symbolized { file: debug_path.unwrap_or_default(), debug_file: None, locations: named }
+                }
+            },
             Self::Breakpad { path, .. } => Outcome::Symbolized { file: path, debug_file: None, locations: named },
         }
     }
@@ -256,12 +258,14 @@ fn open_module(files: &mut dyn SymbolFiles, file_name: &str, build_id: Option<St
     let mut wanted = Wanted { file_name: file_name.to_owned(), build_id, debug_link: None, role: Role::Binary };
     let binary = files.find(&wanted).map(|found| checked(found, wanted.build_id.as_deref())).transpose()?;
     let (binary, binary_path) = match binary {
-        Some((SymbolFile::Breakpad(symbols), path)) => return Ok(Opened::Breakpad { symbols, path }),
+        Some((SymbolFile::Breakpad(symbols), path)) => {
+            return Ok(Opened::Breakpad { symbols: Box::new(symbols), path })
+        }
         Some((SymbolFile::Object(file), path)) => (Some(file), path),
         None => (None, String::new()),
     };
     if binary.as_ref().is_some_and(ObjectFile::has_dwarf) {
-        return Ok(Opened::Object(Module { binary, binary_path, debug: None, debug_path: None }));
+        return Ok(Opened::Object(Box::new(Module { binary, binary_path, debug: None, debug_path: None })));
     }
     if let Some(b) = &binary {
         wanted.build_id = wanted.build_id.or_else(|| b.build_id_hex());
@@ -273,12 +277,12 @@ fn open_module(files: &mut dyn SymbolFiles, file_name: &str, build_id: Option<St
         None => None,
     };
     match (binary, debug) {
-        (_, Some((SymbolFile::Breakpad(symbols), path))) => Ok(Opened::Breakpad { symbols, path }),
+        (_, Some((SymbolFile::Breakpad(symbols), path))) => Ok(Opened::Breakpad { symbols: Box::new(symbols), path }),
         (binary, Some((SymbolFile::Object(debug), path))) => {
-            Ok(Opened::Object(Module { binary, binary_path, debug: Some(debug), debug_path: Some(path) }))
+            Ok(Opened::Object(Box::new(Module { binary, binary_path, debug: Some(debug), debug_path: Some(path) })))
         }
         (Some(binary), None) if binary.has_symbols() => {
-            Ok(Opened::Object(Module { binary: Some(binary), binary_path, debug: None, debug_path: None }))
+            Ok(Opened::Object(Box::new(Module { binary: Some(binary), binary_path, debug: None, debug_path: None })))
         }
         _ => Err(Outcome::NotFound { build_id: wanted.build_id }),
     }

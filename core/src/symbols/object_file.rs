@@ -1,7 +1,8 @@
 //! One ELF or Mach-O file read for symbolization: its build id (ELF `NT_GNU_BUILD_ID`,
 //! Mach-O `LC_UUID`), its `.gnu_debuglink`, its loaded segments (to turn a file
 //! offset into a virtual address), its symbol table and its DWARF (line tables and
-//! inlined subroutines, compressed sections included). Reading is generic over
+//! inlined subroutines, compressed sections included), and a Go binary's `.gopclntab`
+//! where DWARF is gone. Reading is generic over
 //! [`object::ReadRef`], so a caller may hand in `&[u8]` or an `object::ReadCache` that
 //! reads a large file in slices; what is kept afterwards is owned.
 
@@ -9,6 +10,7 @@ use std::sync::Arc;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ReadRef, SymbolKind};
 
+use super::gopclntab::GoPclnTab;
 use super::{AddressLookup, SymbolError, SymbolFrame};
 
 /// Symbols per block of the symbol search's index.
@@ -57,6 +59,8 @@ pub struct ObjectFile {
     symbol_addresses: Vec<u64>,
     symbol_blocks: Vec<u64>,
     dwarf: Option<addr2line::Context<DwarfReader>>,
+    /// A Go binary's own function table, which `-ldflags="-s -w"` and `strip` keep.
+    go: Option<GoPclnTab>,
 }
 
 impl std::fmt::Debug for ObjectFile {
@@ -66,6 +70,7 @@ impl std::fmt::Debug for ObjectFile {
             .field("debug_link", &self.debug_link)
             .field("symbols", &self.symbols.len())
             .field("has_dwarf", &self.dwarf.is_some())
+            .field("go_pclntab", &self.go.as_ref().map(GoPclnTab::version))
             .finish()
     }
 }
@@ -110,6 +115,7 @@ impl ObjectFile {
         let symbol_addresses: Vec<u64> = symbols.iter().map(|s| s.address).collect();
         let symbol_blocks = symbol_addresses.iter().step_by(BLOCK).copied().collect();
         let dwarf = load_dwarf(&file)?;
+        let go = load_go_table(&file)?;
         Ok(Self {
             build_id,
             debug_link,
@@ -122,6 +128,7 @@ impl ObjectFile {
             symbol_blocks,
             has_code,
             dwarf,
+            go,
         })
     }
 
@@ -145,9 +152,14 @@ impl ObjectFile {
         self.dwarf.is_some()
     }
 
-    /// Whether this file names anything: DWARF or a symbol table.
+    /// Whether this file names anything: DWARF, a Go pclntab or a symbol table.
     pub fn has_symbols(&self) -> bool {
-        self.dwarf.is_some() || !self.symbols.is_empty()
+        self.dwarf.is_some() || self.go.is_some() || !self.symbols.is_empty()
+    }
+
+    /// Whether it is a Go binary with its `.gopclntab`.
+    pub fn has_go_pclntab(&self) -> bool {
+        self.go.is_some()
     }
 
     /// Whether it is linked at fixed addresses (ELF `ET_EXEC`), not position independent.
@@ -238,6 +250,10 @@ impl AddressLookup for ObjectFile {
                 };
                 frames.push(SymbolFrame { name, file, line });
             }
+        }
+        // A Go binary without DWARF: its pclntab names functions, files and lines.
+        if let (true, Some(go)) = (frames.is_empty(), &self.go) {
+            frames = go.lookup(address)?;
         }
         // The physical function's name from the symbol table where DWARF has none
         // (no DWARF, or code DWARF does not describe).
@@ -336,6 +352,30 @@ fn load_dwarf<'data, R: ReadRef<'data>>(
     };
     let dwarf = gimli::Dwarf::load(load)?;
     addr2line::Context::from_dwarf(dwarf).map(Some).map_err(corrupt)
+}
+
+/// The Go pclntab of `file` (ELF `.gopclntab`, Mach-O `__gopclntab`), with its inline
+/// trees found through `runtime.firstmoduledata` in `.noptrdata` (Go 1.27:
+/// `.go.module`).
+fn load_go_table<'data, R: ReadRef<'data>>(file: &object::File<'data, R>) -> Result<Option<GoPclnTab>, SymbolError> {
+    let with_bytes = |names: &[&str]| {
+        names.iter().filter_map(|n| file.section_by_name(n)).find(|s| s.file_range().is_some_and(|r| r.1 > 0))
+    };
+    let Some(section) = with_bytes(&[".gopclntab", "__gopclntab"]) else { return Ok(None) };
+    let text = with_bytes(&[".text", "__text"]).map(|s| s.address());
+    let mut table = GoPclnTab::parse(section.data().map_err(corrupt)?.to_vec(), text)?;
+    let module_data =
+        with_bytes(&[".go.module", ".noptrdata", "__noptrdata"]).and_then(|s| s.data().ok()).unwrap_or_default();
+    for candidate in table.inline_tree_candidates(section.address(), module_data) {
+        let holding = file.sections().find(|s| s.address() <= candidate && candidate - s.address() < s.size());
+        let Some(trees) = holding.filter(|s| s.file_range().is_some_and(|r| r.1 > 0)) else { continue };
+        // Go 1.27 puts them inside the pclntab section: no second copy.
+        let bytes = if trees.index() == section.index() { None } else { Some(trees.data().map_err(corrupt)?.to_vec()) };
+        if table.try_inline_trees(candidate, trees.address(), bytes) {
+            break;
+        }
+    }
+    Ok(Some(table))
 }
 
 /// The section for a DWARF section id (`object` maps `.debug_line` to Mach-O's
