@@ -80,8 +80,38 @@ fn routes(http: &Client, server: &Server) -> Vec<(String, String)> {
             routes.push((method.clone(), path.clone()));
         }
     }
-    assert_eq!(routes.len(), 36, "{routes:?}");
+    assert_eq!(routes.len(), 38, "{routes:?}");
     routes
+}
+
+/// The gRPC route answers credentials as gRPC does: HTTP 200, the status in
+/// `grpc-status` (16 UNAUTHENTICATED, 7 PERMISSION_DENIED), and for a credential that
+/// passes, the framed answer to the empty message the request sends.
+fn grpc_credentials(http: &Client, url: &str, read_only: &str, expired: &str, forged: &str) {
+    let answer = |bearer: Option<&str>, tenant: Option<&str>| {
+        let mut r = http.post(url).header("content-type", "application/grpc").body(vec![0u8; 5]);
+        if let Some(b) = bearer {
+            r = r.bearer_auth(b);
+        }
+        if let Some(t) = tenant {
+            r = r.header("X-Tenant-ID", t);
+        }
+        let r = r.send().unwrap();
+        assert_eq!(r.status(), 200, "{url}");
+        let status = r.headers().get("grpc-status").map(|v| v.to_str().unwrap().to_owned());
+        (status, r.bytes().unwrap().to_vec())
+    };
+    assert_eq!(answer(None, Some("acme")).0.as_deref(), Some("16"));
+    for bad in ["wrong-key", expired, forged] {
+        assert_eq!(answer(Some(bad), None).0.as_deref(), Some("16"), "{bad}");
+    }
+    for (key, other) in [(ACME, "globex"), (GLOBEX, "acme")] {
+        assert_eq!(answer(Some(key), Some(other)).0.as_deref(), Some("7"), "{key} as {other}");
+    }
+    assert_eq!(answer(Some(read_only), None).0.as_deref(), Some("7"), "a read-only credential");
+    for key in [ACME, ADMIN] {
+        assert_eq!(answer(Some(key), Some("acme")), (None, vec![0u8; 5]), "{key}");
+    }
 }
 
 #[test]
@@ -118,6 +148,10 @@ fn every_route_checks_the_credential_and_its_tenant() {
         let route = format!("{method} {path}");
         if path == "/healthz" {
             assert_eq!(request(None, None).0, 200);
+            continue;
+        }
+        if path.starts_with("/opentelemetry.") {
+            grpc_credentials(&http, &url, &read_only, &expired, &forged);
             continue;
         }
         // No credential.

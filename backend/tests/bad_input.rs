@@ -1434,6 +1434,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/profiling/functions/{name}/history"),
     ("POST", "/ingest"),
     ("POST", "/push.v1.PusherService/Push"),
+    ("POST", "/v1development/profiles"),
+    ("POST", "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"),
     ("PUT", "/api/v1/debuginfo/{buildId}"),
     ("GET", "/buildid/{buildId}/{artifact}"),
     ("POST", "/symbolicate/v5"),
