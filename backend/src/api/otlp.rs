@@ -17,7 +17,7 @@ use bytes::{Buf, Bytes};
 use http_body::Frame;
 use prost::Message;
 use serde_json::json;
-use stacklens_core::import::otlp::proto::{ExportProfilesPartialSuccess, ExportProfilesServiceResponse, ProfilesData};
+use stacklens_core::import::otlp::proto::{ExportProfilesPartialSuccess, ExportProfilesServiceResponse};
 use stacklens_core::import::otlp::{self, build_parts, parts, resource_attributes};
 use stacklens_core::import::ParseOptions;
 
@@ -25,7 +25,7 @@ use super::access::Writer;
 use super::ingest::file_pushed;
 use super::request::{check_name, check_text, inflate_held, off_thread, read_encoded_body, unsupported, MAX_LABELS};
 use super::{ApiError, ErrorBody};
-use crate::budget::Reservation;
+use crate::budget::{ParseFailure, Reservation};
 use crate::intake::Intake;
 use crate::records::series::FiledBy;
 use crate::records::Tenant;
@@ -79,18 +79,13 @@ fn service_and_labels(attributes: Vec<(String, Option<String>)>) -> (String, BTr
 
 /// Decodes `bytes` and builds one profile per part, or the error that stores nothing.
 fn prepare(bytes: &[u8], encoding: Encoding, max_model_bytes: u64) -> Result<Prepared, ApiError> {
-    let invalid = |e: String| {
-        ApiError::bad_request("InvalidProfile", format!("not OTLP profiles stacklens can read: {e}"))
-            .details(json!({ "coreError": "InvalidProfile" }))
-    };
+    // Core's complaint is the client's error, as for every profile a client sends.
+    let core = |e: stacklens_core::Error| ApiError::from(ParseFailure::Core(e));
     let data = match encoding {
-        Encoding::Protobuf => ProfilesData::decode(bytes).map_err(|e| invalid(e.to_string()))?,
-        Encoding::Json => serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?,
-    };
-    let core = |e: stacklens_core::Error| {
-        ApiError::bad_request("InvalidProfile", format!("not OTLP profiles stacklens can read: {e}"))
-            .details(json!({ "coreError": e.code() }))
-    };
+        Encoding::Protobuf => otlp::decode(bytes),
+        Encoding::Json => otlp::decode_json(bytes),
+    }
+    .map_err(core)?;
     let empty = Default::default();
     let dictionary = data.dictionary.as_ref().unwrap_or(&empty);
     let options = ParseOptions { max_model_bytes, ..ParseOptions::default() };

@@ -137,17 +137,15 @@ pub fn data(profile: &Profile, first: usize) -> proto::ProfilesData {
         });
         shapes.push((stack_index, attribute_indices, link_index));
     }
-    let value_type = |i: usize| {
-        let t = profile.sample_types[i];
-        proto::ValueType { type_strindex: index(t.kind), unit_strindex: index(t.unit) }
-    };
+    let value_type =
+        |t: crate::model::ValueType| proto::ValueType { type_strindex: index(t.kind), unit_strindex: index(t.unit) };
     let mut order: Vec<usize> = (0..profile.sample_types.len()).collect();
     order.retain(|&i| i != first);
     order.insert(0, first);
     let profiles = order
         .into_iter()
         .map(|i| proto::Profile {
-            sample_type: Some(value_type(i)),
+            sample_type: Some(value_type(profile.sample_types[i])),
             samples: profile
                 .samples
                 .iter()
@@ -167,9 +165,7 @@ pub fn data(profile: &Profile, first: usize) -> proto::ProfilesData {
                 .collect(),
             time_unix_nano: profile.time_nanos.max(0) as u64,
             duration_nano: profile.duration_nanos.max(0) as u64,
-            period_type: profile
-                .period_type
-                .map(|t| proto::ValueType { type_strindex: index(t.kind), unit_strindex: index(t.unit) }),
+            period_type: profile.period_type.map(value_type),
             period: profile.period,
             attribute_indices: Vec::new(),
         })

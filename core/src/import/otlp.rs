@@ -50,8 +50,17 @@ pub fn is_otlp_json(json: &serde_json::Value) -> bool {
 }
 
 pub fn parse(bytes: &[u8], options: &ParseOptions) -> Result<Profile> {
-    let data = ProfilesData::decode(bytes).map_err(|e| invalid(format!("not a ProfilesData message: {e}")))?;
-    build(&data, options)
+    build(&decode(bytes)?, options)
+}
+
+/// The message in protobuf `bytes`, not yet checked (see [`build`]).
+pub fn decode(bytes: &[u8]) -> Result<ProfilesData> {
+    ProfilesData::decode(bytes).map_err(|e| invalid(format!("not a ProfilesData message: {e}")))
+}
+
+/// The message in OTLP/JSON `bytes`, not yet checked (see [`build`]).
+pub fn decode_json(bytes: &[u8]) -> Result<ProfilesData> {
+    serde_json::from_slice(bytes).map_err(|e| invalid(format!("not OTLP/JSON profiles: {e}")))
 }
 
 pub fn parse_json(json: &serde_json::Value, options: &ParseOptions) -> Result<Profile> {
