@@ -15,6 +15,7 @@ PYROSCOPE_IO_VERSION=1.4.0
 # OpenTelemetry's Python classes (opentelemetry-proto), which make and read OTLP profiles in the tests.
 OTLP_PROTO_VERSION=1.45.2
 GRPCIO_VERSION=1.85.3
+GRPCIO_TOOLS_VERSION=1.85.1
 # Must equal the wasm-bindgen in Cargo.lock (pinned with "=" in the workspace Cargo.toml).
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)
 : "${WASM_BINDGEN_VERSION:?wasm-bindgen not found in Cargo.lock}"
@@ -77,8 +78,9 @@ if [ "$want" = serve ]; then
   fi
 else
   if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/swagger-ui-dist ] \
-    || [ ! -d node_modules/speedscope ] || [ ! -d node_modules/@pyroscope/nodejs ]; then
-    step "npm ci (binaryen, swagger-ui-dist; playwright-core, speedscope, @pyroscope/nodejs for the tests)" \
+    || [ ! -d node_modules/speedscope ] || [ ! -d node_modules/@pyroscope/nodejs ] \
+    || [ ! -d node_modules/@perses-dev/pyroscope-plugin ] || [ ! -d node_modules/@connectrpc/connect-node ]; then
+    step "npm ci (binaryen, swagger-ui-dist; playwright-core, speedscope, @pyroscope/nodejs, Perses' and Connect's clients for the tests)" \
       npm ci --no-audit --no-fund --loglevel=error
   fi
   apt_install chromium chromium-driver
@@ -116,6 +118,9 @@ if [ "$want" = all ]; then
   # (tests/programs/otlp.py, core/tests/import_otlp.rs).
   pip_tool .tools/otlp opentelemetry-proto "$OTLP_PROTO_VERSION"
   pip_tool .tools/otlp grpcio "$GRPCIO_VERSION"
+  # protoc (grpcio-tools) compiles Pyroscope's querier.v1 protos for the Connect client
+  # of backend/tests/querier.rs.
+  pip_tool .tools/otlp grpcio-tools "$GRPCIO_TOOLS_VERSION"
   # Pyroscope's Rust agent: the crates of the program backend/tests/pyroscope.rs builds.
   cargo fetch --quiet --locked --manifest-path backend/tests/pyroscope-agent/Cargo.toml
 fi

@@ -16,6 +16,7 @@ mod lifetime;
 mod merging;
 mod open;
 mod page;
+mod querying;
 mod records;
 mod runs;
 mod serve;

@@ -4,7 +4,6 @@
 //! a thousand models. A closed hour the range covers whole is merged once and cached
 //! (see [`crate::records::series`]); repeating the query reads its cached profile.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -15,6 +14,7 @@ use stacklens_core::export::pprof;
 use stacklens_core::Profile;
 
 use crate::budget::{ParseFailure, Reservation};
+use crate::records::selector::Selector;
 use crate::records::series::{Entry, Hour, Series};
 use crate::records::{load, sessions, RecordError, Tenant};
 use crate::state::AppState;
@@ -29,7 +29,7 @@ pub struct RangeQuery {
     pub series: Series,
     pub from: u64,
     pub to: u64,
-    pub labels: BTreeMap<String, String>,
+    pub labels: Selector,
     /// Whether closed hours' merges and listings may be cached (written) for later
     /// queries: not for a read-only credential's.
     pub write_caches: bool,

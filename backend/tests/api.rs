@@ -839,6 +839,17 @@ fn openapi_documents_every_route() {
         ("post", "/push.v1.PusherService/Push"),
         ("post", "/v1development/profiles"),
         ("post", "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"),
+        ("post", "/querier.v1.QuerierService/ProfileTypes"),
+        ("post", "/querier.v1.QuerierService/LabelNames"),
+        ("post", "/querier.v1.QuerierService/LabelValues"),
+        ("post", "/querier.v1.QuerierService/Series"),
+        ("post", "/querier.v1.QuerierService/SelectMergeStacktraces"),
+        ("post", "/querier.v1.QuerierService/SelectMergeProfile"),
+        ("post", "/querier.v1.QuerierService/SelectSeries"),
+        ("post", "/querier.v1.QuerierService/Diff"),
+        ("get", "/pyroscope/render"),
+        ("get", "/pyroscope/render-diff"),
+        ("get", "/pyroscope/label-values"),
         ("put", "/api/v1/debuginfo/{buildId}"),
         ("get", "/buildid/{buildId}/{artifact}"),
         ("post", "/symbolicate/v5"),
@@ -905,6 +916,8 @@ fn openapi_documents_every_route() {
         "BuildIdMismatch",
         "NotAnObjectFile",
         "DebuginfoNotFound",
+        "InvalidQuery",
+        "NotImplemented",
     ];
     for (path, ops) in doc["paths"].as_object().unwrap() {
         for (method, op) in ops.as_object().unwrap() {

@@ -12,6 +12,7 @@ mod kind;
 pub mod layout;
 pub mod model;
 mod parallel;
+pub mod proto_json;
 pub mod report;
 pub mod symbols;
 pub mod timestamp;

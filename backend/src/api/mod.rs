@@ -15,8 +15,11 @@ mod opened;
 mod otlp;
 mod profiles;
 mod push;
+mod querier;
 mod ranges;
+mod render;
 mod request;
+mod rpc;
 mod same_origin;
 mod samply;
 mod schedule;
@@ -71,6 +74,17 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(push::push))
         .routes(routes!(otlp::http_export))
         .routes(routes!(otlp::grpc_export))
+        .routes(routes!(querier::profile_types))
+        .routes(routes!(querier::label_names))
+        .routes(routes!(querier::label_values))
+        .routes(routes!(querier::series))
+        .routes(routes!(querier::select_merge_stacktraces))
+        .routes(routes!(querier::select_merge_profile))
+        .routes(routes!(querier::select_series))
+        .routes(routes!(querier::diff))
+        .routes(routes!(render::render))
+        .routes(routes!(render::render_diff))
+        .routes(routes!(render::label_values))
         .routes(routes!(debuginfo::upload))
         .routes(routes!(debuginfo::artifact))
         .routes(routes!(symbolicate::symbolicate))

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use axum::body::Body;
 use axum::extract::State as AxumState;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use bytes::{Buf, Bytes};
 use http_body::Frame;
@@ -24,6 +24,7 @@ use stacklens_core::import::ParseOptions;
 use super::access::Writer;
 use super::ingest::file_pushed;
 use super::request::{check_name, check_text, inflate_held, off_thread, read_encoded_body, unsupported, MAX_LABELS};
+use super::rpc::RpcCode;
 use super::{ApiError, ErrorBody};
 use crate::budget::{ParseFailure, Reservation};
 use crate::intake::Intake;
@@ -195,18 +196,6 @@ pub async fn http_export(
     })
 }
 
-/// The gRPC status of an API error.
-fn grpc_status(e: &ApiError) -> u32 {
-    match e.status() {
-        StatusCode::BAD_REQUEST | StatusCode::UNSUPPORTED_MEDIA_TYPE | StatusCode::UNPROCESSABLE_ENTITY => 3,
-        StatusCode::UNAUTHORIZED => 16,
-        StatusCode::FORBIDDEN => 7,
-        StatusCode::PAYLOAD_TOO_LARGE => 8,
-        StatusCode::SERVICE_UNAVAILABLE | StatusCode::REQUEST_TIMEOUT => 14,
-        _ => 13,
-    }
-}
-
 /// A gRPC answer: the message framed, then trailers with the status; an error is
 /// "trailers only" (its status in the headers, no message).
 fn grpc_response(result: Result<ExportProfilesServiceResponse, ApiError>) -> Response {
@@ -226,7 +215,7 @@ fn grpc_response(result: Result<ExportProfilesServiceResponse, ApiError>) -> Res
         Err(e) => {
             let mut response = Response::new(Body::empty());
             let headers = response.headers_mut();
-            headers.insert("grpc-status", grpc_status(&e).into());
+            headers.insert("grpc-status", RpcCode::of(&e).number().into());
             // grpc-message is percent-encoded; the message is ours, so ASCII is kept.
             let message: String =
                 e.message().chars().map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '?' }).collect();

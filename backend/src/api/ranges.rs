@@ -24,6 +24,7 @@ use super::access::{Reader, WritesCaches};
 use super::request::{check_name, check_text, parse_kind, parse_labels, required, Params, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::merging::{merge_range, visit_entries, MergeError, RangeQuery};
+use crate::records::selector::Selector;
 use crate::records::series::{Entry, Series, MAX_RANGE_MS};
 use crate::records::{now_millis, rfc3339};
 use crate::state::State;
@@ -123,7 +124,7 @@ fn build_range(
         ));
     }
     let series = Series { tenant, service: service.to_owned(), kind };
-    Ok(RangeQuery { series, from, to, labels, write_caches: false })
+    Ok(RangeQuery { series, from, to, labels: Selector::equal(&labels), write_caches: false })
 }
 
 /// The query parameters that name a range, which every range handler takes.
@@ -196,7 +197,7 @@ pub fn range_echo(range: &RangeQuery, profile_count: usize) -> RangeEcho {
         profile_type: range.series.kind,
         from: rfc3339(range.from),
         to: rfc3339(range.to),
-        labels: range.labels.clone(),
+        labels: range.labels.equalities(),
         profile_count,
     }
 }

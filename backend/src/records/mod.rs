@@ -1,7 +1,8 @@
 //! What the server stores and how it is found: tenants' keys, sessions (raw profiles),
 //! encrypted blobs, baselines, captures, schedules, samply runs, references that pin
-//! bytes, leases, the time index of each service's profiles (series), and the index of
-//! links that expire.
+//! bytes, leases, the time index of each service's profiles (series), how a query selects
+//! from it (label selectors, Pyroscope's profile type ids), and the index of links that
+//! expire.
 //! Everything here speaks object storage and [`RecordError`]; nothing knows HTTP.
 
 pub mod baselines;
@@ -12,9 +13,11 @@ pub mod debuginfo;
 pub mod expiring;
 pub mod index;
 pub mod leases;
+pub mod profile_types;
 pub mod refs;
 pub mod samply;
 pub mod schedules;
+pub mod selector;
 pub mod series;
 pub mod sessions;
 

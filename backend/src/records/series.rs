@@ -25,6 +25,7 @@ use stacklens_core::ids::SessionId;
 use stacklens_core::ProfileKind;
 
 use super::refs::Holder;
+use super::selector::Selector;
 use super::{load, Result, Tenant};
 use crate::store::Store;
 
@@ -81,9 +82,9 @@ pub enum FiledBy {
 }
 
 impl Entry {
-    /// Whether every `wanted` label has this value here.
-    pub fn matches(&self, wanted: &BTreeMap<String, String>) -> bool {
-        wanted.iter().all(|(k, v)| self.labels.get(k) == Some(v))
+    /// Whether the entry's labels pass `wanted`.
+    pub fn matches(&self, wanted: &Selector) -> bool {
+        wanted.matches(&self.labels)
     }
 }
 
@@ -195,7 +196,7 @@ impl Series {
         &self,
         store: &Store,
         (from, to): (u64, u64),
-        labels: &BTreeMap<String, String>,
+        labels: &Selector,
         now: u64,
         write_cache: bool,
     ) -> Result<Vec<Entry>> {
@@ -209,8 +210,8 @@ impl Series {
     }
 
     /// Where a closed hour's merged profile for a label filter is cached.
-    pub fn merged_key(&self, hour: &Hour, labels: &BTreeMap<String, String>) -> String {
-        let filter = hex::encode(&Sha256::digest(serde_json::to_vec(labels).unwrap_or_default())[..8]);
+    pub fn merged_key(&self, hour: &Hour, labels: &Selector) -> String {
+        let filter = hex::encode(&Sha256::digest(labels.cache_key())[..8]);
         format!("{}/{}-{filter}.pb.gz", self.cache_prefix(hour.number), hour.digest())
     }
 
@@ -219,6 +220,27 @@ impl Series {
         let hours = store.list_folders(&self.folder("series")).await?;
         let numbers = hours.iter().filter_map(|hour| hour.strip_prefix('h').and_then(|n| n.parse::<u64>().ok()));
         Ok(numbers.filter(|number| number * HOUR_MS < cutoff).collect())
+    }
+
+    /// The newest entry taken before `before`, looking back through the series' last
+    /// day of hours (what the series is, for listings of profile types).
+    pub async fn newest_entry(&self, store: &Store, before: u64) -> Result<Option<Entry>> {
+        let mut hours = self.hours_before(store, before).await?;
+        hours.sort_unstable();
+        for hour in hours.into_iter().rev().take(24) {
+            let prefix = self.hour_prefix(hour);
+            for name in store.list(&prefix, None).await?.iter().rev() {
+                let taken = name.split_once('-').and_then(|(millis, _)| u64::from_str_radix(millis, 16).ok());
+                if taken.is_none_or(|millis| millis >= before) {
+                    continue;
+                }
+                // An entry removed since the listing is passed over.
+                if let Some(entry) = load::<Entry>(store, &format!("{prefix}/{name}")).await? {
+                    return Ok(Some(entry));
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// The entries of an hour taken before `cutoff` (`entry` is `None` for one removed

@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Deserializer};
 
+use crate::proto_json::{integer, integers, optional_integer};
+
 /// `ProfilesData`, and `ExportProfilesServiceRequest`: the same fields, so the same bytes.
 #[derive(Clone, PartialEq, prost::Message, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -330,41 +332,6 @@ impl<'de> Deserialize<'de> for AnyValue {
             .or(json.string_value_strindex.map(Value::StringValueStrindex));
         Ok(AnyValue { value })
     }
-}
-
-/// An integer as proto3's JSON writes it: a number, or (64-bit types) a decimal string.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum JsonInteger {
-    Number(serde_json::Number),
-    Text(String),
-}
-
-impl JsonInteger {
-    fn parse<T: TryFrom<i128>, E: serde::de::Error>(self) -> Result<T, E> {
-        let wide: Option<i128> = match &self {
-            JsonInteger::Number(n) => n.as_i64().map(i128::from).or(n.as_u64().map(i128::from)),
-            JsonInteger::Text(s) => s.parse().ok(),
-        };
-        let shown = || match &self {
-            JsonInteger::Number(n) => n.to_string(),
-            JsonInteger::Text(s) => format!("\"{s}\""),
-        };
-        let wide = wide.ok_or_else(|| E::custom(format!("{} is not an integer", shown())))?;
-        T::try_from(wide).map_err(|_| E::custom(format!("{} is out of range", shown())))
-    }
-}
-
-fn integer<'de, D: Deserializer<'de>, T: TryFrom<i128>>(deserializer: D) -> Result<T, D::Error> {
-    JsonInteger::deserialize(deserializer)?.parse()
-}
-
-fn optional_integer<'de, D: Deserializer<'de>, T: TryFrom<i128>>(deserializer: D) -> Result<Option<T>, D::Error> {
-    Option::<JsonInteger>::deserialize(deserializer)?.map(JsonInteger::parse).transpose()
-}
-
-fn integers<'de, D: Deserializer<'de>, T: TryFrom<i128>>(deserializer: D) -> Result<Vec<T>, D::Error> {
-    Vec::<JsonInteger>::deserialize(deserializer)?.into_iter().map(JsonInteger::parse).collect()
 }
 
 /// Trace and span ids: OTLP/JSON writes them as hex, not as proto3's base64.
