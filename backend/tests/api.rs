@@ -845,6 +845,7 @@ fn openapi_documents_every_route() {
         ("post", "/querier.v1.QuerierService/Series"),
         ("post", "/querier.v1.QuerierService/SelectMergeStacktraces"),
         ("post", "/querier.v1.QuerierService/SelectMergeProfile"),
+        ("post", "/querier.v1.QuerierService/SelectMergeSpanProfile"),
         ("post", "/querier.v1.QuerierService/SelectSeries"),
         ("post", "/querier.v1.QuerierService/Diff"),
         ("get", "/pyroscope/render"),

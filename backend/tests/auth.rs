@@ -83,7 +83,7 @@ fn routes(http: &Client, server: &Server) -> Vec<(String, String)> {
             routes.push((method.clone(), path.clone()));
         }
     }
-    assert_eq!(routes.len(), 49, "{routes:?}");
+    assert_eq!(routes.len(), 50, "{routes:?}");
     routes
 }
 

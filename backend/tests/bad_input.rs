@@ -1442,6 +1442,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/querier.v1.QuerierService/Series"),
     ("POST", "/querier.v1.QuerierService/SelectMergeStacktraces"),
     ("POST", "/querier.v1.QuerierService/SelectMergeProfile"),
+    ("POST", "/querier.v1.QuerierService/SelectMergeSpanProfile"),
     ("POST", "/querier.v1.QuerierService/SelectSeries"),
     ("POST", "/querier.v1.QuerierService/Diff"),
     ("GET", "/pyroscope/render"),

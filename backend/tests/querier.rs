@@ -5,7 +5,8 @@
 //! against a real `stacklens serve`. Three Go CPU profiles of one service and one of
 //! another are pushed, with a heap profile; every answer is checked against
 //! `go tool pprof -top` of the same files merged: the flame graph's total, each name's
-//! self and total, and the series' sums per step.
+//! self and total, and the series' sums per step. Span and trace selectors are checked
+//! on an OTLP profile with links, against `go tool pprof -tagfocus`.
 
 mod common;
 
@@ -486,7 +487,113 @@ fn render_diff_label_values_and_refusals() {
     let (status, body) = post(
         "SelectMergeStacktraces",
         "application/json",
-        b"{\"profileTypeID\": \"process_cpu:cpu:nanoseconds:cpu:nanoseconds\", \"spanSelector\": [\"9a517183f26a089d\"]}",
+        b"{\"profileTypeID\": \"process_cpu:cpu:nanoseconds:cpu:nanoseconds\", \"profileIdSelector\": [\"7c9e6679-7425-40de-944b-e07fc1f90ae7\"]}",
     );
     assert_eq!((status, body["code"].as_str()), (501, Some("unimplemented")), "{body}");
+}
+
+/// Grafana's traces-to-profiles: an OTLP profile whose samples link to three spans of one
+/// trace (made by OpenTelemetry's Python classes from a Go CPU profile), pushed over
+/// OTLP/HTTP, then `SelectMergeSpanProfile` for one span and `SelectMergeStacktraces`
+/// for the trace: each flame graph is `go tool pprof -tagfocus` of the stored profile.
+#[test]
+fn span_and_trace_selectors_keep_their_samples() {
+    let Some(setup) = setup() else { return };
+    let python = repo().join(".tools/otlp/bin/python");
+    if !python.is_file() {
+        missing_prerequisite(&format!("{} (opentelemetry-proto, from scripts/ensure-tools.sh)", python.display()));
+        return;
+    }
+    let base = setup.dir.join("spans");
+    let made = Command::new(&python)
+        .arg(repo().join("tests/programs/otlp.py"))
+        .args([
+            "from-pprof",
+            setup.go_dir.join("base/cpu.pb.gz").to_str().unwrap(),
+            base.to_str().unwrap(),
+            "traced",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "otlp.py: {}", String::from_utf8_lossy(&made.stderr));
+    let client = Client::new();
+    let pushed = client
+        .post(format!("{}/v1development/profiles", setup.server.base))
+        .header("content-type", "application/x-protobuf")
+        .header("X-Scope-OrgID", TENANT)
+        .body(std::fs::read(base.with_extension("pb")).unwrap())
+        .send()
+        .unwrap();
+    assert_eq!(pushed.status(), 200, "{}", pushed.text().unwrap());
+
+    // The stored profile, and what pprof keeps of it for span 2 and for the trace.
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+    let (start, end) = (now - 3_600_000, now + 60_000);
+    let stored = client
+        .get(with_query(
+            &setup.server.base,
+            "/api/v1/profiling/merge",
+            &[
+                ("service", "traced".into()),
+                ("profileType", "cpu".into()),
+                ("format", "pprof".into()),
+                ("from", start.to_string()),
+                ("to", end.to_string()),
+            ],
+        ))
+        .header("X-Scope-OrgID", TENANT)
+        .send()
+        .unwrap();
+    assert_eq!(stored.status(), 200);
+    let stored_path = setup.dir.join("traced.pb.gz");
+    std::fs::write(&stored_path, stored.bytes().unwrap()).unwrap();
+    let stored_path = stored_path.to_str().unwrap();
+    let span2 = "a2a2a2a2a2a2a2a2";
+    let trace = "ab".repeat(16);
+    let focused = |focus: &str| {
+        let paths = [Path::new(stored_path)];
+        let flags =
+            ["-nodecount=1000000", "-nodefraction=0", "-edgefraction=0", "-unit=ns", "-sample_index=cpu", focus];
+        let top = read_pprof_top(&pprof_top_merged(&setup.go, &setup.dir, &paths, &flags));
+        let value = |t: &str| t.trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse::<i64>().unwrap();
+        let rows: BTreeMap<String, (i64, i64)> =
+            top.rows.iter().map(|r| (r.name.clone(), (value(&r.flat), value(&r.cum)))).collect();
+        // pprof's "of N total" is the whole profile's: what the focus keeps is its rows' flat.
+        (rows.values().map(|r| r.0).sum(), rows)
+    };
+    let (one_span, whole) =
+        (focused(&format!("-tagfocus=span_id=^{span2}$")), focused(&format!("-tagfocus=trace_id=^{trace}$")));
+    assert!(0 < one_span.0 && one_span.0 < whole.0, "span 2 holds some of the samples: {} of {}", one_span.0, whole.0);
+
+    let call = |method: &str, body: Value| {
+        let response = client
+            .post(format!("{}/querier.v1.QuerierService/{method}", setup.server.base))
+            .header("content-type", "application/json")
+            .header("X-Scope-OrgID", TENANT)
+            .json(&body)
+            .send()
+            .unwrap();
+        (response.status().as_u16(), response.json::<Value>().unwrap())
+    };
+    let ask = |extra: Value| {
+        let mut body = json!({ "profileTypeID": CPU, "labelSelector": "{service_name=\"traced\"}",
+            "start": start.to_string(), "end": end.to_string(), "maxNodes": "100000" });
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        body
+    };
+    let graph_of = |answer: &Value| {
+        let g = &answer["flamegraph"];
+        flame(&g["names"], &g["levels"], &g["total"], None)
+    };
+    let (status, span) = call("SelectMergeSpanProfile", ask(json!({ "spanSelector": [span2] })));
+    assert_eq!(status, 200, "{span}");
+    check_flame("span 2", &graph_of(&span), 0, &one_span);
+    let (status, traced) = call("SelectMergeStacktraces", ask(json!({ "traceIdSelector": [trace.to_uppercase()] })));
+    assert_eq!(status, 200, "{traced}");
+    check_flame("the trace", &graph_of(&traced), 0, &whole);
+    for bad in [json!({ "spanSelector": ["02"] }), json!({ "traceIdSelector": ["zz".repeat(16)] })] {
+        let (status, body) = call("SelectMergeStacktraces", ask(bad.clone()));
+        assert_eq!((status, body["code"].as_str()), (400, Some("invalid_argument")), "{bad}: {body}");
+    }
 }

@@ -3,11 +3,13 @@ the tests: real pprof profiles converted to OTLP as the collector's pprof receiv
 and what a file holds as those classes read it.
 
 usage:
-  otlp.py from-pprof IN.pb[.gz] OUT_BASE SERVICE   writes OUT_BASE.pb (ProfilesData),
-      OUT_BASE.json (OTLP/JSON) and OUT_BASE.request.pb.gz (a gzipped
+  otlp.py from-pprof IN.pb[.gz] OUT_BASE SERVICE [SPANS]   writes OUT_BASE.pb
+      (ProfilesData), OUT_BASE.json (OTLP/JSON) and OUT_BASE.request.pb.gz (a gzipped
       ExportProfilesServiceRequest): one OTLP profile per pprof sample type, sharing
       the samples' stacks and labels, taken now (a push of it lands in the current
-      hour); resource attribute service.name = SERVICE
+      hour); resource attribute service.name = SERVICE. With SPANS, the samples are
+      linked in turn to SPANS spans of one trace: trace id abab…ab (16 bytes), span k's
+      id a0 + k repeated (8 bytes: a1a1…a1 first)
   otlp.py retime IN OUT   writes IN with every time moved so that its first one is now
   otlp.py grpc-export HOST:PORT FILE [TOKEN]   sends FILE (gzip-compressed on the wire)
       with the official gRPC stub over h2c; prints {"code", "details", "partialSuccess"}
@@ -71,7 +73,7 @@ def read(path):
     return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
 
 
-def from_pprof(source, base, service):
+def from_pprof(source, base, service, spans="0"):
     pprof = pprof_class()()
     pprof.ParseFromString(read(source))
     st = pprof.string_table
@@ -90,6 +92,8 @@ def from_pprof(source, base, service):
     d.location_table.add()
     d.function_table.add()
     d.link_table.add(trace_id=bytes(16), span_id=bytes(8))
+    for k in range(1, int(spans) + 1):
+        d.link_table.add(trace_id=bytes([0xab] * 16), span_id=bytes([0xa0 + k] * 8))
     d.attribute_table.add()
     d.stack_table.add()
     attributes = {}
@@ -145,8 +149,9 @@ def from_pprof(source, base, service):
         p.sample_type.unit_strindex = s(st[t.unit])
         p.period_type.type_strindex = s(st[pprof.period_type.type])
         p.period_type.unit_strindex = s(st[pprof.period_type.unit])
-        for sample, (stack, labels) in zip(pprof.sample, shapes):
-            p.samples.add(stack_index=stack, attribute_indices=labels, values=[sample.value[k]])
+        for j, (sample, (stack, labels)) in enumerate(zip(pprof.sample, shapes)):
+            link = j % int(spans) + 1 if int(spans) else 0
+            p.samples.add(stack_index=stack, attribute_indices=labels, values=[sample.value[k]], link_index=link)
     open(base + ".pb", "wb").write(out.SerializeToString())
     request = profiles_service_pb2.ExportProfilesServiceRequest()
     request.ParseFromString(out.SerializeToString())
@@ -217,7 +222,7 @@ def summary(path):
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["from-pprof"] and len(sys.argv) == 5:
+    if sys.argv[1:2] == ["from-pprof"] and len(sys.argv) in (5, 6):
         from_pprof(*sys.argv[2:])
     elif sys.argv[1:2] == ["retime"] and len(sys.argv) == 4:
         retime(*sys.argv[2:])

@@ -4,7 +4,8 @@
 //! requests: the sessions listing's first page, pages deep in it (by cursors taken while
 //! walking it all, which also checks that it lists every push once), a service's page,
 //! and one-hour range queries over closed hours (a merge the first time, the same merge
-//! again, which the hour cache answers, a label-filtered merge and a series).
+//! again, which the hour cache answers, a label-filtered merge and a series), and before
+//! them Pyroscope's `SelectMergeStacktraces` over an hour and over a day, cold and cached.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -47,6 +48,83 @@ pub struct HistoryArgs {
 
 /// Seconds of profiled time per push.
 const STEP: u64 = 10;
+
+/// The `i`-th push's folded profile (distinct bytes per push: equal ones are stored once).
+fn folded(i: usize) -> String {
+    format!("main;serve;handler{} {}\nmain;gc {}\n", i % 64, 100 + i % 7, 1 + i)
+}
+
+/// Reads of the pushed history through Pyroscope's query API (Connect JSON), each
+/// answer's total checked against the pushes in its range.
+struct Pyroscope {
+    http: reqwest::Client,
+    base: String,
+    tenant: String,
+    /// The newest push's time and how many were pushed, one per STEP back from it.
+    newest: u64,
+    count: u64,
+}
+
+impl Pyroscope {
+    fn call(&self, method: &str, body: Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}/querier.v1.QuerierService/{method}", self.base))
+            .header("X-Scope-OrgID", &self.tenant)
+            .json(&body)
+    }
+
+    /// The CPU type id the pushes answer to.
+    async fn cpu_type(&self) -> Result<String, Box<dyn std::error::Error>> {
+        let types: Value =
+            self.call("ProfileTypes", serde_json::json!({})).send().await?.error_for_status()?.json().await?;
+        let ids = types["profileTypes"].as_array().ok_or("no profileTypes")?;
+        let id = ids.iter().filter_map(|t| t["ID"].as_str()).find(|id| id.starts_with("process_cpu:"));
+        Ok(id.ok_or_else(|| format!("no process_cpu type in {types}"))?.to_owned())
+    }
+
+    /// The sum of the pushes' values taken in `[from, to)`.
+    fn total(&self, (from, to): (u64, u64)) -> i64 {
+        let first = self.newest - (self.count - 1) * STEP;
+        (0..self.count as usize)
+            .filter(|&i| (from..to).contains(&(first + i as u64 * STEP)))
+            .map(|i| (100 + i % 7 + 1 + i) as i64)
+            .sum()
+    }
+
+    /// SelectMergeStacktraces over `ranges` in turn, each answer's total checked.
+    fn flame_graphs(&self, id: &str, ranges: Vec<(u64, u64)>) -> (Prepare, Check) {
+        let expected: Vec<i64> = ranges.iter().map(|&r| self.total(r)).collect();
+        let me = Arc::new(Pyroscope {
+            http: self.http.clone(),
+            base: self.base.clone(),
+            tenant: self.tenant.clone(),
+            ..*self
+        });
+        let (id, ranges) = (id.to_owned(), Arc::new(ranges));
+        let prepare: Prepare = {
+            let ranges = ranges.clone();
+            Arc::new(move |i| {
+                let (from, to) = ranges[i % ranges.len()];
+                let body = serde_json::json!({ "profileTypeID": id, "labelSelector": "{service_name=\"bench\"}",
+                    "start": (from * 1000).to_string(), "end": (to * 1000).to_string() });
+                me.call("SelectMergeStacktraces", body)
+            })
+        };
+        let check: Check = Arc::new(move |i, status, body| {
+            if status != 200 {
+                return Outcome::Failed(failure(status, body));
+            }
+            let total = serde_json::from_slice::<Value>(body)
+                .ok()
+                .and_then(|v| v["flamegraph"]["total"].as_str().and_then(|t| t.parse::<i64>().ok()));
+            match total {
+                Some(t) if t == expected[i % expected.len()] => Outcome::Ok(None),
+                other => Outcome::Failed(format!("total {other:?}, pushed {}", expected[i % expected.len()])),
+            }
+        });
+        (prepare, check)
+    }
+}
 const PAGE: usize = 50;
 
 pub async fn run(args: HistoryArgs) -> Result<(), Box<dyn std::error::Error>> {
@@ -76,8 +154,7 @@ pub async fn run(args: HistoryArgs) -> Result<(), Box<dyn std::error::Error>> {
             Arc::new(move |i| {
                 let at = newest - (count - 1 - i as u64) * STEP;
                 let region = ["eu", "us"][i % 2];
-                // Distinct bytes per push (equal ones are stored once).
-                let body = format!("main;serve;handler{} {}\nmain;gc {}\n", i % 64, 100 + i % 7, 1 + i);
+                let body = folded(i);
                 http.post(format!(
                     "{base}/ingest?name=bench.cpu%7Bregion%3D{region}%7D&from={at}&until={}&format=folded",
                     at + STEP
@@ -198,6 +275,24 @@ pub async fn run(args: HistoryArgs) -> Result<(), Box<dyn std::error::Error>> {
         _ => Outcome::Failed(failure(status, body)),
     });
     let per_hour = 3600 / STEP;
+    // Pyroscope's query API first, while no hour is cached: what Grafana asks.
+    let count = if args.sessions > 0 { args.sessions as u64 } else { ids.len() as u64 };
+    let pyroscope = Pyroscope { http: http.clone(), base: base.clone(), tenant: tenant.clone(), newest, count };
+    let id = pyroscope.cpu_type().await?;
+    let days: Vec<u64> = (1..).map(|d| (newest / 86_400 - d) * 86_400).take_while(|&d| d >= oldest).collect();
+    let one_hour = |i: usize| (hours[i % hours.len()], hours[i % hours.len()] + 3600);
+    let flame = |name: &'static str, ranges: Vec<(u64, u64)>, times: usize| {
+        let (prepare, check) = pyroscope.flame_graphs(&id, ranges);
+        phase(name, watch, args.read_clients, times, Duration::from_secs(900), prepare, check)
+    };
+    let hourly: Vec<(u64, u64)> = (0..hours.len()).map(one_hour).collect();
+    report.phases.push(flame("SelectMergeStacktraces, one hour, first time", hourly.clone(), reads).await.0);
+    report.phases.push(flame("SelectMergeStacktraces, one hour, again", hourly, reads).await.0);
+    if !days.is_empty() {
+        let daily: Vec<(u64, u64)> = days.iter().map(|&d| (d, d + 86_400)).collect();
+        report.phases.push(flame("SelectMergeStacktraces, one day, first time", daily.clone(), days.len()).await.0);
+        report.phases.push(flame("SelectMergeStacktraces, one day, again", daily, reads).await.0);
+    }
     report
         .phases
         .push(measure("merge of one hour (360 profiles), first time", ranged("merge", ""), merged(per_hour)).await.0);

@@ -80,6 +80,7 @@ pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(querier::series))
         .routes(routes!(querier::select_merge_stacktraces))
         .routes(routes!(querier::select_merge_profile))
+        .routes(routes!(querier::select_merge_span_profile))
         .routes(routes!(querier::select_series))
         .routes(routes!(querier::diff))
         .routes(routes!(render::render))

@@ -79,8 +79,8 @@ enum ConnectErrors {
     /// budget), PayloadTooLarge, OverMemoryBudget
     #[response(status = 429)]
     ResourceExhausted,
-    /// unimplemented: NotImplemented (format TREE; stack trace, profile id, trace id and
-    /// span selectors)
+    /// unimplemented: NotImplemented (format TREE; stack trace and profile id selectors;
+    /// span and trace selectors together)
     #[response(status = 501)]
     Unimplemented,
     /// unavailable: Busy, StorageUnavailable
@@ -174,15 +174,20 @@ impl<M> Call<M> {
 
     /// What a merge request asks, checked (see [`merge_ask`]).
     fn ask(&self, r: &proto::SelectMergeStacktracesRequest) -> Result<MergeAsk, ApiError> {
-        let unanswered = [
+        answered(&[
             ("stack_trace_selector", r.stack_trace_selector.is_some()),
             ("profile_id_selector", !r.profile_id_selector.is_empty()),
-            ("trace_id_selector", !r.trace_id_selector.is_empty()),
-            ("span_selector", !r.span_selector.is_empty()),
-        ];
+            ("trace_id_selector with span_selector", !r.trace_id_selector.is_empty() && !r.span_selector.is_empty()),
+        ])?;
         let range = (r.start, r.end);
         let (tenant, writes) = (self.tenant.clone(), self.writes);
-        merge_ask(tenant, writes, &r.profile_type_id, &r.label_selector, range, r.max_nodes, &unanswered)
+        let mut ask = merge_ask(tenant, writes, &r.profile_type_id, &r.label_selector, range, r.max_nodes)?;
+        ask.shown.tag_focus = match (&r.span_selector[..], &r.trace_id_selector[..]) {
+            ([], []) => None,
+            (spans, []) => Some(ids_focus("span_selector", "span_id", spans, 16)?),
+            (_, traces) => Some(ids_focus("trace_id_selector", "trace_id", traces, 32)?),
+        };
+        Ok(ask)
     }
 
     /// The selections of a listing (see [`selections`]).
@@ -249,10 +254,51 @@ fn selections(
     matchers.iter().map(|m| selector("matchers", m).map(one)).collect()
 }
 
-/// What a merge request asks for, checked: its selection and the flame graph's size.
+/// What a merge request asks for, checked: its selection, and how its merge is shown.
 pub struct MergeAsk {
     pub selection: Selection,
+    pub shown: Shown,
+}
+
+/// How a merged profile is shown: the sample type, the samples kept (those with one of
+/// the span or trace ids asked for, pprof's `-tagfocus`), and the flame graph's size.
+#[derive(Clone)]
+pub struct Shown {
+    pub profile_type: ProfileTypeId,
+    pub tag_focus: Option<String>,
     pub max_nodes: usize,
+}
+
+impl Shown {
+    pub fn new(profile_type: ProfileTypeId, max_nodes: usize) -> Self {
+        Shown { profile_type, tag_focus: None, max_nodes }
+    }
+
+    /// The profile prepared as shown; a sample type it lacks is the request's error.
+    fn prepare<'p>(&self, profile: &'p Profile) -> Result<stacklens_core::analysis::query::Prepared<'p>, ApiError> {
+        let t = &self.profile_type;
+        self.query()?.prepare(profile).map_err(|e| {
+            ApiError::bad_request("InvalidProfileType", format!("the merged profiles have no sample type {t}: {e}"))
+        })
+    }
+
+    fn query(&self) -> Result<ProfileQuery, ApiError> {
+        let mut query = ProfileQuery::of_sample(self.profile_type.sample_type.as_str());
+        if let Some(focus) = &self.tag_focus {
+            query.set("tagfocus", focus).map_err(|e| ApiError::bad_request("InvalidQuery", e.to_string()))?;
+        }
+        Ok(query)
+    }
+}
+
+/// pprof's `-tagfocus` for samples labelled `key` with one of `ids` (hex, `digits` long):
+/// OTLP profiles' links and Pyroscope's span profiles label samples so.
+fn ids_focus(field: &str, key: &str, ids: &[String], digits: usize) -> Result<String, ApiError> {
+    if let Some(bad) = ids.iter().find(|id| id.len() != digits || !id.bytes().all(|b| b.is_ascii_hexdigit())) {
+        return Err(ApiError::invalid(field, format!("{field}: '{bad}' is not {digits} hex digits")));
+    }
+    let ids: Vec<String> = ids.iter().map(|id| id.to_ascii_lowercase()).collect();
+    Ok(format!("{key}=^(?:{})$", ids.join("|")))
 }
 
 /// Refuses a request that sets a selector stacklens does not answer (`unanswered`:
@@ -262,13 +308,13 @@ fn answered(unanswered: &[(&str, bool)]) -> Result<(), ApiError> {
         Some((field, _)) => Err(ApiError::new(
             StatusCode::NOT_IMPLEMENTED,
             "NotImplemented",
-            format!("{field} is not answered by stacklens: select by labels (trace and span ids are labels of OTLP profiles)"),
+            format!("{field} is not answered by stacklens: select by labels instead"),
         )),
         None => Ok(()),
     }
 }
 
-/// Checks the parts of a merge request stacklens does not answer, and reads the rest.
+/// A merge request's selection and how it is shown, checked.
 fn merge_ask(
     tenant: Tenant,
     writes: bool,
@@ -276,9 +322,7 @@ fn merge_ask(
     label_selector: &str,
     (start, end): (i64, i64),
     max_nodes: Option<i64>,
-    unanswered: &[(&str, bool)],
 ) -> Result<MergeAsk, ApiError> {
-    answered(unanswered)?;
     let max_nodes = match max_nodes {
         None | Some(..=0) => DEFAULT_MAX_NODES,
         Some(n) if n > MAX_MAX_NODES => {
@@ -287,30 +331,15 @@ fn merge_ask(
         Some(n) => n,
     };
     let (from, to) = time_range(start, end)?;
-    let selection = Selection {
-        tenant,
-        profile_type: Some(profile_type("profileTypeID", profile_type_id)?),
-        selector: selector("labelSelector", label_selector)?,
-        from,
-        to,
-        write_caches: writes,
-    };
-    Ok(MergeAsk { selection, max_nodes: max_nodes as usize })
+    let t = profile_type("profileTypeID", profile_type_id)?;
+    let selector = selector("labelSelector", label_selector)?;
+    let selection = Selection { tenant, profile_type: Some(t.clone()), selector, from, to, write_caches: writes };
+    Ok(MergeAsk { selection, shown: Shown::new(t, max_nodes as usize) })
 }
 
 /// The merged profile of a selection (`None`: nothing matched).
 pub async fn merged(state: &AppState, selection: &Selection) -> Result<Option<Profile>, ApiError> {
     Ok(selection.merge(state).await?.profile)
-}
-
-/// A profile's sample type as a prepared query; an unknown one is the request's error.
-fn prepare<'p>(
-    profile: &'p Profile,
-    t: &ProfileTypeId,
-) -> Result<stacklens_core::analysis::query::Prepared<'p>, ApiError> {
-    ProfileQuery::of_sample(t.sample_type.as_str()).prepare(profile).map_err(|e| {
-        ApiError::bad_request("InvalidProfileType", format!("the merged profiles have no sample type {t}: {e}"))
-    })
 }
 
 /// Runs `work` on the blocking pool.
@@ -323,11 +352,7 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// The flame graph of a merged selection (empty when nothing matched).
-pub async fn flame_graph(
-    profile: Option<Profile>,
-    t: ProfileTypeId,
-    max_nodes: usize,
-) -> Result<Flamebearer, ApiError> {
+pub async fn flame_graph(profile: Option<Profile>, shown: &Shown) -> Result<Flamebearer, ApiError> {
     let Some(profile) = profile else {
         return Ok(Flamebearer {
             names: vec!["total".into()],
@@ -335,9 +360,10 @@ pub async fn flame_graph(
             ..Flamebearer::default()
         });
     };
+    let shown = shown.clone();
     blocking(move || {
-        let prepared = prepare(&profile, &t)?;
-        let options = TreeOptions { max_nodes: Some(max_nodes), ..TreeOptions::default() };
+        let prepared = shown.prepare(&profile)?;
+        let options = TreeOptions { max_nodes: Some(shown.max_nodes), ..TreeOptions::default() };
         let tree =
             CallTree::build(&prepared, &options).map_err(|e| ApiError::bad_request("InvalidQuery", e.to_string()))?;
         Ok(Flamebearer::of(&tree))
@@ -347,12 +373,7 @@ pub async fn flame_graph(
 
 /// The diff flame graph of two merged selections of one type (a side with nothing is
 /// an empty profile of the other's types).
-pub async fn diff_graph(
-    left: Option<Profile>,
-    right: Option<Profile>,
-    t: ProfileTypeId,
-    max_nodes: usize,
-) -> Result<Flamebearer, ApiError> {
+pub async fn diff_graph(left: Option<Profile>, right: Option<Profile>, shown: &Shown) -> Result<Flamebearer, ApiError> {
     let empty = |p: &Profile| Profile { samples: Default::default(), ..p.clone() };
     let (left, right) = match (left, right) {
         (Some(l), Some(r)) => (l, r),
@@ -367,12 +388,13 @@ pub async fn diff_graph(
             })
         }
     };
+    let shown = shown.clone();
     blocking(move || {
-        let (base, compare) =
-            ProfileQuery::of_sample(t.sample_type.as_str()).prepare_pair(&left, &right).map_err(|e| {
-                ApiError::bad_request("InvalidProfileType", format!("the sides cannot be compared as {t}: {e}"))
-            })?;
-        let options = TreeOptions { max_nodes: Some(max_nodes), ..TreeOptions::default() };
+        let t = &shown.profile_type;
+        let (base, compare) = shown.query()?.prepare_pair(&left, &right).map_err(|e| {
+            ApiError::bad_request("InvalidProfileType", format!("the sides cannot be compared as {t}: {e}"))
+        })?;
+        let options = TreeOptions { max_nodes: Some(shown.max_nodes), ..TreeOptions::default() };
         let tree = CallTree::build_diff(&base, &compare, &options)
             .map_err(|e| ApiError::bad_request("InvalidQuery", e.to_string()))?;
         Ok(Flamebearer::of(&tree))
@@ -380,12 +402,13 @@ pub async fn diff_graph(
     .await
 }
 
-/// The DOT text of a merged selection's call graph, at most `node_count` nodes.
-pub async fn dot_graph(profile: Option<Profile>, t: ProfileTypeId, node_count: usize) -> Result<String, ApiError> {
+/// The DOT text of a merged selection's call graph, at most `max_nodes` nodes.
+pub async fn dot_graph(profile: Option<Profile>, shown: &Shown) -> Result<String, ApiError> {
     let Some(profile) = profile else { return Ok(String::new()) };
+    let shown = shown.clone();
     blocking(move || {
-        let prepared = prepare(&profile, &t)?;
-        let options = GraphOptions { node_count: Some(node_count), ..GraphOptions::default() };
+        let prepared = shown.prepare(&profile)?;
+        let options = GraphOptions { node_count: Some(shown.max_nodes), ..GraphOptions::default() };
         let graph =
             call_graph(&prepared, &options).map_err(|e| ApiError::bad_request("InvalidQuery", e.to_string()))?;
         Ok(dot(prepared.profile(), &graph))
@@ -511,28 +534,28 @@ pub async fn select_merge_stacktraces(
     answered(&[("format TREE (or an unknown format)", format == proto::ProfileFormat::Tree)])?;
     let ask = call.ask(m)?;
     let profile = merged(&call.state, &ask.selection).await?;
-    let t = ask.selection.profile_type.clone().expect("a merge names its type");
     let mut out = proto::SelectMergeStacktracesResponse::default();
     match format {
-        proto::ProfileFormat::Dot => out.dot = dot_graph(profile, t, ask.max_nodes).await?,
+        proto::ProfileFormat::Dot => out.dot = dot_graph(profile, &ask.shown).await?,
         proto::ProfileFormat::Pprof => {
-            out.pprof = Some(proto::PprofProfile { profile: Some(pprof_message(profile, t).await?) })
+            out.pprof = Some(proto::PprofProfile { profile: Some(pprof_message(profile, &ask.shown).await?) })
         }
-        _ => out.flamegraph = Some(flame_graph(profile, t, ask.max_nodes).await?.into()),
+        _ => out.flamegraph = Some(flame_graph(profile, &ask.shown).await?.into()),
     }
     call.reply(out)
 }
 
-/// A merged profile as `google.v1.Profile` (empty when nothing matched), its default
-/// sample type the one asked for.
-async fn pprof_message(profile: Option<Profile>, t: ProfileTypeId) -> Result<proto::Profile, ApiError> {
+/// A merged profile as `google.v1.Profile` (empty when nothing matched): the samples
+/// shown, the sample type asked for its default.
+async fn pprof_message(profile: Option<Profile>, shown: &Shown) -> Result<proto::Profile, ApiError> {
     let Some(profile) = profile else { return Ok(proto::Profile::default()) };
+    let shown = shown.clone();
     blocking(move || {
-        let index = prepare(&profile, &t)?.sample_index;
-        let mut message = proto::Profile::decode(pprof::encode(&profile).as_slice())
-            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", e.to_string()))?;
-        message.default_sample_type = message.sample_type.get(index).map_or(0, |v| v.r#type);
-        Ok(message)
+        let prepared = shown.prepare(&profile)?;
+        let mut kept = profile.filter_compiled(prepared.filters());
+        kept.default_sample_type = kept.sample_types[prepared.sample_index].kind;
+        proto::Profile::decode(pprof::encode(&kept).as_slice())
+            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", e.to_string()))
     })
     .await
 }
@@ -558,8 +581,39 @@ pub async fn select_merge_profile(call: Call<proto::SelectMergeProfileRequest>) 
         trace_id_selector: m.trace_id_selector.clone(),
         span_selector: Vec::new(),
     })?;
-    let t = ask.selection.profile_type.clone().expect("a merge names its type");
-    call.reply(pprof_message(merged(&call.state, &ask.selection).await?, t).await?)
+    call.reply(pprof_message(merged(&call.state, &ask.selection).await?, &ask.shown).await?)
+}
+
+/// A range's profiles of one type merged, only the samples of the spans asked for (the
+/// `span_id` label of OTLP profiles' links and of Pyroscope's span profiles): what
+/// Grafana's traces-to-profiles link asks.
+#[utoipa::path(post, path = "/querier.v1.QuerierService/SelectMergeSpanProfile", tag = "pyroscope", operation_id = "QuerierSelectMergeSpanProfile",
+    params(("X-Scope-OrgID" = Option<String>, Header, description = "tenant (X-Tenant-ID too)")),
+    request_body(content = Object, content_type = "application/json", description = "querier.v1.SelectMergeSpanProfileRequest {profileTypeID, labelSelector, spanSelector, start, end, maxNodes} (application/proto too)"),
+    responses((status = 200, description = "querier.v1.SelectMergeSpanProfileResponse {flamegraph}"), ConnectErrors),
+    security((), ("bearer" = [])))]
+pub async fn select_merge_span_profile(
+    call: Call<proto::SelectMergeSpanProfileRequest>,
+) -> Result<Response, ConnectError> {
+    let m = &call.message;
+    let format = proto::ProfileFormat::try_from(m.format).unwrap_or(proto::ProfileFormat::Tree);
+    answered(&[(
+        "format other than FLAMEGRAPH",
+        !matches!(format, proto::ProfileFormat::Unspecified | proto::ProfileFormat::Flamegraph),
+    )])?;
+    let ask = call.ask(&proto::SelectMergeStacktracesRequest {
+        profile_type_id: m.profile_type_id.clone(),
+        label_selector: m.label_selector.clone(),
+        start: m.start,
+        end: m.end,
+        max_nodes: m.max_nodes,
+        span_selector: m.span_selector.clone(),
+        ..Default::default()
+    })?;
+    let profile = merged(&call.state, &ask.selection).await?;
+    call.reply(proto::SelectMergeSpanProfileResponse {
+        flamegraph: Some(flame_graph(profile, &ask.shown).await?.into()),
+    })
 }
 
 /// Totals per step of the type asked for, per value of the `groupBy` labels.
@@ -575,7 +629,7 @@ pub async fn step_sums(
     group_by: &[String],
     average: bool,
 ) -> Result<(Selection, u64, Vec<crate::querying::Line>), ApiError> {
-    let ask = merge_ask(tenant, writes, profile_type_id, label_selector, range, None, &[])?;
+    let ask = merge_ask(tenant, writes, profile_type_id, label_selector, range, None)?;
     if !(step_seconds.is_finite() && step_seconds >= 0.001) {
         return Err(ApiError::invalid("step", "step is a number of seconds, at least 0.001"));
     }
@@ -638,13 +692,14 @@ pub async fn diff(call: Call<proto::DiffRequest>) -> Result<Response, ConnectErr
         call.ask(side.ok_or_else(|| ApiError::invalid(name, format!("{name} is required")))?)
     };
     let (left, right) = (side(m.left.as_ref(), "left")?, side(m.right.as_ref(), "right")?);
-    let t = left.selection.profile_type.clone().expect("a merge names its type");
-    if right.selection.profile_type.as_ref() != Some(&t) {
-        return Err(ApiError::invalid("right", "the two sides are of one profile type").into());
+    if right.shown.profile_type != left.shown.profile_type || right.shown.tag_focus != left.shown.tag_focus {
+        return Err(
+            ApiError::invalid("right", "the two sides are of one profile type, and select the same spans").into()
+        );
     }
-    let max_nodes = left.max_nodes.max(right.max_nodes);
+    let shown = Shown { max_nodes: left.shown.max_nodes.max(right.shown.max_nodes), ..left.shown };
     let (l, r) = (merged(&call.state, &left.selection).await?, merged(&call.state, &right.selection).await?);
-    call.reply(proto::DiffResponse { flamegraph: Some(diff_graph(l, r, t, max_nodes).await?.into()) })
+    call.reply(proto::DiffResponse { flamegraph: Some(diff_graph(l, r, &shown).await?.into()) })
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use utoipa::ToSchema;
 
 use super::access::{Reader, WritesCaches};
 use super::querier::{
-    diff_graph, dot_graph, flame_graph, merged, profile_type, step_sums, time_range, DEFAULT_MAX_NODES,
+    diff_graph, dot_graph, flame_graph, merged, profile_type, step_sums, time_range, Shown, DEFAULT_MAX_NODES,
 };
 use super::ranges::parse_time;
 use super::request::Params;
@@ -258,13 +258,13 @@ pub async fn render(
         "json" | "" => {}
         "dot" => {
             let nodes = max_nodes(given_nodes, DEFAULT_DOT_NODES)?;
-            let text = dot_graph(merged(&state, &selection).await?, t, nodes).await?;
+            let text = dot_graph(merged(&state, &selection).await?, &Shown::new(t, nodes)).await?;
             return Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response());
         }
         _ => return Err(ApiError::invalid("format", "format is json or dot")),
     }
     let nodes = max_nodes(given_nodes, DEFAULT_MAX_NODES as usize)?;
-    let graph = flame_graph(merged(&state, &selection).await?, t.clone(), nodes).await?;
+    let graph = flame_graph(merged(&state, &selection).await?, &Shown::new(t.clone(), nodes)).await?;
     let mut out = FlamebearerProfile::new(graph, &t);
     let group_by: Vec<String> = p.group_by.into_iter().filter(|g| !g.is_empty()).collect();
     let (timeline, groups) = timelines(&state, tenant, writes, &t, &selector, (from, to), &group_by, average).await?;
@@ -369,7 +369,8 @@ pub async fn render_diff(
         return Err(ApiError::invalid("rightQuery", "the two queries are of one profile type"));
     }
     let nodes = max_nodes(p.max_nodes.as_deref(), DEFAULT_MAX_NODES as usize)?;
-    let graph = diff_graph(merged(&state, &left).await?, merged(&state, &right).await?, t.clone(), nodes).await?;
+    let (l, r) = (merged(&state, &left).await?, merged(&state, &right).await?);
+    let graph = diff_graph(l, r, &Shown::new(t.clone(), nodes)).await?;
     Ok(Json(FlamebearerProfile::new(graph, &t)))
 }
 

@@ -280,6 +280,39 @@ pub struct SelectMergeStacktracesResponse {
 }
 
 #[derive(Clone, PartialEq, prost::Message, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SelectMergeSpanProfileRequest {
+    #[prost(string, tag = "1")]
+    #[serde(rename = "profileTypeID", alias = "profile_typeID")]
+    pub profile_type_id: String,
+    #[prost(string, tag = "2")]
+    #[serde(alias = "label_selector")]
+    pub label_selector: String,
+    #[prost(string, repeated, tag = "3")]
+    #[serde(alias = "span_selector")]
+    pub span_selector: Vec<String>,
+    #[prost(int64, tag = "4")]
+    #[serde(with = "int64")]
+    pub start: i64,
+    #[prost(int64, tag = "5")]
+    #[serde(with = "int64")]
+    pub end: i64,
+    #[prost(int64, optional, tag = "6")]
+    #[serde(with = "optional_int64", alias = "max_nodes")]
+    pub max_nodes: Option<i64>,
+    #[prost(enumeration = "ProfileFormat", tag = "7")]
+    #[serde(with = "profile_format")]
+    pub format: i32,
+}
+
+#[derive(Clone, PartialEq, prost::Message, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SelectMergeSpanProfileResponse {
+    #[prost(message, optional, tag = "1")]
+    pub flamegraph: Option<FlameGraph>,
+}
+
+#[derive(Clone, PartialEq, prost::Message, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PprofProfile {
     #[prost(message, optional, tag = "1")]
