@@ -6,7 +6,8 @@
 //! built by the test) — both `push.v1.PusherService/Push`, basic auth with the token as
 //! the password. Each profiles a small busy program with a uniquely named hot function;
 //! the function, the agent's tags and the profile type are then found through the
-//! range API, for that tenant only.
+//! range API, for that tenant only. What the Node and Python agents pushed, sent again
+//! as OTLP, lands in the same series.
 
 mod common;
 
@@ -144,6 +145,46 @@ fn check_pushed(setup: &Setup, out: &Path, service: &str, hot: &str, sample_type
     assert_eq!(other_services["series"], json!([]), "{other_services}");
 }
 
+/// An OTLP push lands in the series an agent pushed to: what the agent pushed, merged,
+/// converted to OTLP by OpenTelemetry's Python classes (`tests/programs/otlp.py`) under
+/// the agent's service name and pushed over OTLP/HTTP, is one more profile of the same
+/// series, and the series' total doubles.
+fn otlp_joins_the_series(setup: &Setup, service: &str, sample_type: &str) {
+    let python = repo().join(".tools/otlp/bin/python");
+    if !python.is_file() {
+        missing_prerequisite(&format!("{} (opentelemetry-proto, from scripts/ensure-tools.sh)", python.display()));
+        return;
+    }
+    let merge = format!(
+        "/api/v1/profiling/merge?service={service}&profileType=cpu&from=now-1h&to=now&sampleIndex={sample_type}"
+    );
+    let before = get(setup, TOKEN, &merge);
+    let http = Client::new();
+    let pprof = http.get(format!("{}{merge}&format=pprof", setup.server.base)).bearer_auth(TOKEN).send().unwrap();
+    assert_eq!(pprof.status(), 200);
+    let merged = setup.dir.join("agent.pb.gz");
+    std::fs::write(&merged, pprof.bytes().unwrap()).unwrap();
+    let base = setup.dir.join("agent-otlp");
+    let made = Command::new(&python)
+        .arg(repo().join("tests/programs/otlp.py"))
+        .args(["from-pprof", merged.to_str().unwrap(), base.to_str().unwrap(), service])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "otlp.py: {}", String::from_utf8_lossy(&made.stderr));
+    let pushed = http
+        .post(format!("{}/v1development/profiles", setup.server.base))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/x-protobuf")
+        .body(std::fs::read(base.with_extension("pb")).unwrap())
+        .send()
+        .unwrap();
+    assert_eq!(pushed.status(), 200, "{}", pushed.text().unwrap());
+    let after = get(setup, TOKEN, &merge);
+    let count = |m: &Value| m["profileCount"].as_u64().unwrap();
+    assert_eq!(count(&after), count(&before) + 1, "{after}");
+    assert_eq!(after["total"].as_i64().unwrap(), 2 * before["total"].as_i64().unwrap(), "{before} then {after}");
+}
+
 const NODE_PROGRAM: &str = r#"
 // Profiled by @pyroscope/nodejs, configured as its README says; only the address, the
 // token and a short flush interval are the test's.
@@ -202,6 +243,7 @@ fn nodejs_agent_pushes_to_the_time_index() {
     run(node, &out, RUN_DEADLINE, Some(&setup.log));
     // V8's wall-time profile: its default sample type is wall time.
     check_pushed(&setup, &out, "stacklens-nodejs-test", "stacklensHotLoop", "wall", "nodejs");
+    otlp_joins_the_series(&setup, "stacklens-nodejs-test", "wall");
 }
 
 const PYTHON_PROGRAM: &str = r#"
@@ -258,6 +300,7 @@ fn python_agent_pushes_to_the_time_index() {
     run(command, &out, RUN_DEADLINE, Some(&setup.log));
     // process_cpu, py-spy's samples as CPU time.
     check_pushed(&setup, &out, "stacklens-python-test", "stacklens_hot_loop", "cpu", "python");
+    otlp_joins_the_series(&setup, "stacklens-python-test", "cpu");
 }
 
 /// Bounds building the Rust agent's program (minutes the first time: the crate and
