@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use stacklens_core::analysis::diff::DiffReport;
 use stacklens_core::analysis::goroutines::{GoroutineComparison, GoroutineGroup, GoroutineReport};
-use stacklens_core::analysis::top::{Inlining, TopReport};
+use stacklens_core::analysis::top::TopReport;
 use stacklens_core::units::{format_value_in, percentage, report_unit};
 
 /// `go tool pprof -top` layout, with pprof's one-unit-per-report formatting.
@@ -33,11 +33,7 @@ pub fn top(r: &TopReport) -> String {
     let mut sum = 0;
     for f in &r.functions {
         sum += f.flat;
-        let inline = match f.inline {
-            Some(Inlining::Inline) => " (inline)",
-            Some(Inlining::PartialInline) => " (partial-inline)",
-            None => "",
-        };
+        let inline = f.inline.map_or(String::new(), |i| format!(" ({})", i.as_str()));
         let _ = writeln!(
             out,
             "{:>10} {} {} {:>10} {}  {}{inline}",

@@ -112,14 +112,16 @@ export function pprofValue(text) {
   return Math.round(Number(m[1]) * factor);
 }
 
-/** The table of a `go tool pprof -top` text: [{ flat, cum, name }] ("(inline)" dropped), first `n`. */
+/** The table of a `go tool pprof -top` text: [{ flat, cum, name, inline? }] (`inline` is
+ * "inline" or "partial-inline" where pprof marks the row), first `n`. */
 export function pprofTable(text, n = Infinity) {
   const lines = text.split('\n');
   const start = lines.findIndex((l) => l.trim().startsWith('flat  flat%')) + 1;
   if (start === 0) throw new Error(`no pprof table in:\n${text}`);
   return lines.slice(start).filter((l) => l.trim()).slice(0, n).map((l) => {
     const t = l.trim().split(/\s+/);
-    return { flat: pprofValue(t[0]), cum: pprofValue(t[3]), name: t.slice(5).join(' ').replace(/ \((partial-)?inline\)$/, '') };
+    const [, name, inline] = / *(.*?)(?: \(((?:partial-)?inline)\))?$/.exec(t.slice(5).join(' '));
+    return { flat: pprofValue(t[0]), cum: pprofValue(t[3]), name, ...(inline && { inline }) };
   });
 }
 
@@ -133,13 +135,14 @@ export function pprofShown(text) {
   return pprofValue(/Showing nodes accounting for (\S+),/.exec(text)[1]);
 }
 
-/** The first `n` rows of the page's top table (or of the table whose rows are `row`): [{ flat, cum, name }] from the cells' raw values. */
+/** The first `n` rows of the page's top table (or of the table whose rows are `row`): [{ flat, cum, name, inline? }] from the cells' raw values (`inline` as the row marks it). */
 export async function pageTopTable(page, n, row = 'top-row') {
   await page.getByTestId(row).first().waitFor();
   return page.getByTestId(row).evaluateAll((rows, n) => rows.slice(0, n).map((r) => ({
     flat: Number(r.querySelector('[data-col=flat]').dataset.value),
     cum: Number(r.querySelector('[data-col=cum]').dataset.value),
     name: r.querySelector('[data-col=name]').dataset.value,
+    ...(r.querySelector('[data-col=name]').dataset.inline && { inline: r.querySelector('[data-col=name]').dataset.inline }),
   })), n);
 }
 

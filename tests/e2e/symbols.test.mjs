@@ -23,7 +23,8 @@ function cliTop(...args) {
   const json = execFileSync(stacklensBin, ['top', '--format', 'json', '--nodecount', String(ROWS), ...args, PROFILE], {
     encoding: 'utf8', timeout: 60000,
   });
-  return JSON.parse(json).functions.slice(0, ROWS).map((f) => ({ flat: f.flat, cum: f.cum, name: f.name }));
+  return JSON.parse(json).functions.slice(0, ROWS)
+    .map((f) => ({ flat: f.flat, cum: f.cum, name: f.name, ...(f.inline && { inline: f.inline }) }));
 }
 
 test('symbols: dropping the binary and its debug file names a stripped program\'s frames in the page, as the CLI does', async (t) => {

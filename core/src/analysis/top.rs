@@ -29,6 +29,16 @@ pub enum Inlining {
     PartialInline,
 }
 
+impl Inlining {
+    /// pprof's word for it, which its reports print in parentheses after the name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Inlining::Inline => "inline",
+            Inlining::PartialInline => "partial-inline",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TopRow {

@@ -10,6 +10,7 @@ use stacklens_core::analysis::top::TopReport;
 use stacklens_core::units::{format_value_in, percentage, report_unit};
 
 use super::state::State;
+use crate::views::table::inline_mark;
 use crate::worker::protocol::{Request, Response};
 
 /// Rows of the preview.
@@ -56,7 +57,10 @@ fn preview(s: &Sanitized) -> impl IntoView {
                     <td data-col="flat" data-value=r.flat.to_string()>{v(r.flat)}</td>
                     <td>{percentage(r.flat, top.total)}</td>
                     <td data-col="cum" data-value=r.cum.to_string()>{v(r.cum)}</td>
-                    <td data-col="name" data-value=r.name.clone()>{r.name.clone()}</td>
+                    <td data-col="name" data-value=r.name.clone() data-inline=r.inline.map(|i| i.as_str())>
+                        {r.name.clone()}
+                        {inline_mark(r.inline)}
+                    </td>
                 </tr>
             }
         })

@@ -2,11 +2,16 @@
 
 use leptos::prelude::*;
 use stacklens_core::analysis::diff::{DiffReport, FunctionDelta};
-use stacklens_core::analysis::top::TopReport;
+use stacklens_core::analysis::top::{Inlining, TopReport};
 use stacklens_core::units::{format_value_in, percentage, report_unit};
 
 use crate::app::state::{State, ViewKind};
 use crate::worker::protocol::{Ask, Request, Response};
+
+/// pprof's "(inline)" or "(partial-inline)" after a function's name, when its row has one.
+pub fn inline_mark(inline: Option<Inlining>) -> impl IntoView {
+    inline.map(|i| view! { <span class="inline-mark">{format!(" ({})", i.as_str())}</span> })
+}
 
 #[derive(Copy, Clone, PartialEq, Eq)]
 pub enum SortBy {
@@ -93,7 +98,7 @@ pub fn TopTable(
                                     <td>{percentage(f.flat, total)}</td>
                                     <td data-col="cum" data-value=f.cum.to_string()>{v(f.cum)}</td>
                                     <td>{percentage(f.cum, total)}</td>
-                                    <td data-col="name" data-value=f.name.clone()>
+                                    <td data-col="name" data-value=f.name.clone() data-inline=f.inline.map(|i| i.as_str())>
                                         <button
                                             class="row-action"
                                             title="callers and callees"
@@ -106,6 +111,7 @@ pub fn TopTable(
                                             "⇅"
                                         </button>
                                         {f.name.clone()}
+                                        {inline_mark(f.inline)}
                                     </td>
                                 </tr>
                             }
