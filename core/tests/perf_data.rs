@@ -189,3 +189,39 @@ fn sizes_past_the_end_of_the_file_are_errors_not_allocations() {
     // The file as it was still reads: the check refuses only what does not fit.
     assert!(!stacklens_core::parse(&bytes).unwrap().samples.is_empty());
 }
+
+#[test]
+fn a_callchain_longer_than_its_record_is_an_error_not_an_overflow() {
+    let Some(dir) = symbol_fixtures() else { return };
+    let bytes = read(&dir.join("symwork-c.perf.data"));
+    let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    // perf.data's header: the attributes' section at 24, the data section at 40; the first
+    // attribute's sample_type is its fourth word.
+    let sample_type = word(&bytes, word(&bytes, 24) as usize + 24);
+    const IP: u64 = 1 << 0;
+    const TID: u64 = 1 << 1;
+    const TIME: u64 = 1 << 2;
+    const ADDR: u64 = 1 << 3;
+    const READ: u64 = 1 << 4;
+    const CALLCHAIN: u64 = 1 << 5;
+    const ID: u64 = 1 << 6;
+    const CPU: u64 = 1 << 7;
+    const PERIOD: u64 = 1 << 8;
+    const STREAM_ID: u64 = 1 << 9;
+    const IDENTIFIER: u64 = 1 << 16;
+    assert!(sample_type & CALLCHAIN != 0 && sample_type & READ == 0, "perf record -g: {sample_type:#x}");
+    let before = [IDENTIFIER, IP, TID, TIME, ADDR, ID, STREAM_ID, CPU, PERIOD];
+    let words = before.iter().filter(|&&f| sample_type & f != 0).count();
+    // The first PERF_RECORD_SAMPLE (type 9) of the data section gets a chain of 2^61 frames.
+    let (mut at, end) = (word(&bytes, 40) as usize, (word(&bytes, 40) + word(&bytes, 48)) as usize);
+    while at < end && u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) != 9 {
+        at += u16::from_le_bytes(bytes[at + 6..at + 8].try_into().unwrap()) as usize;
+    }
+    assert!(at < end, "the recording has a sample");
+    let chain = at + 8 + 8 * words;
+    let mut corrupt = bytes.clone();
+    corrupt[chain..chain + 8].copy_from_slice(&(1u64 << 61).to_le_bytes());
+    let error = stacklens_core::parse(&corrupt).unwrap_err().to_string();
+    assert!(error.contains("callchain is longer than its record"), "{error}");
+    assert!(!stacklens_core::parse(&bytes).unwrap().samples.is_empty());
+}

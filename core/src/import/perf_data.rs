@@ -28,7 +28,9 @@ mod layout;
 
 use std::io::Cursor;
 
-use linux_perf_data::linux_perf_event_reader::{EventRecord, Mmap2FileId, RawData};
+use linux_perf_data::linux_perf_event_reader::{
+    Endianness, EventRecord, Mmap2FileId, RawData, RawEventRecord, ReadFormat, RecordType, SampleFormat,
+};
 use linux_perf_data::{Feature, PerfFileReader, PerfFileRecord};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -102,6 +104,64 @@ impl Processes {
     }
 }
 
+/// Whether a sample record's callchain fits in the record. linux-perf-event-reader
+/// multiplies the chain's length by 8 unchecked, which panics in builds with overflow
+/// checks (tests, fuzzing) and wraps in release; a chain longer than its record is
+/// refused here first. Records this cannot walk are left to the reader's own errors.
+fn callchain_fits(record: &RawEventRecord) -> bool {
+    let info = &record.parse_info;
+    let format = info.sample_format;
+    if record.record_type != RecordType::SAMPLE || !format.contains(SampleFormat::CALLCHAIN) {
+        return true;
+    }
+    let mut cur = record.data;
+    let word = |cur: &mut RawData| -> Option<u64> {
+        let mut bytes = [0u8; 8];
+        cur.read_exact(&mut bytes).ok()?;
+        Some(match info.endian {
+            Endianness::LittleEndian => u64::from_le_bytes(bytes),
+            Endianness::BigEndian => u64::from_be_bytes(bytes),
+        })
+    };
+    // The words before the callchain, in the order the reader reads them.
+    let before = [
+        SampleFormat::IDENTIFIER,
+        SampleFormat::IP,
+        SampleFormat::TID,
+        SampleFormat::TIME,
+        SampleFormat::ADDR,
+        SampleFormat::ID,
+        SampleFormat::STREAM_ID,
+        SampleFormat::CPU,
+        SampleFormat::PERIOD,
+    ];
+    let mut words = before.iter().filter(|&&f| format.contains(f)).count();
+    if format.contains(SampleFormat::READ) {
+        let read = info.read_format;
+        let times = [ReadFormat::TOTAL_TIME_ENABLED, ReadFormat::TOTAL_TIME_RUNNING];
+        let times = times.iter().filter(|&&f| read.contains(f)).count();
+        let id = usize::from(read.contains(ReadFormat::ID));
+        if read.contains(ReadFormat::GROUP) {
+            words += 1 + times + id;
+        } else {
+            if cur.skip(words * 8).is_err() {
+                return true;
+            }
+            let Some(values) = word(&mut cur) else { return true };
+            let per_value = 8 * (1 + id as u64);
+            match values.checked_mul(per_value).and_then(|b| b.checked_add(8 * times as u64)) {
+                Some(bytes) if bytes <= cur.len() as u64 => words = bytes as usize / 8,
+                _ => return true,
+            }
+        }
+    }
+    if cur.skip(words * 8).is_err() {
+        return true;
+    }
+    let Some(length) = word(&mut cur) else { return true };
+    length.checked_mul(8).is_some_and(|bytes| bytes <= cur.len() as u64)
+}
+
 pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let mut room = super::Room::new(options);
     layout::check(bytes).map_err(error)?;
@@ -120,6 +180,9 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let (mut first, mut last) = (None::<i64>, None::<i64>);
     while let Some(record) = record_iter.next_record(&mut perf_file).map_err(error)? {
         let PerfFileRecord::EventRecord { attr_index, record } = record else { continue };
+        if !callchain_fits(&record) {
+            return Err(error("a sample's callchain is longer than its record"));
+        }
         match record.parse().map_err(error)? {
             EventRecord::Comm(c) => {
                 let name = p.strings.intern(&text(&c.name));
