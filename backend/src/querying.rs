@@ -259,15 +259,14 @@ impl Selection {
         Ok(ids.into_iter().collect())
     }
 
-    /// Sums (or, with `average`, means) of the type's totals per step of `step_ms` from
-    /// `from`, one line per value of the `group_by` labels, each point at its step's
-    /// start; steps without a profile have no point. `max_points` bounds the answer.
+    /// Sums of the type's totals per step of `step_ms` from `from`, with how many
+    /// profiles each holds, one line per value of the `group_by` labels; steps without a
+    /// profile have no point. `max_points` bounds the answer.
     pub async fn sums(
         &self,
         state: &AppState,
         step_ms: u64,
         group_by: &[String],
-        average: bool,
         max_points: u64,
     ) -> Result<Vec<Line>, QueryError> {
         let Some(profile_type) = &self.profile_type else {
@@ -302,10 +301,7 @@ impl Selection {
             .into_iter()
             .map(|(labels, points)| Line {
                 labels,
-                points: points
-                    .into_iter()
-                    .map(|(t, (sum, n))| (t, if average { sum as f64 / f64::from(n) } else { sum as f64 }))
-                    .collect(),
+                points: points.into_iter().map(|(t, (sum, profiles))| StepSum { t, sum, profiles }).collect(),
             })
             .collect())
     }
@@ -320,11 +316,29 @@ fn same_type(set: &BTreeMap<String, String>, id: &str, t: &ProfileTypeId) -> boo
             && t.kinds().iter().any(|k| set.get("__name__").is_some_and(|n| n == name_of(*k))))
 }
 
-/// One line of [`Selection::sums`]: its group's labels and its points (step start in
-/// milliseconds, value).
+/// One line of [`Selection::sums`]: its group's labels and its steps, in time order.
 pub struct Line {
     pub labels: BTreeMap<String, String>,
-    pub points: Vec<(u64, f64)>,
+    pub points: Vec<StepSum>,
+}
+
+/// One step of a [`Line`]: its start (milliseconds), the sum of its profiles' totals
+/// and how many profiles went in.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepSum {
+    pub t: u64,
+    pub sum: i64,
+    pub profiles: u32,
+}
+
+impl StepSum {
+    /// The step's value: the sum, or with `average` the mean per profile.
+    pub fn value(&self, average: bool) -> f64 {
+        match average {
+            true => self.sum as f64 / f64::from(self.profiles.max(1)),
+            false => self.sum as f64,
+        }
+    }
 }
 
 /// A merged selection; the memory its merges took is held until it is dropped.

@@ -56,6 +56,7 @@ fn folded(i: usize) -> String {
 
 /// Reads of the pushed history through Pyroscope's query API (Connect JSON), each
 /// answer's total checked against the pushes in its range.
+#[derive(Clone)]
 struct Pyroscope {
     http: reqwest::Client,
     base: String,
@@ -94,12 +95,7 @@ impl Pyroscope {
     /// SelectMergeStacktraces over `ranges` in turn, each answer's total checked.
     fn flame_graphs(&self, id: &str, ranges: Vec<(u64, u64)>) -> (Prepare, Check) {
         let expected: Vec<i64> = ranges.iter().map(|&r| self.total(r)).collect();
-        let me = Arc::new(Pyroscope {
-            http: self.http.clone(),
-            base: self.base.clone(),
-            tenant: self.tenant.clone(),
-            ..*self
-        });
+        let me = Arc::new(self.clone());
         let (id, ranges) = (id.to_owned(), Arc::new(ranges));
         let prepare: Prepare = {
             let ranges = ranges.clone();

@@ -3,28 +3,20 @@
 //! Pyroscope plugin read stacklens unchanged: profile types, label names and values,
 //! series, a range merged as a flame graph, DOT or pprof, totals per step, and diffs.
 //! Each answer is made by [`crate::querying`] from the time index and core's analyses.
+//! Here: the routes and what their requests ask; `call` is Connect's unary protocol,
+//! `shown` the shapes a merge is answered in (also for [`super::render`]), `proto` the
+//! messages.
 
+mod call;
 mod proto;
+mod shown;
 
 use std::collections::BTreeMap;
 
-use axum::body::Body;
-use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use prost::Message;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-use stacklens_core::analysis::graph::{call_graph, GraphOptions};
-use stacklens_core::analysis::tree::{CallTree, TreeOptions};
-use stacklens_core::analysis::Query as ProfileQuery;
-use stacklens_core::export::pprof;
+use axum::http::StatusCode;
+use axum::response::Response;
 use stacklens_core::layout::flamebearer::Flamebearer;
-use stacklens_core::report::dot::dot;
-use stacklens_core::Profile;
 
-use super::access::{Reader, WritesCaches};
-use super::request::{read_encoded_body, unsupported};
 use super::rpc::ConnectError;
 use super::ApiError;
 use crate::querying::{QueryError, Selection};
@@ -32,9 +24,11 @@ use crate::records::profile_types::ProfileTypeId;
 use crate::records::selector::Selector;
 use crate::records::series::{HOUR_MS, MAX_RANGE_MS};
 use crate::records::{now_millis, Tenant};
-use crate::state::{AppState, State};
-
-pub use proto::{FlameGraph, FlameGraphDiff, Level};
+use crate::state::AppState;
+use call::{Call, ConnectErrors};
+use proto::{FlameGraph, FlameGraphDiff, Level};
+pub use shown::{diff_graph, dot_graph, flame_graph, Shown};
+use shown::{ids_focus, pprof_message};
 
 /// Flame graph nodes unless `max_nodes` says otherwise, and the most it may say
 /// (Pyroscope's defaults).
@@ -54,124 +48,7 @@ impl From<QueryError> for ApiError {
     }
 }
 
-/// The errors every Connect route answers, as Connect answers them: the code's HTTP
-/// status and `{"code", "message", "error_code"}` (Connect's code, then stacklens').
-/// Only documents the routes (they answer [`ConnectError`]).
-#[derive(utoipa::IntoResponses)]
-#[allow(dead_code)]
-enum ConnectErrors {
-    /// invalid_argument: InvalidParameter (a bad profile type id, selector, range, step or
-    /// maxNodes), InvalidRequest (a body that is not the message), InvalidQuery,
-    /// InvalidProfileType, IncompatibleProfiles
-    #[response(status = 400)]
-    InvalidArgument,
-    /// unauthenticated: Unauthorized
-    #[response(status = 401)]
-    Unauthenticated,
-    /// permission_denied: Forbidden
-    #[response(status = 403)]
-    PermissionDenied,
-    /// UnsupportedMediaType: not application/json or application/proto, or an encoding
-    /// other than gzip
-    #[response(status = 415)]
-    UnsupportedMediaType,
-    /// resource_exhausted: MergeTooLarge (the merge needs more than half the memory
-    /// budget), PayloadTooLarge, OverMemoryBudget
-    #[response(status = 429)]
-    ResourceExhausted,
-    /// unimplemented: NotImplemented (format TREE; stack trace and profile id selectors;
-    /// span and trace selectors together)
-    #[response(status = 501)]
-    Unimplemented,
-    /// unavailable: Busy, StorageUnavailable
-    #[response(status = 503)]
-    Unavailable,
-}
-
-/// How a request's message is written, and so its answer's.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Codec {
-    Json,
-    Proto,
-}
-
-impl Codec {
-    fn of(headers: &HeaderMap) -> Result<Codec, ApiError> {
-        let given = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-        let media = given.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-        match media.as_str() {
-            "application/json" => Ok(Codec::Json),
-            "application/proto" | "application/protobuf" | "application/x-protobuf" => Ok(Codec::Proto),
-            _ => Err(unsupported(format!(
-                "Content-Type '{given}' is not a Connect unary codec: application/json or application/proto"
-            ))),
-        }
-    }
-
-    fn media_type(self) -> &'static str {
-        match self {
-            Codec::Json => "application/json",
-            Codec::Proto => "application/proto",
-        }
-    }
-}
-
-/// A Connect unary request's message, read within the upload limits.
-async fn read<M: Message + Default + DeserializeOwned>(
-    state: &AppState,
-    headers: &HeaderMap,
-    body: Body,
-) -> Result<(M, Codec), ApiError> {
-    let codec = Codec::of(headers)?;
-    let (bytes, _held) = read_encoded_body(state, headers, body).await?;
-    let name = std::any::type_name::<M>().rsplit("::").next().unwrap_or("message");
-    let message = match codec {
-        Codec::Json if bytes.iter().all(u8::is_ascii_whitespace) => M::default(),
-        Codec::Json => serde_json::from_slice(&bytes)
-            .map_err(|e| ApiError::bad_request("InvalidRequest", format!("the body is not a {name} in JSON: {e}")))?,
-        Codec::Proto => M::decode(bytes)
-            .map_err(|e| ApiError::bad_request("InvalidRequest", format!("the body is not a {name} message: {e}")))?,
-    };
-    Ok((message, codec))
-}
-
-/// A Connect unary answer in the request's codec.
-fn answer<M: Message + Serialize>(codec: Codec, message: &M) -> Response {
-    let body = match codec {
-        Codec::Json => serde_json::to_vec(message).expect("messages serialize"),
-        Codec::Proto => message.encode_to_vec(),
-    };
-    ([(header::CONTENT_TYPE, HeaderValue::from_static(codec.media_type()))], body).into_response()
-}
-
-/// One Connect call: who asks (its tenant, and whether it may write caches), its
-/// message, and the codec its answer is written in.
-pub struct Call<M> {
-    state: State,
-    tenant: Tenant,
-    writes: bool,
-    codec: Codec,
-    message: M,
-}
-
-impl<M: Message + Default + DeserializeOwned> FromRequest<State> for Call<M> {
-    type Rejection = ConnectError;
-
-    async fn from_request(request: Request, state: &State) -> Result<Self, ConnectError> {
-        let (mut parts, body) = request.into_parts();
-        let Reader(tenant) = Reader::from_request_parts(&mut parts, state).await?;
-        let WritesCaches(writes) = WritesCaches::from_request_parts(&mut parts, state).await?;
-        let (message, codec) = read::<M>(state, &parts.headers, body).await?;
-        Ok(Call { state: state.clone(), tenant, writes, codec, message })
-    }
-}
-
 impl<M> Call<M> {
-    /// The answer in the request's codec.
-    fn reply<A: Message + Serialize>(&self, message: A) -> Result<Response, ConnectError> {
-        Ok(answer(self.codec, &message))
-    }
-
     /// What a merge request asks, checked (see [`merge_ask`]).
     fn ask(&self, r: &proto::SelectMergeStacktracesRequest) -> Result<MergeAsk, ApiError> {
         answered(&[
@@ -193,12 +70,6 @@ impl<M> Call<M> {
     /// The selections of a listing (see [`selections`]).
     fn selections(&self, matchers: &[String], range: (i64, i64)) -> Result<Vec<Selection>, ApiError> {
         selections(&self.tenant, self.writes, matchers, range)
-    }
-}
-
-impl From<QueryError> for ConnectError {
-    fn from(e: QueryError) -> Self {
-        ConnectError(e.into())
     }
 }
 
@@ -260,47 +131,6 @@ pub struct MergeAsk {
     pub shown: Shown,
 }
 
-/// How a merged profile is shown: the sample type, the samples kept (those with one of
-/// the span or trace ids asked for, pprof's `-tagfocus`), and the flame graph's size.
-#[derive(Clone)]
-pub struct Shown {
-    pub profile_type: ProfileTypeId,
-    pub tag_focus: Option<String>,
-    pub max_nodes: usize,
-}
-
-impl Shown {
-    pub fn new(profile_type: ProfileTypeId, max_nodes: usize) -> Self {
-        Shown { profile_type, tag_focus: None, max_nodes }
-    }
-
-    /// The profile prepared as shown; a sample type it lacks is the request's error.
-    fn prepare<'p>(&self, profile: &'p Profile) -> Result<stacklens_core::analysis::query::Prepared<'p>, ApiError> {
-        let t = &self.profile_type;
-        self.query()?.prepare(profile).map_err(|e| {
-            ApiError::bad_request("InvalidProfileType", format!("the merged profiles have no sample type {t}: {e}"))
-        })
-    }
-
-    fn query(&self) -> Result<ProfileQuery, ApiError> {
-        let mut query = ProfileQuery::of_sample(self.profile_type.sample_type.as_str());
-        if let Some(focus) = &self.tag_focus {
-            query.set("tagfocus", focus).map_err(|e| ApiError::bad_request("InvalidQuery", e.to_string()))?;
-        }
-        Ok(query)
-    }
-}
-
-/// pprof's `-tagfocus` for samples labelled `key` with one of `ids` (hex, `digits` long):
-/// OTLP profiles' links and Pyroscope's span profiles label samples so.
-fn ids_focus(field: &str, key: &str, ids: &[String], digits: usize) -> Result<String, ApiError> {
-    if let Some(bad) = ids.iter().find(|id| id.len() != digits || !id.bytes().all(|b| b.is_ascii_hexdigit())) {
-        return Err(ApiError::invalid(field, format!("{field}: '{bad}' is not {digits} hex digits")));
-    }
-    let ids: Vec<String> = ids.iter().map(|id| id.to_ascii_lowercase()).collect();
-    Ok(format!("{key}=^(?:{})$", ids.join("|")))
-}
-
 /// Refuses a request that sets a selector stacklens does not answer (`unanswered`:
 /// each field and whether it is set), rather than answering it unfiltered.
 fn answered(unanswered: &[(&str, bool)]) -> Result<(), ApiError> {
@@ -335,85 +165,6 @@ fn merge_ask(
     let selector = selector("labelSelector", label_selector)?;
     let selection = Selection { tenant, profile_type: Some(t.clone()), selector, from, to, write_caches: writes };
     Ok(MergeAsk { selection, shown: Shown::new(t, max_nodes as usize) })
-}
-
-/// The merged profile of a selection (`None`: nothing matched).
-pub async fn merged(state: &AppState, selection: &Selection) -> Result<Option<Profile>, ApiError> {
-    Ok(selection.merge(state).await?.profile)
-}
-
-/// Runs `work` on the blocking pool.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", e.to_string()))?
-}
-
-/// The flame graph of a merged selection (empty when nothing matched).
-pub async fn flame_graph(profile: Option<Profile>, shown: &Shown) -> Result<Flamebearer, ApiError> {
-    let Some(profile) = profile else {
-        return Ok(Flamebearer {
-            names: vec!["total".into()],
-            levels: vec![vec![0, 0, 0, 0]],
-            ..Flamebearer::default()
-        });
-    };
-    let shown = shown.clone();
-    blocking(move || {
-        let prepared = shown.prepare(&profile)?;
-        let options = TreeOptions { max_nodes: Some(shown.max_nodes), ..TreeOptions::default() };
-        let tree =
-            CallTree::build(&prepared, &options).map_err(|e| ApiError::bad_request("InvalidQuery", e.to_string()))?;
-        Ok(Flamebearer::of(&tree))
-    })
-    .await
-}
-
-/// The diff flame graph of two merged selections of one type (a side with nothing is
-/// an empty profile of the other's types).
-pub async fn diff_graph(left: Option<Profile>, right: Option<Profile>, shown: &Shown) -> Result<Flamebearer, ApiError> {
-    let empty = |p: &Profile| Profile { samples: Default::default(), ..p.clone() };
-    let (left, right) = match (left, right) {
-        (Some(l), Some(r)) => (l, r),
-        (Some(l), None) => (l.clone(), empty(&l)),
-        (None, Some(r)) => (empty(&r), r),
-        (None, None) => {
-            return Ok(Flamebearer {
-                names: vec!["total".into()],
-                levels: vec![vec![0; 7]],
-                ticks: Some((0, 0)),
-                ..Flamebearer::default()
-            })
-        }
-    };
-    let shown = shown.clone();
-    blocking(move || {
-        let t = &shown.profile_type;
-        let (base, compare) = shown.query()?.prepare_pair(&left, &right).map_err(|e| {
-            ApiError::bad_request("InvalidProfileType", format!("the sides cannot be compared as {t}: {e}"))
-        })?;
-        let options = TreeOptions { max_nodes: Some(shown.max_nodes), ..TreeOptions::default() };
-        let tree = CallTree::build_diff(&base, &compare, &options)
-            .map_err(|e| ApiError::bad_request("InvalidQuery", e.to_string()))?;
-        Ok(Flamebearer::of(&tree))
-    })
-    .await
-}
-
-/// The DOT text of a merged selection's call graph, at most `max_nodes` nodes.
-pub async fn dot_graph(profile: Option<Profile>, shown: &Shown) -> Result<String, ApiError> {
-    let Some(profile) = profile else { return Ok(String::new()) };
-    let shown = shown.clone();
-    blocking(move || {
-        let prepared = shown.prepare(&profile)?;
-        let options = GraphOptions { node_count: Some(shown.max_nodes), ..GraphOptions::default() };
-        let graph =
-            call_graph(&prepared, &options).map_err(|e| ApiError::bad_request("InvalidQuery", e.to_string()))?;
-        Ok(dot(prepared.profile(), &graph))
-    })
-    .await
 }
 
 fn levels(levels: Vec<Vec<i64>>) -> Vec<Level> {
@@ -533,31 +284,17 @@ pub async fn select_merge_stacktraces(
     let format = proto::ProfileFormat::try_from(m.format).unwrap_or(proto::ProfileFormat::Tree);
     answered(&[("format TREE (or an unknown format)", format == proto::ProfileFormat::Tree)])?;
     let ask = call.ask(m)?;
-    let profile = merged(&call.state, &ask.selection).await?;
+    // Bound until the answer is made: it holds the merge's memory reservation.
+    let merged = ask.selection.merge(&call.state).await?;
     let mut out = proto::SelectMergeStacktracesResponse::default();
     match format {
-        proto::ProfileFormat::Dot => out.dot = dot_graph(profile, &ask.shown).await?,
+        proto::ProfileFormat::Dot => out.dot = dot_graph(merged.profile, &ask.shown).await?,
         proto::ProfileFormat::Pprof => {
-            out.pprof = Some(proto::PprofProfile { profile: Some(pprof_message(profile, &ask.shown).await?) })
+            out.pprof = Some(proto::PprofProfile { profile: Some(pprof_message(merged.profile, &ask.shown).await?) })
         }
-        _ => out.flamegraph = Some(flame_graph(profile, &ask.shown).await?.into()),
+        _ => out.flamegraph = Some(flame_graph(merged.profile, &ask.shown).await?.into()),
     }
     call.reply(out)
-}
-
-/// A merged profile as `google.v1.Profile` (empty when nothing matched): the samples
-/// shown, the sample type asked for its default.
-async fn pprof_message(profile: Option<Profile>, shown: &Shown) -> Result<proto::Profile, ApiError> {
-    let Some(profile) = profile else { return Ok(proto::Profile::default()) };
-    let shown = shown.clone();
-    blocking(move || {
-        let prepared = shown.prepare(&profile)?;
-        let mut kept = profile.filter_compiled(prepared.filters());
-        kept.default_sample_type = kept.sample_types[prepared.sample_index].kind;
-        proto::Profile::decode(pprof::encode(&kept).as_slice())
-            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", e.to_string()))
-    })
-    .await
 }
 
 /// A range's profiles of one type merged, as a pprof profile.
@@ -581,7 +318,8 @@ pub async fn select_merge_profile(call: Call<proto::SelectMergeProfileRequest>) 
         trace_id_selector: m.trace_id_selector.clone(),
         span_selector: Vec::new(),
     })?;
-    call.reply(pprof_message(merged(&call.state, &ask.selection).await?, &ask.shown).await?)
+    let merged = ask.selection.merge(&call.state).await?;
+    call.reply(pprof_message(merged.profile, &ask.shown).await?)
 }
 
 /// A range's profiles of one type merged, only the samples of the spans asked for (the
@@ -610,9 +348,9 @@ pub async fn select_merge_span_profile(
         span_selector: m.span_selector.clone(),
         ..Default::default()
     })?;
-    let profile = merged(&call.state, &ask.selection).await?;
+    let merged = ask.selection.merge(&call.state).await?;
     call.reply(proto::SelectMergeSpanProfileResponse {
-        flamegraph: Some(flame_graph(profile, &ask.shown).await?.into()),
+        flamegraph: Some(flame_graph(merged.profile, &ask.shown).await?.into()),
     })
 }
 
@@ -627,8 +365,7 @@ pub async fn step_sums(
     range: (i64, i64),
     step_seconds: f64,
     group_by: &[String],
-    average: bool,
-) -> Result<(Selection, u64, Vec<crate::querying::Line>), ApiError> {
+) -> Result<Vec<crate::querying::Line>, ApiError> {
     let ask = merge_ask(tenant, writes, profile_type_id, label_selector, range, None)?;
     if !(step_seconds.is_finite() && step_seconds >= 0.001) {
         return Err(ApiError::invalid("step", "step is a number of seconds, at least 0.001"));
@@ -638,8 +375,7 @@ pub async fn step_sums(
     if span / step_ms > MAX_POINTS {
         return Err(ApiError::invalid("step", format!("the step gives more than {MAX_POINTS} points")));
     }
-    let lines = ask.selection.sums(state, step_ms, group_by, average, MAX_POINTS).await?;
-    Ok((ask.selection, step_ms, lines))
+    Ok(ask.selection.sums(state, step_ms, group_by, MAX_POINTS).await?)
 }
 
 /// Totals per step: a time series per value of the `groupBy` labels.
@@ -653,7 +389,7 @@ pub async fn select_series(call: Call<proto::SelectSeriesRequest>) -> Result<Res
     answered(&[("stack_trace_selector", m.stack_trace_selector.is_some())])?;
     let average = m.aggregation == Some(proto::Aggregation::Average as i32);
     let range = (m.start, m.end);
-    let (_, _, lines) = step_sums(
+    let lines = step_sums(
         &call.state,
         call.tenant.clone(),
         call.writes,
@@ -662,14 +398,17 @@ pub async fn select_series(call: Call<proto::SelectSeriesRequest>) -> Result<Res
         range,
         m.step,
         &m.group_by,
-        average,
     )
     .await?;
     let mut series: Vec<proto::Series> = lines
         .into_iter()
         .map(|line| proto::Series {
             labels: pairs(line.labels),
-            points: line.points.into_iter().map(|(t, value)| proto::Point { value, timestamp: t as i64 }).collect(),
+            points: line
+                .points
+                .iter()
+                .map(|p| proto::Point { value: p.value(average), timestamp: p.t as i64 })
+                .collect(),
         })
         .collect();
     if let Some(limit) = m.limit.filter(|&l| l > 0) {
@@ -698,8 +437,8 @@ pub async fn diff(call: Call<proto::DiffRequest>) -> Result<Response, ConnectErr
         );
     }
     let shown = Shown { max_nodes: left.shown.max_nodes.max(right.shown.max_nodes), ..left.shown };
-    let (l, r) = (merged(&call.state, &left.selection).await?, merged(&call.state, &right.selection).await?);
-    call.reply(proto::DiffResponse { flamegraph: Some(diff_graph(l, r, &shown).await?.into()) })
+    let (l, r) = (left.selection.merge(&call.state).await?, right.selection.merge(&call.state).await?);
+    call.reply(proto::DiffResponse { flamegraph: Some(diff_graph(l.profile, r.profile, &shown).await?.into()) })
 }
 
 #[cfg(test)]

@@ -16,12 +16,12 @@ use utoipa::ToSchema;
 
 use super::access::{Reader, WritesCaches};
 use super::querier::{
-    diff_graph, dot_graph, flame_graph, merged, profile_type, step_sums, time_range, Shown, DEFAULT_MAX_NODES,
+    diff_graph, dot_graph, flame_graph, profile_type, step_sums, time_range, Shown, DEFAULT_MAX_NODES,
 };
 use super::ranges::parse_time;
 use super::request::Params;
 use super::{ApiError, ErrorBody};
-use crate::querying::Selection;
+use crate::querying::{Selection, StepSum};
 use crate::records::now_millis;
 use crate::records::profile_types::ProfileTypeId;
 use crate::records::selector::Selector;
@@ -258,13 +258,16 @@ pub async fn render(
         "json" | "" => {}
         "dot" => {
             let nodes = max_nodes(given_nodes, DEFAULT_DOT_NODES)?;
-            let text = dot_graph(merged(&state, &selection).await?, &Shown::new(t, nodes)).await?;
+            let merged = selection.merge(&state).await?;
+            let text = dot_graph(merged.profile, &Shown::new(t, nodes)).await?;
             return Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response());
         }
         _ => return Err(ApiError::invalid("format", "format is json or dot")),
     }
     let nodes = max_nodes(given_nodes, DEFAULT_MAX_NODES as usize)?;
-    let graph = flame_graph(merged(&state, &selection).await?, &Shown::new(t.clone(), nodes)).await?;
+    // Bound until the answer is made: it holds the merge's memory reservation.
+    let merged = selection.merge(&state).await?;
+    let graph = flame_graph(merged.profile, &Shown::new(t.clone(), nodes)).await?;
     let mut out = FlamebearerProfile::new(graph, &t);
     let group_by: Vec<String> = p.group_by.into_iter().filter(|g| !g.is_empty()).collect();
     let (timeline, groups) = timelines(&state, tenant, writes, &t, &selector, (from, to), &group_by, average).await?;
@@ -289,31 +292,32 @@ async fn timelines(
     let step_ms = timeline_step((to - from) as u64);
     let start = from as u64 / step_ms * step_ms;
     let steps = (to as u64 - start).div_ceil(step_ms) as usize;
-    let lines_of = |group_by: Vec<String>| {
-        let (tenant, selector) = (tenant.clone(), selector.to_string());
-        async move {
-            let range = (start as i64, to);
-            let step_s = (step_ms / 1000) as f64;
-            step_sums(state, tenant, writes, &t.to_string(), &selector, range, step_s, &group_by, average).await
-        }
-    };
-    let timeline = |points: &[(u64, f64)]| {
-        let mut samples = vec![0u64; steps];
-        for &(at, value) in points {
-            if let Some(slot) = samples.get_mut(((at - start) / step_ms) as usize) {
-                *slot = value.max(0.0) as u64;
+    // One read of the range: the groups' steps, added up for the whole timeline.
+    let label: Vec<String> = group_by.first().cloned().into_iter().collect();
+    let range = (start as i64, to);
+    let step_s = (step_ms / 1000) as f64;
+    let lines = step_sums(state, tenant, writes, &t.to_string(), &selector.to_string(), range, step_s, &label).await?;
+    let timeline = |points: &mut dyn Iterator<Item = &StepSum>| {
+        let mut steps = vec![(0i64, 0u32); steps];
+        for p in points {
+            if let Some(slot) = steps.get_mut(((p.t - start) / step_ms) as usize) {
+                *slot = (slot.0.saturating_add(p.sum), slot.1 + p.profiles);
             }
         }
+        let samples = (0u64..)
+            .zip(steps)
+            .map(|(i, (sum, profiles))| {
+                StepSum { t: start + i * step_ms, sum, profiles }.value(average).max(0.0) as u64
+            })
+            .collect();
         Timeline { start_time: start / 1000, samples, duration_delta: step_ms / 1000, watermarks: None }
     };
-    let (_, _, total) = lines_of(Vec::new()).await?;
-    let whole = timeline(total.first().map_or(&[][..], |l| &l.points));
+    let whole = timeline(&mut lines.iter().flat_map(|l| &l.points));
     let mut groups = BTreeMap::new();
     if let Some(label) = group_by.first() {
-        let (_, _, lines) = lines_of(vec![label.clone()]).await?;
-        for line in lines {
+        for line in &lines {
             let key = line.labels.get(label).filter(|v| !v.is_empty()).cloned().unwrap_or_else(|| "*".into());
-            groups.insert(key, timeline(&line.points));
+            groups.insert(key, timeline(&mut line.points.iter()));
         }
     }
     Ok((whole, groups))
@@ -369,8 +373,8 @@ pub async fn render_diff(
         return Err(ApiError::invalid("rightQuery", "the two queries are of one profile type"));
     }
     let nodes = max_nodes(p.max_nodes.as_deref(), DEFAULT_MAX_NODES as usize)?;
-    let (l, r) = (merged(&state, &left).await?, merged(&state, &right).await?);
-    let graph = diff_graph(l, r, &Shown::new(t.clone(), nodes)).await?;
+    let (l, r) = (left.merge(&state).await?, right.merge(&state).await?);
+    let graph = diff_graph(l.profile, r.profile, &Shown::new(t.clone(), nodes)).await?;
     Ok(Json(FlamebearerProfile::new(graph, &t)))
 }
 
