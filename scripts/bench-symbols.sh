@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Symbolizes the same 1,000,000 addresses (random, inside the functions of the binary's
-# symbol table; seeded, so every run draws the same) against one large binary with full
+# symbol table; seeded, so every run draws the same; distinct and in address order, as a
+# profile's locations are looked up) against one large binary with full
 # DWARF with stacklens (core's ObjectFile, `cargo bench --bench symbols`),
 # llvm-symbolizer and binutils addr2line, one after the other, and prints each time.
 # usage: scripts/bench-symbols.sh [BINARY] [COUNT] [ADDR2LINE_COUNT]
@@ -19,9 +20,12 @@ import random, sys
 funcs = [tuple(int(x, 16) for x in line.split()) for line in open(sys.argv[1])]
 funcs = [(a, s) for a, s in funcs if s > 0]
 rng = random.Random(34)
-for _ in range(int(sys.argv[2])):
+want, drawn = int(sys.argv[2]), set()
+while len(drawn) < want:
     a, s = rng.choice(funcs)
-    print("0x%x" % (a + rng.randrange(s)))
+    drawn.add(a + rng.randrange(s))
+for address in sorted(drawn):
+    print("0x%x" % address)
 PY
 echo "addresses: $(wc -l < "$TMP/addresses")"
 cargo bench -q -p stacklens-core --bench symbols --no-run 2>/dev/null

@@ -162,7 +162,7 @@ enum Command {
     },
     /// Top functions by flat (or cum) value, like `go tool pprof -top`.
     Top {
-        /// Profiles; several are merged as `go tool pprof A B…` merges them (the same sample
+        /// Profiles ("-" reads standard input); several are merged as `go tool pprof A B…` merges them (the same sample
         /// types, values of equal samples summed).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
@@ -285,6 +285,7 @@ enum Command {
     /// Name a profile's addresses from binaries, debug files and debuginfod, and write it
     /// as pprof; each mapping's outcome is printed to standard error.
     Symbolize {
+        /// The profile ("-" reads standard input).
         input: PathBuf,
         /// Where to write the symbolized pprof ("-" for standard output).
         #[arg(short, long)]

@@ -29,9 +29,11 @@ impl SymbolFiles for StoredFiles {
     fn find(&mut self, wanted: &Wanted) -> Option<Found> {
         let id = BuildId::parse(wanted.build_id.as_deref()?)?;
         // A binary is asked for first; a debug file stands in when only it was stored.
+        // The kernel is named from kallsyms, which has no build id to store it by.
         let order = match wanted.role {
             Role::Binary => [Artifact::Executable, Artifact::Debuginfo],
             Role::DebugFile => [Artifact::Debuginfo, Artifact::Executable],
+            Role::Kernel => return None,
         };
         let (artifact, bytes) = order.into_iter().find_map(|a| Some((a, self.0.get(&(id.clone(), a))?)))?;
         Some(Found { path: format!("buildid/{id}/{artifact}"), file: SymbolFile::parse(&**bytes) })

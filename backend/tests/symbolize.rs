@@ -127,6 +127,73 @@ fn perf_script_symbolized_from_a_folder_has_perf_reports_flat_and_cum() {
 }
 
 #[test]
+fn a_pipe_mode_recording_read_from_standard_input_has_perf_reports_self_shares() {
+    let Some((f, dir)) = setup("symbolize-pipe") else { return };
+    // `perf record -o - | perf inject -b`, as `perf record -o - | stacklens symbolize -` reads it.
+    let data = f.join("symwork-c.pipe.perf.data");
+    // perf report gives a pipe's self shares only (it shows no children column for one).
+    let Some(expected) = perf_report_self(&data, "[.]") else { return };
+    let out = dir.join("pipe.pb.gz");
+    let run = Command::new(env!("CARGO_BIN_EXE_stacklens"))
+        .args(["symbolize", "-", "-o", out.to_str().unwrap(), "--symbols", f.join("bin").to_str().unwrap()])
+        .env_remove("PPROF_BINARY_PATH")
+        .env_remove("DEBUGINFOD_URLS")
+        .stdin(std::fs::File::open(&data).unwrap())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{said}");
+    // The build id came from the pipe's HEADER_BUILD_ID records and was checked.
+    assert!(said.contains("symwork-c.stripped: ") && said.contains("symbolized from"), "{said}");
+    let ours: BTreeMap<_, _> = physical_shares(&out, Value::First)
+        .into_iter()
+        .filter(|(_, (f, _))| f != "0.00")
+        .map(|(n, (f, _))| (n, f))
+        .collect();
+    assert_eq!(ours, expected);
+    assert!(expected.contains_key("sieve") && expected.contains_key("hash_block"), "{expected:?}");
+}
+
+/// `perf report --no-children` rows of one kind (`[.]` user, `[k]` kernel): symbol → self %.
+fn perf_report_self(data: &Path, kind: &str) -> Option<BTreeMap<String, String>> {
+    let out =
+        Command::new("perf").args(["report", "--stdio", "--no-children", "--sort", "sym", "-i"]).arg(data).output();
+    let Some(out) = out.ok().filter(|o| o.status.success()) else {
+        missing_prerequisite("perf (Debian linux-perf) for perf report");
+        return None;
+    };
+    let rows = String::from_utf8(out.stdout).unwrap();
+    let rows = rows.lines().filter(|l| !l.starts_with('#') && l.contains(&format!("%  {kind} "))).map(|l| {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        (t[2..].join(" "), t[0].trim_end_matches('%').to_owned())
+    });
+    Some(rows.collect())
+}
+
+#[test]
+fn kernel_frames_named_from_kallsyms_have_perf_reports_self_shares() {
+    let Some((f, dir)) = setup("symbolize-kernel") else { return };
+    if let Ok(why) = std::fs::read_to_string(f.join("kernel.absent")) {
+        return missing_prerequisite(&format!("a recording of the kernel: {}", why.trim()));
+    }
+    let data = f.join("kernel.perf.data");
+    let Some(expected) = perf_report_self(&data, "[k]") else { return };
+    let out = dir.join("kernel.pb.gz");
+    let kallsyms = f.join("kallsyms");
+    let run = stacklens(
+        &["symbolize", data.to_str().unwrap(), "-o", out.to_str().unwrap(), "--symbols", kallsyms.to_str().unwrap()],
+        &[],
+    );
+    let said = String::from_utf8_lossy(&run.stderr);
+    assert!(said.contains("[kernel.kallsyms]: ") && said.contains("symbolized from"), "{said}");
+    let ours = physical_shares(&out, Value::First);
+    for (name, share) in &expected {
+        assert_eq!(ours.get(name).map(|(flat, _)| flat), Some(share), "{name}");
+    }
+    assert!(expected.contains_key("read_zero"), "{expected:?}");
+}
+
+#[test]
 fn symbolized_gperftools_profile_shows_what_pprof_symbolize_local_shows() {
     let Some((f, dir)) = setup("symbolize-gperftools") else { return };
     let Some(go) = go() else { return };

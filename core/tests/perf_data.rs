@@ -2,6 +2,7 @@
 //! perf.data and as its `perf script` text is the same profile (totals, stacks by
 //! address and file, comm/pid/tid); totals equal what `perf script` counts at test time;
 //! build ids equal `perf buildid-list`; truncated and corrupt files are typed errors.
+//! `symwork-c.pipe` is pipe mode (`perf record -o -` through `perf inject -b`).
 
 mod common;
 
@@ -14,7 +15,7 @@ use stacklens_core::import::{detect, Format};
 use stacklens_core::model::{LabelValue, SourceFormat};
 use stacklens_core::Profile;
 
-const RECORDINGS: [&str; 4] = ["symwork-c", "symwork-cpp", "symwork-go-s", "symwork-cpp.events"];
+const RECORDINGS: [&str; 5] = ["symwork-c", "symwork-cpp", "symwork-go-s", "symwork-cpp.events", "symwork-c.pipe"];
 
 fn perf() -> bool {
     let found = Command::new("perf").arg("--version").output().is_ok_and(|o| o.status.success());
@@ -103,7 +104,12 @@ fn perf_counts(file: &Path) -> BTreeMap<String, (i64, i64)> {
     let mut counts = BTreeMap::new();
     for line in String::from_utf8(out.stdout).unwrap().lines() {
         let mut words = line.split_whitespace();
+        // A pipe's samples come with their callchains whatever -F says: lines that are
+        // not "PERIOD EVENT:" are frames.
         let (Some(period), Some(event)) = (words.next(), words.next()) else { continue };
+        if !event.ends_with(':') || line.starts_with('\t') {
+            continue;
+        }
         let event = event.trim_end_matches(':').split(':').next().unwrap().to_owned();
         let entry = counts.entry(event).or_insert((0, 0));
         entry.0 += 1;
@@ -139,23 +145,26 @@ fn mapping_build_ids_are_those_perf_lists() {
     if !perf() {
         return;
     }
-    let file = dir.join("symwork-c.perf.data");
-    let out = Command::new("perf").args(["buildid-list", "-i"]).arg(&file).output().unwrap();
-    let listed: BTreeMap<String, String> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.split_once(' ').map(|(id, path)| (path.to_owned(), id.to_owned())))
-        .collect();
-    let p = stacklens_core::parse(&read(&file)).unwrap();
-    let ours: BTreeMap<String, String> = p
-        .mappings
-        .iter()
-        .filter(|m| !p.str(m.build_id).is_empty())
-        .map(|m| (p.str(m.filename).to_owned(), p.str(m.build_id).to_owned()))
-        .collect();
-    assert!(ours.keys().any(|f| f.ends_with("/symwork-c.stripped")), "{ours:?}");
-    for (file, id) in &ours {
-        assert_eq!(listed.get(file), Some(id), "{file}; perf lists {listed:?}");
+    // The file's build-id section, and a pipe's HEADER_BUILD_ID records.
+    for name in ["symwork-c", "symwork-c.pipe"] {
+        let file = dir.join(format!("{name}.perf.data"));
+        let out = Command::new("perf").args(["buildid-list", "-i"]).arg(&file).output().unwrap();
+        let listed: BTreeMap<String, String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split_once(' ').map(|(id, path)| (path.to_owned(), id.to_owned())))
+            .collect();
+        let p = stacklens_core::parse(&read(&file)).unwrap();
+        let ours: BTreeMap<String, String> = p
+            .mappings
+            .iter()
+            .filter(|m| !p.str(m.build_id).is_empty())
+            .map(|m| (p.str(m.filename).to_owned(), p.str(m.build_id).to_owned()))
+            .collect();
+        assert!(ours.keys().any(|f| f.ends_with("/symwork-c.stripped")), "{name}: {ours:?}");
+        for (file, id) in &ours {
+            assert_eq!(listed.get(file), Some(id), "{name}: {file}; perf lists {listed:?}");
+        }
     }
 }
 
@@ -172,6 +181,60 @@ fn truncated_and_corrupt_files_are_errors_not_panics() {
         corrupt[at] ^= 0x5a;
         let _ = stacklens_core::parse(&corrupt);
     }
+}
+
+/// A pipe's records as (offset, type, size), from its 16-byte header on.
+fn pipe_records(bytes: &[u8]) -> Vec<(usize, u32, usize)> {
+    let mut out = Vec::new();
+    let mut at = 16;
+    while at + 8 <= bytes.len() {
+        let kind = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        let size = usize::from(u16::from_le_bytes(bytes[at + 6..at + 8].try_into().unwrap()));
+        out.push((at, kind, size));
+        at += size;
+    }
+    out
+}
+
+#[test]
+fn a_pipes_truncated_corrupt_and_endless_records_are_errors_not_panics() {
+    let Some(dir) = symbol_fixtures() else { return };
+    let bytes = read(&dir.join("symwork-c.pipe.perf.data"));
+    assert_eq!(&bytes[8..16], &16u64.to_le_bytes(), "the fixture is in pipe mode");
+    for cut in (0..bytes.len()).step_by(89) {
+        let _ = stacklens_core::parse(&bytes[..cut]);
+    }
+    let mut corrupt = bytes.clone();
+    for at in (16..corrupt.len()).step_by(127) {
+        corrupt[at] ^= 0x5a;
+        let _ = stacklens_core::parse(&corrupt);
+    }
+    let records = pipe_records(&bytes);
+    // A record of size 0 would be read forever.
+    let (sample_at, ..) = *records.iter().find(|r| r.1 == 9).expect("a sample record");
+    let mut endless = bytes.clone();
+    endless[sample_at + 6..sample_at + 8].copy_from_slice(&0u16.to_le_bytes());
+    let error = stacklens_core::parse(&endless).unwrap_err().to_string();
+    assert!(error.contains("less than its own header"), "{error}");
+    // The event description's count claims 2^31 events (the crate reserves what it claims).
+    let (desc_at, ..) = *records
+        .iter()
+        .find(|&&(at, kind, _)| kind == 80 && bytes[at + 8..at + 16] == 12u64.to_le_bytes())
+        .expect("an EVENT_DESC feature record");
+    let mut claiming = bytes.clone();
+    claiming[desc_at + 16..desc_at + 20].copy_from_slice(&(1u32 << 31).to_le_bytes());
+    let error = stacklens_core::parse(&claiming).unwrap_err().to_string();
+    assert!(error.contains("past the end"), "{error}");
+    assert!(!stacklens_core::parse(&bytes).unwrap().samples.is_empty());
+}
+
+#[test]
+fn compressed_records_are_an_error_that_says_so() {
+    let Some(dir) = symbol_fixtures() else { return };
+    let bytes = read(&dir.join("symwork-c.zstd.perf.data"));
+    assert_eq!(detect(&bytes), Format::Of(SourceFormat::PerfData));
+    let error = stacklens_core::parse(&bytes).unwrap_err().to_string();
+    assert!(error.contains("perf record -z"), "{error}");
 }
 
 #[test]

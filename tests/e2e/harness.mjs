@@ -29,6 +29,14 @@ export function requireSymbolFixtures(t) {
   return requirePrerequisite(t, existsSync(join(symbolFixtures, '.made')), `${symbolFixtures} (made by \`bash tests/programs/make.sh\`)`);
 }
 
+/** Whether tests/programs/make.sh could record the kernel here (else it said why). */
+export function requireKernelFixtures(t) {
+  if (!requireSymbolFixtures(t)) return false;
+  const absent = join(symbolFixtures, 'kernel.absent');
+  const why = existsSync(absent) ? readFileSync(absent, 'utf8').trim() : '';
+  return requirePrerequisite(t, !why, `a recording of the kernel: ${why}`);
+}
+
 function requirePrerequisite(t, present, what) {
   if (present) return true;
   if (process.env.CI === 'true') throw new Error(`missing prerequisite: ${what} (CI=true requires it)`);

@@ -24,6 +24,15 @@
 #                         (its frames `[unknown]`); perf report at test time finds them
 # OUT/symwork-cpp.events.perf.data (+ .perf-script.txt)  two events: cpu-clock:u and
 #                         page-faults:u
+# OUT/symwork-c.pipe.perf.data (+ .perf-script.txt)  perf.data in pipe mode: `perf record
+#                         -o -` through `perf inject -b` (which adds build ids as records)
+# OUT/symwork-c.zstd.perf.data  perf record -z: records compressed with zstd
+# OUT/kernel.perf.data (+ .perf-script.txt), OUT/kallsyms   dd copying /dev/zero, recorded
+#                         with its kernel frames (perf record -g -e cpu-clock), and
+#                         /proc/kallsyms copied in the same boot; made only where the kernel
+#                         lets perf sample it and shows kallsyms' addresses (root, or
+#                         perf_event_paranoid <= 1 and kptr_restrict 0): OUT/kernel.absent
+#                         says why not
 # OUT/symwork-c.gperftools.prof  gperftools' CPU profile (libprofiler) of symwork-c.stripped
 # OUT/sym/NAME.sym        Breakpad symbol file of bin/NAME, by Mozilla's dump_syms --inlines
 #                         (symwork-c, symwork-cpp, symwork-rust)
@@ -39,7 +48,8 @@ if [ -f "$out/.made" ] && [ "$(cat "$out/.made")" = "$hash" ]; then
   echo "symbol fixtures in $out are up to date"
   exit 0
 fi
-rm -rf "$out"/bin "$out"/debug "$out"/sym "$out"/*.perf.data "$out"/*.perf-script.txt "$out"/*.prof "$out/.made"
+rm -rf "$out"/bin "$out"/debug "$out"/sym "$out"/*.perf.data "$out"/*.perf-script.txt "$out"/*.prof "$out/.made" \
+  "$out"/kallsyms "$out"/kernel.absent
 mkdir -p "$out/bin" "$out/debug" "$out/sym"
 cd "$out/bin"
 
@@ -81,8 +91,24 @@ for p in "${programs[@]}"; do
 done
 record symwork-go-s cpu-clock:u "$out/bin/symwork-go-s" "${rounds[symwork-go-s]}"
 record symwork-cpp.events cpu-clock:u,page-faults:u "$out/bin/symwork-cpp.stripped" 20
+perf record --quiet --no-buildid-cache -g -F 999 -e cpu-clock:u -o - -- "$out/bin/symwork-c.stripped" 200 \
+  2>/dev/null | perf inject -b >symwork-c.pipe.perf.data
+perf script -i symwork-c.pipe.perf.data >symwork-c.pipe.perf-script.txt 2>/dev/null
+perf record --quiet --no-buildid-cache -z -g -e cpu-clock:u -o symwork-c.zstd.perf.data -- \
+  "$out/bin/symwork-c.stripped" 20 >/dev/null
 
 mv "$hidden"/*.debug bin/
+
+rm -f kernel.absent kallsyms
+if [ "$(awk 'NR == 1 {print $1; exit}' /proc/kallsyms)" = 0000000000000000 ]; then
+  echo "/proc/kallsyms shows no addresses here (kernel.kptr_restrict)" >kernel.absent
+elif ! perf record --quiet --no-buildid-cache -g -e cpu-clock -o kernel.perf.data -- \
+  dd if=/dev/zero of=/dev/null bs=64k count=200000 2>/dev/null; then
+  echo "perf may not sample the kernel here (kernel.perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid), not root)" >kernel.absent
+else
+  cp /proc/kallsyms kallsyms && chmod 644 kallsyms
+  perf script -i kernel.perf.data >kernel.perf-script.txt 2>/dev/null
+fi
 
 if ! command -v dump_syms >/dev/null; then
   echo "make.sh: dump_syms not found (cargo install dump_syms, as scripts/ensure-tools.sh does)" >&2

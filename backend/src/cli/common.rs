@@ -48,10 +48,13 @@ impl CliError {
     }
 }
 
-/// A file's profile; its bytes are dropped once inflated (see `parse_owned`).
+/// A file's profile, or standard input's for "-" (`perf record -o - | stacklens top -`);
+/// its bytes are dropped once inflated (see `parse_owned`).
 pub(crate) fn load(path: &Path) -> Result<Profile, CliError> {
-    if let Some(profile) = load_folded(path)? {
-        return Ok(profile);
+    if path.as_os_str() != STDIN {
+        if let Some(profile) = load_folded(path)? {
+            return Ok(profile);
+        }
     }
     let (input, bytes) = (path.display().to_string(), read(path)?);
     once_gzipped(&input, &bytes)?;
@@ -94,8 +97,18 @@ pub(crate) fn load_merged(files: &[PathBuf]) -> Result<ManuallyDrop<Profile>, Cl
     Ok(ManuallyDrop::new(merger.finish()?))
 }
 
+/// The path that names standard input.
+const STDIN: &str = "-";
+
+/// The bytes of a file, or of standard input for "-".
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, CliError> {
-    std::fs::read(path).map_err(|source| CliError::Read { path: path.to_owned(), source })
+    let failed = |source| CliError::Read { path: path.to_owned(), source };
+    if path.as_os_str() == STDIN {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map_err(failed)?;
+        return Ok(bytes);
+    }
+    std::fs::read(path).map_err(failed)
 }
 
 /// The profile in `bytes`, read from `input` (a file or URL, named by errors).

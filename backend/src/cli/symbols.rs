@@ -18,9 +18,10 @@ use crate::records::debuginfo::{Artifact, BuildId};
 /// Where symbols come from, as flags shared by every command that reads profiles.
 #[derive(clap::Args, Clone, Default)]
 pub(crate) struct SymbolArgs {
-    /// A binary, a debug file, a Breakpad `.sym` file, or a folder searched by file name,
-    /// build id (`.build-id/ab/cdef….debug`), debug link and `.sym` name (`NAME.sym`,
-    /// `NAME/DEBUGID/NAME.sym`); repeatable. `$PPROF_BINARY_PATH`
+    /// A binary, a debug file, a Breakpad `.sym` file, kallsyms (`/proc/kallsyms` or a
+    /// copy of it, for the kernel's frames), or a folder searched by file name, build id
+    /// (`.build-id/ab/cdef….debug`), debug link, `.sym` name (`NAME.sym`,
+    /// `NAME/DEBUGID/NAME.sym`) and `kallsyms`; repeatable. `$PPROF_BINARY_PATH`
     /// (`:`-separated) is searched after these.
     #[arg(long = "symbols", value_name = "PATH")]
     symbols: Vec<PathBuf>,
@@ -29,6 +30,9 @@ pub(crate) struct SymbolArgs {
     #[arg(long = "debuginfod", value_name = "URL")]
     debuginfod: Vec<String>,
 }
+
+/// kallsyms' name in a folder, as `/proc/kallsyms` is copied.
+const KALLSYMS: &str = "kallsyms";
 
 /// How long a debuginfod server may take, how much it may send, and how long a miss
 /// is remembered.
@@ -104,6 +108,7 @@ impl LocalFiles {
                     }
                     out.push(dsym(path, &base));
                 }
+                Role::Kernel => out.push(path.join(KALLSYMS)),
             }
         }
         // The mapping's own file, where it still is (pprof's last resort), and gdb's
@@ -121,6 +126,7 @@ impl LocalFiles {
                 }
                 out.push(dsym(dir, &base));
             }
+            Role::Kernel => {}
         }
         out
     }
@@ -139,6 +145,7 @@ impl LocalFiles {
                     wanted.debug_link.as_deref() == Some(name) || name == format!("{base}.debug") || sym == name;
                 named && file.has_lines()
             }
+            Role::Kernel => matches!(file, SymbolFile::Kernel(_)),
         };
         same_id || same_name
     }
@@ -184,6 +191,8 @@ impl LocalFiles {
         let artifact = match role {
             Role::Binary => Artifact::Executable,
             Role::DebugFile => Artifact::Debuginfo,
+            // debuginfod serves no kallsyms.
+            Role::Kernel => return None,
         };
         let kind = artifact.name();
         let cache = cache_dir()?.join(id);

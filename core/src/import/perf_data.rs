@@ -19,7 +19,9 @@
 //!   thread its parent's); `pid`, and `tid` for threads
 //!   other than the main one (perf script's default shows one number for it); hostname, perf version and
 //!   command line become comments. Feature sections not named here are skipped.
-//!   Pipe-mode files (`perf record -o -`) are not read: the crate reads seekable files.
+//! * Files and pipes: `perf record -o -` writes no file header; its attributes and
+//!   features come as records, and build ids as `HEADER_BUILD_ID` records (which
+//!   `perf inject -b` adds to a pipe).
 //! * The crate sizes buffers from the file's counts before reading them: the layout
 //!   is checked first ([`layout`]), so a corrupt file is an error, never an allocation
 //!   of what it claims.
@@ -31,7 +33,7 @@ use std::io::Cursor;
 use linux_perf_data::linux_perf_event_reader::{
     Endianness, EventRecord, Mmap2FileId, RawData, RawEventRecord, ReadFormat, RecordType, SampleFormat,
 };
-use linux_perf_data::{Feature, PerfFileReader, PerfFileRecord};
+use linux_perf_data::{Feature, PerfFileReader, PerfFileRecord, RawUserRecord, UserRecordType};
 use rustc_hash::FxHashMap as HashMap;
 
 use super::perf_script::{add_records, event_name, Event, FrameKey, Record};
@@ -56,6 +58,7 @@ fn error(reason: impl std::fmt::Display) -> Error {
 }
 
 /// One `MMAP`/`MMAP2` of a process: file bytes from `offset` at `[start, end)`.
+#[derive(Clone, Copy)]
 struct Map {
     start: u64,
     end: u64,
@@ -76,15 +79,22 @@ struct Processes {
     comms: HashMap<i32, StrId>,
     /// Build ids that `MMAP2` records carried, per file.
     build_ids: HashMap<StrId, Vec<u8>>,
+    /// The kernel's text as perf placed it (`[kernel.kallsyms]_text`): start, end, and
+    /// the address of `_text` as its page offset.
+    kernel_text: Option<Map>,
 }
 
 impl Processes {
     fn map(&mut self, p: &mut Profile, pid: i32, (start, length, offset): (u64, u64, u64), path: &RawData) -> StrId {
         let path = text(path);
         // perf's own name for the kernel's text, as perf script prints it.
-        let path = if path.starts_with(KERNEL) { KERNEL } else { &path };
-        let file = p.strings.intern(path);
-        self.maps.entry(pid).or_default().push(Map { start, end: start.saturating_add(length), offset, file });
+        let kernel = path.starts_with(KERNEL);
+        let file = p.strings.intern(if kernel { KERNEL } else { &path });
+        let map = Map { start, end: start.saturating_add(length), offset, file };
+        if kernel {
+            self.kernel_text = Some(map);
+        }
+        self.maps.entry(pid).or_default().push(map);
         file
     }
 
@@ -162,12 +172,31 @@ fn callchain_fits(record: &RawEventRecord) -> bool {
     length.checked_mul(8).is_some_and(|bytes| bytes <= cur.len() as u64)
 }
 
+/// A `HEADER_BUILD_ID` record's file and build id: a pid, 24 bytes of build id (its
+/// length in byte 20 when the record's misc says so, else 20 bytes less trailing
+/// zero words, as perf writes them), then the file's path ending in NULs.
+fn build_id_record(record: &RawUserRecord) -> Option<(String, Vec<u8>)> {
+    const SIZE_GIVEN: u16 = 1 << 15; // PERF_RECORD_MISC_BUILD_ID_SIZE
+    let data = record.data.as_slice();
+    let id = data.get(4..28)?;
+    let len = if record.misc & SIZE_GIVEN != 0 {
+        usize::from(id[20]).min(20)
+    } else {
+        id[..20].chunks(4).rposition(|word| word.iter().any(|&b| b != 0)).map_or(0, |last| 4 * (last + 1))
+    };
+    let path = &data[28..];
+    let path = &path[..path.iter().position(|&b| b == 0).unwrap_or(path.len())];
+    Some((String::from_utf8_lossy(path).into_owned(), id[..len].to_vec()))
+}
+
 pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let mut room = super::Room::new(options);
-    layout::check(bytes).map_err(error)?;
+    let pipe = layout::is_pipe(bytes);
+    if pipe { layout::check_pipe(bytes) } else { layout::check(bytes).map(drop) }.map_err(error)?;
     let big_endian = bytes.starts_with(b"2ELIFREP");
+    let reader = Cursor::new(bytes);
     let PerfFileReader { mut perf_file, mut record_iter } =
-        PerfFileReader::parse_file(Cursor::new(bytes)).map_err(error)?;
+        if pipe { PerfFileReader::parse_pipe(reader) } else { PerfFileReader::parse_file(reader) }.map_err(error)?;
     let mut p = Profile::new(SourceFormat::PerfData);
     let events: Vec<String> = perf_file
         .event_attributes()
@@ -178,8 +207,18 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let mut processes = Processes::default();
     let mut records: Vec<Record> = Vec::new();
     let (mut first, mut last) = (None::<i64>, None::<i64>);
+    // Build ids by file: `HEADER_BUILD_ID` records' (a pipe's), then the feature
+    // section's, then MMAP2's.
+    let mut build_ids: HashMap<String, Vec<u8>> = HashMap::default();
     while let Some(record) = record_iter.next_record(&mut perf_file).map_err(error)? {
-        let PerfFileRecord::EventRecord { attr_index, record } = record else { continue };
+        let (attr_index, record) = match record {
+            PerfFileRecord::EventRecord { attr_index, record } => (attr_index, record),
+            PerfFileRecord::UserRecord(r) if r.record_type == UserRecordType::PERF_HEADER_BUILD_ID => {
+                build_ids.extend(build_id_record(&r));
+                continue;
+            }
+            PerfFileRecord::UserRecord(_) => continue,
+        };
         if !callchain_fits(&record) {
             return Err(error("a sample's callchain is longer than its record"));
         }
@@ -257,15 +296,18 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     }
     let events: Vec<Event> = events.into_iter().zip(has_period).collect();
     add_records(&mut p, &mut room, records, &events, first.zip(last))?;
-    // Build ids by file: the feature section's, then MMAP2's.
-    let mut build_ids: HashMap<String, Vec<u8>> = HashMap::default();
     for info in perf_file.build_ids().map_err(error)?.into_values() {
-        build_ids.insert(String::from_utf8_lossy(&info.path).into_owned(), info.build_id);
+        build_ids.entry(String::from_utf8_lossy(&info.path).into_owned()).or_insert(info.build_id);
     }
     for (file, id) in processes.build_ids {
         build_ids.entry(p.str(file).to_owned()).or_insert(id);
     }
     for m in 0..p.mappings.len() {
+        // The kernel's placement, which symbolization checks kallsyms against.
+        if let Some(text) = processes.kernel_text.filter(|t| t.file == p.mappings[m].filename) {
+            let mapping = &mut p.mappings[m];
+            (mapping.memory_start, mapping.memory_limit, mapping.file_offset) = (text.start, text.end, text.offset);
+        }
         if let Some(id) = build_ids.get(p.str(p.mappings[m].filename)) {
             let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
             p.mappings[m].build_id = p.strings.intern(&hex);

@@ -3,12 +3,14 @@
 //! does no I/O), each address is turned into the file's terms as pprof and perf do
 //! (mapping start, limit and file offset, then the `PT_LOAD` segment holding that
 //! offset; for a `.sym` file the module offset) and looked up; the location keeps its
-//! address and mapping and gains lines, innermost inlined first.
+//! address and mapping and gains lines, innermost inlined first. The kernel's mappings
+//! (`[kernel.kallsyms]` and its modules) are named from kallsyms, whose addresses are
+//! the kernel's own.
 
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
-use super::{AddressLookup, BreakpadSymbols, ObjectFile, SymbolError, SymbolFile};
+use super::{AddressLookup, BreakpadSymbols, KernelSymbols, ObjectFile, SymbolError, SymbolFile};
 use crate::import::demangle::add_native_function;
 use crate::model::{FunctionId, Line, LocationId, Mapping, MappingId, Profile, SourceFormat};
 
@@ -29,7 +31,15 @@ pub struct Wanted {
 pub enum Role {
     Binary,
     DebugFile,
+    /// The kernel's symbols: a kallsyms file.
+    Kernel,
 }
+
+/// The kernel's mapping as perf names it.
+const KERNEL: &str = "[kernel.kallsyms]";
+/// Where the kernel's half of the address space begins (x86-64, arm64 and the other
+/// 64-bit ports put the kernel in the top half).
+const KERNEL_HALF: u64 = 1 << 63;
 
 /// A file the caller found for a [`Wanted`], parsed by the caller (from bytes or a
 /// `ReadCache`) with [`SymbolFile::parse`].
@@ -62,6 +72,9 @@ pub enum Outcome {
     NotFound { build_id: Option<String> },
     /// `file` has build id `found`, not the `wanted` one, and was not used.
     BuildIdMismatch { file: String, wanted: String, found: String },
+    /// `file` is kallsyms of another boot or kernel: its `_text` is not where the
+    /// recording's kernel had it (a KASLR offset differs), so it was not used.
+    OtherKernel { file: String, recorded_text: u64, file_text: u64 },
     /// `file` could not be read.
     Error {
         file: String,
@@ -75,10 +88,10 @@ fn as_message<S: serde::Serializer>(error: &SymbolError, s: S) -> Result<S::Ok, 
 }
 
 impl Profile {
-    /// Per mapping whose file could name them (not the kernel, vdso or anonymous memory),
-    /// its locations without lines, in address order (so DWARF units and line tables are
-    /// visited once each): what [`Profile::symbolize`] looks up, and what a caller that
-    /// fetches files first needs files for.
+    /// Per mapping whose file could name them (a file, or the kernel; not the vdso or
+    /// anonymous memory), its locations without lines, in address order (so DWARF units
+    /// and line tables are visited once each): what [`Profile::symbolize`] looks up, and
+    /// what a caller that fetches files first needs files for.
     pub fn unnamed_locations(&self) -> Vec<(MappingId, Vec<usize>)> {
         let mut by_mapping: Vec<Vec<usize>> = vec![Vec::new(); self.mappings.len()];
         for (l, location) in self.locations.iter().enumerate().filter(|(_, l)| l.lines.is_empty()) {
@@ -91,13 +104,24 @@ impl Profile {
             .enumerate()
             .filter(|(m, wanting)| {
                 let file_name = self.str(self.mappings[*m].filename);
-                !wanting.is_empty() && !file_name.is_empty() && !file_name.starts_with('[')
+                let file = !file_name.is_empty() && !file_name.starts_with('[');
+                !wanting.is_empty() && (file || self.is_kernel_mapping(MappingId(*m as u32), wanting))
             })
             .map(|(m, mut wanting)| {
                 wanting.sort_by_key(|&l| self.locations[l].address);
                 (MappingId(m as u32), wanting)
             })
             .collect()
+    }
+
+    /// Whether mapping `m` is the kernel's: perf's `[kernel.kallsyms]`, or a module
+    /// (`[ext4]`) whose unnamed `locations` all lie in the kernel's half.
+    fn is_kernel_mapping(&self, m: MappingId, locations: &[usize]) -> bool {
+        let name = self.str(self.mappings[m.0 as usize].filename);
+        name == KERNEL
+            || (name.starts_with('[')
+                && name.ends_with(']')
+                && locations.iter().all(|&l| self.locations[l].address >= KERNEL_HALF))
     }
 
     /// Names the addresses of every mapping whose locations have no lines, from the
@@ -111,10 +135,12 @@ impl Profile {
             let m = m.0 as usize;
             let file_name = self.str(self.mappings[m].filename).to_owned();
             let build_id = Some(self.str(self.mappings[m].build_id).to_ascii_lowercase()).filter(|b| !b.is_empty());
-            let outcome = match open_module(files, &file_name, build_id.clone()) {
+            let kernel = self.is_kernel_mapping(MappingId(m as u32), &wanting);
+            let mapping = self.mappings[m].clone();
+            let opened = open_module(files, &file_name, build_id.clone(), kernel).and_then(|o| o.fits(&mapping));
+            let outcome = match opened {
                 Err(outcome) => outcome,
                 Ok(module) => {
-                    let mapping = self.mappings[m].clone();
                     let mut named = 0;
                     for &l in &wanting {
                         let address = self.locations[l].address;
@@ -150,13 +176,29 @@ impl Profile {
     }
 }
 
-/// What names a mapping's addresses: its binary and debug file, or a `.sym` file.
+/// What names a mapping's addresses: its binary and debug file, a `.sym` file, or the
+/// kernel's kallsyms.
 enum Opened {
     Object(Box<Module>),
     Breakpad { symbols: Box<BreakpadSymbols>, path: String },
+    Kernel { symbols: Box<KernelSymbols>, path: String },
 }
 
 impl Opened {
+    /// Itself, unless it cannot name `mapping`: kallsyms whose `_text` is not where the
+    /// recording placed it (perf.data keeps that as the kernel mapping's file offset).
+    fn fits(self, mapping: &Mapping) -> Result<Self, Outcome> {
+        if let Self::Kernel { symbols, path } = &self {
+            let recorded = (mapping.memory_start != 0).then_some(mapping.file_offset);
+            if let (Some(recorded_text), Some(file_text)) = (recorded, symbols.text_address()) {
+                if recorded_text != file_text {
+                    return Err(Outcome::OtherKernel { file: path.clone(), recorded_text, file_text });
+                }
+            }
+        }
+        Ok(self)
+    }
+
     /// The address in the file's terms of a runtime `address` in `mapping`.
     fn address(&self, mapping: &Mapping, address: u64) -> Option<u64> {
         match self {
@@ -168,6 +210,8 @@ impl Opened {
             Self::Breakpad { .. } => match in_file(mapping, address)? {
                 InFile::Offset(offset) | InFile::Unplaced(offset) => Some(offset),
             },
+            // The kernel's addresses are its own.
+            Self::Kernel { .. } => Some(address),
         }
     }
 
@@ -175,6 +219,7 @@ impl Opened {
         match self {
             Self::Object(module) => module.names(),
             Self::Breakpad { symbols, .. } => symbols.as_ref(),
+            Self::Kernel { symbols, .. } => symbols.as_ref(),
         }
     }
 
@@ -189,7 +234,9 @@ impl Opened {
                     Outcome::Symbolized { file: debug_path.unwrap_or_default(), debug_file: None, locations: named }
                 }
             },
-            Self::Breakpad { path, .. } => Outcome::Symbolized { file: path, debug_file: None, locations: named },
+            Self::Breakpad { path, .. } | Self::Kernel { path, .. } => {
+                Outcome::Symbolized { file: path, debug_file: None, locations: named }
+            }
         }
     }
 }
@@ -252,16 +299,34 @@ impl Module {
     }
 }
 
-/// Finds and checks the binary and debug file of one mapping; the outcome to report
-/// when nothing usable was found.
-fn open_module(files: &mut dyn SymbolFiles, file_name: &str, build_id: Option<String>) -> Result<Opened, Outcome> {
-    let mut wanted = Wanted { file_name: file_name.to_owned(), build_id, debug_link: None, role: Role::Binary };
+/// Finds and checks the binary and debug file of one mapping (the kernel's: its
+/// kallsyms); the outcome to report when nothing usable was found.
+fn open_module(
+    files: &mut dyn SymbolFiles,
+    file_name: &str,
+    build_id: Option<String>,
+    kernel: bool,
+) -> Result<Opened, Outcome> {
+    let role = if kernel { Role::Kernel } else { Role::Binary };
+    let mut wanted = Wanted { file_name: file_name.to_owned(), build_id, debug_link: None, role };
+    if kernel {
+        // kallsyms has no build id; `Opened::fits` checks where it places `_text`.
+        return match files.find(&wanted).map(|found| checked(found, None)).transpose()? {
+            Some((SymbolFile::Kernel(symbols), path)) => Ok(Opened::Kernel { symbols: Box::new(symbols), path }),
+            Some((_, path)) => Err(Outcome::Error {
+                file: path,
+                error: SymbolError::Unrecognized("not kallsyms, which names the kernel's addresses".into()),
+            }),
+            None => Err(Outcome::NotFound { build_id: wanted.build_id }),
+        };
+    }
     let binary = files.find(&wanted).map(|found| checked(found, wanted.build_id.as_deref())).transpose()?;
     let (binary, binary_path) = match binary {
         Some((SymbolFile::Breakpad(symbols), path)) => {
             return Ok(Opened::Breakpad { symbols: Box::new(symbols), path })
         }
         Some((SymbolFile::Object(file), path)) => (Some(file), path),
+        Some((SymbolFile::Kernel(_), path)) => return Err(kallsyms_for_a_file(path)),
         None => (None, String::new()),
     };
     if binary.as_ref().is_some_and(ObjectFile::has_dwarf) {
@@ -284,8 +349,15 @@ fn open_module(files: &mut dyn SymbolFiles, file_name: &str, build_id: Option<St
         (Some(binary), None) if binary.has_symbols() => {
             Ok(Opened::Object(Box::new(Module { binary: Some(binary), binary_path, debug: None, debug_path: None })))
         }
+        (_, Some((SymbolFile::Kernel(_), path))) => Err(kallsyms_for_a_file(path)),
         _ => Err(Outcome::NotFound { build_id: wanted.build_id }),
     }
+}
+
+/// What a kallsyms file found for a binary's mapping says.
+fn kallsyms_for_a_file(path: String) -> Outcome {
+    let error = SymbolError::Unrecognized("kallsyms names only the kernel's addresses".into());
+    Outcome::Error { file: path, error }
 }
 
 /// The file of `found`, unless it failed to parse or has another build id than `wanted`.
@@ -298,6 +370,7 @@ fn checked(found: Found, wanted: Option<&str>) -> Result<(SymbolFile, String), O
         (SymbolFile::Breakpad(b), Some(wanted)) => {
             b.debug_id_of_build_id(wanted).map(|id| (id, b.module().debug_id.clone()))
         }
+        (SymbolFile::Kernel(_), Some(_)) => None,
     };
     if let Some((wanted, id)) = ids.filter(|(wanted, id)| wanted != id) {
         return Err(Outcome::BuildIdMismatch { file: found.path, wanted, found: id });
@@ -360,6 +433,11 @@ impl std::fmt::Display for MappingReport {
             Outcome::BuildIdMismatch { file, wanted, found } => {
                 write!(f, "{name}: {file} has build id {found}, not {wanted}: not used")
             }
+            Outcome::OtherKernel { file, recorded_text, file_text } => write!(
+                f,
+                "{name}: {file} places _text at {file_text:#x}, the recording at {recorded_text:#x} \
+                 (another boot or kernel): not used"
+            ),
             Outcome::Error { file, error } => write!(f, "{name}: {file}: {error}"),
         }
     }

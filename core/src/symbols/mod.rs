@@ -10,18 +10,20 @@ mod apply;
 mod breakpad;
 pub mod breakpad_id;
 mod gopclntab;
+mod kallsyms;
 mod object_file;
 mod symbol_file;
 pub use apply::{Found, MappingReport, Outcome, Role, SymbolFiles, Wanted};
 pub use breakpad::{BreakpadModule, BreakpadSymbols};
 pub use gopclntab::{GoPclnTab, GoTableVersion};
+pub use kallsyms::KernelSymbols;
 pub use object::{ReadCache, ReadCacheOps};
 pub use object_file::ObjectFile;
 pub use symbol_file::SymbolFile;
 
 /// Whether a file starting with `head` is one this module reads (an ELF or Mach-O
-/// binary or debug file, a Breakpad `.sym` file), not a profile: what the page asks of
-/// a dropped file.
+/// binary or debug file, a Breakpad `.sym` file, kallsyms), not a profile: what the
+/// page asks of a dropped file.
 pub fn looks_like_symbol_file(head: &[u8]) -> bool {
     const MAGICS: [&[u8]; 6] = [
         b"\x7fELF",
@@ -31,7 +33,7 @@ pub fn looks_like_symbol_file(head: &[u8]) -> bool {
         b"\xcf\xfa\xed\xfe",
         breakpad::MAGIC,
     ];
-    MAGICS.iter().any(|m| head.starts_with(m))
+    MAGICS.iter().any(|m| head.starts_with(m)) || kallsyms::looks_like(head)
 }
 
 /// One source frame at an address. A lookup returns these innermost inlined function
@@ -47,7 +49,7 @@ pub struct SymbolFrame {
 }
 
 /// Something that names addresses of one module: an ELF or Mach-O file with its DWARF,
-/// a Go pclntab, a Breakpad `.sym` file.
+/// a Go pclntab, a Breakpad `.sym` file, the kernel's kallsyms.
 pub trait AddressLookup {
     /// The frames at `address` in the module's own address space (an ELF virtual
     /// address, a Breakpad module offset); empty when the module does not cover it.

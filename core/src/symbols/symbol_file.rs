@@ -1,29 +1,34 @@
 //! One symbol file of any format this module reads, opened by its first bytes: text
-//! starting with `MODULE ` is a Breakpad `.sym` file, anything else is read as an ELF
-//! or Mach-O binary or debug file. What callers hand to [`super::Profile::symbolize`].
+//! starting with `MODULE ` is a Breakpad `.sym` file, `ADDRESS TYPE NAME` lines are the
+//! kernel's kallsyms, anything else is read as an ELF or Mach-O binary or debug file.
+//! What callers hand to [`super::Profile::symbolize`].
 
 use std::io::{BufReader, Read};
 
 use object::ReadRef;
 
-use super::{AddressLookup, BreakpadSymbols, ObjectFile, SymbolError, SymbolFrame};
+use super::{AddressLookup, BreakpadSymbols, KernelSymbols, ObjectFile, SymbolError, SymbolFrame};
 
 /// A parsed symbol file.
 #[derive(Debug)]
 pub enum SymbolFile {
     Object(ObjectFile),
     Breakpad(BreakpadSymbols),
+    Kernel(KernelSymbols),
 }
 
 impl SymbolFile {
     /// Reads `data` (bytes, or a `ReadCache` over a file) as the format its first bytes say.
     pub fn parse<'data, R: ReadRef<'data>>(data: R) -> Result<Self, SymbolError> {
-        let head = data.read_bytes_at(0, super::breakpad::MAGIC.len() as u64);
-        if head.is_ok_and(|h| h == super::breakpad::MAGIC) {
-            let len = data.len().map_err(|()| SymbolError::Unrecognized("an unreadable file".into()))?;
-            // Read in slices, so that a `ReadCache` never needs the text as one piece.
-            let text = BufReader::with_capacity(1 << 16, Slices { data, at: 0, len });
-            return BreakpadSymbols::read(text).map(Self::Breakpad);
+        let len = data.len().map_err(|()| SymbolError::Unrecognized("an unreadable file".into()))?;
+        let head = data.read_bytes_at(0, len.min(128)).unwrap_or_default();
+        // Text is read in slices, so that a `ReadCache` never needs it as one piece.
+        let text = || BufReader::with_capacity(1 << 16, Slices { data, at: 0, len });
+        if head.starts_with(super::breakpad::MAGIC) {
+            return BreakpadSymbols::read(text()).map(Self::Breakpad);
+        }
+        if super::kallsyms::looks_like(head) {
+            return KernelSymbols::read(text()).map(Self::Kernel);
         }
         ObjectFile::parse(data).map(Self::Object)
     }
@@ -34,6 +39,7 @@ impl SymbolFile {
         match self {
             Self::Object(o) => o.build_id_hex(),
             Self::Breakpad(b) => b.code_id().filter(|_| b.module().os == "Linux").map(str::to_ascii_lowercase),
+            Self::Kernel(_) => None,
         }
     }
 
@@ -41,7 +47,7 @@ impl SymbolFile {
     pub fn debug_link(&self) -> Option<&str> {
         match self {
             Self::Object(o) => o.debug_link(),
-            Self::Breakpad(_) => None,
+            Self::Breakpad(_) | Self::Kernel(_) => None,
         }
     }
 
@@ -49,7 +55,7 @@ impl SymbolFile {
     pub fn has_symbols(&self) -> bool {
         match self {
             Self::Object(o) => o.has_symbols(),
-            Self::Breakpad(_) => true,
+            Self::Breakpad(_) | Self::Kernel(_) => true,
         }
     }
 
@@ -58,6 +64,7 @@ impl SymbolFile {
         match self {
             Self::Object(o) => o.has_dwarf(),
             Self::Breakpad(_) => true,
+            Self::Kernel(_) => false,
         }
     }
 
@@ -65,7 +72,7 @@ impl SymbolFile {
     pub fn has_code(&self) -> bool {
         match self {
             Self::Object(o) => o.has_code(),
-            Self::Breakpad(_) => false,
+            Self::Breakpad(_) | Self::Kernel(_) => false,
         }
     }
 }
@@ -76,6 +83,7 @@ impl AddressLookup for SymbolFile {
         match self {
             Self::Object(o) => o.lookup(address),
             Self::Breakpad(b) => b.lookup(address),
+            Self::Kernel(k) => k.lookup(address),
         }
     }
 }

@@ -32,7 +32,11 @@ pub fn SymbolsPanel() -> impl IntoView {
             .get()
             .into_iter()
             .map(|f| {
-                let what = if f.has_code { "binary" } else { "debug file" };
+                let what = match (f.kernel, f.has_code) {
+                    (true, _) => "kallsyms, the kernel's names",
+                    (false, true) => "binary",
+                    (false, false) => "debug file",
+                };
                 let id = f.build_id.map(|id| format!(", build id {id}")).unwrap_or_default();
                 let names = if f.has_names { "" } else { ", no symbols" };
                 view! { <li>{format!("{} ({what}{id}{names})", f.name)}</li> }

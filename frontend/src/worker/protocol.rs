@@ -205,6 +205,9 @@ pub struct SymbolFileInfo {
     pub has_code: bool,
     /// Whether it names anything (DWARF or a symbol table).
     pub has_names: bool,
+    /// Whether it is the kernel's kallsyms, which names only kernel frames.
+    #[serde(default)]
+    pub kernel: bool,
 }
 
 /// The page's first flame graph of a profile, as far as it is known before the profile

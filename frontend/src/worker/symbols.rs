@@ -1,4 +1,4 @@
-//! Binaries and debug files dropped into the page: kept as the browser's blobs (never
+//! Binaries, debug files and kallsyms dropped into the page: kept as the browser's blobs (never
 //! copied whole, never uploaded), known by build id, debug link and name, and read in
 //! slices when a profile's mapping needs them. Each profile is symbolized when it is
 //! parsed, and again when a file arrives that its mappings lacked.
@@ -39,6 +39,7 @@ pub fn add(name: &str, blob: &Blob) -> Result<SymbolFileInfo, String> {
         debug_link: file.debug_link().map(str::to_owned),
         has_code: file.has_code(),
         has_names: file.has_symbols(),
+        kernel: matches!(file, SymbolFile::Kernel(_)),
     };
     DROPPED.with(|d| d.borrow_mut().push(Dropped { blob: blob.clone(), info: info.clone() }));
     Ok(info)
@@ -57,6 +58,7 @@ impl DroppedFiles<'_> {
         let by_name = |d: &&Dropped| match wanted.role {
             Role::Binary => Path::new(&wanted.file_name).file_name() == Some(OsStr::new(&d.info.name)),
             Role::DebugFile => wanted.debug_link.as_deref() == Some(d.info.name.as_str()),
+            Role::Kernel => d.info.kernel,
         };
         let files = self.0.iter();
         files

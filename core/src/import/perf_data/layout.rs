@@ -3,10 +3,25 @@
 //! strings) before it reads them, so a corrupt file could ask for exabytes. Every
 //! section, feature and count it will allocate for is checked here against the bytes
 //! there are; the header strings it would read the same way are read here instead.
+//!
+//! Two layouts: a file (`perf record -o FILE`: a header with sections, then the
+//! feature sections after the data) and a pipe (`perf record -o -`: a 16-byte header,
+//! then records only, the attributes and features among them as records of their own).
 
 /// `PERFILE2`'s header: magic, size, attr_size, three sections, the feature bitmap.
 const HEADER: usize = 8 + 8 + 8 + 3 * 16 + 32;
+/// A pipe's header: the magic and its own size.
+const PIPE_HEADER: u64 = 16;
 const HEADER_EVENT_DESC: u32 = 12;
+const HEADER_COMPRESSED: u32 = 27;
+/// `PERF_RECORD_HEADER_FEATURE`: a feature section sent as a record.
+const RECORD_HEADER_FEATURE: u32 = 80;
+/// `PERF_RECORD_COMPRESSED` and `PERF_RECORD_COMPRESSED2`: records zstd packed.
+const RECORD_COMPRESSED: [u32; 2] = [81, 83];
+/// Why a file of zstd-packed records is not read: the crate's decoder is C (zstd-sys),
+/// which does not build for the page's wasm32.
+const COMPRESSED: &str = "its records are compressed (perf record -z), which stacklens does not read yet: \
+                          record without -z, or open its perf script text";
 
 /// Reads the file's integers in its byte order.
 struct Reader<'a> {
@@ -18,6 +33,11 @@ impl Reader<'_> {
     fn u64_at(&self, at: usize) -> Result<u64, String> {
         let b: [u8; 8] = self.bytes.get(at..at + 8).and_then(|s| s.try_into().ok()).ok_or_else(|| short(at))?;
         Ok(if self.big_endian { u64::from_be_bytes(b) } else { u64::from_le_bytes(b) })
+    }
+
+    fn u16_at(&self, at: usize) -> Result<u16, String> {
+        let b: [u8; 2] = self.bytes.get(at..at + 2).and_then(|s| s.try_into().ok()).ok_or_else(|| short(at))?;
+        Ok(if self.big_endian { u16::from_be_bytes(b) } else { u16::from_le_bytes(b) })
     }
 
     fn u32_at(&self, at: usize) -> Result<u32, String> {
@@ -68,12 +88,46 @@ pub(super) fn check(bytes: &[u8]) -> Result<Vec<(u32, usize, usize)>, String> {
             table += 16;
         }
     }
+    if features.iter().any(|&(feature, ..)| feature == HEADER_COMPRESSED) {
+        return Err(COMPRESSED.to_owned());
+    }
     for &(feature, offset, size) in &features {
         if feature == HEADER_EVENT_DESC {
             check_event_desc(&Reader { bytes: &bytes[offset..offset + size], big_endian: r.big_endian })?;
         }
     }
     Ok(features)
+}
+
+/// Whether `bytes` are perf.data in pipe mode (its header is 16 bytes, a file's 104).
+pub(super) fn is_pipe(bytes: &[u8]) -> bool {
+    Reader { bytes, big_endian: bytes.starts_with(b"2ELIFREP") }.u64_at(8) == Ok(PIPE_HEADER)
+}
+
+/// A pipe's records: each must be at least its 8-byte header and lie within the
+/// bytes (a record of size 0 would never end), and an EVENT_DESC feature record is
+/// checked as a file's section is.
+pub(super) fn check_pipe(bytes: &[u8]) -> Result<(), String> {
+    let r = Reader { bytes, big_endian: bytes.starts_with(b"2ELIFREP") };
+    let mut at = PIPE_HEADER as usize;
+    while at < bytes.len() {
+        let (kind, size) = (r.u32_at(at)?, usize::from(r.u16_at(at + 6)?));
+        if size < 8 {
+            return Err(format!("the record at byte {at} is {size} bytes, less than its own header"));
+        }
+        let end = at + size;
+        if end > bytes.len() {
+            return Err(format!("the record at byte {at} ({size} bytes) lies past the end of the file"));
+        }
+        if RECORD_COMPRESSED.contains(&kind) {
+            return Err(COMPRESSED.to_owned());
+        }
+        if kind == RECORD_HEADER_FEATURE && r.u64_at(at + 8)? == u64::from(HEADER_EVENT_DESC) {
+            check_event_desc(&Reader { bytes: &bytes[(at + 16).min(end)..end], big_endian: r.big_endian })?;
+        }
+        at = end;
+    }
+    Ok(())
 }
 
 /// EVENT_DESC: a count and size of attributes, then per attribute the attribute, its
@@ -84,7 +138,8 @@ fn check_event_desc(r: &Reader) -> Result<(), String> {
     let mut at: u64 = 8;
     for _ in 0..count {
         let fields = usize::try_from(at + attr_size).map_err(|_| past())?;
-        let (ids, name) = (u64::from(r.u32_at(fields)?), u64::from(r.u32_at(fields + 4)?));
+        let field = |at: usize| r.u32_at(at).map(u64::from).map_err(|_| past());
+        let (ids, name) = (field(fields)?, field(fields + 4)?);
         at += attr_size + 8 + name + 8 * ids;
         if at > r.bytes.len() as u64 {
             return Err(past());
