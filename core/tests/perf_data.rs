@@ -249,6 +249,14 @@ fn sizes_past_the_end_of_the_file_are_errors_not_allocations() {
     corrupt[table + 8..table + 16].copy_from_slice(&(1u64 << 62).to_le_bytes());
     let error = stacklens_core::parse(&corrupt).unwrap_err().to_string();
     assert!(error.contains("perf.data") && error.contains("past the end"), "{error}");
+    // Attributes of 0 bytes: linux-perf-data 0.13 divides the section by their size
+    // (found by the perf_data target); of 1 byte it would reserve one per byte.
+    for size in [0u64, 1, 79] {
+        let mut corrupt = bytes.clone();
+        corrupt[16..24].copy_from_slice(&size.to_le_bytes());
+        let error = stacklens_core::parse(&corrupt).unwrap_err().to_string();
+        assert!(error.contains(&format!("attributes of {size} bytes")), "{error}");
+    }
     // The file as it was still reads: the check refuses only what does not fit.
     assert!(!stacklens_core::parse(&bytes).unwrap().samples.is_empty());
 }

@@ -10,6 +10,8 @@
 
 /// `PERFILE2`'s header: magic, size, attr_size, three sections, the feature bitmap.
 const HEADER: usize = 8 + 8 + 8 + 3 * 16 + 32;
+/// A file's attribute entry at its smallest: `PERF_ATTR_SIZE_VER0` and an id section.
+const MIN_ATTR_SIZE: u64 = 64 + 16;
 /// A pipe's header: the magic and its own size.
 const PIPE_HEADER: u64 = 16;
 const HEADER_EVENT_DESC: u32 = 12;
@@ -67,15 +69,21 @@ pub(super) fn check(bytes: &[u8]) -> Result<Vec<(u32, usize, usize)>, String> {
     }
     let r = Reader { bytes, big_endian: bytes.starts_with(b"2ELIFREP") };
     let attr_size = r.u64_at(16)?;
+    // The crate divides the section by this size and reserves that many attributes.
+    if attr_size < MIN_ATTR_SIZE {
+        return Err(format!(
+            "attributes of {attr_size} bytes, less than the first perf_event_attr's 64 and its ids' 16"
+        ));
+    }
     let attrs = r.section_at(24, "attributes")?;
     let data = r.section_at(40, "data")?;
     r.section_at(56, "event types")?;
     // The attributes' id sections, which the reader reads when there is no EVENT_DESC.
-    if attr_size >= 16 {
-        for entry in (attrs.0..attrs.0 + attrs.1).step_by(attr_size as usize) {
-            if entry + attr_size as usize <= attrs.0 + attrs.1 {
-                r.section_at(entry + attr_size as usize - 16, "attribute ids")?;
-            }
+    let attr_size = usize::try_from(attr_size).unwrap_or(usize::MAX);
+    for entry in (attrs.0..attrs.0 + attrs.1).step_by(attr_size) {
+        let end = entry.saturating_add(attr_size);
+        if end <= attrs.0 + attrs.1 {
+            r.section_at(end - 16, "attribute ids")?;
         }
     }
     let mut features = Vec::new();
