@@ -216,6 +216,12 @@ fn a_pipes_truncated_corrupt_and_endless_records_are_errors_not_panics() {
     endless[sample_at + 6..sample_at + 8].copy_from_slice(&0u16.to_le_bytes());
     let error = stacklens_core::parse(&endless).unwrap_err().to_string();
     assert!(error.contains("less than its own header"), "{error}");
+    // A sample turned into an AUXTRACE record whose trace would be 2^62 bytes.
+    let mut claiming = bytes.clone();
+    claiming[sample_at..sample_at + 4].copy_from_slice(&71u32.to_le_bytes());
+    claiming[sample_at + 8..sample_at + 16].copy_from_slice(&(1u64 << 62).to_le_bytes());
+    let error = stacklens_core::parse(&claiming).unwrap_err().to_string();
+    assert!(error.contains("of trace) lies past the end"), "{error}");
     // The event description's count claims 2^31 events (the crate reserves what it claims).
     let (desc_at, ..) = *records
         .iter()
@@ -249,6 +255,14 @@ fn sizes_past_the_end_of_the_file_are_errors_not_allocations() {
     corrupt[table + 8..table + 16].copy_from_slice(&(1u64 << 62).to_le_bytes());
     let error = stacklens_core::parse(&corrupt).unwrap_err().to_string();
     assert!(error.contains("perf.data") && error.contains("past the end"), "{error}");
+    // An AUXTRACE record claiming 2^62 bytes of trace after it: the crate resizes its
+    // buffer to that before reading (found by the perf_data target).
+    let data = word(&bytes, 40);
+    let mut claiming = bytes.clone();
+    claiming[data..data + 4].copy_from_slice(&71u32.to_le_bytes());
+    claiming[data + 8..data + 16].copy_from_slice(&(1u64 << 62).to_le_bytes());
+    let error = stacklens_core::parse(&claiming).unwrap_err().to_string();
+    assert!(error.contains("of trace) lies past the end"), "{error}");
     // Attributes of 0 bytes: linux-perf-data 0.13 divides the section by their size
     // (found by the perf_data target); of 1 byte it would reserve one per byte.
     for size in [0u64, 1, 79] {

@@ -224,7 +224,7 @@ fn summary(id: u32, loaded: &Loaded) -> Summary {
 /// Keeps a dropped binary or debug file, then names what it can of the profiles
 /// already open; each that gained names is sent again.
 fn add_symbol_file(seq: u64, id: u32, name: &str, blob: &Blob) {
-    let file = match symbols::add(name, blob) {
+    let file = match measured_value("symbol file", || symbols::add(name, blob)) {
         Ok(file) => file,
         Err(message) => return post(seq, &Response::Failed { id, message }, None),
     };
@@ -236,7 +236,7 @@ fn add_symbol_file(seq: u64, id: u32, name: &str, blob: &Blob) {
         let Some(mut profile) = with(profile_id, |l| Ok((*l.profile).clone())).ok().filter(|_| unnamed) else {
             continue;
         };
-        let reports = symbols::symbolize(&mut profile);
+        let reports = measured_value("symbolize", || symbols::symbolize(&mut profile));
         let named: usize = reports
             .iter()
             .map(|r| match r.outcome {
@@ -250,7 +250,7 @@ fn add_symbol_file(seq: u64, id: u32, name: &str, blob: &Blob) {
         let loaded = PROFILES.with(|p| {
             let mut profiles = p.borrow_mut();
             let name = profiles.get(&profile_id).map(|l| l.name.clone()).unwrap_or_default();
-            let loaded = Loaded::new(&name, profile);
+            let loaded = measured_value("symbolized profile", || Loaded::new(&name, profile));
             let summary = summary_with(profile_id, &loaded, reports);
             profiles.insert(profile_id, loaded);
             summary
@@ -258,6 +258,7 @@ fn add_symbol_file(seq: u64, id: u32, name: &str, blob: &Blob) {
         TREES.with(|t| t.borrow_mut().retain(|k| !k.0.involves(profile_id)));
         post(seq, &Response::Symbolized { id: profile_id, summary: loaded }, None);
     }
+    symbols::forget_parsed();
 }
 
 /// [`summary`] after a symbolization that said `reports`.
@@ -344,7 +345,8 @@ fn tree_window(key: TreeKey, zoom: &[String], search: &str) -> Result<(CallTree,
 fn handle(seq: u64, request: Request, profile_bytes: Option<Blob>) {
     match request {
         Request::Parse { id, name, first_tree } => match profile_bytes {
-            Some(blob) if reading::head(&blob, 8.0).is_ok_and(|h| looks_like_symbol_file(&h)) => {
+            // A line's worth: kallsyms is known by its first line, the others by magic.
+            Some(blob) if reading::head(&blob, 128.0).is_ok_and(|h| looks_like_symbol_file(&h)) => {
                 add_symbol_file(seq, id, &name, &blob)
             }
             Some(blob) => parse(seq, id, &name, &blob, first_tree),
@@ -426,9 +428,15 @@ fn answer(seq: u64, id: u32, query: Query, ask: Ask) {
 /// Runs `f` as a User Timing measure named `stacklens NAME`, so DevTools' Performance
 /// panel and scripts/bench-browser.mjs see how long the worker took for each request.
 fn measured(name: &str, f: impl FnOnce()) {
+    measured_value(name, f)
+}
+
+/// [`measured`], for work with a result.
+fn measured_value<T>(name: &str, f: impl FnOnce() -> T) -> T {
     let mark = Mark::new(name);
-    f();
+    let value = f();
     drop(mark);
+    value
 }
 
 /// A User Timing measure `stacklens NAME` from its making to its drop.

@@ -18,6 +18,9 @@ use super::reading::BlobSlices;
 struct Dropped {
     blob: Blob,
     info: SymbolFileInfo,
+    /// The file as parsed when it was dropped, until the profiles open then have used
+    /// it ([`forget_parsed`]): not parsed a second time for them, not held after.
+    parsed: RefCell<Option<SymbolFile>>,
 }
 
 thread_local! {
@@ -41,8 +44,14 @@ pub fn add(name: &str, blob: &Blob) -> Result<SymbolFileInfo, String> {
         has_names: file.has_symbols(),
         kernel: matches!(file, SymbolFile::Kernel(_)),
     };
-    DROPPED.with(|d| d.borrow_mut().push(Dropped { blob: blob.clone(), info: info.clone() }));
+    let parsed = RefCell::new(Some(file));
+    DROPPED.with(|d| d.borrow_mut().push(Dropped { blob: blob.clone(), info: info.clone(), parsed }));
     Ok(info)
+}
+
+/// Drops the files kept parsed since they were dropped: later profiles read them again.
+pub fn forget_parsed() {
+    DROPPED.with(|d| d.borrow().iter().for_each(|dropped| drop(dropped.parsed.take())));
 }
 
 /// The dropped files, as core's symbolizer asks for them.
@@ -77,7 +86,8 @@ impl DroppedFiles<'_> {
 impl SymbolFiles for DroppedFiles<'_> {
     fn find(&mut self, wanted: &Wanted) -> Option<Found> {
         let dropped = self.pick(wanted)?;
-        Some(Found { path: dropped.info.name.clone(), file: open(&dropped.blob) })
+        let file = dropped.parsed.take().map_or_else(|| open(&dropped.blob), Ok);
+        Some(Found { path: dropped.info.name.clone(), file })
     }
 }
 

@@ -18,6 +18,8 @@ const HEADER_EVENT_DESC: u32 = 12;
 const HEADER_COMPRESSED: u32 = 27;
 /// `PERF_RECORD_HEADER_FEATURE`: a feature section sent as a record.
 const RECORD_HEADER_FEATURE: u32 = 80;
+/// `PERF_RECORD_AUXTRACE`: its trace data (of the size it states) follows the record.
+const RECORD_AUXTRACE: u32 = 71;
 /// `PERF_RECORD_COMPRESSED` and `PERF_RECORD_COMPRESSED2`: records zstd packed.
 const RECORD_COMPRESSED: [u32; 2] = [81, 83];
 /// Why a file of zstd-packed records is not read: the crate's decoder is C (zstd-sys),
@@ -99,6 +101,7 @@ pub(super) fn check(bytes: &[u8]) -> Result<Vec<(u32, usize, usize)>, String> {
     if features.iter().any(|&(feature, ..)| feature == HEADER_COMPRESSED) {
         return Err(COMPRESSED.to_owned());
     }
+    check_records(&r, data.0, data.0 + data.1)?;
     for &(feature, offset, size) in &features {
         if feature == HEADER_EVENT_DESC {
             check_event_desc(&Reader { bytes: &bytes[offset..offset + size], big_endian: r.big_endian })?;
@@ -112,26 +115,35 @@ pub(super) fn is_pipe(bytes: &[u8]) -> bool {
     Reader { bytes, big_endian: bytes.starts_with(b"2ELIFREP") }.u64_at(8) == Ok(PIPE_HEADER)
 }
 
-/// A pipe's records: each must be at least its 8-byte header and lie within the
-/// bytes (a record of size 0 would never end), and an EVENT_DESC feature record is
-/// checked as a file's section is.
+/// A pipe's records, as [`check_records`] checks a file's.
 pub(super) fn check_pipe(bytes: &[u8]) -> Result<(), String> {
     let r = Reader { bytes, big_endian: bytes.starts_with(b"2ELIFREP") };
-    let mut at = PIPE_HEADER as usize;
-    while at < bytes.len() {
+    check_records(&r, PIPE_HEADER as usize, bytes.len())
+}
+
+/// The records in `bytes[from..to]`: each must be at least its 8-byte header and lie
+/// within them (a record of size 0 would never end), with an `AUXTRACE` record's trace
+/// data, which follows it and which the crate reserves room for by the size the record
+/// states; an EVENT_DESC feature record (a pipe's) is checked as a file's section is.
+fn check_records(r: &Reader, from: usize, to: usize) -> Result<(), String> {
+    let mut at = from;
+    while at < to {
         let (kind, size) = (r.u32_at(at)?, usize::from(r.u16_at(at + 6)?));
         if size < 8 {
             return Err(format!("the record at byte {at} is {size} bytes, less than its own header"));
         }
-        let end = at + size;
-        if end > bytes.len() {
-            return Err(format!("the record at byte {at} ({size} bytes) lies past the end of the file"));
-        }
+        let data = if kind == RECORD_AUXTRACE { r.u64_at(at + 8)? } else { 0 };
+        let end = u64::try_from(at + size).ok().and_then(|end| end.checked_add(data)).filter(|&end| end <= to as u64);
+        let Some(end) = end.map(|end| end as usize) else {
+            return Err(format!(
+                "the record at byte {at} ({size} bytes and {data} of trace) lies past the end of its data"
+            ));
+        };
         if RECORD_COMPRESSED.contains(&kind) {
             return Err(COMPRESSED.to_owned());
         }
         if kind == RECORD_HEADER_FEATURE && r.u64_at(at + 8)? == u64::from(HEADER_EVENT_DESC) {
-            check_event_desc(&Reader { bytes: &bytes[(at + 16).min(end)..end], big_endian: r.big_endian })?;
+            check_event_desc(&Reader { bytes: &r.bytes[(at + 16).min(end)..end], big_endian: r.big_endian })?;
         }
         at = end;
     }
