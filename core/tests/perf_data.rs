@@ -309,4 +309,13 @@ fn a_callchain_longer_than_its_record_is_an_error_not_an_overflow() {
     let error = stacklens_core::parse(&corrupt).unwrap_err().to_string();
     assert!(error.contains("callchain is longer than its record"), "{error}");
     assert!(!stacklens_core::parse(&bytes).unwrap().samples.is_empty());
+    // The same sample's time set past i64's nanoseconds: the duration was computed with
+    // it as a negative time and overflowed (found by the perf_data target). It has no
+    // time now; the others keep theirs.
+    let time = at + 8 + 8 * [IDENTIFIER, IP, TID].iter().filter(|&&f| sample_type & f != 0).count();
+    assert!(sample_type & TIME != 0);
+    let mut corrupt = bytes.clone();
+    corrupt[time..time + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+    let p = stacklens_core::parse(&corrupt).unwrap();
+    assert!(p.duration_nanos > 0 && p.duration_nanos < 3_600_000_000_000, "{}", p.duration_nanos);
 }

@@ -258,7 +258,8 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
                     }
                     None => frames.extend(s.ip.map(|ip| (processes.frame(&mut p, pid, ip, false), false))),
                 }
-                let time_nanos = s.timestamp.map(|t| t as i64);
+                // A time past i64's nanoseconds (292 years) is corrupt: the sample has none.
+                let time_nanos = s.timestamp.and_then(|t| i64::try_from(t).ok());
                 if let Some(t) = time_nanos {
                     first = Some(first.map_or(t, |f| f.min(t)));
                     last = Some(last.map_or(t, |l| l.max(t)));

@@ -165,7 +165,7 @@ fn record_spans(records: &[Record], origin: i64) -> Option<Vec<SampleTime>> {
         record.time_nanos?;
         threads.entry((record.thread, record.event)).or_default().push(i);
     }
-    let start = |i: usize| records[i].time_nanos.map_or(0, |t| t - origin);
+    let start = |i: usize| records[i].time_nanos.map_or(0, |t| t.saturating_sub(origin));
     // Each thread's records and their starts, in time order.
     let threads: Vec<(Vec<usize>, Vec<i64>)> = threads
         .into_values()
@@ -317,7 +317,7 @@ pub(super) fn add_records(
         columns.push((count_column, weight_column));
     }
     if let Some((first, last)) = times {
-        p.duration_nanos = last - first;
+        p.duration_nanos = last.saturating_sub(first);
     }
 
     let n_types = p.sample_types.len();
