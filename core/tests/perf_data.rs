@@ -263,6 +263,19 @@ fn sizes_past_the_end_of_the_file_are_errors_not_allocations() {
     claiming[data + 8..data + 16].copy_from_slice(&(1u64 << 62).to_le_bytes());
     let error = stacklens_core::parse(&claiming).unwrap_err().to_string();
     assert!(error.contains("of trace) lies past the end"), "{error}");
+    // An MMAP2 record that says it carries a build id of 200 bytes: the reader asserts
+    // 20 at most (a panic found by the perf_data target).
+    let (mut at, end) = (data, word(&bytes, 40) + word(&bytes, 48));
+    while at < end && u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) != 10 {
+        at += u16::from_le_bytes(bytes[at + 6..at + 8].try_into().unwrap()) as usize;
+    }
+    assert!(at < end, "the recording has an MMAP2 record");
+    let mut claiming = bytes.clone();
+    let misc = u16::from_le_bytes(bytes[at + 4..at + 6].try_into().unwrap()) | 1 << 14;
+    claiming[at + 4..at + 6].copy_from_slice(&misc.to_le_bytes());
+    claiming[at + 8 + 32] = 200;
+    let error = stacklens_core::parse(&claiming).unwrap_err().to_string();
+    assert!(error.contains("build id is longer than 20 bytes"), "{error}");
     // Attributes of 0 bytes: linux-perf-data 0.13 divides the section by their size
     // (found by the perf_data target); of 1 byte it would reserve one per byte.
     for size in [0u64, 1, 79] {

@@ -189,6 +189,20 @@ fn build_id_record(record: &RawUserRecord) -> Option<(String, Vec<u8>)> {
     Some((String::from_utf8_lossy(path).into_owned(), id[..len].to_vec()))
 }
 
+/// Whether an `MMAP2` record's build id, when it carries one, is at most 20 bytes long:
+/// linux-perf-event-reader asserts it (a panic), so a longer one is refused here first.
+fn mmap2_build_id_fits(record: &RawEventRecord) -> bool {
+    const BUILD_ID: u16 = 1 << 14; // PERF_RECORD_MISC_MMAP_BUILD_ID
+                                   // pid, tid, address, length and page offset come first.
+    const LENGTH_AT: usize = 4 + 4 + 8 + 8 + 8;
+    if record.record_type != RecordType::MMAP2 || record.misc & BUILD_ID == 0 {
+        return true;
+    }
+    let mut length = [0u8; 1];
+    let mut cur = record.data;
+    cur.skip(LENGTH_AT).is_err() || cur.read_exact(&mut length).is_err() || length[0] <= 20
+}
+
 pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let mut room = super::Room::new(options);
     let pipe = layout::is_pipe(bytes);
@@ -221,6 +235,9 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
         };
         if !callchain_fits(&record) {
             return Err(error("a sample's callchain is longer than its record"));
+        }
+        if !mmap2_build_id_fits(&record) {
+            return Err(error("an MMAP2 record's build id is longer than 20 bytes"));
         }
         match record.parse().map_err(error)? {
             EventRecord::Comm(c) => {
