@@ -211,7 +211,8 @@ fn symbolized_gperftools_profile_shows_what_pprof_symbolize_local_shows() {
     std::os::unix::fs::symlink(bin.join("symwork-c"), binaries.join("symwork-c.stripped")).unwrap();
     let pprof = |file: &Path, symbolize: &str, path: &Path| {
         let out = Command::new(go)
-            .args(["tool", "pprof", symbolize, "-top"])
+            // Every node: a function of a few samples is not left out as pprof's -top would.
+            .args(["tool", "pprof", symbolize, "-top", "-nodefraction=0"])
             .arg(file)
             .env("PPROF_BINARY_PATH", path)
             .env("PPROF_TMPDIR", &dir)

@@ -123,8 +123,8 @@ if [ -z "$profiler" ]; then
   echo "make.sh: gperftools' libprofiler.so.0 not found (Debian libgoogle-perftools-dev)" >&2
   exit 1
 fi
-CPUPROFILE="$out/symwork-c.gperftools.prof" CPUPROFILE_FREQUENCY=500 LD_PRELOAD="$profiler" \
-  "$out/bin/symwork-c.stripped" 200 >/dev/null
+CPUPROFILE="$out/symwork-c.gperftools.prof" CPUPROFILE_FREQUENCY=1000 LD_PRELOAD="$profiler" \
+  "$out/bin/symwork-c.stripped" 600 >/dev/null
 
 echo "$hash" >"$out/.made"
 echo "symbol fixtures made in $out"
