@@ -276,6 +276,11 @@ fn sizes_past_the_end_of_the_file_are_errors_not_allocations() {
     claiming[at + 8 + 32] = 200;
     let error = stacklens_core::parse(&claiming).unwrap_err().to_string();
     assert!(error.contains("build id is longer than 20 bytes"), "{error}");
+    // The same MMAP2's page offset near 2^64: a frame's file offset overflowed (found by
+    // the perf_data target); it wraps as perf's does and the file reads.
+    let mut far = bytes.clone();
+    far[at + 8 + 24..at + 8 + 32].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(!stacklens_core::parse(&far).unwrap().samples.is_empty());
     // Attributes of 0 bytes: linux-perf-data 0.13 divides the section by their size
     // (found by the perf_data target); of 1 byte it would reserve one per byte.
     for size in [0u64, 1, 79] {

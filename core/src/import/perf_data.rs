@@ -106,7 +106,8 @@ impl Processes {
         };
         let in_process = if kernel { None } else { found(pid) };
         match in_process.or_else(|| found(-1)) {
-            Some(m) if !kernel => (address - m.start + m.offset, None, m.file, 0),
+            // A corrupt page offset wraps, as perf's u64 arithmetic does, not panics.
+            Some(m) if !kernel => ((address - m.start).wrapping_add(m.offset), None, m.file, 0),
             Some(m) => (address, None, m.file, 0),
             None if kernel => (address, None, p.strings.intern(KERNEL), 0),
             None => (address, None, p.strings.intern("[unknown]"), 0),
