@@ -193,8 +193,9 @@ fn build_id_record(record: &RawUserRecord) -> Option<(String, Vec<u8>)> {
 /// Whether an `MMAP2` record's build id, when it carries one, is at most 20 bytes long:
 /// linux-perf-event-reader asserts it (a panic), so a longer one is refused here first.
 fn mmap2_build_id_fits(record: &RawEventRecord) -> bool {
-    const BUILD_ID: u16 = 1 << 14; // PERF_RECORD_MISC_MMAP_BUILD_ID
-                                   // pid, tid, address, length and page offset come first.
+    // PERF_RECORD_MISC_MMAP_BUILD_ID; the length follows pid, tid, address, length and
+    // page offset.
+    const BUILD_ID: u16 = 1 << 14;
     const LENGTH_AT: usize = 4 + 4 + 8 + 8 + 8;
     if record.record_type != RecordType::MMAP2 || record.misc & BUILD_ID == 0 {
         return true;

@@ -33,7 +33,17 @@ struct Reader<'a> {
     big_endian: bool,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    /// The whole file, in the byte order its magic says (`2ELIFREP`: big-endian).
+    fn of_file(bytes: &'a [u8]) -> Self {
+        Reader { bytes, big_endian: bytes.starts_with(b"2ELIFREP") }
+    }
+
+    /// A piece of the same file (a section, a record), read in the same byte order.
+    fn within(&self, range: std::ops::Range<usize>) -> Reader<'a> {
+        Reader { bytes: &self.bytes[range], big_endian: self.big_endian }
+    }
+
     fn u64_at(&self, at: usize) -> Result<u64, String> {
         let b: [u8; 8] = self.bytes.get(at..at + 8).and_then(|s| s.try_into().ok()).ok_or_else(|| short(at))?;
         Ok(if self.big_endian { u64::from_be_bytes(b) } else { u64::from_le_bytes(b) })
@@ -69,7 +79,7 @@ pub(super) fn check(bytes: &[u8]) -> Result<Vec<(u32, usize, usize)>, String> {
     if bytes.len() < HEADER {
         return Err(format!("{} bytes is less than perf.data's {HEADER}-byte header", bytes.len()));
     }
-    let r = Reader { bytes, big_endian: bytes.starts_with(b"2ELIFREP") };
+    let r = Reader::of_file(bytes);
     let attr_size = r.u64_at(16)?;
     // The crate divides the section by this size and reserves that many attributes.
     if attr_size < MIN_ATTR_SIZE {
@@ -104,7 +114,7 @@ pub(super) fn check(bytes: &[u8]) -> Result<Vec<(u32, usize, usize)>, String> {
     check_records(&r, data.0, data.0 + data.1)?;
     for &(feature, offset, size) in &features {
         if feature == HEADER_EVENT_DESC {
-            check_event_desc(&Reader { bytes: &bytes[offset..offset + size], big_endian: r.big_endian })?;
+            check_event_desc(&r.within(offset..offset + size))?;
         }
     }
     Ok(features)
@@ -112,12 +122,12 @@ pub(super) fn check(bytes: &[u8]) -> Result<Vec<(u32, usize, usize)>, String> {
 
 /// Whether `bytes` are perf.data in pipe mode (its header is 16 bytes, a file's 104).
 pub(super) fn is_pipe(bytes: &[u8]) -> bool {
-    Reader { bytes, big_endian: bytes.starts_with(b"2ELIFREP") }.u64_at(8) == Ok(PIPE_HEADER)
+    Reader::of_file(bytes).u64_at(8) == Ok(PIPE_HEADER)
 }
 
 /// A pipe's records, as [`check_records`] checks a file's.
 pub(super) fn check_pipe(bytes: &[u8]) -> Result<(), String> {
-    let r = Reader { bytes, big_endian: bytes.starts_with(b"2ELIFREP") };
+    let r = Reader::of_file(bytes);
     check_records(&r, PIPE_HEADER as usize, bytes.len())
 }
 
@@ -143,7 +153,7 @@ fn check_records(r: &Reader, from: usize, to: usize) -> Result<(), String> {
             return Err(COMPRESSED.to_owned());
         }
         if kind == RECORD_HEADER_FEATURE && r.u64_at(at + 8)? == u64::from(HEADER_EVENT_DESC) {
-            check_event_desc(&Reader { bytes: &r.bytes[(at + 16).min(end)..end], big_endian: r.big_endian })?;
+            check_event_desc(&r.within((at + 16).min(end)..end))?;
         }
         at = end;
     }
