@@ -8,11 +8,21 @@ export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 export CARGO_TERM_COLOR=never
 
 started=$SECONDS
+# Everything the tests, browsers and servers write to a temporary folder goes under one
+# folder that the run removes at the end, so repeated runs leave nothing in /tmp.
+run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/stacklens-test.XXXXXX")
+export TMPDIR=$run_tmp
+# A clean clone gains nothing from cargo's incremental caches, which take about as much
+# disk as the build itself; CI's disk is not large (one run failed on a full disk).
+[ "${CI:-}" = true ] && export CARGO_INCREMENTAL=0
+disk() { df -h --output=avail . | awk -v what="$1" 'NR == 2 { printf "disk: %s free %s\n", $1, what }'; }
+disk "at the start"
 # Every runner's output is also kept here, to total the counts at the end. Rust tests
 # that find a prerequisite missing (only allowed with STACKLENS_ALLOW_SKIP=1 outside CI)
 # write a line to the skip log: cargo counts them as passed, this script as skipped.
-results=$(mktemp)
-export STACKLENS_SKIP_LOG=$(mktemp)
+results=$run_tmp/results
+export STACKLENS_SKIP_LOG=$run_tmp/skipped
+: >"$results"; : >"$STACKLENS_SKIP_LOG"
 # The counts, printed at the end whether the run passed or stopped at a failing step.
 summary() {
   if [ -s "$STACKLENS_SKIP_LOG" ]; then
@@ -26,7 +36,8 @@ summary() {
     /^# pass / { p += $3 } /^# fail / || /^# cancelled / { f += $3 }
     /^# skipped / { s += $3 } /^# todo / { t += $3 }
     END { printf "tests: %d passed, %d failed, %d skipped%s\n", p - rust_skipped, f, s + rust_skipped, t ? sprintf(", %d todo", t) : "" }' "$results"
-  rm -f "$results" "$STACKLENS_SKIP_LOG"
+  disk "at the end"
+  rm -rf "$run_tmp"
 }
 trap summary EXIT
 step() {
