@@ -281,6 +281,18 @@ fn sizes_past_the_end_of_the_file_are_errors_not_allocations() {
     let mut far = bytes.clone();
     far[at + 8 + 24..at + 8 + 32].copy_from_slice(&u64::MAX.to_le_bytes());
     assert!(!stacklens_core::parse(&far).unwrap().samples.is_empty());
+    // An old-style event types section (an attribute, then its ids' section) whose ids
+    // claim 2^40 of them: the crate reserves room for that many before reading (an
+    // allocation of 290 GB found by the perf_data target after 8.7 M executions).
+    let (attrs, attr_size) = (word(&bytes, 24), word(&bytes, 16));
+    let mut claiming = bytes.clone();
+    claiming[56..64].copy_from_slice(&(attrs as u64).to_le_bytes());
+    claiming[64..72].copy_from_slice(&(attr_size as u64 + 16).to_le_bytes());
+    let ids = attrs + attr_size;
+    claiming[ids..ids + 8].copy_from_slice(&0u64.to_le_bytes());
+    claiming[ids + 8..ids + 16].copy_from_slice(&(8u64 << 40).to_le_bytes());
+    let error = stacklens_core::parse(&claiming).unwrap_err().to_string();
+    assert!(error.contains("event type ids section") && error.contains("past the end"), "{error}");
     // Attributes of 0 bytes: linux-perf-data 0.13 divides the section by their size
     // (found by the perf_data target); of 1 byte it would reserve one per byte.
     for size in [0u64, 1, 79] {

@@ -89,14 +89,20 @@ pub(super) fn check(bytes: &[u8]) -> Result<Vec<(u32, usize, usize)>, String> {
     }
     let attrs = r.section_at(24, "attributes")?;
     let data = r.section_at(40, "data")?;
-    r.section_at(56, "event types")?;
-    // The attributes' id sections, which the reader reads when there is no EVENT_DESC.
+    let event_types = r.section_at(56, "event types")?;
+    // The id sections the reader reserves room for by their sizes when there is no
+    // EVENT_DESC: inside each attribute entry, and after each entry of the old event types
+    // section (an attribute of attr_size bytes, then its ids' section).
     let attr_size = usize::try_from(attr_size).unwrap_or(usize::MAX);
     for entry in (attrs.0..attrs.0 + attrs.1).step_by(attr_size) {
         let end = entry.saturating_add(attr_size);
         if end <= attrs.0 + attrs.1 {
             r.section_at(end - 16, "attribute ids")?;
         }
+    }
+    let event_type_size = attr_size.saturating_add(16);
+    for entry in (event_types.0..).step_by(event_type_size).take(event_types.1 / event_type_size) {
+        r.section_at(entry + attr_size, "event type ids")?;
     }
     let mut features = Vec::new();
     let mut table = data.0 + data.1;
