@@ -5,10 +5,11 @@
 //! cached on disk, misses for an hour.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use stacklens_core::symbols::{
-    breakpad_id, BreakpadSymbols, Found, Role, SymbolError, SymbolFile, SymbolFiles, Wanted,
+    self, breakpad_id, BreakpadSymbols, Found, Role, SymbolError, SymbolFile, SymbolFiles, Wanted,
 };
 use stacklens_core::Profile;
 
@@ -198,8 +199,8 @@ impl LocalFiles {
         let cache = cache_dir()?.join(id);
         let cached = cache.join(kind);
         let miss = cache.join(format!("{kind}.miss"));
-        if let Ok(bytes) = std::fs::read(&cached) {
-            return Some(Found { path: cached.display().to_string(), file: SymbolFile::parse(&bytes[..]) });
+        if let Ok(bytes) = read_whole(&cached) {
+            return Some(Found { path: cached.display().to_string(), file: SymbolFile::from_bytes(bytes) });
         }
         let fresh_miss = std::fs::metadata(&miss)
             .and_then(|m| m.modified())
@@ -234,9 +235,16 @@ impl LocalFiles {
 fn read_symbol_file(path: &Path) -> Option<Result<SymbolFile, SymbolError>> {
     let file = std::fs::File::open(path).ok().filter(|f| f.metadata().is_ok_and(|m| m.is_file()))?;
     match BreakpadSymbols::read(std::io::BufReader::new(file)) {
-        Err(SymbolError::Unrecognized(_)) => Some(SymbolFile::parse(&std::fs::read(path).ok()?[..])),
+        Err(SymbolError::Unrecognized(_)) => Some(SymbolFile::from_bytes(read_whole(path).ok()?)),
         read => Some(read.map(SymbolFile::Breakpad)),
     }
+}
+
+/// The file at `path`, read once into memory that its DWARF is then read from in place.
+fn read_whole(path: &Path) -> std::io::Result<Arc<[u8]>> {
+    let file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    symbols::read_shared(file, len)
 }
 
 /// `NAME.sym`, a Breakpad symbol file's name for the module `NAME`.

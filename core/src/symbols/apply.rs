@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::{AddressLookup, BreakpadSymbols, KernelSymbols, ObjectFile, SymbolError, SymbolFile};
 use crate::import::demangle::add_native_function;
-use crate::model::{FunctionId, Line, LocationId, Mapping, MappingId, Profile, SourceFormat};
+use crate::model::{FunctionId, Line, LocationId, Mapping, MappingId, Profile, SourceFormat, StrId};
 
 /// What a mapping needs: its binary first, then (when the binary has no DWARF) its
 /// debug file, found by build id or by the binary's `.gnu_debuglink`.
@@ -129,7 +129,7 @@ impl Profile {
     /// not match leaves its mapping as it was and the others go on.
     pub fn symbolize(&mut self, files: &mut dyn SymbolFiles) -> Vec<MappingReport> {
         let returns = mark_return_addresses(self);
-        let mut functions: HashMap<(String, String), FunctionId> = HashMap::default();
+        let mut functions: HashMap<(StrId, StrId), FunctionId> = HashMap::default();
         let mut reports = Vec::new();
         for (m, wanting) in self.unnamed_locations() {
             let m = m.0 as usize;
@@ -146,17 +146,17 @@ impl Profile {
                         let address = self.locations[l].address;
                         let Some(probe) = module.address(&mapping, address) else { continue };
                         let probe = if returns[l] { probe.saturating_sub(1) } else { probe };
-                        let Ok(frames) = module.names().lookup(probe) else { continue };
-                        let lines: Vec<Line> = frames
-                            .into_iter()
-                            .map(|f| {
-                                let file = f.file.unwrap_or_default();
-                                let function = *functions
-                                    .entry((f.name.clone(), file.clone()))
-                                    .or_insert_with(|| add_native_function(self, &f.name, &file, 0));
-                                Line { function, line: i64::from(f.line), column: 0 }
-                            })
-                            .collect();
+                        let mut lines = Vec::new();
+                        let looked_up = module.names().each_frame(probe, &mut |f| {
+                            let file = f.file.unwrap_or_default();
+                            let key = (self.strings.intern(f.name), self.strings.intern(file));
+                            let function =
+                                *functions.entry(key).or_insert_with(|| add_native_function(self, f.name, file, 0));
+                            lines.push(Line { function, line: i64::from(f.line), column: 0 });
+                        });
+                        if looked_up.is_err() {
+                            continue;
+                        }
                         named += usize::from(!lines.is_empty());
                         let m = &mut self.mappings[m];
                         m.has_functions |= !lines.is_empty();

@@ -8,7 +8,7 @@ use std::io::BufRead;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{AddressLookup, SymbolError, SymbolFrame};
+use super::{AddressLookup, FrameRef, SymbolError};
 
 /// What a `.sym` file's first line says about the module it describes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -299,8 +299,8 @@ impl BreakpadSymbols {
         })
     }
 
-    fn file(&self, id: u32) -> Option<String> {
-        self.tables.files.get(&id).map(|f| f.to_string())
+    fn file(&self, id: u32) -> Option<&str> {
+        self.tables.files.get(&id).map(|f| &**f)
     }
 
     /// The `FUNC` whose range holds `address`, else the nearest below (for `PUBLIC`).
@@ -315,9 +315,9 @@ impl BreakpadSymbols {
         (None, Some(below))
     }
 
-    /// The frames of `function` at `address`: innermost inlined first, from the line
-    /// record there and the call sites of the `INLINE` ranges holding it.
-    fn frames_in(&self, function: &Function, address: u64) -> Vec<SymbolFrame> {
+    /// Hands `each` the frames of `function` at `address`: innermost inlined first,
+    /// from the line record there and the call sites of the `INLINE` ranges holding it.
+    fn frames_in(&self, function: &Function, address: u64, each: &mut dyn FnMut(FrameRef<'_>)) {
         let lines = &self.tables.lines[function.lines.clone()];
         let line =
             lines[..lines.partition_point(|l| l.address <= address)].last().filter(|l| address - l.address < l.size);
@@ -328,39 +328,39 @@ impl BreakpadSymbols {
             .collect();
         inlined.sort_by_key(|i| i.depth);
         let (mut file, mut line) = line.map_or((None, 0), |l| (self.file(l.file), l.line));
-        let mut frames = Vec::with_capacity(inlined.len() + 1);
         for i in inlined.iter().rev() {
-            let name = self.tables.origins.get(&i.origin).map(|n| n.to_string()).unwrap_or_default();
-            frames.push(SymbolFrame { name, file, line });
+            let name = self.tables.origins.get(&i.origin).map_or("", |n| &**n);
+            each(FrameRef { name, file, line });
             (file, line) = (self.file(i.call_file), i.call_line);
         }
-        frames.push(SymbolFrame { name: function.name.to_string(), file, line });
-        frames
+        each(FrameRef { name: &function.name, file, line });
     }
 }
 
 impl AddressLookup for BreakpadSymbols {
     /// `address` is a module offset. Outside every `FUNC`, the nearest `PUBLIC` below
     /// names it, unless a `FUNC` starts between the two (Breakpad's resolver's rule).
-    fn lookup(&self, address: u64) -> Result<Vec<SymbolFrame>, SymbolError> {
+    fn each_frame(&self, address: u64, each: &mut dyn FnMut(FrameRef<'_>)) -> Result<(), SymbolError> {
         let (within, below) = self.function_at(address);
         if let Some(function) = within {
-            return Ok(self.frames_in(function, address));
+            self.frames_in(function, address, each);
+            return Ok(());
         }
         let Some(i) = self.tables.publics.partition_point(|p| p.0 <= address).checked_sub(1) else {
-            return Ok(Vec::new());
+            return Ok(());
         };
         let (public, name) = &self.tables.publics[i];
-        if below.is_some_and(|f| f.address >= *public) {
-            return Ok(Vec::new());
+        if below.is_none_or(|f| f.address < *public) {
+            each(FrameRef { name, file: None, line: 0 });
         }
-        Ok(vec![SymbolFrame { name: name.to_string(), file: None, line: 0 }])
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::symbols::SymbolFrame;
 
     const SYM: &str = "MODULE Linux x86_64 4660EEC9F20D2632C9EE60460DF232260 work\r
 INFO CODE_ID C9EE60460DF23226C9EE60460DF23226C9EE6046

@@ -7,7 +7,7 @@
 
 use std::io::BufRead;
 
-use super::{AddressLookup, SymbolError, SymbolFrame};
+use super::{AddressLookup, FrameRef, SymbolError};
 
 const FORMAT: &str = "kallsyms";
 /// How far the last function reaches (perf rounds it up to the next page).
@@ -90,14 +90,14 @@ impl KernelSymbols {
 
 impl AddressLookup for KernelSymbols {
     /// `address` is a kernel virtual address, as a recording holds it.
-    fn lookup(&self, address: u64) -> Result<Vec<SymbolFrame>, SymbolError> {
-        let Some(i) = self.addresses.partition_point(|&a| a <= address).checked_sub(1) else { return Ok(Vec::new()) };
+    fn each_frame(&self, address: u64, each: &mut dyn FnMut(FrameRef<'_>)) -> Result<(), SymbolError> {
+        let Some(i) = self.addresses.partition_point(|&a| a <= address).checked_sub(1) else { return Ok(()) };
         let end =
             self.addresses.get(i + 1).copied().unwrap_or_else(|| self.addresses[i].saturating_add(LAST_FUNCTION_SIZE));
-        if address >= end {
-            return Ok(Vec::new());
+        if address < end {
+            each(FrameRef { name: &self.names[i], file: None, line: 0 });
         }
-        Ok(vec![SymbolFrame { name: self.names[i].to_string(), file: None, line: 0 }])
+        Ok(())
     }
 }
 

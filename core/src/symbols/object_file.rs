@@ -6,12 +6,14 @@
 //! [`object::ReadRef`], so a caller may hand in `&[u8]` or an `object::ReadCache` that
 //! reads a large file in slices; what is kept afterwards is owned.
 
+use std::borrow::Cow;
+use std::cell::Cell;
 use std::sync::Arc;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ReadRef, SymbolKind};
 
 use super::gopclntab::GoPclnTab;
-use super::{AddressLookup, SymbolError, SymbolFrame};
+use super::{AddressLookup, FrameRef, SymbolError};
 
 /// Symbols per block of the symbol search's index.
 const BLOCK: usize = 32;
@@ -34,7 +36,8 @@ struct Symbol {
     address: u64,
     /// When the table gives no size: where the next symbol or its section ends.
     size: u64,
-    name: String,
+    /// Where its name lies in [`ObjectFile::symbol_names`].
+    name: std::ops::Range<usize>,
 }
 
 /// An ELF or Mach-O binary or debug file, parsed once and then looked up many times.
@@ -50,6 +53,8 @@ pub struct ObjectFile {
     is_mach_o: bool,
     segments: Vec<Segment>,
     symbols: Vec<Symbol>,
+    /// Every symbol's name, one after another: one allocation, not one per symbol.
+    symbol_names: String,
     /// Whether a code section has its bytes here (a binary; a split-off debug file
     /// keeps `.text` only as a NOBITS header).
     has_code: bool,
@@ -58,6 +63,9 @@ pub struct ObjectFile {
     /// (the symbol search was a third of a lookup's time on an 85 MB binary).
     symbol_addresses: Vec<u64>,
     symbol_blocks: Vec<u64>,
+    /// The symbol the last search found: a profile looks its addresses up in order, so
+    /// that one or the next usually holds the next address.
+    last_symbol: Cell<usize>,
     dwarf: Option<addr2line::Context<DwarfReader>>,
     /// A Go binary's own function table, which `-ldflags="-s -w"` and `strip` keep.
     go: Option<GoPclnTab>,
@@ -80,8 +88,20 @@ fn corrupt(reason: impl std::fmt::Display) -> SymbolError {
 }
 
 impl ObjectFile {
-    /// Reads an ELF or Mach-O file from `data` (bytes, or a `ReadCache` over a file).
+    /// Reads an ELF or Mach-O file from `data` (bytes, or a `ReadCache` over a file);
+    /// the DWARF sections are copied out of it.
     pub fn parse<'data, R: ReadRef<'data>>(data: R) -> Result<Self, SymbolError> {
+        Self::parse_in(data, None)
+    }
+
+    /// Reads a file held whole in memory: its uncompressed DWARF sections are read
+    /// where they lie, not copied (a debug build's are most of the file).
+    pub fn from_bytes(bytes: Arc<[u8]>) -> Result<Self, SymbolError> {
+        Self::parse_in(&bytes[..], Some(&bytes))
+    }
+
+    /// `whole`: the same bytes as `data`, shared, when the file is in memory.
+    fn parse_in<'data, R: ReadRef<'data>>(data: R, whole: Option<&Arc<[u8]>>) -> Result<Self, SymbolError> {
         let kind = object::FileKind::parse(data).map_err(|e| SymbolError::Unrecognized(e.to_string()))?;
         if !matches!(
             kind,
@@ -109,12 +129,12 @@ impl ObjectFile {
                 Segment { address: s.address(), offset, file_size, memory_size: s.size() }
             })
             .collect();
-        let symbols = function_symbols(&file);
+        let (symbols, symbol_names) = function_symbols(&file);
         let has_code =
             file.sections().any(|s| s.kind() == object::SectionKind::Text && s.file_range().is_some_and(|r| r.1 > 0));
         let symbol_addresses: Vec<u64> = symbols.iter().map(|s| s.address).collect();
         let symbol_blocks = symbol_addresses.iter().step_by(BLOCK).copied().collect();
-        let dwarf = load_dwarf(&file)?;
+        let dwarf = load_dwarf(&file, whole)?;
         let go = load_go_table(&file)?;
         Ok(Self {
             build_id,
@@ -124,8 +144,10 @@ impl ObjectFile {
             is_mach_o,
             segments,
             symbols,
+            symbol_names,
             symbol_addresses,
             symbol_blocks,
+            last_symbol: Cell::new(0),
             has_code,
             dwarf,
             go,
@@ -214,71 +236,92 @@ impl ObjectFile {
         self.segments.iter().any(|s| s.file_size > 0)
     }
 
+    fn symbol_name(&self, symbol: &Symbol) -> &str {
+        &self.symbol_names[symbol.name.clone()]
+    }
+
     /// The symbol-table function containing `address`.
     fn symbol_at(&self, address: u64) -> Option<&Symbol> {
-        let block = self.symbol_blocks.partition_point(|&a| a <= address).checked_sub(1)?;
-        let start = block * BLOCK;
-        let end = (start + BLOCK).min(self.symbol_addresses.len());
-        let i = start + self.symbol_addresses[start..end].partition_point(|&a| a <= address) - 1;
+        let addresses = &self.symbol_addresses;
+        let holds = |i: usize| addresses[i] <= address && addresses.get(i + 1).is_none_or(|&next| address < next);
+        let last = self.last_symbol.get();
+        let i = match (last..addresses.len().min(last + 2)).find(|&i| holds(i)) {
+            Some(i) => i,
+            None => {
+                let block = self.symbol_blocks.partition_point(|&a| a <= address).checked_sub(1)?;
+                let start = block * BLOCK;
+                let end = (start + BLOCK).min(addresses.len());
+                start + addresses[start..end].partition_point(|&a| a <= address) - 1
+            }
+        };
+        self.last_symbol.set(i);
         let s = &self.symbols[i];
         (address - s.address < s.size).then_some(s)
     }
 }
 
 impl AddressLookup for ObjectFile {
-    fn lookup(&self, address: u64) -> Result<Vec<SymbolFrame>, SymbolError> {
-        let mut frames = Vec::new();
+    fn each_frame(&self, address: u64, each: &mut dyn FnMut(FrameRef<'_>)) -> Result<(), SymbolError> {
         // No code is there, and addr2line searches [address, address + 1), which
         // overflows (found by the symbols_elf fuzz target).
         if address == u64::MAX {
-            return Ok(frames);
+            return Ok(());
         }
-        // Whether the physical function is C++ that DWARF names without its linkage name.
-        let mut unmangled_cpp = false;
+        // Every frame is found before any is handed on: an error comes first, and the
+        // last, the physical function, may still be named from the symbol table.
+        let mut found = Vec::new();
         if let Some(dwarf) = &self.dwarf {
             let mut iter = dwarf.find_frames(address).skip_all_loads().map_err(corrupt)?;
             while let Some(frame) = iter.next().map_err(corrupt)? {
-                let name = match &frame.function {
-                    Some(f) => f.raw_name().map_err(corrupt)?.into_owned(),
-                    None => String::new(),
-                };
-                let cpp = frame.function.as_ref().and_then(|f| f.language).is_some_and(is_cpp);
-                unmangled_cpp = cpp && !name.starts_with("_Z");
-                let (file, line) = match &frame.location {
-                    Some(l) => (l.file.map(str::to_owned), l.line.unwrap_or(0)),
-                    None => (None, 0),
-                };
-                frames.push(SymbolFrame { name, file, line });
+                found.push(frame);
             }
         }
-        // A Go binary without DWARF: its pclntab names functions, files and lines.
-        if let (true, Some(go)) = (frames.is_empty(), &self.go) {
-            frames = go.lookup(address)?;
+        let Some((physical, inlined)) = found.split_last() else {
+            // A Go binary without DWARF: its pclntab names functions, files and lines;
+            // else the symbol table names the function.
+            let go = self.go.as_ref().map(|go| go.lookup(address)).transpose()?.unwrap_or_default();
+            go.iter().for_each(|f| each(f.as_ref()));
+            if let (true, Some(symbol)) = (go.is_empty(), self.symbol_at(address)) {
+                each(FrameRef { name: self.symbol_name(symbol), file: None, line: 0 });
+            }
+            return Ok(());
+        };
+        for frame in inlined {
+            hand_on(&dwarf_name(frame), frame, each);
         }
         // The physical function's name from the symbol table where DWARF has none
-        // (no DWARF, or code DWARF does not describe).
-        // Searched only then (Rust's std has line tables but no function entries).
-        // Also where C++ DWARF has only a short name: GCC writes no linkage name for a
-        // function whose template arguments are local types (a lambda), and binutils and
-        // llvm-symbolizer then print the symbol table's.
-        match frames.last_mut() {
-            Some(last) if unmangled_cpp => {
-                if let Some(symbol) = self.symbol_at(address).filter(|s| s.name.starts_with("_Z")) {
-                    last.name = symbol.name.clone();
-                }
+        // (code DWARF does not describe; Rust's std has line tables but no function
+        // entries), or where C++ DWARF has only a short name: GCC writes no linkage
+        // name for a function whose template arguments are local types (a lambda), and
+        // binutils and llvm-symbolizer then print the symbol table's.
+        let name = dwarf_name(physical);
+        let cpp = physical.function.as_ref().and_then(|f| f.language).is_some_and(is_cpp);
+        let symbol = match () {
+            _ if name.is_empty() => self.symbol_at(address),
+            _ if cpp && !name.starts_with("_Z") => {
+                self.symbol_at(address).filter(|s| self.symbol_name(s).starts_with("_Z"))
             }
-            Some(last) if !last.name.is_empty() => {}
-            Some(last) => last.name = self.symbol_at(address).map(|s| s.name.clone()).unwrap_or_default(),
-            None => frames.extend(self.symbol_at(address).map(|s| SymbolFrame {
-                name: s.name.clone(),
-                file: None,
-                line: 0,
-            })),
-        }
-        // A frame DWARF could not name at all says nothing.
-        frames.retain(|f| !f.name.is_empty() || f.file.is_some());
-        Ok(frames)
+            _ => None,
+        };
+        hand_on(symbol.map_or(&*name, |s| self.symbol_name(s)), physical, each);
+        Ok(())
     }
+}
+
+/// Hands `frame` on as named, unless DWARF could not name it at all: that says nothing.
+fn hand_on(name: &str, frame: &addr2line::Frame<'_, DwarfReader>, each: &mut dyn FnMut(FrameRef<'_>)) {
+    let (file, line) = frame.location.as_ref().map_or((None, 0), |l| (l.file, l.line.unwrap_or(0)));
+    if !name.is_empty() || file.is_some() {
+        each(FrameRef { name, file, line });
+    }
+}
+
+/// A DWARF frame's function name as stored, empty when DWARF names none. UTF-8 is
+/// checked the fast way first; the lossy way cannot fail for an in-memory reader.
+fn dwarf_name<'a>(frame: &'a addr2line::Frame<'_, DwarfReader>) -> Cow<'a, str> {
+    use gimli::Reader;
+    let Some(function) = &frame.function else { return Cow::Borrowed("") };
+    function.name.to_string().or_else(|_| function.name.to_string_lossy()).unwrap_or_default()
 }
 
 fn is_cpp(language: gimli::DwLang) -> bool {
@@ -302,20 +345,23 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     })
 }
 
-/// Function symbols sorted by address, `.symtab`'s or else `.dynsym`'s.
-fn function_symbols<'data, R: ReadRef<'data>>(file: &object::File<'data, R>) -> Vec<Symbol> {
+/// Function symbols sorted by address, `.symtab`'s or else `.dynsym`'s, and their names.
+fn function_symbols<'data, R: ReadRef<'data>>(file: &object::File<'data, R>) -> (Vec<Symbol>, String) {
+    let mut names = String::new();
     let section_end = |s: &object::Symbol<'data, '_, R>| {
         let section = file.section_by_index(s.section_index()?).ok()?;
         section.address().checked_add(section.size())
     };
-    let collect = |symbols: &mut dyn Iterator<Item = object::Symbol<'data, '_, R>>| -> Vec<Symbol> {
+    let mut collect = |symbols: &mut dyn Iterator<Item = object::Symbol<'data, '_, R>>| -> Vec<Symbol> {
+        names.clear();
         symbols
             .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
             .filter_map(|s| {
                 let name = s.name().ok().filter(|n| !n.is_empty())?;
                 // Sizeless (`_init`, assembly): to the section's end, cut below at the next symbol.
                 let size = if s.size() > 0 { s.size() } else { section_end(&s)?.saturating_sub(s.address()) };
-                Some(Symbol { address: s.address(), size, name: name.to_owned() })
+                names.push_str(name);
+                Some(Symbol { address: s.address(), size, name: names.len() - name.len()..names.len() })
             })
             .collect()
     };
@@ -331,12 +377,14 @@ fn function_symbols<'data, R: ReadRef<'data>>(file: &object::File<'data, R>) -> 
         let previous = &mut symbols[i - 1];
         previous.size = previous.size.min(next - previous.address);
     }
-    symbols
+    (symbols, names)
 }
 
-/// The DWARF of `file`, when it has line information; sections decompressed as needed.
+/// The DWARF of `file`, when it has line information; sections decompressed as needed,
+/// and read in place from `whole` (the file's bytes) where they are not compressed.
 fn load_dwarf<'data, R: ReadRef<'data>>(
     file: &object::File<'data, R>,
+    whole: Option<&Arc<[u8]>>,
 ) -> Result<Option<addr2line::Context<DwarfReader>>, SymbolError> {
     let endian = if file.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
     let has_lines = section_named(file, gimli::SectionId::DebugLine).is_some();
@@ -344,11 +392,16 @@ fn load_dwarf<'data, R: ReadRef<'data>>(
         return Ok(None);
     }
     let load = |id: gimli::SectionId| -> Result<DwarfReader, SymbolError> {
-        let data: Arc<[u8]> = match section_named(file, id) {
-            Some(section) => Arc::from(&*section.uncompressed_data().map_err(corrupt)?),
-            None => Arc::from(&[][..]),
+        let Some(section) = section_named(file, id) else {
+            return Ok(gimli::EndianArcSlice::new(Arc::from(&[][..]), endian));
         };
-        Ok(gimli::EndianArcSlice::new(data, endian))
+        if let (Some(whole), Ok(range)) = (whole, section.compressed_file_range()) {
+            let end = range.offset.checked_add(range.uncompressed_size).filter(|&end| end <= whole.len() as u64);
+            if let (object::CompressionFormat::None, Some(end)) = (range.format, end) {
+                return Ok(gimli::EndianArcSlice::new(whole.clone(), endian).range(range.offset as usize..end as usize));
+            }
+        }
+        Ok(gimli::EndianArcSlice::new(Arc::from(&*section.uncompressed_data().map_err(corrupt)?), endian))
     };
     let dwarf = gimli::Dwarf::load(load)?;
     addr2line::Context::from_dwarf(dwarf).map(Some).map_err(corrupt)

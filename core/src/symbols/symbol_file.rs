@@ -4,10 +4,11 @@
 //! What callers hand to [`super::Profile::symbolize`].
 
 use std::io::{BufReader, Read};
+use std::sync::Arc;
 
 use object::ReadRef;
 
-use super::{AddressLookup, BreakpadSymbols, KernelSymbols, ObjectFile, SymbolError, SymbolFrame};
+use super::{AddressLookup, BreakpadSymbols, FrameRef, KernelSymbols, ObjectFile, SymbolError};
 
 /// A parsed symbol file.
 #[derive(Debug)]
@@ -20,6 +21,16 @@ pub enum SymbolFile {
 impl SymbolFile {
     /// Reads `data` (bytes, or a `ReadCache` over a file) as the format its first bytes say.
     pub fn parse<'data, R: ReadRef<'data>>(data: R) -> Result<Self, SymbolError> {
+        Self::parse_in(data, None)
+    }
+
+    /// [`Self::parse`] for a file held whole in memory, whose DWARF is then read in place
+    /// ([`ObjectFile::from_bytes`]).
+    pub fn from_bytes(bytes: Arc<[u8]>) -> Result<Self, SymbolError> {
+        Self::parse_in(&bytes[..], Some(&bytes))
+    }
+
+    fn parse_in<'data, R: ReadRef<'data>>(data: R, whole: Option<&Arc<[u8]>>) -> Result<Self, SymbolError> {
         let len = data.len().map_err(|()| SymbolError::Unrecognized("an unreadable file".into()))?;
         let head = data.read_bytes_at(0, len.min(128)).unwrap_or_default();
         // Text is read in slices, so that a `ReadCache` never needs it as one piece.
@@ -30,7 +41,11 @@ impl SymbolFile {
         if super::kallsyms::looks_like(head) {
             return KernelSymbols::read(text()).map(Self::Kernel);
         }
-        ObjectFile::parse(data).map(Self::Object)
+        match whole {
+            Some(bytes) => ObjectFile::from_bytes(bytes.clone()),
+            None => ObjectFile::parse(data),
+        }
+        .map(Self::Object)
     }
 
     /// The GNU build id (Mach-O: the UUID) in lowercase hex; a `.sym` file's `CODE_ID`
@@ -79,11 +94,11 @@ impl SymbolFile {
 
 impl AddressLookup for SymbolFile {
     /// `address` in the file's own terms: an ELF virtual address, a Breakpad module offset.
-    fn lookup(&self, address: u64) -> Result<Vec<SymbolFrame>, SymbolError> {
+    fn each_frame(&self, address: u64, each: &mut dyn FnMut(FrameRef<'_>)) -> Result<(), SymbolError> {
         match self {
-            Self::Object(o) => o.lookup(address),
-            Self::Breakpad(b) => b.lookup(address),
-            Self::Kernel(k) => k.lookup(address),
+            Self::Object(o) => o.each_frame(address, each),
+            Self::Breakpad(b) => b.each_frame(address, each),
+            Self::Kernel(k) => k.each_frame(address, each),
         }
     }
 }
@@ -111,6 +126,7 @@ impl<'data, R: ReadRef<'data>> Read for Slices<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::symbols::SymbolFrame;
 
     #[test]
     fn a_sym_file_is_opened_by_its_first_bytes_from_bytes_and_from_a_read_cache() {
