@@ -158,7 +158,8 @@ fn check_records(r: &Reader, from: usize, to: usize) -> Result<(), String> {
         if RECORD_COMPRESSED.contains(&kind) {
             return Err(COMPRESSED.to_owned());
         }
-        if kind == RECORD_HEADER_FEATURE && r.u64_at(at + 8)? == u64::from(HEADER_EVENT_DESC) {
+        // The reader takes the feature's number as its u64's low 32 bits.
+        if kind == RECORD_HEADER_FEATURE && r.u64_at(at + 8)? as u32 == HEADER_EVENT_DESC {
             check_event_desc(&r.within((at + 16).min(end)..end))?;
         }
         at = end;
