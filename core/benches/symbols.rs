@@ -24,7 +24,8 @@ fn main() {
     let text = std::fs::read_to_string(addresses).expect("reading the addresses");
     let addresses: Vec<u64> = text
         .lines()
-        .map(|l| u64::from_str_radix(l.trim().strip_prefix("0x").unwrap_or(l.trim()), 16).expect("a hex address"))
+        .map(str::trim)
+        .map(|l| u64::from_str_radix(l.strip_prefix("0x").unwrap_or(l), 16).expect("a hex address"))
         .collect();
     let started = Instant::now();
     // As `Profile::symbolize` looks a mapping's addresses up: each once, in address order.

@@ -101,7 +101,7 @@ impl ObjectFile {
     }
 
     /// `whole`: the same bytes as `data`, shared, when the file is in memory.
-    fn parse_in<'data, R: ReadRef<'data>>(data: R, whole: Option<&Arc<[u8]>>) -> Result<Self, SymbolError> {
+    pub(super) fn parse_in<'data, R: ReadRef<'data>>(data: R, whole: Option<&Arc<[u8]>>) -> Result<Self, SymbolError> {
         let kind = object::FileKind::parse(data).map_err(|e| SymbolError::Unrecognized(e.to_string()))?;
         if !matches!(
             kind,

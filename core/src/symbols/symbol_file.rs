@@ -41,11 +41,7 @@ impl SymbolFile {
         if super::kallsyms::looks_like(head) {
             return KernelSymbols::read(text()).map(Self::Kernel);
         }
-        match whole {
-            Some(bytes) => ObjectFile::from_bytes(bytes.clone()),
-            None => ObjectFile::parse(data),
-        }
-        .map(Self::Object)
+        ObjectFile::parse_in(data, whole).map(Self::Object)
     }
 
     /// The GNU build id (Mach-O: the UUID) in lowercase hex; a `.sym` file's `CODE_ID`
