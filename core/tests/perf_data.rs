@@ -2,7 +2,8 @@
 //! perf.data and as its `perf script` text is the same profile (totals, stacks by
 //! address and file, comm/pid/tid); totals equal what `perf script` counts at test time;
 //! build ids equal `perf buildid-list`; truncated and corrupt files are typed errors.
-//! `symwork-c.pipe` is pipe mode (`perf record -o -` through `perf inject -b`).
+//! `symwork-c.pipe` is pipe mode (`perf record -o -` through `perf inject -b`); the
+//! `symwork-c.zstd` recordings are `perf record -z` (a file, a long one and a pipe).
 
 mod common;
 
@@ -15,7 +16,16 @@ use stacklens_core::import::{detect, Format};
 use stacklens_core::model::{LabelValue, SourceFormat};
 use stacklens_core::Profile;
 
-const RECORDINGS: [&str; 5] = ["symwork-c", "symwork-cpp", "symwork-go-s", "symwork-cpp.events", "symwork-c.pipe"];
+const RECORDINGS: [&str; 8] = [
+    "symwork-c",
+    "symwork-cpp",
+    "symwork-go-s",
+    "symwork-cpp.events",
+    "symwork-c.pipe",
+    "symwork-c.zstd",
+    "symwork-c.zstd-long",
+    "symwork-c.zstd-pipe",
+];
 
 fn perf() -> bool {
     let found = Command::new("perf").arg("--version").output().is_ok_and(|o| o.status.success());
@@ -240,13 +250,44 @@ fn a_pipes_truncated_corrupt_and_endless_records_are_errors_not_panics() {
     assert!(!stacklens_core::parse(&bytes).unwrap().samples.is_empty());
 }
 
+/// The zstd payload of each compressed record (type 81) of a file's data section.
+fn compressed_payloads(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+    let (mut at, end) = (word(40), word(40) + word(48));
+    let mut payloads = Vec::new();
+    while at < end {
+        let size = usize::from(u16::from_le_bytes([bytes[at + 6], bytes[at + 7]]));
+        if u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) == 81 {
+            payloads.push(at + 8..at + size);
+        }
+        at += size;
+    }
+    payloads
+}
+
 #[test]
-fn compressed_records_are_an_error_that_says_so() {
+fn compressed_records_inflate_within_the_limit_and_corrupt_ones_are_errors() {
     let Some(dir) = symbol_fixtures() else { return };
-    let bytes = read(&dir.join("symwork-c.zstd.perf.data"));
-    assert_eq!(detect(&bytes), Format::Of(SourceFormat::PerfData));
-    let error = stacklens_core::parse(&bytes).unwrap_err().to_string();
-    assert!(error.contains("perf record -z"), "{error}");
+    let bytes = read(&dir.join("symwork-c.zstd-long.perf.data"));
+    let payloads = compressed_payloads(&bytes);
+    assert!(payloads.len() > 2, "{} compressed records", payloads.len());
+    // Inflated, the records outgrow a limit set below their size: a typed error.
+    let small = stacklens_core::import::ParseOptions { max_inflated_bytes: 1 << 20, ..Default::default() };
+    let error = stacklens_core::import::parse_with(&bytes, &small).unwrap_err();
+    assert!(matches!(error, stacklens_core::Error::TooLarge { limit } if limit == 1 << 20), "{error}");
+    // A zstd frame that does not begin with zstd's magic.
+    let mut corrupt = bytes.clone();
+    corrupt[payloads[0].start] ^= 0xff;
+    let error = stacklens_core::parse(&corrupt).unwrap_err().to_string();
+    assert!(error.contains("zstd"), "{error}");
+    // Garbage in the middle of the stream (0xa5: a last block larger than what follows).
+    let mut garbled = bytes.clone();
+    garbled[payloads[1].clone()].iter_mut().for_each(|b| *b = 0xa5);
+    let error = stacklens_core::parse(&garbled).unwrap_err().to_string();
+    assert!(error.contains("zstd"), "{error}");
+    // Cut short inside a compressed record.
+    let error = stacklens_core::parse(&bytes[..payloads[1].start + 10]).unwrap_err().to_string();
+    assert!(error.contains("perf.data"), "{error}");
 }
 
 #[test]

@@ -26,7 +26,9 @@
 #                         page-faults:u
 # OUT/symwork-c.pipe.perf.data (+ .perf-script.txt)  perf.data in pipe mode: `perf record
 #                         -o -` through `perf inject -b` (which adds build ids as records)
-# OUT/symwork-c.zstd.perf.data  perf record -z: records compressed with zstd
+# OUT/symwork-c.zstd.perf.data (+ .perf-script.txt)  perf record -z: records compressed
+#                         with zstd; symwork-c.zstd-long: 3 s at -F 9999, so that the
+#                         stream outgrows zstd's window; symwork-c.zstd-pipe: in pipe mode
 # OUT/kernel.perf.data (+ .perf-script.txt), OUT/kallsyms   dd copying /dev/zero, recorded
 #                         with its kernel frames (perf record -g -e cpu-clock), and
 #                         /proc/kallsyms copied in the same boot; made only where the kernel
@@ -94,8 +96,17 @@ record symwork-cpp.events cpu-clock:u,page-faults:u "$out/bin/symwork-cpp.stripp
 perf record --quiet --no-buildid-cache -g -F 999 -e cpu-clock:u -o - -- "$out/bin/symwork-c.stripped" 200 \
   2>/dev/null | perf inject -b >symwork-c.pipe.perf.data
 perf script -i symwork-c.pipe.perf.data >symwork-c.pipe.perf-script.txt 2>/dev/null
+# perf record -z: small; long enough (about 2.5 MB of records at -F 9999) that the zstd
+# stream outgrows its window; and into a pipe.
 perf record --quiet --no-buildid-cache -z -g -e cpu-clock:u -o symwork-c.zstd.perf.data -- \
   "$out/bin/symwork-c.stripped" 20 >/dev/null
+perf record --quiet --no-buildid-cache -z -g -F 9999 -e cpu-clock:u -o symwork-c.zstd-long.perf.data -- \
+  "$out/bin/symwork-c.stripped" 600 >/dev/null
+perf record --quiet --no-buildid-cache -z -g -e cpu-clock:u -o - -- "$out/bin/symwork-c.stripped" 20 \
+  2>/dev/null >symwork-c.zstd-pipe.perf.data
+for z in symwork-c.zstd symwork-c.zstd-long symwork-c.zstd-pipe; do
+  perf script -i $z.perf.data >$z.perf-script.txt 2>/dev/null
+done
 
 mv "$hidden"/*.debug bin/
 

@@ -22,10 +22,13 @@
 //! * Files and pipes: `perf record -o -` writes no file header; its attributes and
 //!   features come as records, and build ids as `HEADER_BUILD_ID` records (which
 //!   `perf inject -b` adds to a pipe).
+//! * `perf record -z`: its zstd-compressed records are unpacked first ([`inflate`]),
+//!   at most [`super::ParseOptions::max_inflated_bytes`] of them.
 //! * The crate sizes buffers from the file's counts before reading them: the layout
 //!   is checked first ([`layout`]), so a corrupt file is an error, never an allocation
 //!   of what it claims.
 
+mod inflate;
 mod layout;
 
 use std::io::Cursor;
@@ -207,8 +210,22 @@ fn mmap2_build_id_fits(record: &RawEventRecord) -> bool {
 
 pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let mut room = super::Room::new(options);
+    let records = layout::check(bytes).map_err(error)?;
+    let inflated;
+    let bytes = if records.compressed {
+        inflated = inflate::inflate(bytes, &records, options.max_inflated_bytes).map_err(|e| match e {
+            inflate::InflateError::TooLarge(limit) => Error::TooLarge { limit },
+            inflate::InflateError::Corrupt(reason) => error(reason),
+        })?;
+        // What the compressed records held is checked as the file's own records are.
+        if layout::check(&inflated).map_err(error)?.compressed {
+            return Err(error("compressed records hold compressed records"));
+        }
+        &inflated[..]
+    } else {
+        bytes
+    };
     let pipe = layout::is_pipe(bytes);
-    if pipe { layout::check_pipe(bytes) } else { layout::check(bytes).map(drop) }.map_err(error)?;
     let big_endian = bytes.starts_with(b"2ELIFREP");
     let reader = Cursor::new(bytes);
     let PerfFileReader { mut perf_file, mut record_iter } =

@@ -15,27 +15,36 @@ const MIN_ATTR_SIZE: u64 = 64 + 16;
 /// A pipe's header: the magic and its own size.
 const PIPE_HEADER: u64 = 16;
 const HEADER_EVENT_DESC: u32 = 12;
-const HEADER_COMPRESSED: u32 = 27;
 /// `PERF_RECORD_HEADER_FEATURE`: a feature section sent as a record.
 const RECORD_HEADER_FEATURE: u32 = 80;
 /// `PERF_RECORD_AUXTRACE`: its trace data (of the size it states) follows the record.
 const RECORD_AUXTRACE: u32 = 71;
-/// `PERF_RECORD_COMPRESSED` and `PERF_RECORD_COMPRESSED2`: records zstd packed.
-const RECORD_COMPRESSED: [u32; 2] = [81, 83];
-/// Why a file of zstd-packed records is not read: the crate's decoder is C (zstd-sys),
-/// which does not build for the page's wasm32.
-const COMPRESSED: &str = "its records are compressed (perf record -z), which stacklens does not read yet: \
-                          record without -z, or open its perf script text";
+/// `PERF_RECORD_COMPRESSED` and `PERF_RECORD_COMPRESSED2`: records zstd packed
+/// (`perf record -z`), which [`super::inflate`] unpacks.
+pub(super) const RECORD_COMPRESSED: u32 = 81;
+pub(super) const RECORD_COMPRESSED2: u32 = 83;
+/// `PERF_RECORD_FINISHED_ROUND`: records before it need not be sorted with those after
+/// the next one.
+pub(super) const RECORD_FINISHED_ROUND: u32 = 68;
+
+/// Where a file's or a pipe's records lie, found by [`check`].
+pub(super) struct RecordsAt {
+    pub range: std::ops::Range<usize>,
+    /// Whether some are zstd-compressed.
+    pub compressed: bool,
+    /// A file's (a pipe has none): how many feature sections' entries follow the records.
+    pub file_features: Option<usize>,
+}
 
 /// Reads the file's integers in its byte order.
-struct Reader<'a> {
+pub(super) struct Reader<'a> {
     bytes: &'a [u8],
-    big_endian: bool,
+    pub big_endian: bool,
 }
 
 impl<'a> Reader<'a> {
     /// The whole file, in the byte order its magic says (`2ELIFREP`: big-endian).
-    fn of_file(bytes: &'a [u8]) -> Self {
+    pub fn of_file(bytes: &'a [u8]) -> Self {
         Reader { bytes, big_endian: bytes.starts_with(b"2ELIFREP") }
     }
 
@@ -44,17 +53,17 @@ impl<'a> Reader<'a> {
         Reader { bytes: &self.bytes[range], big_endian: self.big_endian }
     }
 
-    fn u64_at(&self, at: usize) -> Result<u64, String> {
+    pub fn u64_at(&self, at: usize) -> Result<u64, String> {
         let b: [u8; 8] = self.bytes.get(at..at + 8).and_then(|s| s.try_into().ok()).ok_or_else(|| short(at))?;
         Ok(if self.big_endian { u64::from_be_bytes(b) } else { u64::from_le_bytes(b) })
     }
 
-    fn u16_at(&self, at: usize) -> Result<u16, String> {
+    pub fn u16_at(&self, at: usize) -> Result<u16, String> {
         let b: [u8; 2] = self.bytes.get(at..at + 2).and_then(|s| s.try_into().ok()).ok_or_else(|| short(at))?;
         Ok(if self.big_endian { u16::from_be_bytes(b) } else { u16::from_le_bytes(b) })
     }
 
-    fn u32_at(&self, at: usize) -> Result<u32, String> {
+    pub fn u32_at(&self, at: usize) -> Result<u32, String> {
         let b: [u8; 4] = self.bytes.get(at..at + 4).and_then(|s| s.try_into().ok()).ok_or_else(|| short(at))?;
         Ok(if self.big_endian { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) })
     }
@@ -73,9 +82,15 @@ fn short(at: usize) -> String {
     format!("the file ends before byte {at}")
 }
 
-/// The feature sections' `(number, offset, size)`, every size checked; errors name the
-/// first section or count that does not fit.
-pub(super) fn check(bytes: &[u8]) -> Result<Vec<(u32, usize, usize)>, String> {
+/// Checks a file's or a pipe's every size (errors name the first section, count or
+/// record that does not fit) and says where its records are.
+pub(super) fn check(bytes: &[u8]) -> Result<RecordsAt, String> {
+    if is_pipe(bytes) {
+        let r = Reader::of_file(bytes);
+        let range = PIPE_HEADER as usize..bytes.len();
+        let compressed = check_records(&r, range.clone())?;
+        return Ok(RecordsAt { range, compressed, file_features: None });
+    }
     if bytes.len() < HEADER {
         return Err(format!("{} bytes is less than perf.data's {HEADER}-byte header", bytes.len()));
     }
@@ -114,16 +129,14 @@ pub(super) fn check(bytes: &[u8]) -> Result<Vec<(u32, usize, usize)>, String> {
             table += 16;
         }
     }
-    if features.iter().any(|&(feature, ..)| feature == HEADER_COMPRESSED) {
-        return Err(COMPRESSED.to_owned());
-    }
-    check_records(&r, data.0, data.0 + data.1)?;
+    let range = data.0..data.0 + data.1;
+    let compressed = check_records(&r, range.clone())?;
     for &(feature, offset, size) in &features {
         if feature == HEADER_EVENT_DESC {
             check_event_desc(&r.within(offset..offset + size))?;
         }
     }
-    Ok(features)
+    Ok(RecordsAt { range, compressed, file_features: Some(features.len()) })
 }
 
 /// Whether `bytes` are perf.data in pipe mode (its header is 16 bytes, a file's 104).
@@ -131,18 +144,14 @@ pub(super) fn is_pipe(bytes: &[u8]) -> bool {
     Reader::of_file(bytes).u64_at(8) == Ok(PIPE_HEADER)
 }
 
-/// A pipe's records, as [`check_records`] checks a file's.
-pub(super) fn check_pipe(bytes: &[u8]) -> Result<(), String> {
-    let r = Reader::of_file(bytes);
-    check_records(&r, PIPE_HEADER as usize, bytes.len())
-}
-
 /// The records in `bytes[from..to]`: each must be at least its 8-byte header and lie
 /// within them (a record of size 0 would never end), with an `AUXTRACE` record's trace
 /// data, which follows it and which the crate reserves room for by the size the record
 /// states; an EVENT_DESC feature record (a pipe's) is checked as a file's section is.
-fn check_records(r: &Reader, from: usize, to: usize) -> Result<(), String> {
-    let mut at = from;
+/// Says whether any is compressed.
+fn check_records(r: &Reader, records: std::ops::Range<usize>) -> Result<bool, String> {
+    let (mut at, to) = (records.start, records.end);
+    let mut compressed = false;
     while at < to {
         let (kind, size) = (r.u32_at(at)?, usize::from(r.u16_at(at + 6)?));
         if size < 8 {
@@ -155,16 +164,14 @@ fn check_records(r: &Reader, from: usize, to: usize) -> Result<(), String> {
                 "the record at byte {at} ({size} bytes and {data} of trace) lies past the end of its data"
             ));
         };
-        if RECORD_COMPRESSED.contains(&kind) {
-            return Err(COMPRESSED.to_owned());
-        }
+        compressed |= kind == RECORD_COMPRESSED || kind == RECORD_COMPRESSED2;
         // The reader takes the feature's number as its u64's low 32 bits.
         if kind == RECORD_HEADER_FEATURE && r.u64_at(at + 8)? as u32 == HEADER_EVENT_DESC {
             check_event_desc(&r.within((at + 16).min(end)..end))?;
         }
         at = end;
     }
-    Ok(())
+    Ok(compressed)
 }
 
 /// EVENT_DESC: a count and size of attributes, then per attribute the attribute, its
