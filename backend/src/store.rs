@@ -13,6 +13,9 @@
 //! Every operation is bounded by the store timeout: a store that is down fails fast
 //! (few retries) and one that hangs fails when the timeout passes, so a request never
 //! waits on storage for longer than that.
+//!
+//! What a piece of work reads is counted ([`counting_reads`]): range answers report it,
+//! so that a query's cost in requests to the store is seen, not guessed.
 mod backend;
 mod local;
 
@@ -42,6 +45,32 @@ pub enum StoreError {
     Contention(String),
     #[error("object storage did not answer within {} s", .0.as_secs_f64())]
     Timeout(Duration),
+}
+
+/// The requests to the store that one piece of work made to read: objects fetched
+/// (found or not) and listings (a local folder read counts as one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reads {
+    pub objects: u64,
+    pub listings: u64,
+}
+
+tokio::task_local! {
+    static READS: std::cell::Cell<Reads>;
+}
+
+/// Runs `work`, counting the reads it makes in this task (reads in tasks it spawns are
+/// not counted).
+pub async fn counting_reads<T>(work: impl Future<Output = T>) -> (T, Reads) {
+    READS.scope(std::cell::Cell::new(Reads::default()), async { (work.await, READS.with(std::cell::Cell::get)) }).await
+}
+
+fn count_read(add: impl FnOnce(&mut Reads)) {
+    let _ = READS.try_with(|reads| {
+        let mut counted = reads.get();
+        add(&mut counted);
+        reads.set(counted);
+    });
 }
 
 #[derive(Clone, Debug)]
@@ -148,6 +177,7 @@ impl Store {
     }
 
     pub async fn get(&self, key: &str) -> Result<Option<Bytes>, StoreError> {
+        count_read(|r| r.objects += 1);
         if let Some((path, _)) = self.local_path(key) {
             // One read in one blocking task (LocalFileSystem takes two).
             return self
@@ -227,6 +257,7 @@ impl Store {
                 })
                 .await;
         }
+        count_read(|r| r.listings += 1);
         let base = self.path(prefix);
         let mut stream = match offset {
             Some(o) => self.inner.list_with_offset(Some(&base), &self.path(&format!("{prefix}/{o}"))),
@@ -253,6 +284,7 @@ impl Store {
     /// The folders and the objects directly under `prefix` (their names), each in
     /// ascending order: one listing of one level.
     pub async fn list_level(&self, prefix: &str) -> Result<Level, StoreError> {
+        count_read(|r| r.listings += 1);
         let base = self.path(prefix);
         let listed = self.bounded(async { Ok(self.inner.list_with_delimiter(Some(&base)).await?) }).await?;
         let names = |paths: Vec<Path>| {
@@ -284,6 +316,7 @@ fn staged(name: &str) -> bool {
 /// A local folder's entries (name, whether a folder), in descending key order: a
 /// folder's keys continue its name with '/', so it sorts as `name/`. Empty when it is gone.
 async fn blocking_entries(folder: PathBuf) -> Result<Vec<(String, bool)>, StoreError> {
+    count_read(|r| r.listings += 1);
     blocking(move || {
         let entries = match std::fs::read_dir(&folder) {
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),

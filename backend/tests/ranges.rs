@@ -85,10 +85,12 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
     let merged_url = |extra: &str| api(&format!("/api/v1/profiling/merge?{range}{extra}"));
 
     // The merge equals go tool pprof merging the same files (base twice).
+    let mut objects_read = Vec::new();
     for attempt in ["first", "cached"] {
         let (status, merged) = json_of(http.get(merged_url("&limit=20")).send().unwrap());
         assert_eq!(status, 200, "{merged}");
         assert_eq!(merged["profileCount"], 3, "{attempt}: {merged}");
+        objects_read.push(merged["objectsRead"].as_u64().unwrap());
         let (total, rows) = pprof_rows(go, &fx, &[base, compare, base], &[]);
         assert_eq!(format!("{}ns", merged["total"]), total, "{attempt}");
         assert_eq!(json_rows(&merged), rows, "{attempt}");
@@ -96,6 +98,13 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
         let from_url = pprof_rows(go, &fx, &[&merged_url("&format=pprof")], &[]);
         assert_eq!(from_url, (total, rows), "{attempt}");
     }
+    // The server counts what it reads: the first merge reads each entry's profile, the
+    // second the two closed hours' cached merges instead; every format says it in headers.
+    assert!(objects_read[1] < objects_read[0], "objects read, first and cached: {objects_read:?}");
+    let pprof = http.get(merged_url("&format=pprof")).send().unwrap();
+    let header = |name: &str| pprof.headers()[name].to_str().unwrap().parse::<u64>().unwrap();
+    assert_eq!(header("stacklens-objects-read"), objects_read[1]);
+    assert!(header("stacklens-listings") >= 1);
     if let Some(dir) = store.strip_prefix("file://") {
         let cached = walk(Path::new(dir)).into_iter().map(|p| p.display().to_string());
         let cached = cached.filter(|p| p.contains("/series-cache/") && p.ends_with(".pb.gz"));
@@ -128,6 +137,7 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
     let (base_total, compare_total) = (totals(base), totals(compare));
     let (status, series) = get(&format!("/api/v1/profiling/series?{range}&step=1h"));
     assert_eq!(status, 200, "{series}");
+    assert!(series["listings"].as_u64().unwrap() >= 1 && series["objectsRead"].is_u64(), "{series}");
     assert_eq!(series["sampleType"], "cpu");
     assert_eq!(series["unit"], "nanoseconds");
     let points = |line: &Value| -> Vec<(i64, i64)> {
@@ -188,6 +198,9 @@ fn scenario(store: &str, env: &[(&str, &str)]) {
         (&by_range["baseRange"]["profileCount"], &by_range["compareRange"]["labels"]["region"]),
         (&Value::from(1), &Value::from("us"))
     );
+    for side in ["baseRange", "compareRange"] {
+        assert!(by_range[side]["objectsRead"].as_u64().unwrap() >= 1, "each side reads its profile: {by_range}");
+    }
     let movers = by_range["topMovers"].as_array().unwrap();
     assert_eq!(movers.len(), 10, "{by_range}");
     let deltas: Vec<f64> = movers.iter().map(|m| m["deltaPct"].as_f64().unwrap().abs()).collect();

@@ -179,6 +179,11 @@ pub struct SeriesResponse {
     pub sample_type: String,
     pub unit: String,
     pub series: Vec<SeriesLine>,
+    /// Objects the server fetched from its store to answer, and listings it made.
+    #[serde(default)]
+    pub objects_read: u64,
+    #[serde(default)]
+    pub listings: u64,
 }
 
 /// A label key or value, and how many profiles of the range carry it.
@@ -403,6 +408,11 @@ pub struct RangeEcho {
     pub to: String,
     pub labels: BTreeMap<String, String>,
     pub profile_count: usize,
+    /// Objects the server fetched from its store to merge the range, and listings it made.
+    #[serde(default)]
+    pub objects_read: u64,
+    #[serde(default)]
+    pub listings: u64,
 }
 
 /// For `type: goroutine`: newStacks, growthCount, goroutineGrowthRate; for the other

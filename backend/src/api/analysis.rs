@@ -25,6 +25,7 @@ use crate::records::sessions::{self, SessionRecord};
 use crate::records::{baselines, captures, now_millis, now_rfc3339, Tenant};
 use crate::state::AppState;
 use crate::state::State;
+use crate::store::counting_reads;
 use crate::symbols;
 use stacklens_core::api::{DiffRequest, DiffResponse, NewStack};
 
@@ -200,8 +201,14 @@ pub async fn diff_sessions(
                 (RangeQuery { write_caches: writes, ..base }, RangeQuery { write_caches: writes, ..later });
             let kind = request.kind.unwrap_or(base.series.kind);
             let now = now_millis();
-            let (merged_base, merged_later) =
-                futures::try_join!(merge_range(&state, &base, now), merge_range(&state, &later, now))?;
+            // Each side's reads counted apart; the first error stops both.
+            let state = &state;
+            let counted = |range| async move {
+                let (merged, reads) = counting_reads(merge_range(state, range, now)).await;
+                merged.map(|merged| (merged, reads))
+            };
+            let ((merged_base, base_reads), (merged_later, later_reads)) =
+                futures::try_join!(counted(&base), counted(&later))?;
             let (Some(b), Some(l)) = (merged_base.profile, merged_later.profile) else {
                 let empty = if merged_base.profile_count == 0 { "base" } else { "compare" };
                 return Err(ApiError::new(
@@ -213,8 +220,8 @@ pub async fn diff_sessions(
             };
             let envelope = DiffResponse {
                 kind: kind.to_string(),
-                base_range: Some(range_echo(&base, merged_base.profile_count)),
-                compare_range: Some(range_echo(&later, merged_later.profile_count)),
+                base_range: Some(range_echo(&base, merged_base.profile_count, base_reads)),
+                compare_range: Some(range_echo(&later, merged_later.profile_count, later_reads)),
                 ..DiffResponse::default()
             };
             (Compared::Merged(Box::new((b, l))), envelope, kind)

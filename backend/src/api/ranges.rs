@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use axum::extract::State as AxumState;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -28,6 +28,7 @@ use crate::records::selector::Selector;
 use crate::records::series::{Entry, Series, MAX_RANGE_MS};
 use crate::records::{now_millis, rfc3339};
 use crate::state::State;
+use crate::store::{counting_reads, Reads};
 
 /// Rows of a merged top unless `limit` says otherwise.
 const DEFAULT_LIMIT: usize = 100;
@@ -191,7 +192,7 @@ pub fn spec_query(spec: &RangeSpec, tenant: crate::records::Tenant, side: &str) 
 }
 
 /// A merged range, as a diff reports it.
-pub fn range_echo(range: &RangeQuery, profile_count: usize) -> RangeEcho {
+pub fn range_echo(range: &RangeQuery, profile_count: usize, reads: Reads) -> RangeEcho {
     RangeEcho {
         service: range.series.service.clone(),
         profile_type: range.series.kind,
@@ -199,6 +200,8 @@ pub fn range_echo(range: &RangeQuery, profile_count: usize) -> RangeEcho {
         to: rfc3339(range.to),
         labels: range.labels.equalities(),
         profile_count,
+        objects_read: reads.objects,
+        listings: reads.listings,
     }
 }
 
@@ -208,6 +211,10 @@ pub fn range_echo(range: &RangeQuery, profile_count: usize) -> RangeEcho {
 pub struct MergedTop {
     /// Stored profiles merged.
     profile_count: usize,
+    /// Objects fetched from the store to merge them, and listings made (also the
+    /// `Stacklens-Objects-Read` and `Stacklens-Listings` headers of every format).
+    objects_read: u64,
+    listings: u64,
     from: String,
     to: String,
     /// The top report of `stacklens top --format json` (sampleType, unit, total, functions…).
@@ -255,7 +262,12 @@ pub async fn merge(
             n.parse().ok().filter(|&n| n > 0).ok_or_else(|| ApiError::invalid("limit", "limit is a positive number"))?
         }
     };
-    let merged = merge_range(&state, &range, now_millis()).await?;
+    let (merged, reads) = counting_reads(merge_range(&state, &range, now_millis())).await;
+    let merged = merged?;
+    let read_headers = [
+        (HeaderName::from_static("stacklens-objects-read"), HeaderValue::from(reads.objects)),
+        (HeaderName::from_static("stacklens-listings"), HeaderValue::from(reads.listings)),
+    ];
     let Some(profile) = merged.profile else {
         if format.is_some() {
             return Err(ApiError::new(StatusCode::NOT_FOUND, "NoProfiles", "no stored profile matches the range")
@@ -270,8 +282,10 @@ pub async fn merge(
             node_cutoff: 0,
             functions: Vec::new(),
         };
+        let (from, to) = (rfc3339(range.from), rfc3339(range.to));
+        let (objects_read, listings) = (reads.objects, reads.listings);
         return Ok(
-            Json(MergedTop { profile_count: 0, from: rfc3339(range.from), to: rfc3339(range.to), top }).into_response()
+            (read_headers, Json(MergedTop { profile_count: 0, objects_read, listings, from, to, top })).into_response()
         );
     };
     let bad_index = |e: stacklens_core::Error| {
@@ -279,7 +293,7 @@ pub async fn merge(
     };
     let (from, to) = (rfc3339(range.from), rfc3339(range.to));
     let profile_count = merged.profile_count;
-    tokio::task::spawn_blocking(move || -> Result<Response, ApiError> {
+    let response = tokio::task::spawn_blocking(move || -> Result<Response, ApiError> {
         let prepared = ProfileQuery::of_sample(sample_index.as_str()).prepare(&profile);
         let prepared = prepared.map_err(bad_index)?;
         let file = |format| export(&prepared, format).map_err(bad_index);
@@ -294,12 +308,14 @@ pub async fn merge(
             None => {
                 let options = TopOptions { node_count: Some(limit), ..TopOptions::default() };
                 let top = top(&prepared, &options).map_err(bad_index)?;
-                Json(MergedTop { profile_count, from, to, top }).into_response()
+                let (objects_read, listings) = (reads.objects, reads.listings);
+                Json(MergedTop { profile_count, objects_read, listings, from, to, top }).into_response()
             }
         })
     })
     .await
-    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", e.to_string()))?
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", e.to_string()))??;
+    Ok((read_headers, response).into_response())
 }
 
 /// The range's stored entries whose labels match.
@@ -339,7 +355,8 @@ pub async fn series(
     let step_ms = step_of(query.step.as_deref(), span, DEFAULT_POINTS, 10_000)?;
     let group_by = query.group_by.as_ref().filter(|g| !g.is_empty());
     let sample_index = query.sample_index.as_deref().unwrap_or_default();
-    let entries = entries(&state, &range).await?;
+    let (entries, reads) = counting_reads(entries(&state, &range)).await;
+    let entries = entries?;
     let steps = span.div_ceil(step_ms) as usize;
     let mut lines: BTreeMap<BTreeMap<String, String>, Vec<SeriesPoint>> = BTreeMap::new();
     let (mut sample_type, mut unit) = (String::new(), String::new());
@@ -387,6 +404,8 @@ pub async fn series(
         sample_type,
         unit,
         series: lines.into_iter().map(|(labels, points)| SeriesLine { labels, points }).collect(),
+        objects_read: reads.objects,
+        listings: reads.listings,
     }))
 }
 
