@@ -39,7 +39,7 @@ use linux_perf_data::linux_perf_event_reader::{
 use linux_perf_data::{Feature, PerfFileReader, PerfFileRecord, RawUserRecord, UserRecordType};
 use rustc_hash::FxHashMap as HashMap;
 
-use super::perf_script::{add_records, event_name, Event, FrameKey, Record};
+use super::perf_script::{event_name, Event, FrameKey, Record, Samples};
 use crate::model::{Profile, SourceFormat, StrId};
 use crate::{Error, Result};
 
@@ -231,14 +231,27 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let PerfFileReader { mut perf_file, mut record_iter } =
         if pipe { PerfFileReader::parse_pipe(reader) } else { PerfFileReader::parse_file(reader) }.map_err(error)?;
     let mut p = Profile::new(SourceFormat::PerfData);
-    let events: Vec<String> = perf_file
+    // Each attribute's event, with a weight column when its samples carry periods.
+    let events: Vec<Event> = perf_file
         .event_attributes()
         .iter()
-        .map(|a| a.name().map_or_else(|| "events".to_owned(), |n| event_name(n).to_owned()))
+        .map(|a| {
+            let name = a.name().map_or_else(|| "events".to_owned(), |n| event_name(n).to_owned());
+            (name, a.attr.sample_format.contains(SampleFormat::PERIOD))
+        })
         .collect();
-    let mut has_period = vec![false; events.len()];
+    let mut samples = Samples::new(&mut p, &events);
+    let mut sampled = false;
+    // One record's frames at a time: the buffer is kept from one to the next.
+    let mut current = Record {
+        event: 0,
+        period: None,
+        time_nanos: None,
+        thread: (StrId(0), None, None),
+        frames: Vec::new(),
+        inline_frame: None,
+    };
     let mut processes = Processes::default();
-    let mut records: Vec<Record> = Vec::new();
     let (mut first, mut last) = (None::<i64>, None::<i64>);
     // Build ids by file: `HEADER_BUILD_ID` records' (a pipe's), then the feature
     // section's, then MMAP2's.
@@ -280,7 +293,7 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
             }
             EventRecord::Sample(s) => {
                 let (pid, tid) = (s.pid.unwrap_or(-1), s.tid.unwrap_or(-1));
-                let mut frames = Vec::new();
+                current.frames.clear();
                 match s.callchain {
                     Some(chain) => {
                         let mut kernel = false;
@@ -289,10 +302,10 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
                                 kernel = address == CONTEXT_KERNEL;
                                 continue;
                             }
-                            frames.push((processes.frame(&mut p, pid, address, kernel), false));
+                            current.frames.push((processes.frame(&mut p, pid, address, kernel), false));
                         }
                     }
-                    None => frames.extend(s.ip.map(|ip| (processes.frame(&mut p, pid, ip, false), false))),
+                    None => current.frames.extend(s.ip.map(|ip| (processes.frame(&mut p, pid, ip, false), false))),
                 }
                 // A time past i64's nanoseconds (292 years) is corrupt: the sample has none.
                 let time_nanos = s.timestamp.and_then(|t| i64::try_from(t).ok());
@@ -300,24 +313,20 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
                     first = Some(first.map_or(t, |f| f.min(t)));
                     last = Some(last.map_or(t, |l| l.max(t)));
                 }
-                let event = attr_index.min(events.len().saturating_sub(1));
-                has_period[event] |= s.period.is_some();
                 let comm = processes.comms.get(&tid).copied().unwrap_or(StrId(0));
-                records.push(Record {
-                    event,
-                    period: s.period.map(|v| v as i64),
-                    time_nanos,
-                    // perf script prints one number for a process's main thread: its
-                    // pid; a tid only for the other threads.
-                    thread: (comm, s.pid.map(i64::from), s.tid.filter(|&t| Some(t) != s.pid).map(i64::from)),
-                    frames,
-                    inline_frame: None,
-                });
+                current.event = attr_index.min(events.len().saturating_sub(1));
+                current.period = s.period.map(|v| v as i64);
+                current.time_nanos = time_nanos;
+                // perf script prints one number for a process's main thread: its pid; a
+                // tid only for the other threads.
+                current.thread = (comm, s.pid.map(i64::from), s.tid.filter(|&t| Some(t) != s.pid).map(i64::from));
+                samples.add(&mut p, &mut room, &current)?;
+                sampled = true;
             }
             _ => {}
         }
     }
-    if records.is_empty() {
+    if !sampled {
         return Err(error("no samples"));
     }
     let section = |feature| perf_file.feature_section_data(feature);
@@ -331,8 +340,7 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
             p.comments.push(comment);
         }
     }
-    let events: Vec<Event> = events.into_iter().zip(has_period).collect();
-    add_records(&mut p, &mut room, records, &events, first.zip(last))?;
+    samples.finish(&mut p, first.zip(last));
     for info in perf_file.build_ids().map_err(error)?.into_values() {
         build_ids.entry(String::from_utf8_lossy(&info.path).into_owned()).or_insert(info.build_id);
     }

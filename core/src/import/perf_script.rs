@@ -38,21 +38,17 @@
 //!   profile comments; the span of the records' timestamps is the duration.
 
 mod lines;
+mod samples;
 
-use rustc_hash::FxHashMap as HashMap;
-
-use super::demangle::add_native_function;
 use super::text::{self, text_error};
-use crate::model::{
-    FunctionId, Label, LabelValue, Line, LocationId, Mapping, MappingId, Profile, Sample, SampleTime, SourceFormat,
-};
-use crate::model::{StrId, ValueType};
+use crate::model::{Profile, SourceFormat, StrId};
 use crate::Result;
 
 const FORMAT: &str = "perf script";
 pub(super) use lines::event_name;
 pub(crate) use lines::looks_like_perf_script;
 use lines::{event_line, frame, srcline};
+pub(super) use samples::Samples;
 
 /// A record's (comm, pid, tid), which become its labels.
 pub(super) type Thread = (StrId, Option<i64>, Option<i64>);
@@ -77,121 +73,6 @@ pub(super) struct Record {
 
 /// An event's name and whether any of its records has a period.
 pub(super) type Event = (String, bool);
-
-#[derive(Default)]
-struct Builder {
-    functions: HashMap<StrId, FunctionId>,
-    mappings: HashMap<StrId, MappingId>,
-    locations: HashMap<FrameKey, LocationId>,
-    /// Locations with inlined frames: their frames, innermost first.
-    inlined_locations: HashMap<Vec<FrameKey>, LocationId>,
-}
-
-impl Builder {
-    /// The locations of a record's frames, leaf first: each inlined frame joins the
-    /// frames after it at the same address into one location.
-    fn locations(&mut self, p: &mut Profile, frames: &[(FrameKey, bool)]) -> Vec<LocationId> {
-        let mut out = Vec::with_capacity(frames.len());
-        let mut start = 0;
-        for (i, &(key, inlined)) in frames.iter().enumerate() {
-            if inlined && frames.get(i + 1).is_some_and(|next| next.0 .0 == key.0) {
-                continue;
-            }
-            out.push(match &frames[start..=i] {
-                [(key, _)] => self.location(p, *key),
-                group => {
-                    let keys: Vec<FrameKey> = group.iter().map(|&(k, _)| k).collect();
-                    match self.inlined_locations.get(&keys) {
-                        Some(&l) => l,
-                        None => {
-                            let l = self.new_location(p, &keys);
-                            self.inlined_locations.insert(keys, l);
-                            l
-                        }
-                    }
-                }
-            });
-            start = i + 1;
-        }
-        out
-    }
-
-    fn location(&mut self, p: &mut Profile, key: FrameKey) -> LocationId {
-        if let Some(&l) = self.locations.get(&key) {
-            return l;
-        }
-        let l = self.new_location(p, &[key]);
-        self.locations.insert(key, l);
-        l
-    }
-
-    /// A location for frames at one address, innermost first.
-    fn new_location(&mut self, p: &mut Profile, frames: &[FrameKey]) -> LocationId {
-        let mut lines = Vec::with_capacity(frames.len());
-        for &(_, symbol, _, line) in frames {
-            if let Some(s) = symbol {
-                let function = *self.functions.entry(s).or_insert_with(|| {
-                    let raw = p.strings.get(s).to_owned();
-                    add_native_function(p, &raw, "", 0)
-                });
-                lines.push(Line { function, line, column: 0 });
-            }
-        }
-        let has_lines = !lines.is_empty();
-        let l = p.add_location(frames[0].0, lines);
-        // Inlined frames name no DSO; the frame that does names the location's.
-        let dso = frames.iter().map(|f| f.2).find(|&d| !p.str(d).is_empty() && p.str(d) != "[unknown]");
-        if let Some(dso) = dso {
-            let mapping = *self.mappings.entry(dso).or_insert_with(|| {
-                let id = MappingId(p.mappings.len() as u32);
-                p.mappings.push(Mapping { id: u64::from(id.0) + 1, filename: dso, ..Mapping::default() });
-                id
-            });
-            let m = &mut p.mappings[mapping.0 as usize];
-            m.has_functions |= has_lines;
-            m.has_inline_frames |= frames.len() > 1;
-            p.locations[l.0 as usize].mapping = Some(mapping);
-        }
-        l
-    }
-}
-
-/// Each record's span from `origin`, when every record has a time: a record lasts until
-/// the next record of its thread and event, the last one the profile's median time
-/// between them.
-fn record_spans(records: &[Record], origin: i64) -> Option<Vec<SampleTime>> {
-    let mut threads: HashMap<(Thread, usize), Vec<usize>> = HashMap::default();
-    for (i, record) in records.iter().enumerate() {
-        record.time_nanos?;
-        threads.entry((record.thread, record.event)).or_default().push(i);
-    }
-    let start = |i: usize| records[i].time_nanos.map_or(0, |t| t.saturating_sub(origin));
-    // Each thread's records and their starts, in time order.
-    let threads: Vec<(Vec<usize>, Vec<i64>)> = threads
-        .into_values()
-        .map(|mut members| {
-            members.sort_by_key(|&i| start(i));
-            let starts = members.iter().map(|&i| start(i)).collect();
-            (members, starts)
-        })
-        .collect();
-    let last = super::median_interval(threads.iter().map(|(_, starts)| starts.as_slice()));
-    let mut spans = vec![SampleTime::default(); records.len()];
-    for (members, starts) in &threads {
-        for (&i, span) in members.iter().zip(super::spans_until_next(starts, last)) {
-            spans[i] = span;
-        }
-    }
-    Some(spans)
-}
-
-/// The unit of an event's periods: software clocks count nanoseconds.
-fn period_unit(event: &str) -> &'static str {
-    match event {
-        "cpu-clock" | "task-clock" => "nanoseconds",
-        _ => "count",
-    }
-}
 
 pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     let mut room = super::Room::new(options);
@@ -283,84 +164,10 @@ pub fn parse(bytes: &[u8], options: &super::ParseOptions) -> Result<Profile> {
     if records.is_empty() {
         return Err(text_error(FORMAT, 1, "no samples"));
     }
-    add_records(&mut p, &mut room, records, &events, first_time.zip(last_time))?;
+    let mut samples = Samples::new(&mut p, &events);
+    for record in &records {
+        samples.add(&mut p, &mut room, record)?;
+    }
+    samples.finish(&mut p, first_time.zip(last_time));
     Ok(p)
-}
-
-/// Adds `records` to `p` as samples: per event, a count column and (with periods) a
-/// weight column; records with times stay one sample each (their spans from the first,
-/// `times`), others with the same stack, event and thread are summed.
-pub(super) fn add_records(
-    p: &mut Profile,
-    room: &mut super::Room,
-    records: Vec<Record>,
-    events: &[Event],
-    times: Option<(i64, i64)>,
-) -> Result<()> {
-    let mut b = Builder::default();
-    let (comm_key, pid_key, tid_key) = (p.strings.intern("comm"), p.strings.intern("pid"), p.strings.intern("tid"));
-    let no_unit = StrId(0);
-    // Sample types: per event, its count column and (with periods) its weight column.
-    let single = events.len() == 1;
-    let mut columns: Vec<(usize, Option<usize>)> = Vec::with_capacity(events.len());
-    for (name, has_period) in events {
-        let shown = if name.is_empty() { "events" } else { name.as_str() };
-        let count_name = if single { "samples".to_owned() } else { format!("{shown}_samples") };
-        let count_type: ValueType = p.value_type(&count_name, "count");
-        p.sample_types.push(count_type);
-        let count_column = p.sample_types.len() - 1;
-        let weight_column = has_period.then(|| {
-            let vt = p.value_type(shown, period_unit(shown));
-            p.sample_types.push(vt);
-            p.sample_types.len() - 1
-        });
-        columns.push((count_column, weight_column));
-    }
-    if let Some((first, last)) = times {
-        p.duration_nanos = last.saturating_sub(first);
-    }
-
-    let n_types = p.sample_types.len();
-    let spans = times.and_then(|(origin, _)| record_spans(&records, origin));
-    let mut index: HashMap<(Vec<LocationId>, usize, Thread), usize> = HashMap::default();
-    for (i, mut record) in records.into_iter().enumerate() {
-        if record.frames.is_empty() {
-            record.frames.extend(record.inline_frame.map(|f| (f, false)));
-        }
-        let locations = b.locations(p, &record.frames);
-        let (count_column, weight_column) = columns[record.event];
-        let key = (locations, record.event, record.thread);
-        // Timed records stay one sample each: the timeline needs them apart.
-        let summed = if spans.is_some() { None } else { index.get(&key).copied() };
-        let at = match summed {
-            Some(at) => at,
-            None => {
-                let (comm, pid, tid) = record.thread;
-                let mut labels = Vec::with_capacity(3);
-                if comm != StrId(0) {
-                    labels.push(Label { key: comm_key, value: LabelValue::Str(comm) });
-                }
-                if let Some(pid) = pid {
-                    labels.push(Label { key: pid_key, value: LabelValue::Num { value: pid, unit: no_unit } });
-                }
-                if let Some(tid) = tid {
-                    labels.push(Label { key: tid_key, value: LabelValue::Num { value: tid, unit: no_unit } });
-                }
-                room.push(&mut p.samples, Sample { locations: key.0.clone(), values: vec![0; n_types], labels })?;
-                match &spans {
-                    Some(spans) => p.sample_times.push(spans[i]),
-                    None => {
-                        index.insert(key, p.samples.len() - 1);
-                    }
-                }
-                p.samples.len() - 1
-            }
-        };
-        let values = p.samples.values_mut(at);
-        values[count_column] = values[count_column].saturating_add(1);
-        if let Some(w) = weight_column {
-            values[w] = values[w].saturating_add(record.period.unwrap_or(0));
-        }
-    }
-    Ok(())
 }
