@@ -250,6 +250,28 @@ fn a_pipes_truncated_corrupt_and_endless_records_are_errors_not_panics() {
     assert!(!stacklens_core::parse(&bytes).unwrap().samples.is_empty());
 }
 
+#[test]
+fn a_finished_round_record_with_a_body_is_an_error_not_an_allocation() {
+    let Some(dir) = symbol_fixtures() else { return };
+    let bytes = read(&dir.join("symwork-c.perf.data"));
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+    let (mut at, end) = (word(40), word(40) + word(48));
+    while at < end && (u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) != 9 || bytes[at + 6] < 40) {
+        at += usize::from(u16::from_le_bytes([bytes[at + 6], bytes[at + 7]]));
+    }
+    assert!(at < end, "a sample record of 40 bytes or more");
+    // A sample record made a FINISHED_ROUND of the same size, its body an AUXTRACE
+    // record claiming 2^62 bytes of trace: the reader skips the round's header alone and
+    // reads the body as records (found by the perf_data target).
+    let mut round = bytes.clone();
+    round[at..at + 4].copy_from_slice(&68u32.to_le_bytes());
+    round[at + 8..at + 12].copy_from_slice(&71u32.to_le_bytes());
+    round[at + 14..at + 16].copy_from_slice(&24u16.to_le_bytes());
+    round[at + 16..at + 24].copy_from_slice(&(1u64 << 62).to_le_bytes());
+    let error = stacklens_core::parse(&round).unwrap_err().to_string();
+    assert!(error.contains("FINISHED_ROUND"), "{error}");
+}
+
 /// The zstd payload of each compressed record (type 81) of a file's data section.
 fn compressed_payloads(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;

@@ -165,6 +165,14 @@ fn check_records(r: &Reader, records: std::ops::Range<usize>) -> Result<bool, St
             ));
         };
         compressed |= kind == RECORD_COMPRESSED || kind == RECORD_COMPRESSED2;
+        // The reader skips a FINISHED_ROUND record's header without reading on: a body
+        // would be read as the next records (an AUXTRACE among them, found by the
+        // perf_data target, stating 8e17 bytes of trace).
+        if kind == RECORD_FINISHED_ROUND && size != 8 {
+            return Err(format!(
+                "the FINISHED_ROUND record at byte {at} is {size} bytes; it is its 8-byte header alone"
+            ));
+        }
         // The reader takes the feature's number as its u64's low 32 bits.
         if kind == RECORD_HEADER_FEATURE && r.u64_at(at + 8)? as u32 == HEADER_EVENT_DESC {
             check_event_desc(&r.within((at + 16).min(end)..end))?;
