@@ -193,17 +193,28 @@ fn truncated_and_corrupt_files_are_errors_not_panics() {
     }
 }
 
-/// A pipe's records as (offset, type, size), from its 16-byte header on.
-fn pipe_records(bytes: &[u8]) -> Vec<(usize, u32, usize)> {
+/// The records in `bytes[range]` as (offset, type, size).
+fn records_in(bytes: &[u8], range: std::ops::Range<usize>) -> Vec<(usize, u32, usize)> {
     let mut out = Vec::new();
-    let mut at = 16;
-    while at + 8 <= bytes.len() {
+    let mut at = range.start;
+    while at + 8 <= range.end {
         let kind = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
         let size = usize::from(u16::from_le_bytes(bytes[at + 6..at + 8].try_into().unwrap()));
         out.push((at, kind, size));
         at += size;
     }
     out
+}
+
+/// A pipe's records, from its 16-byte header on.
+fn pipe_records(bytes: &[u8]) -> Vec<(usize, u32, usize)> {
+    records_in(bytes, 16..bytes.len())
+}
+
+/// A file's records: those of its data section.
+fn file_records(bytes: &[u8]) -> Vec<(usize, u32, usize)> {
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+    records_in(bytes, word(40)..word(40) + word(48))
 }
 
 #[test]
@@ -254,12 +265,10 @@ fn a_pipes_truncated_corrupt_and_endless_records_are_errors_not_panics() {
 fn a_finished_round_record_with_a_body_is_an_error_not_an_allocation() {
     let Some(dir) = symbol_fixtures() else { return };
     let bytes = read(&dir.join("symwork-c.perf.data"));
-    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
-    let (mut at, end) = (word(40), word(40) + word(48));
-    while at < end && (u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) != 9 || bytes[at + 6] < 40) {
-        at += usize::from(u16::from_le_bytes([bytes[at + 6], bytes[at + 7]]));
-    }
-    assert!(at < end, "a sample record of 40 bytes or more");
+    let (at, ..) = *file_records(&bytes)
+        .iter()
+        .find(|&&(_, kind, size)| kind == 9 && size >= 40)
+        .expect("a sample record of 40 bytes or more");
     // A sample record made a FINISHED_ROUND of the same size, its body an AUXTRACE
     // record claiming 2^62 bytes of trace: the reader skips the round's header alone and
     // reads the body as records (found by the perf_data target).
@@ -274,17 +283,7 @@ fn a_finished_round_record_with_a_body_is_an_error_not_an_allocation() {
 
 /// The zstd payload of each compressed record (type 81) of a file's data section.
 fn compressed_payloads(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
-    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
-    let (mut at, end) = (word(40), word(40) + word(48));
-    let mut payloads = Vec::new();
-    while at < end {
-        let size = usize::from(u16::from_le_bytes([bytes[at + 6], bytes[at + 7]]));
-        if u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) == 81 {
-            payloads.push(at + 8..at + size);
-        }
-        at += size;
-    }
-    payloads
+    file_records(bytes).into_iter().filter(|r| r.1 == 81).map(|(at, _, size)| at + 8..at + size).collect()
 }
 
 #[test]
