@@ -13,11 +13,13 @@ use stacklens_core::analysis::merge::Merger;
 use stacklens_core::export::pprof;
 use stacklens_core::Profile;
 
-use crate::budget::{ParseFailure, Reservation};
+use crate::budget::{Budget, ParseFailure, Reservation};
+use crate::records::blocks::{self, BlockEntry, Footer, Read};
 use crate::records::selector::Selector;
-use crate::records::series::{Entry, Hour, Series};
-use crate::records::{load, sessions, RecordError, Tenant};
+use crate::records::series::{self, Entry, Hour, Series};
+use crate::records::{self, load, sessions, RecordError, Tenant};
 use crate::state::AppState;
+use crate::store::Store;
 use crate::symbols::LookupError;
 
 /// Stored profiles fetched ahead of the one being merged.
@@ -88,19 +90,19 @@ impl Merging {
     }
 
     /// Reserves room for `profile` in the merged model, then adds it.
-    async fn add(mut self, state: &AppState, profile: Profile) -> Result<Self, MergeError> {
-        self.reserve_for(state, &profile).await?;
+    async fn add(mut self, budget: &Budget, profile: Profile) -> Result<Self, MergeError> {
+        self.reserve_for(budget, &profile).await?;
         let Merging { merger, reserved } = self;
         Ok(Merging { merger: add(merger, profile).await?, reserved })
     }
 
-    async fn reserve_for(&mut self, state: &AppState, profile: &Profile) -> Result<(), MergeError> {
+    async fn reserve_for(&mut self, budget: &Budget, profile: &Profile) -> Result<(), MergeError> {
         let need = self.merger.model_bytes().saturating_add(2 * stacklens_core::import::profile_bytes(profile));
-        let limit = state.budget.total() / 2;
+        let limit = budget.total() / 2;
         if need > limit {
             return Err(MergeError::TooLarge { need, limit });
         }
-        state.budget.reserve_to(&mut self.reserved, need).await.map_err(ParseFailure::from)?;
+        budget.reserve_to(&mut self.reserved, need).await.map_err(ParseFailure::from)?;
         Ok(())
     }
 }
@@ -128,8 +130,8 @@ async fn add(merger: Merger, profile: Profile) -> Result<Merger, MergeError> {
 }
 
 /// Parses stored bytes within the budget.
-async fn parse(state: &AppState, bytes: Bytes) -> Result<Profile, MergeError> {
-    let mut parsed = state.budget.parse(vec![bytes]).await?;
+async fn parse(budget: &Budget, bytes: Bytes) -> Result<Profile, MergeError> {
+    let mut parsed = budget.parse(vec![bytes]).await?;
     Ok(parsed.profiles.swap_remove(0))
 }
 
@@ -137,11 +139,10 @@ async fn parse(state: &AppState, bytes: Bytes) -> Result<Profile, MergeError> {
 /// budget, reading a few ahead; entries whose session went since they were listed are
 /// skipped.
 fn parsed<'a>(
-    state: &'a AppState,
+    (store, budget): (&'a Store, &'a Budget),
     tenant: &'a Tenant,
     entries: &[Entry],
 ) -> impl futures::Stream<Item = Result<(Entry, Profile), MergeError>> + Send + 'a {
-    let store = &state.store;
     futures::stream::iter(entries.to_vec())
         .map(move |entry| async move {
             // The entry holds its session: it reads the bytes even when the session's
@@ -156,7 +157,7 @@ fn parsed<'a>(
         .map_err(MergeError::from)
         .try_filter_map(move |found| async move {
             match found {
-                Some((entry, bytes)) => Ok(Some((entry, parse(state, bytes).await?))),
+                Some((entry, bytes)) => Ok(Some((entry, parse(budget, bytes).await?))),
                 None => Ok(None),
             }
         })
@@ -176,7 +177,7 @@ where
     F: Fn(&mut A, &Entry, Profile) -> Result<(), MergeError> + Send + Sync + 'static,
 {
     let visit = Arc::new(visit);
-    let mut parsed = std::pin::pin!(parsed(state, tenant, entries));
+    let mut parsed = std::pin::pin!(parsed((&state.store, &state.budget), tenant, entries));
     let mut count = 0;
     while let Some((entry, profile)) = parsed.try_next().await? {
         let visit = visit.clone();
@@ -193,10 +194,10 @@ async fn merge_entries(
     entries: &[Entry],
     mut merging: Merging,
 ) -> Result<(Merging, usize), MergeError> {
-    let mut parsed = std::pin::pin!(parsed(state, &query.series.tenant, entries));
+    let mut parsed = std::pin::pin!(parsed((&state.store, &state.budget), &query.series.tenant, entries));
     let mut count = 0;
     while let Some((_, profile)) = parsed.try_next().await? {
-        merging = merging.add(state, profile).await?;
+        merging = merging.add(&state.budget, profile).await?;
         count += 1;
     }
     Ok((merging, count))
@@ -219,7 +220,7 @@ async fn merge_hour(
         let Some(bytes) = store.get(&key).await.map_err(RecordError::from)? else {
             return Err(MergeError::Stopped(format!("the cached merge {key} is missing")));
         };
-        return Ok((merging.add(state, parse(state, bytes).await?).await?, cached.profile_count));
+        return Ok((merging.add(&state.budget, parse(&state.budget, bytes).await?).await?, cached.profile_count));
     }
     let entries: Vec<Entry> = query
         .series
@@ -237,23 +238,88 @@ async fn merge_hour(
         let profile = own.merger.finish().map_err(MergeError::Incompatible)?;
         let encoded = blocking(move || (pprof::write(&profile), profile)).await?;
         store.create(&key, Bytes::from(encoded.0)).await.map_err(RecordError::from)?;
-        merging = merging.add(state, encoded.1).await?;
+        merging = merging.add(&state.budget, encoded.1).await?;
     }
     crate::records::create(store, &counted, &CachedHour { profile_count }).await?;
     Ok((merging, profile_count))
 }
 
-/// Merges the range's stored profiles.
+/// One hour of a range as it is read: its block (a closed hour that has one), or its
+/// listing.
+enum HourRead {
+    Block(Footer, Bytes),
+    Raw(Hour),
+}
+
+/// Reads hour `number` of the range: its block if it has a valid one, else its listing.
+/// A damaged block is logged, and cleared for the compactor to make again.
+async fn read_hour(state: &AppState, query: &RangeQuery, number: u64, now: u64) -> Result<HourRead, MergeError> {
+    let store = &state.store;
+    if series::is_closed(number, now) {
+        match blocks::read(store, &query.series, number).await? {
+            Read::Valid((footer, payload)) => return Ok(HourRead::Block(footer, payload)),
+            Read::Damaged(damaged) => {
+                tracing::warn!("{damaged}; the hour is merged from its raw profiles");
+                if query.write_caches {
+                    blocks::changed(store, &query.series, number, &records::ordered_id("damaged")).await?;
+                }
+            }
+            Read::Missing => {}
+        }
+    }
+    Ok(HourRead::Raw(query.series.hour(store, number, now).await?))
+}
+
+/// Merges the profiles of `footer`'s entries the range selects, from their block.
+async fn merge_block(
+    state: &AppState,
+    query: &RangeQuery,
+    footer: Footer,
+    payload: Bytes,
+    merging: Merging,
+) -> Result<(Merging, usize), MergeError> {
+    let (from, to, labels) = (query.from, query.to, query.labels.clone());
+    let wanted = move |e: &BlockEntry| (from..to).contains(&e.entry.millis) && e.entry.matches(&labels);
+    let count = footer.entries.iter().filter(|e| wanted(e)).count();
+    if count == 0 {
+        return Ok((merging, 0));
+    }
+    let mut profile = parse(&state.budget, payload).await?;
+    let profile = blocking(move || {
+        blocks::select(&mut profile, &footer, wanted);
+        profile
+    })
+    .await?;
+    Ok((merging.add(&state.budget, profile).await?, count))
+}
+
+/// Blocks read ahead of the one being merged (each may be megabytes).
+const BLOCKS_AHEAD: usize = 2;
+
+/// Merges the range's stored profiles: closed hours from their blocks, the others from
+/// their raw profiles.
 pub async fn merge_range(state: &AppState, query: &RangeQuery, now: u64) -> Result<Merged, MergeError> {
     let store = &state.store;
     let mut merging = Merging::new();
     let mut profile_count = 0;
-    for hour in query.series.hours(store, query.from, query.to, now).await? {
+    let reads = futures::stream::iter(series::hour_numbers(query.from, query.to))
+        .map(|number| read_hour(state, query, number, now))
+        .buffered(BLOCKS_AHEAD);
+    let mut reads = std::pin::pin!(reads);
+    while let Some(read) = reads.try_next().await? {
+        let count;
+        let hour = match read {
+            HourRead::Block(footer, payload) => {
+                (merging, count) = merge_block(state, query, footer, payload, merging).await?;
+                profile_count += count;
+                continue;
+            }
+            HourRead::Raw(hour) => hour,
+        };
         if hour.is_empty() {
             continue;
         }
         if hour.closed && query.from <= hour.start() && hour.end() <= query.to {
-            let count;
             (merging, count) = merge_hour(state, query, &hour, merging).await?;
             profile_count += count;
             continue;
@@ -265,7 +331,6 @@ pub async fn merge_range(state: &AppState, query: &RangeQuery, now: u64) -> Resu
             .into_iter()
             .filter(|e| (query.from..query.to).contains(&e.millis) && e.matches(&query.labels))
             .collect();
-        let count;
         (merging, count) = merge_entries(state, query, &entries, merging).await?;
         profile_count += count;
     }
@@ -278,4 +343,61 @@ pub async fn merge_range(state: &AppState, query: &RangeQuery, now: u64) -> Resu
         }
     };
     Ok(Merged { profile, profile_count, _reserved: reserved })
+}
+
+/// What making an hour's block did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Compacted {
+    /// The block was written, holding this many profiles in this many bytes.
+    Written { profiles: usize, bytes: usize },
+    /// The hour holds nothing (any block it had is gone).
+    Empty,
+    /// Another compactor wrote it first.
+    Exists,
+    /// The hour changed while its block was made: the block is gone, to be made again.
+    Raced,
+}
+
+/// Makes hour `number`'s block from its raw profiles, within the budget (see
+/// [`blocks`] for why the hour is listed twice).
+pub async fn compact_hour(
+    (store, budget): (&Store, &Budget),
+    series: &Series,
+    number: u64,
+    now: u64,
+) -> Result<Compacted, MergeError> {
+    let key = series.block_key(number);
+    let hour = series.hour(store, number, now).await?;
+    if hour.is_empty() {
+        store.delete(&key).await.map_err(RecordError::from)?;
+        return Ok(Compacted::Empty);
+    }
+    let entries = series.entries(store, &hour, false).await?;
+    let mut merging = Merging::new();
+    let mut kept = Vec::new();
+    let mut parsed = std::pin::pin!(parsed((store, budget), &series.tenant, &entries));
+    while let Some((entry, mut profile)) = parsed.try_next().await? {
+        blocks::tag(&mut profile, kept.len());
+        let (time_nanos, duration_nanos, period) = (profile.time_nanos, profile.duration_nanos, profile.period);
+        kept.push(BlockEntry { entry, time_nanos, duration_nanos, period });
+        merging = merging.add(budget, profile).await?;
+    }
+    let profiles = kept.len();
+    let block = blocking(move || -> Result<Vec<u8>, MergeError> {
+        let payload = match profiles {
+            0 => Vec::new(),
+            _ => pprof::write(&merging.merger.finish().map_err(MergeError::Incompatible)?),
+        };
+        Ok(blocks::encode(&payload, number, kept)?)
+    })
+    .await??;
+    let bytes = block.len();
+    if !store.create(&key, Bytes::from(block)).await.map_err(RecordError::from)? {
+        return Ok(Compacted::Exists);
+    }
+    if !series.hour(store, number, now).await?.holds_the_same_as(&hour) {
+        store.delete(&key).await.map_err(RecordError::from)?;
+        return Ok(Compacted::Raced);
+    }
+    Ok(Compacted::Written { profiles, bytes })
 }

@@ -11,6 +11,7 @@ use stacklens_core::{Profile, ProfileKind};
 
 use crate::budget::Reservation;
 use crate::merging::{merge_range, MergeError, RangeQuery};
+use crate::records::blocks;
 use crate::records::profile_types::{name_of, ProfileTypeId};
 use crate::records::selector::{Matcher, Selector};
 use crate::records::series::{self, Entry, Series};
@@ -130,7 +131,7 @@ impl Selection {
         let (store, labels, write) = (&state.store, &labels, self.write_caches);
         let per_series: Vec<Vec<Found>> = futures::stream::iter(self.series(state).await?)
             .map(|series| async move {
-                let entries = series.range(store, (self.from, self.to), labels, now, write).await?;
+                let entries = blocks::range(store, &series, (self.from, self.to), labels, now, write).await?;
                 Ok::<_, RecordError>(entries.into_iter().map(|entry| Found { series: series.clone(), entry }).collect())
             })
             .buffered(CONCURRENCY)

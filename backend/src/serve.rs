@@ -112,6 +112,10 @@ pub struct ServeArgs {
     /// with --retention-days, old index entries.
     #[arg(long, default_value_t = 60_000, hide = true)]
     retention_tick_ms: u64,
+    /// Milliseconds between two compaction passes (closed hours into blocks); 0: none on
+    /// this replica (`stacklens compact` runs one pass).
+    #[arg(long, default_value_t = 60_000, hide = true)]
+    compact_tick_ms: u64,
     /// The shortest `expiresIn` uploads and blobs may ask for, e.g. 1h, 30m.
     #[arg(long, default_value = "1h", value_parser = crate::lifetime::parse)]
     min_expires_in: Duration,
@@ -157,7 +161,7 @@ impl ServeArgs {
 const MAX_URI: usize = 8 * 1024;
 
 /// `256MiB`, `10MB`, `64KiB`, `1048576`.
-fn parse_size(text: &str) -> Result<usize, String> {
+pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (digits, unit) = t.split_at(split);
@@ -313,6 +317,10 @@ pub fn run(args: ServeArgs, opened: Opened, listening: impl FnOnce(SocketAddr)) 
         }
         let tick = Duration::from_millis(args.retention_tick_ms.max(10));
         tokio::spawn(crate::runs::retention::run_forever(state.store.clone(), args.retention_days, tick));
+        if args.compact_tick_ms > 0 {
+            let tick = Duration::from_millis(args.compact_tick_ms.max(10));
+            tokio::spawn(crate::runs::compact::run_forever(state.clone(), tick));
+        }
         let app = router(&page, state, &args.cors_origins, policy, request_timeout);
         listening(address);
         let limits = Limits {

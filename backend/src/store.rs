@@ -198,6 +198,58 @@ impl Store {
         .await
     }
 
+    /// Whether `key` exists (one HEAD, counted as a read).
+    pub async fn exists(&self, key: &str) -> Result<bool, StoreError> {
+        count_read(|r| r.objects += 1);
+        if let Some((path, _)) = self.local_path(key) {
+            return self.bounded(blocking(move || Ok(path.is_file()))).await;
+        }
+        self.bounded(async {
+            match self.inner.head(&self.path(key)).await {
+                Ok(_) => Ok(true),
+                Err(object_store::Error::NotFound { .. }) => Ok(false),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await
+    }
+
+    /// The last `n` bytes of `key` (all of it when shorter): one ranged read, so that an
+    /// object's footer is read without its body.
+    pub async fn get_tail(&self, key: &str, n: u64) -> Result<Option<Bytes>, StoreError> {
+        count_read(|r| r.objects += 1);
+        if let Some((path, _)) = self.local_path(key) {
+            return self
+                .bounded(blocking(move || {
+                    use std::io::{Read, Seek, SeekFrom};
+                    let mut file = match std::fs::File::open(&path) {
+                        Ok(file) if file.metadata()?.is_file() => file,
+                        Ok(_) => return Ok(None),
+                        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+                        Err(e) => return Err(e),
+                    };
+                    let len = file.metadata()?.len();
+                    file.seek(SeekFrom::Start(len.saturating_sub(n)))?;
+                    let mut tail = Vec::with_capacity(len.min(n) as usize);
+                    file.read_to_end(&mut tail)?;
+                    Ok(Some(Bytes::from(tail)))
+                }))
+                .await;
+        }
+        let options = object_store::GetOptions {
+            range: Some(object_store::GetRange::Suffix(n)),
+            ..object_store::GetOptions::default()
+        };
+        self.bounded(async {
+            match self.inner.get_opts(&self.path(key), options).await {
+                Ok(r) => Ok(Some(r.bytes().await?)),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await
+    }
+
     pub async fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.bounded(async {
             match self.inner.delete(&self.path(key)).await {

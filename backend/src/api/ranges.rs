@@ -24,6 +24,7 @@ use super::access::{Reader, WritesCaches};
 use super::request::{check_name, check_text, parse_kind, parse_labels, required, Params, PathParam};
 use super::{ApiError, ErrorBody};
 use crate::merging::{merge_range, visit_entries, MergeError, RangeQuery};
+use crate::records::blocks;
 use crate::records::selector::Selector;
 use crate::records::series::{Entry, Series, MAX_RANGE_MS};
 use crate::records::{now_millis, rfc3339};
@@ -321,7 +322,7 @@ pub async fn merge(
 /// The range's stored entries whose labels match.
 async fn entries(state: &State, range: &RangeQuery) -> Result<Vec<Entry>, ApiError> {
     let span = (range.from, range.to);
-    Ok(range.series.range(&state.store, span, &range.labels, now_millis(), range.write_caches).await?)
+    Ok(blocks::range(&state.store, &range.series, span, &range.labels, now_millis(), range.write_caches).await?)
 }
 
 /// The sample type a series sums: by name or index as `sampleIndex`, else each

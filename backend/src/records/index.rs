@@ -6,6 +6,7 @@
 use bytes::Bytes;
 use stacklens_core::ids::SessionId;
 
+use super::blocks;
 use super::refs::{self, Holder};
 use super::series::{self, Entry, FiledBy, Series};
 use super::sessions::{self, NewSession, SessionRecord, Stored};
@@ -41,6 +42,10 @@ async fn file_entry(store: &Store, series: &Series, entry: &Entry) -> Result<boo
         return Ok(false);
     }
     series::write(store, &key, entry).await?;
+    let hour = entry.millis / series::HOUR_MS;
+    if blocks::may_be_compacted(hour, super::now_millis()) {
+        blocks::changed(store, series, hour, holder.name()).await?;
+    }
     Ok(true)
 }
 
@@ -139,6 +144,7 @@ async fn forget_entries(store: &Store, tenant: &Tenant, session: &str, filed_by:
         }
         if let Some(key) = key {
             series::remove(store, &key).await?;
+            blocks::entry_changed(store, &key, holder.name()).await?;
         }
         refs::withdraw(store, tenant, session, &holder).await?;
     }
@@ -160,6 +166,7 @@ pub async fn expire_entries(store: &Store, series: &Series, cutoff: u64, filed_b
                     continue;
                 }
                 series::remove(store, &filed.key).await?;
+                blocks::changed(store, series, hour, filed.holder.name()).await?;
                 release(store, &series.tenant, &entry.session_id, &filed.holder).await?;
                 removed += 1;
             }

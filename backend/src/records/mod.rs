@@ -7,6 +7,7 @@
 
 pub mod baselines;
 pub mod blobs;
+pub mod blocks;
 pub mod buckets;
 pub mod captures;
 pub mod debuginfo;

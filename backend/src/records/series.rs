@@ -127,10 +127,29 @@ impl Hour {
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
+
+    /// Whether the two listings of an hour name the same entries.
+    pub fn holds_the_same_as(&self, other: &Hour) -> bool {
+        self.names == other.names
+    }
+}
+
+/// The numbers of the hours `[from, to)` touches, oldest first.
+pub fn hour_numbers(from: u64, to: u64) -> std::ops::Range<u64> {
+    if to <= from {
+        0..0
+    } else {
+        from / HOUR_MS..(to - 1) / HOUR_MS + 1
+    }
+}
+
+/// Whether hour `number` is closed at `now` (see [`SETTLED_MS`]).
+pub fn is_closed(number: u64, now: u64) -> bool {
+    (number + 1) * HOUR_MS + SETTLED_MS <= now
 }
 
 impl Series {
-    fn folder(&self, under: &str) -> String {
+    pub(super) fn folder(&self, under: &str) -> String {
         self.tenant.key(&format!("{under}/s{}/{}", hex::encode(&self.service), self.kind))
     }
 
@@ -148,18 +167,10 @@ impl Series {
         format!("{}/{millis:016x}-{}", self.hour_prefix(millis / HOUR_MS), holder.name())
     }
 
-    /// The hours `[from, to)` touches, with what each holds now, oldest first.
-    pub async fn hours(&self, store: &Store, from: u64, to: u64, now: u64) -> Result<Vec<Hour>> {
-        let numbers: Vec<u64> = if to <= from { Vec::new() } else { (from / HOUR_MS..=(to - 1) / HOUR_MS).collect() };
-        futures::stream::iter(numbers)
-            .map(|number| async move {
-                let names = store.list(&self.hour_prefix(number), None).await?;
-                let closed = (number + 1) * HOUR_MS + SETTLED_MS <= now;
-                Ok(Hour { number, names, closed })
-            })
-            .buffered(CONCURRENCY)
-            .try_collect()
-            .await
+    /// Hour `number`, with what it holds now.
+    pub async fn hour(&self, store: &Store, number: u64, now: u64) -> Result<Hour> {
+        let names = store.list(&self.hour_prefix(number), None).await?;
+        Ok(Hour { number, names, closed: is_closed(number, now) })
     }
 
     /// What an hour holds, oldest first: from its cache when closed (written on the
@@ -188,25 +199,6 @@ impl Series {
             store.create(&cache, Bytes::from(serde_json::to_vec(&entries)?)).await?;
         }
         Ok(entries)
-    }
-
-    /// The entries of `[from, to)` whose labels match, oldest first (closed hours'
-    /// listings cached when `write_cache`).
-    pub async fn range(
-        &self,
-        store: &Store,
-        (from, to): (u64, u64),
-        labels: &Selector,
-        now: u64,
-        write_cache: bool,
-    ) -> Result<Vec<Entry>> {
-        let hours = self.hours(store, from, to, now).await?;
-        let per_hour: Vec<Vec<Entry>> = futures::stream::iter(hours)
-            .map(|hour| async move { self.entries(store, &hour, write_cache).await })
-            .buffered(CONCURRENCY)
-            .try_collect()
-            .await?;
-        Ok(per_hour.into_iter().flatten().filter(|e| (from..to).contains(&e.millis) && e.matches(labels)).collect())
     }
 
     /// Where a closed hour's merged profile for a label filter is cached.

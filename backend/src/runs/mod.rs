@@ -1,9 +1,11 @@
 //! Background work: captures from services, samply recordings, the continuous
-//! schedule, and the sweep of expired links and of the time index (retention). Every
+//! schedule, the compaction of closed hours into blocks, and the sweep of expired links
+//! and of the time index (retention). Every
 //! run is started through [`launch`], which holds the run's lease and always writes an
 //! outcome and gives the lease back, whether the work finished, failed or panicked.
 
 pub mod capture;
+pub mod compact;
 pub mod retention;
 pub mod samply;
 pub mod schedule;

@@ -160,6 +160,10 @@ impl Server {
         let dist_arg = dist.display().to_string();
         let mut args = vec!["serve", "--listen", &listen, "--dist", &dist_arg, "--store", store];
         args.extend_from_slice(extra);
+        // Blocks change what a query reads: a test gets them only when it asks for them.
+        if !extra.contains(&"--compact-tick-ms") {
+            args.extend_from_slice(&["--compact-tick-ms", "0"]);
+        }
         let output = |f: &std::fs::File| Stdio::from(f.try_clone().unwrap());
         let mut child = Command::new(env!("CARGO_BIN_EXE_stacklens"))
             .args(&args)
@@ -360,6 +364,18 @@ impl Backing {
                 let status = reqwest::blocking::Client::new().head(url).send().unwrap().status().as_u16();
                 assert!(status == 200 || status == 404, "the filer answered {status} for {key}");
                 status == 200
+            }
+        }
+    }
+
+    /// Puts `bytes` at `key` behind the server's back (to damage what it stored).
+    pub fn write(&self, key: &str, bytes: Vec<u8>) {
+        match self {
+            Backing::Folder(dir) => std::fs::write(dir.join(key), bytes).unwrap(),
+            Backing::Seaweed(prefix) => {
+                let url = format!("http://127.0.0.1:8888/buckets/test/{prefix}/{key}");
+                let status = reqwest::blocking::Client::new().put(url).body(bytes).send().unwrap().status();
+                assert!(status.is_success(), "the filer answered {status} for {key}");
             }
         }
     }

@@ -1,0 +1,308 @@
+//! Compacted blocks: a series' closed hour in one immutable object, so that a query over
+//! old data reads one object an hour and lists nothing (the hour's name is computed
+//! from the range). Raw pushes stay the truth; a block is derived from them and made
+//! again whenever they change.
+//!
+//! A block is a pprof profile, the merge of the hour's stored profiles with their
+//! symbols (strings, functions, locations, mappings) deduplicated, in which every sample
+//! carries the number of the entry it came from (a numeric label, [`ENTRY_LABEL`]); then
+//! a JSON footer naming those entries (times, labels, totals, headers) and the payload's
+//! SHA-256; then a fixed trailer: the footer's length and SHA-256 and a magic. A reader
+//! of the footer alone (series answers) reads the object's tail; a merge reads it whole
+//! and keeps the samples of the entries its range and labels select.
+//!
+//! Staying true to raw: the compactor lists the hour, writes the block
+//! (`PutMode::Create`), then lists the hour again and deletes the block if the listing
+//! changed. A push or removal into an hour that may have a block deletes the block after
+//! its own write and leaves a mark, so the compactor makes it again. Whichever of the
+//! two comes second sees the other: no block outlives a change to its hour.
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use stacklens_core::model::{Label, LabelValue, Profile, StrId};
+
+use super::selector::Selector;
+use super::series::{hour_numbers, is_closed, Entry, Series, HOUR_MS, SETTLED_MS};
+use super::Result;
+use crate::store::Store;
+
+/// The numeric label each sample of a block carries: its entry's number in the footer.
+pub const ENTRY_LABEL: &str = "stacklens.block.entry";
+
+const MAGIC: &[u8; 8] = b"SLBLOCK1";
+/// The footer's length (u32, little-endian), its SHA-256, the magic.
+const TRAILER: usize = 4 + 32 + MAGIC.len();
+/// What a footer-only read asks for: most footers fit (360 entries of a few labels).
+const TAIL_GUESS: u64 = 256 << 10;
+/// Footers read at once for one series answer.
+const FOOTERS_AHEAD: usize = 16;
+
+/// A stored profile as a block keeps it: its index entry and the header fields a merge
+/// of a part of the block needs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockEntry {
+    #[serde(flatten)]
+    pub entry: Entry,
+    pub time_nanos: i64,
+    pub duration_nanos: i64,
+    pub period: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Footer {
+    /// Hours since the epoch.
+    pub hour: u64,
+    /// The hour's entries whose profiles went in, oldest first.
+    pub entries: Vec<BlockEntry>,
+    /// The payload's length and SHA-256 (hex).
+    pub payload_len: u64,
+    pub payload_sha256: String,
+}
+
+/// Why a stored block cannot be used (it is made again from raw).
+#[derive(Debug, thiserror::Error)]
+#[error("block {key} is damaged: {reason}")]
+pub struct Damaged {
+    pub key: String,
+    pub reason: String,
+}
+
+/// A block as read: valid, absent, or damaged.
+pub enum Read<T> {
+    Valid(T),
+    Missing,
+    Damaged(Damaged),
+}
+
+impl Series {
+    /// Where the block of `hour` is (see [`changed_in`]).
+    pub fn block_key(&self, hour: u64) -> String {
+        format!("{}/h{hour}.block", self.folder("blocks"))
+    }
+
+    /// Where changes to hours mark them for the compactor (see [`changed_in`]).
+    pub fn changed_prefix(&self) -> String {
+        format!("{}/changed", self.folder("blocks"))
+    }
+}
+
+/// Whether an hour may have a block by now (with room for clocks that differ by up to
+/// [`SETTLED_MS`] between replicas): a change to it must then clear the block.
+pub fn may_be_compacted(hour: u64, now: u64) -> bool {
+    (hour + 1) * HOUR_MS <= now + SETTLED_MS
+}
+
+/// Clears an hour's block after a change to the hour (an entry filed or removed), and
+/// marks the hour for the compactor (`mark` names the change, so that two marks never
+/// collide and the compactor removes only those it saw).
+pub async fn changed(store: &Store, series: &Series, hour: u64, mark: &str) -> Result<()> {
+    changed_in(store, &series.folder("blocks"), hour, mark).await
+}
+
+/// [`changed`] for the hour of the entry filed at `entry_key` (see [`Series::entry_key`]).
+pub async fn entry_changed(store: &Store, entry_key: &str, mark: &str) -> Result<()> {
+    let hour_folder = entry_key.rsplit_once('/').map(|(folder, _)| folder);
+    let Some((series_folder, hour)) = hour_folder.and_then(|f| f.rsplit_once('/')) else { return Ok(()) };
+    let Some(hour) = hour.strip_prefix('h').and_then(|n| n.parse().ok()) else { return Ok(()) };
+    // The tenant's part of the key holds no '/'.
+    changed_in(store, &series_folder.replacen("/series/", "/blocks/", 1), hour, mark).await
+}
+
+async fn changed_in(store: &Store, blocks_folder: &str, hour: u64, mark: &str) -> Result<()> {
+    store.create(&format!("{blocks_folder}/changed/h{hour}-{mark}"), Bytes::new()).await?;
+    store.delete(&format!("{blocks_folder}/h{hour}.block")).await?;
+    Ok(())
+}
+
+/// `merged`'s samples each tagged with the number of the entry they came from: what a
+/// profile becomes before it goes into a block.
+pub fn tag(profile: &mut Profile, entry: usize) {
+    let key = profile.strings.intern(ENTRY_LABEL);
+    profile.samples.retain(|sample| {
+        sample.labels.push(Label { key, value: LabelValue::Num { value: entry as i64, unit: StrId(0) } });
+        true
+    });
+}
+
+/// Keeps the samples of the entries `wanted` says yes to, without their tags, and sets
+/// the header as a merge of those entries' profiles has it. The caller merges the result
+/// (which joins the samples that only their tags kept apart).
+pub fn select(profile: &mut Profile, footer: &Footer, wanted: impl Fn(&BlockEntry) -> bool) {
+    let picked: Vec<bool> = footer.entries.iter().map(wanted).collect();
+    let key = profile.strings.intern(ENTRY_LABEL);
+    profile.samples.retain(|sample| {
+        let Some(at) = sample.labels.iter().position(|l| l.key == key) else { return false };
+        let LabelValue::Num { value, .. } = sample.labels.remove(at).value else { return false };
+        usize::try_from(value).ok().and_then(|i| picked.get(i).copied()).unwrap_or(false)
+    });
+    let chosen = || footer.entries.iter().zip(&picked).filter(|(_, p)| **p).map(|(e, _)| e);
+    profile.time_nanos = chosen().map(|e| e.time_nanos).filter(|&t| t != 0).min().unwrap_or(0);
+    profile.duration_nanos = chosen().fold(0i64, |sum, e| sum.saturating_add(e.duration_nanos));
+    profile.period = chosen().map(|e| e.period).max().unwrap_or(0);
+}
+
+/// The block's bytes: `payload` (an encoded pprof, empty when no profile went in), the
+/// footer, the trailer.
+pub fn encode(payload: &[u8], hour: u64, entries: Vec<BlockEntry>) -> Result<Vec<u8>> {
+    let footer = Footer {
+        hour,
+        entries,
+        payload_len: payload.len() as u64,
+        payload_sha256: hex::encode(Sha256::digest(payload)),
+    };
+    let footer = serde_json::to_vec(&footer)?;
+    let mut out = Vec::with_capacity(payload.len() + footer.len() + TRAILER);
+    out.extend_from_slice(payload);
+    out.extend_from_slice(&footer);
+    out.extend_from_slice(&(footer.len() as u32).to_le_bytes());
+    out.extend_from_slice(&Sha256::digest(&footer));
+    out.extend_from_slice(MAGIC);
+    Ok(out)
+}
+
+/// The footer of a block whose last bytes are `tail`, and where the footer starts in
+/// the block; `Err` with the reason when damaged, `Ok(None)` when `tail` is too short to
+/// hold the footer.
+fn footer_in(tail: &[u8], block_len: Option<u64>) -> Result<Option<(Footer, u64)>, String> {
+    let Some(trailer_at) = tail.len().checked_sub(TRAILER) else { return Err("shorter than its trailer".into()) };
+    let trailer = &tail[trailer_at..];
+    if &trailer[36..] != MAGIC {
+        return Err("no block magic at its end".into());
+    }
+    let footer_len = u32::from_le_bytes(trailer[..4].try_into().expect("4 bytes")) as usize;
+    let Some(footer_at) = trailer_at.checked_sub(footer_len) else {
+        return match block_len {
+            // The whole block was read: the length is wrong.
+            Some(_) => Err(format!("its footer length {footer_len} is longer than the block")),
+            None => Ok(None),
+        };
+    };
+    let footer = &tail[footer_at..trailer_at];
+    if Sha256::digest(footer)[..] != trailer[4..36] {
+        return Err("its footer's checksum does not match".into());
+    }
+    let footer: Footer = serde_json::from_slice(footer).map_err(|e| format!("its footer is unreadable: {e}"))?;
+    let start = footer.payload_len;
+    if block_len.is_some_and(|len| len != start + (footer_len + TRAILER) as u64) {
+        return Err("its payload length does not match its size".into());
+    }
+    Ok(Some((footer, start)))
+}
+
+/// The footer of `hour`'s block, reading only the block's tail.
+pub async fn read_footer(store: &Store, series: &Series, hour: u64) -> Result<Read<Footer>> {
+    let key = series.block_key(hour);
+    let damaged = |reason: String| Read::Damaged(Damaged { key: key.clone(), reason });
+    let Some(tail) = store.get_tail(&key, TAIL_GUESS).await? else { return Ok(Read::Missing) };
+    let whole = (tail.len() as u64) < TAIL_GUESS;
+    match footer_in(&tail, whole.then_some(tail.len() as u64)) {
+        Ok(Some((footer, _))) => Ok(Read::Valid(footer)),
+        Ok(None) => Ok(match read(store, series, hour).await? {
+            Read::Valid((footer, _)) => Read::Valid(footer),
+            Read::Missing => Read::Missing,
+            Read::Damaged(d) => Read::Damaged(d),
+        }),
+        Err(reason) => Ok(damaged(reason)),
+    }
+}
+
+/// The entries of `[from, to)` whose labels match, oldest first: a closed hour's from
+/// its block's footer, the others' from their listings (closed hours' listings cached
+/// when `write_cache`).
+pub async fn range(
+    store: &Store,
+    series: &Series,
+    (from, to): (u64, u64),
+    labels: &Selector,
+    now: u64,
+    write_cache: bool,
+) -> Result<Vec<Entry>> {
+    let per_hour: Vec<Vec<Entry>> = futures::stream::iter(hour_numbers(from, to))
+        .map(|number| async move {
+            if is_closed(number, now) {
+                match read_footer(store, series, number).await? {
+                    Read::Valid(footer) => return Ok(footer.entries.into_iter().map(|e| e.entry).collect()),
+                    Read::Damaged(damaged) => tracing::warn!("{damaged}; the hour's entries are read one by one"),
+                    Read::Missing => {}
+                }
+            }
+            series.entries(store, &series.hour(store, number, now).await?, write_cache).await
+        })
+        .buffered(FOOTERS_AHEAD)
+        .try_collect()
+        .await?;
+    Ok(per_hour.into_iter().flatten().filter(|e| (from..to).contains(&e.millis) && e.matches(labels)).collect())
+}
+
+/// `hour`'s block, whole: its footer and its payload (checked against the footer's
+/// checksum; empty when no profile went in).
+pub async fn read(store: &Store, series: &Series, hour: u64) -> Result<Read<(Footer, Bytes)>> {
+    let key = series.block_key(hour);
+    let Some(block) = store.get(&key).await? else { return Ok(Read::Missing) };
+    Ok(match decode(&block) {
+        Ok((footer, payload)) => Read::Valid((footer, block.slice(..payload))),
+        Err(reason) => Read::Damaged(Damaged { key, reason }),
+    })
+}
+
+/// The footer and the payload's length of a whole block.
+fn decode(block: &[u8]) -> Result<(Footer, usize), String> {
+    let (footer, payload_len) = footer_in(block, Some(block.len() as u64))?.expect("a whole block");
+    let payload = &block[..payload_len as usize];
+    if hex::encode(Sha256::digest(payload)) != footer.payload_sha256 {
+        return Err("its payload's checksum does not match".into());
+    }
+    Ok((footer, payload_len as usize))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(millis: u64) -> BlockEntry {
+        BlockEntry {
+            entry: Entry {
+                millis,
+                session_id: stacklens_core::ids::SessionId::parse(&format!("sess-{millis:032x}")).unwrap(),
+                labels: [("region".to_owned(), "eu".to_owned())].into(),
+                sample_types: vec!["cpu".into()],
+                units: vec!["nanoseconds".into()],
+                totals: vec![7],
+                default_index: 0,
+                filed_by: None,
+            },
+            time_nanos: millis as i64 * 1_000_000,
+            duration_nanos: 10,
+            period: 1,
+        }
+    }
+
+    #[test]
+    fn a_block_reads_back_and_any_changed_byte_is_found() {
+        let block = encode(b"payload bytes", 7, vec![entry(1), entry(2)]).unwrap();
+        let (footer, payload) = decode(&block).unwrap();
+        assert_eq!((footer.hour, footer.entries, payload), (7, vec![entry(1), entry(2)], 13));
+        for at in 0..block.len() {
+            let mut changed = block.clone();
+            changed[at] ^= 0x20;
+            assert!(decode(&changed).is_err(), "a change at byte {at} of {} went unnoticed", block.len());
+        }
+        for cut in 0..block.len() {
+            assert!(decode(&block[..cut]).is_err(), "cut at {cut}");
+        }
+        assert!(decode(&block[1..]).is_err(), "the first byte cut off");
+    }
+
+    #[test]
+    fn a_tail_holds_the_footer_or_says_it_needs_more() {
+        let block = encode(&[9; 1000], 3, vec![entry(5)]).unwrap();
+        let (footer, start) = footer_in(&block[900..], None).unwrap().unwrap();
+        assert_eq!((footer.entries.len(), start), (1, 1000));
+        assert!(footer_in(&block[block.len() - TRAILER - 3..], None).unwrap().is_none());
+        assert!(footer_in(&block[block.len() - TRAILER - 3..], Some(50)).is_err());
+    }
+}

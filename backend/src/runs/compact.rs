@@ -1,0 +1,146 @@
+//! The compactor: makes the blocks of closed hours (see [`crate::records::blocks`]) and
+//! makes again those of hours that changed. Every replica runs it; a lease per tenant
+//! makes one replica do a tenant's pass at a time, and blocks are created only
+//! (`PutMode::Create`), so two passes at once write one block and lose nothing.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::budget::Budget;
+use crate::merging::{compact_hour, Compacted, MergeError};
+use crate::records::series::{self, Series};
+use crate::records::{leases, now_millis, RecordError, Tenant};
+use crate::state::State;
+use crate::store::Store;
+
+/// How long a tenant's pass may hold its lease before another replica may take over.
+const LEASE_SECS: u64 = 15 * 60;
+
+/// What one pass did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Pass {
+    /// Blocks written, the profiles they hold and their bytes.
+    pub blocks: usize,
+    pub profiles: usize,
+    pub bytes: usize,
+    /// Hours that changed while their block was made (made again next pass).
+    pub raced: usize,
+    /// Tenants another replica was compacting.
+    pub tenants_busy: usize,
+}
+
+/// The hours this process knows are done (their block exists, or they hold nothing),
+/// by block key, so that a pass asks the store only about the others (a change to an
+/// hour leaves a mark, which a pass always looks at).
+#[derive(Default)]
+pub struct Compactor {
+    known: Mutex<HashSet<String>>,
+}
+
+impl Compactor {
+    /// One pass over every tenant's series.
+    pub async fn pass(&self, store: &Store, budget: &Budget, now: u64) -> Result<Pass, MergeError> {
+        let mut pass = Pass::default();
+        for tenant in store.list_folders("tenants").await.map_err(RecordError::from)? {
+            let tenant = Tenant(tenant);
+            let Some(lease) = leases::acquire(store, &tenant.key("leases/compact"), LEASE_SECS).await? else {
+                pass.tenants_busy += 1;
+                continue;
+            };
+            let done = self.tenant(store, budget, &tenant, now, &mut pass).await;
+            lease.release(store).await?;
+            done?;
+        }
+        Ok(pass)
+    }
+
+    async fn tenant(
+        &self,
+        store: &Store,
+        budget: &Budget,
+        tenant: &Tenant,
+        now: u64,
+        pass: &mut Pass,
+    ) -> Result<(), MergeError> {
+        for (service, kind) in series::list(store, tenant).await? {
+            let series = Series { tenant: tenant.clone(), service, kind };
+            self.series(store, budget, &series, now, pass).await?;
+        }
+        Ok(())
+    }
+
+    async fn series(
+        &self,
+        store: &Store,
+        budget: &Budget,
+        series: &Series,
+        now: u64,
+        pass: &mut Pass,
+    ) -> Result<(), MergeError> {
+        let changed_prefix = series.changed_prefix();
+        let mut marks: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+        for name in store.list(&changed_prefix, None).await.map_err(RecordError::from)? {
+            if let Some(hour) = name.strip_prefix('h').and_then(|n| n.split('-').next()?.parse().ok()) {
+                marks.entry(hour).or_default().push(name);
+            }
+        }
+        let mut hours: Vec<u64> = series.hours_before(store, now).await?;
+        hours.extend(marks.keys());
+        hours.sort_unstable();
+        hours.dedup();
+        for number in hours.into_iter().filter(|&n| series::is_closed(n, now)) {
+            let key = series.block_key(number);
+            let marked = marks.remove(&number);
+            if marked.is_none()
+                && (self.known.lock().expect("not poisoned").contains(&key)
+                    || store.exists(&key).await.map_err(RecordError::from)?)
+            {
+                self.known.lock().expect("not poisoned").insert(key);
+                continue;
+            }
+            self.known.lock().expect("not poisoned").remove(&key);
+            match compact_hour((store, budget), series, number, now).await? {
+                Compacted::Written { profiles, bytes } => {
+                    (pass.blocks, pass.profiles, pass.bytes) =
+                        (pass.blocks + 1, pass.profiles + profiles, pass.bytes + bytes);
+                    self.known.lock().expect("not poisoned").insert(key);
+                }
+                // Nothing to do until the hour changes (which leaves a mark).
+                Compacted::Exists | Compacted::Empty => {
+                    self.known.lock().expect("not poisoned").insert(key);
+                }
+                Compacted::Raced => {
+                    pass.raced += 1;
+                    continue;
+                }
+            }
+            // The marks seen before the hour was listed are answered; later ones stay.
+            for name in marked.into_iter().flatten() {
+                store.delete(&format!("{changed_prefix}/{name}")).await.map_err(RecordError::from)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs a pass every `tick` for as long as the server runs.
+pub async fn run_forever(state: State, tick: Duration) {
+    let compactor = Compactor::default();
+    let mut ticks = tokio::time::interval(tick);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        ticks.tick().await;
+        match compactor.pass(&state.store, &state.budget, now_millis()).await {
+            Ok(pass) if pass.blocks > 0 || pass.raced > 0 => tracing::info!(
+                "compaction: {} blocks of {} profiles ({} bytes), {} hours changed meanwhile",
+                pass.blocks,
+                pass.profiles,
+                pass.bytes,
+                pass.raced
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!("compaction: {e}"),
+        }
+    }
+}

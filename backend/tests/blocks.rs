@@ -1,0 +1,205 @@
+//! Compacted blocks on a real server, on a local folder and on SeaweedFS: `stacklens
+//! compact` turns closed hours into blocks; merges and series over them then equal what
+//! the raw pushes gave (label filters and parts of hours included, and `go tool pprof`
+//! on the same files), and a one-hour merge reads one object and lists nothing. A push
+//! into a compacted hour, a deleted session and a damaged block each send the hour back
+//! to its raw pushes until the next pass makes its block again.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{fixtures, free_port, go, json_of, pprof, read_pprof_top, temp_dir, until, Backing, Seaweed, Server};
+use reqwest::blocking::Client;
+use serde_json::Value;
+
+const HOUR: u64 = 3600;
+
+/// What a merge answered that blocks must not change.
+#[derive(Debug, PartialEq)]
+struct Answer {
+    profile_count: u64,
+    total: i64,
+    /// (name, flat, cum), as the answer orders them.
+    rows: Vec<(String, i64, i64)>,
+}
+
+struct Cost {
+    objects: u64,
+    listings: u64,
+}
+
+fn answer(merged: &Value) -> Answer {
+    let rows = merged["functions"].as_array().unwrap_or_else(|| panic!("{merged}"));
+    Answer {
+        profile_count: merged["profileCount"].as_u64().unwrap(),
+        total: merged["total"].as_i64().unwrap(),
+        rows: rows
+            .iter()
+            .map(|f| (f["name"].as_str().unwrap().to_owned(), f["flat"].as_i64().unwrap(), f["cum"].as_i64().unwrap()))
+            .collect(),
+    }
+}
+
+/// One `stacklens compact` pass over `store`; its summary line.
+fn compact(store: &str, env: &[(&str, &str)]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_stacklens"))
+        .args(["compact", "--store", store])
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "compact failed: {stdout}{stderr}");
+    stdout.into_owned()
+}
+
+fn scenario(backing: &Backing, env: &[(&str, &str)]) {
+    let Some(fx) = fixtures() else { return };
+    let Some(go) = go() else { return };
+    let store = backing.url();
+    // No passes of its own (the default in tests): the test runs them.
+    let server = Server::start(&store, &[], env);
+    let http = Client::new();
+    let api = |path: &str| format!("{}{path}", server.base);
+    let (base, compare) = (fx.join("go/base/cpu.pb.gz"), fx.join("go/compare/cpu.pb.gz"));
+    let read = |p: &Path| std::fs::read(p).unwrap();
+
+    // Three closed hours (see ranges.rs): eu and us in the first, eu in the second, eu
+    // and us in the third; the profiles carry sample labels of their own too.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let t0 = ((now - 600) / HOUR - 3) * HOUR;
+    let push = |labels: &str, at: u64, file: &Path| {
+        let url = api(&format!("/ingest?name=shop.cpu%7B{labels}%7D&from={at}&until={}&format=pprof", at + 10));
+        let r = http.post(url).body(read(file)).send().unwrap();
+        assert_eq!(r.status(), 200, "{}", r.text().unwrap());
+    };
+    push("region=eu,pod=a", t0 + 60, &base);
+    push("region=us,pod=b", t0 + 600, &compare);
+    push("region=eu,pod=a", t0 + HOUR + 5, &compare);
+    push("region=eu,pod=c", t0 + 2 * HOUR + 100, &compare);
+    push("region=us,pod=b", t0 + 2 * HOUR + 200, &base);
+
+    let merge = |from: u64, to: u64, extra: &str| -> (Answer, Cost) {
+        let url =
+            api(&format!("/api/v1/profiling/merge?service=shop&profileType=cpu&from={from}&to={to}&limit=1000{extra}"));
+        let (status, merged) = json_of(http.get(url).send().unwrap());
+        assert_eq!(status, 200, "{merged}");
+        let cost =
+            Cost { objects: merged["objectsRead"].as_u64().unwrap(), listings: merged["listings"].as_u64().unwrap() };
+        (answer(&merged), cost)
+    };
+    let series = || {
+        let url = api(&format!(
+            "/api/v1/profiling/series?service=shop&profileType=cpu&from={t0}&to={}&step=1h&groupBy=region",
+            t0 + 3 * HOUR
+        ));
+        let (status, series) = json_of(http.get(url).send().unwrap());
+        assert_eq!(status, 200, "{series}");
+        series["series"].clone()
+    };
+    // Whole hours, label filters, and ranges that cut hours.
+    let queries: Vec<(u64, u64, &str)> = vec![
+        (t0, t0 + 3 * HOUR, ""),
+        (t0, t0 + 3 * HOUR, "&labels=region=eu"),
+        (t0, t0 + 3 * HOUR, "&labels=region=us"),
+        (t0 + HOUR, t0 + 2 * HOUR, ""),
+        (t0 + 300, t0 + 2 * HOUR + 150, ""),
+        (t0 + 2 * HOUR + 150, t0 + 3 * HOUR, "&labels=pod=b"),
+    ];
+    let answers = || -> Vec<Answer> { queries.iter().map(|&(from, to, extra)| merge(from, to, extra).0).collect() };
+    let raw = answers();
+    let raw_series = series();
+    assert_eq!(raw.iter().map(|a| a.profile_count).collect::<Vec<_>>(), [5, 3, 2, 1, 3, 1]);
+
+    // One pass makes the three hours' blocks.
+    let summary = compact(&store, env);
+    assert!(summary.contains("3 blocks written holding 5 profiles"), "{summary}");
+    for hour in 0..3 {
+        let key = format!("tenants/default/blocks/s{}/cpu/h{}.block", hex("shop"), t0 / HOUR + hour);
+        assert!(backing.has(&key), "{key} after the pass");
+    }
+    assert_eq!(answers(), raw, "merged from blocks");
+    assert_eq!(series(), raw_series, "series from blocks");
+    // The whole range equals go tool pprof on the five files.
+    let files: Vec<&Path> = [&base, &compare, &compare, &compare, &base].map(|p| p.as_path()).to_vec();
+    let top = read_pprof_top(&pprof(go, &fx, &files, &["-top", "-unit=ns", "-nodecount=20"]));
+    assert_eq!(format!("{}ns", raw[0].total), top.total);
+    for (row, ours) in top.rows.iter().zip(&raw[0].rows) {
+        assert_eq!((row.name.as_str(), row.flat.as_str()), (ours.0.as_str(), format!("{}ns", ours.1).as_str()));
+    }
+    // A one-hour merge reads its block and lists nothing; the series reads footers.
+    let (_, cost) = merge(t0 + HOUR, t0 + 2 * HOUR, "");
+    assert_eq!((cost.objects, cost.listings), (1, 0));
+
+    // A late push into the second hour: the hour is merged from raw again, at once.
+    push("region=eu,pod=d", t0 + HOUR + 900, &base);
+    let (late, cost) = merge(t0 + HOUR, t0 + 2 * HOUR, "");
+    assert_eq!(late.profile_count, 2, "{late:?}");
+    assert!(cost.listings >= 1, "the changed hour is listed");
+    let summary = compact(&store, env);
+    assert!(summary.contains("1 blocks written holding 2 profiles"), "{summary}");
+    let (again, cost) = merge(t0 + HOUR, t0 + 2 * HOUR, "");
+    assert_eq!((again, cost.objects, cost.listings), (late, 1, 0));
+
+    // A deleted session (us, in the first hour): gone from the answer at once, and from
+    // the block the next pass makes.
+    let (_, listed) = json_of(http.get(api("/api/v1/profiles?service=shop")).send().unwrap());
+    let us = listed["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["labels"]["region"] == "us" && p["labels"]["pod"] == "b")
+        .unwrap();
+    let first_hour = || merge(t0, t0 + HOUR, "").0;
+    let before = first_hour();
+    assert_eq!(
+        http.delete(api(&format!("/api/v1/profiles/{}", us["id"].as_str().unwrap()))).send().unwrap().status(),
+        204
+    );
+    let after = first_hour();
+    assert!(after.profile_count < before.profile_count, "{before:?} then {after:?}");
+    compact(&store, env);
+    assert_eq!(first_hour(), after);
+
+    // A damaged block: noticed by its checksum, the hour merged from raw, the block made again.
+    let key = format!("tenants/default/blocks/s{}/cpu/h{}.block", hex("shop"), t0 / HOUR + 2);
+    let (good, _) = merge(t0 + 2 * HOUR, t0 + 3 * HOUR, "");
+    let mut damaged = backing.read(&key).unwrap();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0x01;
+    backing.write(&key, damaged);
+    let (from_raw, cost) = merge(t0 + 2 * HOUR, t0 + 3 * HOUR, "");
+    assert_eq!((&from_raw, cost.listings), (&good, 1), "merged from raw");
+    assert!(!backing.has(&key), "the damaged block is cleared");
+    let summary = compact(&store, env);
+    assert!(summary.contains("1 blocks written"), "{summary}");
+    let (rebuilt, cost) = merge(t0 + 2 * HOUR, t0 + 3 * HOUR, "");
+    assert_eq!((rebuilt, cost.objects, cost.listings), (good, 1, 0));
+
+    // A server's own passes: a late push's hour gets its block again by itself.
+    drop(server);
+    let server = Server::start(&store, &["--compact-tick-ms", "200"], env);
+    let url = format!("{}/ingest?name=shop.cpu%7Bregion=eu%7D&from={}&format=pprof", server.base, t0 + 60);
+    assert_eq!(http.post(url).body(read(&base)).send().unwrap().status(), 200);
+    let key = format!("tenants/default/blocks/s{}/cpu/h{}.block", hex("shop"), t0 / HOUR);
+    until("the server's compactor to make the first hour's block again", Duration::from_secs(60), || {
+        backing.has(&key).then_some(())
+    });
+}
+
+fn hex(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn blocks_answer_as_raw_pushes_do_on_a_local_folder() {
+    scenario(&Backing::Folder(temp_dir("blocks")), &[]);
+}
+
+#[test]
+fn blocks_answer_as_raw_pushes_do_on_seaweedfs() {
+    let Some(_weed) = Seaweed::start() else { return };
+    scenario(&Backing::Seaweed(format!("blocks-{}", free_port())), &Seaweed::env());
+}
