@@ -14,7 +14,7 @@ use stacklens_core::export::pprof;
 use stacklens_core::Profile;
 
 use crate::budget::{Budget, ParseFailure, Reservation};
-use crate::records::blocks::{self, BlockEntry, Footer, Read};
+use crate::records::blocks::{self, BlockEntry, Footer, Read, Tag};
 use crate::records::selector::Selector;
 use crate::records::series::{self, Entry, Hour, Series};
 use crate::records::{self, load, sessions, RecordError, Tenant};
@@ -91,13 +91,15 @@ impl Merging {
 
     /// Reserves room for `profile` in the merged model, then adds it.
     async fn add(mut self, budget: &Budget, profile: Profile) -> Result<Self, MergeError> {
-        self.reserve_for(budget, &profile).await?;
+        self.reserve_for(budget, &profile, 1).await?;
         let Merging { merger, reserved } = self;
         Ok(Merging { merger: add(merger, profile).await?, reserved })
     }
 
-    async fn reserve_for(&mut self, budget: &Budget, profile: &Profile) -> Result<(), MergeError> {
-        let need = self.merger.model_bytes().saturating_add(2 * stacklens_core::import::profile_bytes(profile));
+    /// Reserves room for `profile` to be added `adds` times.
+    async fn reserve_for(&mut self, budget: &Budget, profile: &Profile, adds: u64) -> Result<(), MergeError> {
+        let grows = 2 * adds * stacklens_core::import::profile_bytes(profile);
+        let need = self.merger.model_bytes().saturating_add(grows);
         let limit = budget.total() / 2;
         if need > limit {
             return Err(MergeError::TooLarge { need, limit });
@@ -123,6 +125,19 @@ async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) 
 async fn add(merger: Merger, profile: Profile) -> Result<Merger, MergeError> {
     blocking(move || {
         let mut merger = merger;
+        merger.add(&profile).map_err(MergeError::Incompatible)?;
+        Ok(merger)
+    })
+    .await?
+}
+
+/// Adds `profile` (tagged as its entry's) into `merger` on the blocking pool, then again
+/// as its label set's (see [`blocks::Tag`]); its room was reserved for both.
+async fn add_tagged(merger: Merger, mut profile: Profile, set: usize) -> Result<Merger, MergeError> {
+    blocking(move || {
+        let mut merger = merger;
+        merger.add(&profile).map_err(MergeError::Incompatible)?;
+        blocks::tag(&mut profile, Tag::Set(set));
         merger.add(&profile).map_err(MergeError::Incompatible)?;
         Ok(merger)
     })
@@ -284,9 +299,11 @@ async fn merge_block(
     if count == 0 {
         return Ok((merging, 0));
     }
+    let start = footer.hour * series::HOUR_MS;
+    let whole = query.from <= start && start + series::HOUR_MS <= query.to;
     let mut profile = parse(&state.budget, payload).await?;
     let profile = blocking(move || {
-        blocks::select(&mut profile, &footer, wanted);
+        blocks::select(&mut profile, &footer, whole, wanted);
         profile
     })
     .await?;
@@ -374,13 +391,19 @@ pub async fn compact_hour(
     }
     let entries = series.entries(store, &hour, false).await?;
     let mut merging = Merging::new();
-    let mut kept = Vec::new();
+    let mut kept: Vec<BlockEntry> = Vec::new();
+    let mut sets = Vec::new();
     let mut parsed = std::pin::pin!(parsed((store, budget), &series.tenant, &entries));
     while let Some((entry, mut profile)) = parsed.try_next().await? {
-        blocks::tag(&mut profile, kept.len());
+        let set = sets.iter().position(|labels| *labels == entry.labels).unwrap_or_else(|| {
+            sets.push(entry.labels.clone());
+            sets.len() - 1
+        });
         let (time_nanos, duration_nanos, period) = (profile.time_nanos, profile.duration_nanos, profile.period);
-        kept.push(BlockEntry { entry, time_nanos, duration_nanos, period });
-        merging = merging.add(budget, profile).await?;
+        kept.push(BlockEntry { entry, set, time_nanos, duration_nanos, period });
+        blocks::tag(&mut profile, Tag::Entry(kept.len() - 1));
+        merging.reserve_for(budget, &profile, 2).await?;
+        merging.merger = add_tagged(merging.merger, profile, set).await?;
     }
     let profiles = kept.len();
     let block = blocking(move || -> Result<Vec<u8>, MergeError> {

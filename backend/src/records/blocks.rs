@@ -4,12 +4,14 @@
 //! again whenever they change.
 //!
 //! A block is a pprof profile, the merge of the hour's stored profiles with their
-//! symbols (strings, functions, locations, mappings) deduplicated, in which every sample
-//! carries the number of the entry it came from (a numeric label, [`ENTRY_LABEL`]); then
-//! a JSON footer naming those entries (times, labels, totals, headers) and the payload's
+//! symbols (strings, functions, locations, mappings) deduplicated, holding each profile
+//! twice: its own samples, tagged with its entry's number, and merged into its label
+//! set's, tagged with the set's number (numeric labels, see [`Tag`]); then a JSON footer
+//! naming those entries (times, labels, sets, totals, headers) and the payload's
 //! SHA-256; then a fixed trailer: the footer's length and SHA-256 and a magic. A reader
 //! of the footer alone (series answers) reads the object's tail; a merge reads it whole
-//! and keeps the samples of the entries its range and labels select.
+//! and keeps the samples its range and labels select: the sets' when it takes the hour
+//! whole, else the entries'.
 //!
 //! Staying true to raw: the compactor lists the hour, writes the block
 //! (`PutMode::Create`), then lists the hour again and deletes the block if the listing
@@ -28,8 +30,11 @@ use super::series::{hour_numbers, is_closed, Entry, Series, HOUR_MS, SETTLED_MS}
 use super::Result;
 use crate::store::Store;
 
-/// The numeric label each sample of a block carries: its entry's number in the footer.
-pub const ENTRY_LABEL: &str = "stacklens.block.entry";
+/// The numeric label that tags a block's sample as one entry's: the entry's number in
+/// the footer (see [`Tag`]).
+const ENTRY_LABEL: &str = "stacklens.block.entry";
+/// The numeric label that tags a block's sample as one label set's: the set's number.
+const SET_LABEL: &str = "stacklens.block.set";
 
 const MAGIC: &[u8; 8] = b"SLBLOCK1";
 /// The footer's length (u32, little-endian), its SHA-256, the magic.
@@ -46,6 +51,8 @@ const FOOTERS_AHEAD: usize = 16;
 pub struct BlockEntry {
     #[serde(flatten)]
     pub entry: Entry,
+    /// The number of its label set: entries of equal labels share one.
+    pub set: usize,
     pub time_nanos: i64,
     pub duration_nanos: i64,
     pub period: i64,
@@ -118,26 +125,61 @@ async fn changed_in(store: &Store, blocks_folder: &str, hour: u64, mark: &str) -
     Ok(())
 }
 
-/// `merged`'s samples each tagged with the number of the entry they came from: what a
-/// profile becomes before it goes into a block.
-pub fn tag(profile: &mut Profile, entry: usize) {
-    let key = profile.strings.intern(ENTRY_LABEL);
+/// What a sample of a block belongs to: one entry's profile (for ranges that cut the
+/// hour), or one label set's, the profiles of its entries merged (for ranges that take
+/// the hour whole: fewer samples to read).
+#[derive(Copy, Clone, Debug)]
+pub enum Tag {
+    Entry(usize),
+    Set(usize),
+}
+
+impl Tag {
+    fn parts(self) -> (&'static str, usize) {
+        match self {
+            Tag::Entry(n) => (ENTRY_LABEL, n),
+            Tag::Set(n) => (SET_LABEL, n),
+        }
+    }
+}
+
+/// Tags each sample of `profile` (replacing the tag an earlier call gave it): what a
+/// profile becomes before it goes into a block, once per tag.
+pub fn tag(profile: &mut Profile, tag: Tag) {
+    let (name, n) = tag.parts();
+    let key = profile.strings.intern(name);
+    let ours = [profile.strings.intern(ENTRY_LABEL), profile.strings.intern(SET_LABEL)];
+    let label = Label { key, value: LabelValue::Num { value: n as i64, unit: StrId(0) } };
     profile.samples.retain(|sample| {
-        sample.labels.push(Label { key, value: LabelValue::Num { value: entry as i64, unit: StrId(0) } });
+        match sample.labels.last_mut() {
+            Some(last) if ours.contains(&last.key) => *last = label.clone(),
+            _ => sample.labels.push(label.clone()),
+        }
         true
     });
 }
 
 /// Keeps the samples of the entries `wanted` says yes to, without their tags, and sets
-/// the header as a merge of those entries' profiles has it. The caller merges the result
-/// (which joins the samples that only their tags kept apart).
-pub fn select(profile: &mut Profile, footer: &Footer, wanted: impl Fn(&BlockEntry) -> bool) {
+/// the header as a merge of those entries' profiles has it. With `whole` (the range
+/// takes the hour whole, so `wanted` judges by labels alone) the label sets' merged
+/// samples are kept, else the entries' own. The caller merges the result (which joins
+/// the samples that only their tags kept apart).
+pub fn select(profile: &mut Profile, footer: &Footer, whole: bool, wanted: impl Fn(&BlockEntry) -> bool) {
     let picked: Vec<bool> = footer.entries.iter().map(wanted).collect();
-    let key = profile.strings.intern(ENTRY_LABEL);
-    profile.samples.retain(|sample| {
-        let Some(at) = sample.labels.iter().position(|l| l.key == key) else { return false };
-        let LabelValue::Num { value, .. } = sample.labels.remove(at).value else { return false };
-        usize::try_from(value).ok().and_then(|i| picked.get(i).copied()).unwrap_or(false)
+    let mut sets = Vec::new();
+    for (entry, &picked) in footer.entries.iter().zip(&picked) {
+        if sets.len() <= entry.set {
+            sets.resize(entry.set + 1, false);
+        }
+        sets[entry.set] |= picked;
+    }
+    let (name, keep) = if whole { (SET_LABEL, &sets) } else { (ENTRY_LABEL, &picked) };
+    let key = profile.strings.intern(name);
+    profile.samples.retain(|sample| match sample.labels.pop() {
+        Some(Label { key: k, value: LabelValue::Num { value, .. } }) if k == key => {
+            usize::try_from(value).ok().and_then(|i| keep.get(i).copied()).unwrap_or(false)
+        }
+        _ => false,
     });
     let chosen = || footer.entries.iter().zip(&picked).filter(|(_, p)| **p).map(|(e, _)| e);
     profile.time_nanos = chosen().map(|e| e.time_nanos).filter(|&t| t != 0).min().unwrap_or(0);
@@ -275,6 +317,7 @@ mod tests {
                 default_index: 0,
                 filed_by: None,
             },
+            set: 0,
             time_nanos: millis as i64 * 1_000_000,
             duration_nanos: 10,
             period: 1,
