@@ -5,13 +5,17 @@
 # (backend/examples/load/). Prints a Markdown table for BENCHMARKS.md.
 # With `history`: pushes a long history of one service, then measures listing pages and
 # one-hour range queries over it (backend/examples/load/history.rs).
+# With `fleet`: pushes one service's DAYS days and SERVICES services' last day, waits
+# for the server's compactor to make every closed hour's block, then measures day to
+# month range queries over them and what the blocks take on disk (backend/examples/load/fleet.rs).
 # Usage: scripts/load.sh [clients]        (default 64; LOAD_ARGS adds options for the tool)
 #        scripts/load.sh history [sessions]   (default 100000)
+#        scripts/load.sh fleet [days] [services]   (default 30 and 50: 691,200 pushes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=run
-if [ "${1:-}" = history ]; then mode=history; shift; fi
-clients=${1:-64} sessions=${1:-100000}
+if [ "${1:-}" = history ] || [ "${1:-}" = fleet ]; then mode=$1; shift; fi
+clients=${1:-64} sessions=${1:-100000} days=${1:-30} services=${2:-50}
 fixtures=${STACKLENS_FIXTURES:-../shared/fixtures}
 weed=${STACKLENS_WEED:-.tools/seaweedfs/bin/weed}
 
@@ -57,13 +61,16 @@ wait_for() { # what, url...: until each answers 2xx (30 s)
 measure() {
   local store=$1 label=$2 out=$3 port
   port=$(free_port)
-  RUST_LOG=warn "$bin" serve --listen "127.0.0.1:$port" --dist "$work/dist" --store "$store" \
+  local compact=()
+  [ "$mode" = fleet ] && compact=(--compact-tick-ms 2000)
+  RUST_LOG=warn "$bin" serve --listen "127.0.0.1:$port" --dist "$work/dist" --store "$store" "${compact[@]}" \
     >"$work/server-$port.log" 2>&1 &
   server_pid=$!
   wait_for "stacklens serve" "http://127.0.0.1:$port/healthz"
   # shellcheck disable=SC2086 # LOAD_ARGS is a list of options
   local what=(run --fixtures "$fixtures" --clients "$clients")
   [ "$mode" = history ] && what=(history --sessions "$sessions")
+  [ "$mode" = fleet ] && what=(fleet --days "$days" --services "$services")
   "$load" "${what[@]}" --url "http://127.0.0.1:$port" \
     --server-pid "$server_pid" ${weed_pid:+--store-pid "$weed_pid"} --label "$label" --json "$out" ${LOAD_ARGS:-} >&2
   stop "$server_pid"
@@ -75,6 +82,11 @@ measure() {
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 measure "file://$work/store" "file://" "$work/file.json"
+if [ "$mode" = fleet ]; then
+  # What the blocks take beside the raw pushes they were made from (file:// only).
+  sizes() { du -sb "$work"/store/tenants/*/"$1" | awk '{s += $1} END {print s}'; }
+  echo "file:// store: raw sessions $(sizes sessions) bytes, time index $(sizes series) bytes, blocks $(sizes blocks) bytes" >&2
+fi
 
 reports=("$work/file.json")
 if [ -x "$weed" ]; then

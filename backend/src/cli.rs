@@ -433,7 +433,7 @@ fn compact(store: &str, memory_budget: Option<usize>) -> Result<(), CliError> {
     // One pass at a time: nothing waits in a queue.
     let budget = crate::budget::Budget::new(total, total / 2, 1, std::time::Duration::from_secs(600));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| failed(&e))?;
-    let compactor = crate::runs::compact::Compactor::default();
+    let compactor = crate::runs::compact::Compactor::new(crate::runs::compact::LEASE_SECS);
     let pass =
         runtime.block_on(compactor.pass(&store, &budget, crate::records::now_millis())).map_err(|e| failed(&e))?;
     println!(

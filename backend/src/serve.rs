@@ -116,6 +116,10 @@ pub struct ServeArgs {
     /// this replica (`stacklens compact` runs one pass).
     #[arg(long, default_value_t = 60_000, hide = true)]
     compact_tick_ms: u64,
+    /// Seconds a compaction pass holds a tenant's lease (a replica killed mid-pass keeps
+    /// others from that tenant that long).
+    #[arg(long, default_value_t = crate::runs::compact::LEASE_SECS, hide = true)]
+    compact_lease_secs: u64,
     /// The shortest `expiresIn` uploads and blobs may ask for, e.g. 1h, 30m.
     #[arg(long, default_value = "1h", value_parser = crate::lifetime::parse)]
     min_expires_in: Duration,
@@ -319,7 +323,7 @@ pub fn run(args: ServeArgs, opened: Opened, listening: impl FnOnce(SocketAddr)) 
         tokio::spawn(crate::runs::retention::run_forever(state.store.clone(), args.retention_days, tick));
         if args.compact_tick_ms > 0 {
             let tick = Duration::from_millis(args.compact_tick_ms.max(10));
-            tokio::spawn(crate::runs::compact::run_forever(state.clone(), tick));
+            tokio::spawn(crate::runs::compact::run_forever(state.clone(), tick, args.compact_lease_secs.max(1)));
         }
         let app = router(&page, state, &args.cors_origins, policy, request_timeout);
         listening(address);

@@ -1,7 +1,9 @@
-//! kill -9 of the server in the middle of a baseline creation, a capture and a
-//! continuous-capture tick leaves no half-visible record: everything listed can be
-//! read, everything acknowledged is there, and no capture stays "running" forever (its
-//! lease expires and its status turns failed once its deadline passes).
+//! kill -9 of the server in the middle of a baseline creation, a capture, a
+//! continuous-capture tick and a compaction pass leaves no half-visible record:
+//! everything listed can be read, everything acknowledged is there, no capture stays
+//! "running" forever (its lease expires and its status turns failed once its deadline
+//! passes), and blocks made by a replica killed mid-pass, then by the next, answer
+//! exactly what the raw pushes do.
 
 mod common;
 
@@ -116,6 +118,72 @@ fn kill_9_during_baseline_creation_on_a_local_folder() {
 fn kill_9_during_baseline_creation_on_seaweedfs() {
     let Some(_weed) = Seaweed::start() else { return };
     baselines_scenario("s3://test", &Seaweed::env());
+}
+
+/// Eight closed hours of pushes, merged raw; then replicas that compact are killed at
+/// three moments of their passes, and a last one finishes: every hour reads from its
+/// block, and every answer is the raw one (no profile lost, none counted twice).
+fn compaction_scenario(store: &str, env: &[(&str, &str)]) {
+    let Some(fx) = fixtures() else { return };
+    let files =
+        [std::fs::read(fx.join("go/base/cpu.pb.gz")).unwrap(), std::fs::read(fx.join("go/compare/cpu.pb.gz")).unwrap()];
+    let http = Client::new();
+    const HOUR: u64 = 3600;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let t0 = ((now - 600) / HOUR - 8) * HOUR;
+    let merge = |base: &str, from: u64, to: u64, labels: &str| {
+        let path = format!("/api/v1/profiling/merge?service=shop&profileType=cpu&from={from}&to={to}&limit=50{labels}");
+        let (status, merged) = get(&http, base, &path);
+        assert_eq!(status, 200, "{merged}");
+        merged
+    };
+    let numbers =
+        |merged: &Value| (merged["profileCount"].clone(), merged["total"].clone(), merged["functions"].clone());
+    let queries: Vec<(u64, u64, &str)> = (0..8)
+        .map(|h| (t0 + h * HOUR, t0 + (h + 1) * HOUR, ""))
+        .chain([(t0, t0 + 8 * HOUR, ""), (t0, t0 + 8 * HOUR, "&labels=region=us"), (t0 + 1800, t0 + 5 * HOUR + 60, "")])
+        .collect();
+
+    let pusher = Server::start(store, &[], env);
+    for i in 0..96u64 {
+        let at = t0 + (i / 12) * HOUR + (i % 12) * 300 + 7;
+        let region = ["eu", "us"][i as usize % 2];
+        let url = format!("{}/ingest?name=shop.cpu%7Bregion={region}%7D&from={at}&format=pprof", pusher.base);
+        let r = http.post(url).body(files[i as usize % 2].clone()).send().unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let raw: Vec<_> =
+        queries.iter().map(|&(from, to, labels)| numbers(&merge(&pusher.base, from, to, labels))).collect();
+    assert_eq!(raw[8].0, json!(96));
+    drop(pusher);
+
+    let compacting = ["--compact-tick-ms", "10", "--compact-lease-secs", "1"];
+    for after in [Duration::from_millis(1500), Duration::from_millis(2500), Duration::from_millis(3500)] {
+        let replica = Server::start(store, &compacting, env);
+        std::thread::sleep(after);
+        replica.kill_9();
+    }
+    let last = Server::start(store, &compacting, env);
+    for h in 0..8 {
+        until(&format!("hour {h}'s block"), PATIENCE, || {
+            (merge(&last.base, t0 + h * HOUR, t0 + (h + 1) * HOUR, "")["listings"] == json!(0)).then_some(())
+        });
+    }
+    for (query, raw) in queries.iter().zip(&raw) {
+        let merged = merge(&last.base, query.0, query.1, query.2);
+        assert_eq!(&numbers(&merged), raw, "{query:?}");
+    }
+}
+
+#[test]
+fn kill_9_during_compaction_on_a_local_folder() {
+    compaction_scenario(&format!("file://{}", temp_dir("crash-compaction").display()), &[]);
+}
+
+#[test]
+fn kill_9_during_compaction_on_seaweedfs() {
+    let Some(_weed) = Seaweed::start() else { return };
+    compaction_scenario(&format!("s3://test/crash-compaction-{}", free_port()), &Seaweed::env());
 }
 
 /// A stand-in for Go's net/http/pprof: `profile?seconds=N` answers a real CPU profile

@@ -47,10 +47,10 @@ pub struct HistoryArgs {
 }
 
 /// Seconds of profiled time per push.
-const STEP: u64 = 10;
+pub const STEP: u64 = 10;
 
 /// The `i`-th push's folded profile (distinct bytes per push: equal ones are stored once).
-fn folded(i: usize) -> String {
+pub fn folded(i: usize) -> String {
     format!("main;serve;handler{} {}\nmain;gc {}\n", i % 64, 100 + i % 7, 1 + i)
 }
 

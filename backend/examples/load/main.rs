@@ -2,7 +2,8 @@
 //! BENCHMARKS.md): uploads of distinct small and large CPU profiles, raw GETs, diffs of
 //! two stored CPU sessions, OTLP pushes over HTTP and gRPC (see [`otlp`]), and a storm
 //! of uploads all in flight at once that are then read back and listed; and, with
-//! `history`, reads over a long history (see [`history`]). Every phase stops by itself
+//! `history`, reads over a long history (see [`history`]), and with `fleet`, a fleet's
+//! history on compacted blocks (see [`fleet`]). Every phase stops by itself
 //! after a count or a time, whichever comes first, and every request has a timeout.
 //!
 //! ```text
@@ -21,6 +22,7 @@
 //! of the whole profile.
 
 mod client;
+mod fleet;
 mod history;
 mod otlp;
 mod report;
@@ -52,6 +54,8 @@ enum Command {
     Run(RunArgs),
     /// Pushes a long history, then measures listing pages and one-hour range queries.
     History(history::HistoryArgs),
+    /// Pushes a fleet's history, waits for its compaction, then measures day to month ranges.
+    Fleet(fleet::FleetArgs),
     /// A Markdown table (one column per run) from the JSON files `run --json` wrote.
     Table { files: Vec<PathBuf> },
 }
@@ -107,6 +111,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Command::History(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             runtime.block_on(history::run(args))
+        }
+        Command::Fleet(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            runtime.block_on(fleet::run(args))
         }
         Command::Table { files } => {
             let reports = files

@@ -14,8 +14,9 @@ use crate::records::{leases, now_millis, RecordError, Tenant};
 use crate::state::State;
 use crate::store::Store;
 
-/// How long a tenant's pass may hold its lease before another replica may take over.
-const LEASE_SECS: u64 = 15 * 60;
+/// How long a tenant's pass may hold its lease before another replica may take over
+/// (a replica killed mid-pass holds it that long).
+pub const LEASE_SECS: u64 = 15 * 60;
 
 /// What one pass did.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -33,18 +34,22 @@ pub struct Pass {
 /// The hours this process knows are done (their block exists, or they hold nothing),
 /// by block key, so that a pass asks the store only about the others (a change to an
 /// hour leaves a mark, which a pass always looks at).
-#[derive(Default)]
 pub struct Compactor {
     known: Mutex<HashSet<String>>,
+    lease_secs: u64,
 }
 
 impl Compactor {
+    pub fn new(lease_secs: u64) -> Self {
+        Compactor { known: Mutex::default(), lease_secs }
+    }
+
     /// One pass over every tenant's series.
     pub async fn pass(&self, store: &Store, budget: &Budget, now: u64) -> Result<Pass, MergeError> {
         let mut pass = Pass::default();
         for tenant in store.list_folders("tenants").await.map_err(RecordError::from)? {
             let tenant = Tenant(tenant);
-            let Some(lease) = leases::acquire(store, &tenant.key("leases/compact"), LEASE_SECS).await? else {
+            let Some(lease) = leases::acquire(store, &tenant.key("leases/compact"), self.lease_secs).await? else {
                 pass.tenants_busy += 1;
                 continue;
             };
@@ -100,6 +105,11 @@ impl Compactor {
                 continue;
             }
             self.known.lock().expect("not poisoned").remove(&key);
+            if marked.is_some() {
+                // A block made before a marked change may lack it (its maker may have
+                // stopped before it listed the hour again): it goes.
+                store.delete(&key).await.map_err(RecordError::from)?;
+            }
             match compact_hour((store, budget), series, number, now).await? {
                 Compacted::Written { profiles, bytes } => {
                     (pass.blocks, pass.profiles, pass.bytes) =
@@ -125,8 +135,8 @@ impl Compactor {
 }
 
 /// Runs a pass every `tick` for as long as the server runs.
-pub async fn run_forever(state: State, tick: Duration) {
-    let compactor = Compactor::default();
+pub async fn run_forever(state: State, tick: Duration, lease_secs: u64) {
+    let compactor = Compactor::new(lease_secs);
     let mut ticks = tokio::time::interval(tick);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
