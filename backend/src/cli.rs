@@ -293,6 +293,16 @@ enum Command {
         #[arg(long, value_parser = crate::serve::parse_size)]
         memory_budget: Option<usize>,
     },
+    /// Make every closed hour's block of a server's store again from the raw profiles
+    /// still kept (after an upgrade, or to repair), then exit.
+    Reindex {
+        /// The store, as `serve --store` takes it.
+        #[arg(long, default_value = "./data")]
+        store: String,
+        /// Memory for parsing and merging at once, e.g. 2GiB (default: a quarter of RAM).
+        #[arg(long, value_parser = crate::serve::parse_size)]
+        memory_budget: Option<usize>,
+    },
     /// Name a profile's addresses from binaries, debug files and debuginfod, and write it
     /// as pprof; each mapping's outcome is printed to standard error.
     Symbolize {
@@ -425,15 +435,16 @@ fn open(
     crate::serve::run(args, opened, listening).map_err(|e| CliError::Serve(e.to_string()))
 }
 
-/// `stacklens compact`: one pass, its outcome printed.
-fn compact(store: &str, memory_budget: Option<usize>) -> Result<(), CliError> {
+/// `stacklens compact` (`reindex`: every block made again): one pass, its outcome printed.
+fn compact(store: &str, memory_budget: Option<usize>, rebuild: bool) -> Result<(), CliError> {
     let failed = |e: &dyn std::fmt::Display| CliError::Serve(format!("compaction: {e}"));
     let store = crate::store::Store::open(store, std::time::Duration::from_secs(60)).map_err(|e| failed(&e))?;
     let total = memory_budget.map_or_else(crate::budget::default_total, |b| b as u64);
     // One pass at a time: nothing waits in a queue.
     let budget = crate::budget::Budget::new(total, total / 2, 1, std::time::Duration::from_secs(600));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| failed(&e))?;
-    let compactor = crate::runs::compact::Compactor::new(crate::runs::compact::LEASE_SECS);
+    use crate::runs::compact::{Compactor, LEASE_SECS};
+    let compactor = if rebuild { Compactor::rebuilding(LEASE_SECS) } else { Compactor::new(LEASE_SECS) };
     let pass =
         runtime.block_on(compactor.pass(&store, &budget, crate::records::now_millis())).map_err(|e| failed(&e))?;
     println!(
@@ -564,7 +575,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             }
             write_output(&output, &export(&query.query().prepare(&profile)?, format)?)?;
         }
-        Command::Compact { store, memory_budget } => compact(&store, memory_budget)?,
+        Command::Compact { store, memory_budget } => compact(&store, memory_budget, false)?,
+        Command::Reindex { store, memory_budget } => compact(&store, memory_budget, true)?,
         Command::Symbolize { input, output, symbols } => {
             let mut profile = load_merged(std::slice::from_ref(&input))?;
             symbols.apply(&mut profile);

@@ -805,6 +805,7 @@ fn openapi_documents_every_route() {
     }
     let expected: std::collections::BTreeSet<(String, String)> = [
         ("get", "/healthz"),
+        ("get", "/metrics"),
         ("get", "/api/v1/profiles"),
         ("post", "/api/v1/profiles"),
         ("get", "/api/v1/profiles/{id}"),

@@ -3,7 +3,8 @@
 //! the raw pushes gave (label filters and parts of hours included, and `go tool pprof`
 //! on the same files), and a one-hour merge reads one object and lists nothing. A push
 //! into a compacted hour, a deleted session and a damaged block each send the hour back
-//! to its raw pushes until the next pass makes its block again.
+//! to its raw pushes until the next pass makes its block again; `stacklens reindex`
+//! makes every block again, and a server's own passes show in `/metrics`.
 
 mod common;
 
@@ -45,11 +46,12 @@ fn answer(merged: &Value) -> Answer {
 
 /// One `stacklens compact` pass over `store`; its summary line.
 fn compact(store: &str, env: &[(&str, &str)]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_stacklens"))
-        .args(["compact", "--store", store])
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
+    stacklens(&["compact", "--store", store], env)
+}
+
+/// `stacklens ARGS`, which must succeed; its standard output.
+fn stacklens(args: &[&str], env: &[(&str, &str)]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_stacklens")).args(args).envs(env.iter().copied()).output().unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "compact failed: {stdout}{stderr}");
     stdout.into_owned()
@@ -176,7 +178,14 @@ fn scenario(backing: &Backing, env: &[(&str, &str)]) {
     let summary = compact(&store, env);
     assert!(summary.contains("1 blocks written"), "{summary}");
     let (rebuilt, cost) = merge(t0 + 2 * HOUR, t0 + 3 * HOUR, "");
-    assert_eq!((rebuilt, cost.objects, cost.listings), (good, 1, 0));
+    assert_eq!((&rebuilt, cost.objects, cost.listings), (&good, 1, 0));
+
+    // Reindexing makes every closed hour's block again, with the same answers.
+    let summary = stacklens(&["reindex", "--store", &store], env);
+    // (The deleted session was the compare profile: each hour holds one profile now.)
+    assert!(summary.contains("3 blocks written holding 3 profiles"), "{summary}");
+    let (again, cost) = merge(t0 + 2 * HOUR, t0 + 3 * HOUR, "");
+    assert_eq!((again, cost.objects, cost.listings), (good, 1, 0));
 
     // A server's own passes: a late push's hour gets its block again by itself.
     drop(server);
@@ -187,6 +196,14 @@ fn scenario(backing: &Backing, env: &[(&str, &str)]) {
     until("the server's compactor to make the first hour's block again", Duration::from_secs(60), || {
         backing.has(&key).then_some(())
     });
+    // Its progress, in Prometheus' text format.
+    let metrics = http.get(format!("{}/metrics", server.base)).send().unwrap().text().unwrap();
+    let value = |name: &str| -> f64 {
+        let line = metrics.lines().find(|l| l.starts_with(&format!("stacklens_compaction_{name} ")));
+        line.unwrap_or_else(|| panic!("no {name} in {metrics}")).rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(value("blocks_written_total") >= 1.0 && value("profiles_compacted_total") >= 2.0, "{metrics}");
+    assert!(value("passes_total") >= 1.0 && value("pass_failures_total") == 0.0, "{metrics}");
 }
 
 fn hex(text: &str) -> String {

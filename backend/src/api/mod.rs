@@ -47,6 +47,7 @@ use crate::store::StoreError;
 pub fn router(state: State) -> (Router, utoipa::openapi::OpenApi) {
     let (router, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(health))
+        .routes(routes!(metrics))
         .routes(routes!(profiles::list, profiles::upload))
         .routes(routes!(profiles::record, profiles::delete))
         .routes(routes!(profiles::raw))
@@ -137,6 +138,13 @@ async fn no_route() -> ApiError {
     responses((status = 200, description = "{\"status\": \"ok\"}")))]
 async fn health() -> Json<Value> {
     Json(json!({"status": "ok"}))
+}
+
+/// This replica's counters in Prometheus' text format: its compaction passes so far.
+#[utoipa::path(get, path = "/metrics", tag = "server", operation_id = "Metrics",
+    responses((status = 200, description = "Prometheus text format (version 0.0.4)", content_type = "text/plain")))]
+async fn metrics(axum::extract::State(state): axum::extract::State<State>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.compactor.progress.prometheus())
 }
 
 /// Every error answer.
