@@ -6,7 +6,7 @@
 //! A block is a pprof profile, the merge of the hour's stored profiles with their
 //! symbols (strings, functions, locations, mappings) deduplicated, holding each profile
 //! twice: its own samples, tagged with its entry's number, and merged into its label
-//! set's, tagged with the set's number (numeric labels, see [`Tag`]); then a JSON footer
+//! set's, tagged with the set's number (numeric labels, see [`Tag`]); then a gzipped JSON footer
 //! naming those entries (times, labels, sets, totals, headers) and the payload's
 //! SHA-256; then a fixed trailer: the footer's length and SHA-256 and a magic. A reader
 //! of the footer alone (series answers) reads the object's tail; a merge reads it whole
@@ -39,8 +39,11 @@ const SET_LABEL: &str = "stacklens.block.set";
 const MAGIC: &[u8; 8] = b"SLBLOCK1";
 /// The footer's length (u32, little-endian), its SHA-256, the magic.
 const TRAILER: usize = 4 + 32 + MAGIC.len();
-/// What a footer-only read asks for: most footers fit (360 entries of a few labels).
-const TAIL_GUESS: u64 = 256 << 10;
+/// What a footer-only read asks for: most footers fit (360 entries of a few labels are
+/// about 15 KB gzipped).
+const TAIL_GUESS: u64 = 64 << 10;
+/// The most a footer may inflate to (an hour of 10,000 entries is a few MB).
+const MAX_FOOTER: u64 = 64 << 20;
 /// Footers read at once for one series answer.
 const FOOTERS_AHEAD: usize = 16;
 
@@ -196,7 +199,10 @@ pub fn encode(payload: &[u8], hour: u64, entries: Vec<BlockEntry>) -> Result<Vec
         payload_len: payload.len() as u64,
         payload_sha256: hex::encode(Sha256::digest(payload)),
     };
-    let footer = serde_json::to_vec(&footer)?;
+    // Gzipped: its entries repeat their keys and labels (a third of the block otherwise).
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    serde_json::to_writer(&mut gz, &footer)?;
+    let footer = gz.finish().expect("writing to memory cannot fail");
     let mut out = Vec::with_capacity(payload.len() + footer.len() + TRAILER);
     out.extend_from_slice(payload);
     out.extend_from_slice(&footer);
@@ -227,7 +233,9 @@ fn footer_in(tail: &[u8], block_len: Option<u64>) -> Result<Option<(Footer, u64)
     if Sha256::digest(footer)[..] != trailer[4..36] {
         return Err("its footer's checksum does not match".into());
     }
-    let footer: Footer = serde_json::from_slice(footer).map_err(|e| format!("its footer is unreadable: {e}"))?;
+    let json = std::io::Read::take(flate2::read::GzDecoder::new(footer), MAX_FOOTER);
+    let footer: Footer =
+        serde_json::from_reader(std::io::BufReader::new(json)).map_err(|e| format!("its footer is unreadable: {e}"))?;
     let start = footer.payload_len;
     if block_len.is_some_and(|len| len != start + (footer_len + TRAILER) as u64) {
         return Err("its payload length does not match its size".into());
