@@ -444,7 +444,8 @@ fn compact(store: &str, memory_budget: Option<usize>, rebuild: bool) -> Result<(
     let budget = crate::budget::Budget::new(total, total / 2, 1, std::time::Duration::from_secs(600));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| failed(&e))?;
     use crate::runs::compact::{Compactor, LEASE_SECS};
-    let compactor = if rebuild { Compactor::rebuilding(LEASE_SECS) } else { Compactor::new(LEASE_SECS) };
+    let compactor =
+        if rebuild { Compactor::rebuilding(LEASE_SECS) } else { Compactor::new(LEASE_SECS, Default::default()) };
     let pass =
         runtime.block_on(compactor.pass(&store, &budget, crate::records::now_millis())).map_err(|e| failed(&e))?;
     println!(

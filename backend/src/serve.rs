@@ -313,7 +313,7 @@ pub fn run(args: ServeArgs, opened: Opened, listening: impl FnOnce(SocketAddr)) 
                 },
             },
             max_debuginfo: args.max_debuginfo,
-            compactor: crate::runs::compact::Compactor::new(args.compact_lease_secs.max(1)),
+            compaction: std::sync::Arc::default(),
         });
         tokio::spawn(reload_on_hangup(state.clone()));
         if !state.targets.targets.is_empty() {
@@ -324,7 +324,7 @@ pub fn run(args: ServeArgs, opened: Opened, listening: impl FnOnce(SocketAddr)) 
         tokio::spawn(crate::runs::retention::run_forever(state.store.clone(), args.retention_days, tick));
         if args.compact_tick_ms > 0 {
             let tick = Duration::from_millis(args.compact_tick_ms.max(10));
-            tokio::spawn(crate::runs::compact::run_forever(state.clone(), tick));
+            tokio::spawn(crate::runs::compact::run_forever(state.clone(), tick, args.compact_lease_secs.max(1)));
         }
         let app = router(&page, state, &args.cors_origins, policy, request_timeout);
         listening(address);

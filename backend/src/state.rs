@@ -30,8 +30,8 @@ pub struct AppState {
     pub debuginfod: crate::debuginfod::Upstreams,
     /// Largest binary or debug file accepted (`--max-debuginfo`).
     pub max_debuginfo: usize,
-    /// This replica's compactor and its progress (`/metrics`).
-    pub compactor: crate::runs::compact::Compactor,
+    /// What this replica's compaction passes have done (`/metrics`).
+    pub compaction: Arc<crate::runs::progress::Progress>,
 }
 
 pub type State = Arc<AppState>;

@@ -144,7 +144,7 @@ async fn health() -> Json<Value> {
 #[utoipa::path(get, path = "/metrics", tag = "server", operation_id = "Metrics",
     responses((status = 200, description = "Prometheus text format (version 0.0.4)", content_type = "text/plain")))]
 async fn metrics(axum::extract::State(state): axum::extract::State<State>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.compactor.progress.prometheus())
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.compaction.prometheus())
 }
 
 /// Every error answer.

@@ -4,14 +4,14 @@
 //! (`PutMode::Create`), so two passes at once write one block and lose nothing.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::budget::Budget;
 use crate::merging::{compact_hour, Compacted, MergeError};
 use crate::records::series::{self, Series};
 use crate::records::{leases, now_millis, RecordError, Tenant};
+use crate::runs::progress::Progress;
 use crate::state::State;
 use crate::store::Store;
 
@@ -41,83 +41,26 @@ pub struct Compactor {
     /// Make every closed hour's block again, changed or not (`stacklens reindex`).
     rebuild: bool,
     /// What this process's passes have done (`/metrics`).
-    pub progress: Progress,
-}
-
-/// Counters of the passes made by this process, for `/metrics`.
-#[derive(Default)]
-pub struct Progress {
-    passes: AtomicU64,
-    failures: AtomicU64,
-    blocks: AtomicU64,
-    profiles: AtomicU64,
-    bytes: AtomicU64,
-    raced: AtomicU64,
-    last_pass_millis: AtomicU64,
-    /// Whether a pass is running now.
-    running: AtomicBool,
-}
-
-impl Progress {
-    /// The counters in Prometheus' text format.
-    pub fn prometheus(&self) -> String {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let lines = [
-            ("passes_total", "counter", "Compaction passes finished", get(&self.passes) as f64),
-            ("pass_failures_total", "counter", "Compaction passes stopped by an error", get(&self.failures) as f64),
-            ("blocks_written_total", "counter", "Blocks written", get(&self.blocks) as f64),
-            ("profiles_compacted_total", "counter", "Stored profiles written into blocks", get(&self.profiles) as f64),
-            ("block_bytes_written_total", "counter", "Bytes of blocks written", get(&self.bytes) as f64),
-            ("hours_raced_total", "counter", "Hours that changed while their block was made", get(&self.raced) as f64),
-            ("last_pass_seconds", "gauge", "How long the last pass took", get(&self.last_pass_millis) as f64 / 1000.0),
-            ("running", "gauge", "1 while a pass runs", f64::from(u8::from(self.running.load(Ordering::Relaxed)))),
-        ];
-        let mut out = String::new();
-        for (name, kind, help, value) in lines {
-            out.push_str(&format!(
-                "# HELP stacklens_compaction_{name} {help}\n# TYPE stacklens_compaction_{name} {kind}\nstacklens_compaction_{name} {value}\n"
-            ));
-        }
-        out
-    }
-
-    fn record(&self, done: &Pass) {
-        self.blocks.fetch_add(done.blocks as u64, Ordering::Relaxed);
-        self.profiles.fetch_add(done.profiles as u64, Ordering::Relaxed);
-        self.bytes.fetch_add(done.bytes as u64, Ordering::Relaxed);
-        self.raced.fetch_add(done.raced as u64, Ordering::Relaxed);
-    }
-}
-
-impl Pass {
-    fn add(&mut self, done: &Pass) {
-        self.blocks += done.blocks;
-        self.profiles += done.profiles;
-        self.bytes += done.bytes;
-        self.raced += done.raced;
-        self.tenants_busy += done.tenants_busy;
-    }
+    progress: Arc<Progress>,
 }
 
 impl Compactor {
-    pub fn new(lease_secs: u64) -> Self {
-        Compactor { known: Mutex::default(), lease_secs, rebuild: false, progress: Progress::default() }
+    /// A compactor whose passes count what they do in `progress`.
+    pub fn new(lease_secs: u64, progress: Arc<Progress>) -> Self {
+        Compactor { known: Mutex::default(), lease_secs, rebuild: false, progress }
     }
 
     /// A compactor whose passes make every closed hour's block again.
     pub fn rebuilding(lease_secs: u64) -> Self {
-        Compactor { rebuild: true, ..Self::new(lease_secs) }
+        Compactor { rebuild: true, ..Self::new(lease_secs, Arc::default()) }
     }
 
     /// [`Compactor::pass`], timed and counted in [`Compactor::progress`].
     pub async fn counted_pass(&self, store: &Store, budget: &Budget, now: u64) -> Result<Pass, MergeError> {
         let started = std::time::Instant::now();
-        self.progress.running.store(true, Ordering::Relaxed);
+        self.progress.started();
         let pass = self.pass(store, budget, now).await;
-        self.progress.running.store(false, Ordering::Relaxed);
-        self.progress.last_pass_millis.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
-        let counter = if pass.is_ok() { &self.progress.passes } else { &self.progress.failures };
-        counter.fetch_add(1, Ordering::Relaxed);
+        self.progress.finished(started.elapsed(), pass.is_ok());
         pass
     }
 
@@ -190,9 +133,9 @@ impl Compactor {
             }
             match compact_hour((store, budget), series, number, now).await? {
                 Compacted::Written { profiles, bytes } => {
-                    let written = Pass { blocks: 1, profiles, bytes, ..Pass::default() };
-                    self.progress.record(&written);
-                    pass.add(&written);
+                    self.progress.written(profiles, bytes);
+                    (pass.blocks, pass.profiles, pass.bytes) =
+                        (pass.blocks + 1, pass.profiles + profiles, pass.bytes + bytes);
                     self.known.lock().expect("not poisoned").insert(key);
                 }
                 // Nothing to do until the hour changes (which leaves a mark).
@@ -200,9 +143,8 @@ impl Compactor {
                     self.known.lock().expect("not poisoned").insert(key);
                 }
                 Compacted::Raced => {
-                    let raced = Pass { raced: 1, ..Pass::default() };
-                    self.progress.record(&raced);
-                    pass.add(&raced);
+                    self.progress.raced();
+                    pass.raced += 1;
                     continue;
                 }
             }
@@ -216,8 +158,8 @@ impl Compactor {
 }
 
 /// Runs a pass every `tick` for as long as the server runs.
-pub async fn run_forever(state: State, tick: Duration) {
-    let compactor = &state.compactor;
+pub async fn run_forever(state: State, tick: Duration, lease_secs: u64) {
+    let compactor = Compactor::new(lease_secs, state.compaction.clone());
     let mut ticks = tokio::time::interval(tick);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {

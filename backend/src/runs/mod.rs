@@ -6,6 +6,7 @@
 
 pub mod capture;
 pub mod compact;
+pub mod progress;
 pub mod retention;
 pub mod samply;
 pub mod schedule;
