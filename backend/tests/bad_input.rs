@@ -1402,6 +1402,7 @@ fn bad_expires_in_values() {
 /// Every documented route: method and path (`{id}` stands for any id).
 const ROUTES: &[(&str, &str)] = &[
     ("GET", "/healthz"),
+    ("GET", "/metrics"),
     ("GET", "/api/v1/profiles"),
     ("POST", "/api/v1/profiles"),
     ("GET", "/api/v1/profiles/{id}"),
