@@ -124,7 +124,14 @@ pub async fn entry_changed(store: &Store, entry_key: &str, mark: &str) -> Result
 
 async fn changed_in(store: &Store, blocks_folder: &str, hour: u64, mark: &str) -> Result<()> {
     store.create(&format!("{blocks_folder}/changed/h{hour}-{mark}"), Bytes::new()).await?;
-    store.delete(&format!("{blocks_folder}/h{hour}.block")).await?;
+    // Looked for before it is deleted: a storm of pushes into one old hour would
+    // otherwise send as many deletes of one key at once, which an S3 server may answer
+    // slowly or not at all (SeaweedFS did). A block made after this look was made after
+    // the mark and the change, and the compactor's second listing sees the change.
+    let block = format!("{blocks_folder}/h{hour}.block");
+    if store.exists(&block).await? {
+        store.delete(&block).await?;
+    }
     Ok(())
 }
 
