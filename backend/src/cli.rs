@@ -20,12 +20,14 @@ use stacklens_core::report::dot::dot;
 use stacklens_core::report::list::list;
 use stacklens_core::report::tags::tags;
 
-use crate::open::{Opened, Source};
+use crate::open::Opened;
 
 pub(crate) mod common;
+mod compact;
+mod open;
 pub(crate) mod symbols;
 use crate::text;
-use common::{for_terminal, load_merged, parse, print_json, read, read_source, write_output, CliError};
+use common::{for_terminal, load_merged, print_json, read_source, write_output, CliError};
 use symbols::SymbolArgs;
 
 #[derive(Parser)]
@@ -393,76 +395,13 @@ fn diff_sides(
     }
 }
 
-/// `open`: every source is read and parsed before the server starts, so a bad one is
-/// reported at once; then the page is served with them until Ctrl-C.
-/// With symbols given, each profile is symbolized and served as pprof.
-fn open(
-    sources: &[OsString],
-    listen: SocketAddr,
-    no_browser: bool,
-    dist: Option<PathBuf>,
-    symbols: &SymbolArgs,
-) -> Result<(), CliError> {
-    let mut opened = Opened::default();
-    for arg in sources {
-        let source = Source::of(arg);
-        let (input, bytes) = match source {
-            Source::File(path) => (path.display().to_string(), read(path)?.into()),
-            Source::Url(url) => {
-                // A CPU profile takes its seconds= to answer.
-                eprintln!("stacklens: fetching {url}");
-                let bytes =
-                    crate::open::fetch(url).map_err(|reason| CliError::Fetch { url: url.to_owned(), reason })?;
-                (url.to_owned(), bytes)
-            }
-        };
-        let mut profile = parse(&input, &bytes)?;
-        let bytes = match symbols.apply(&mut profile) {
-            true => export(&Prepared::whole(&profile)?, ExportFormat::Pprof)?.into(),
-            false => bytes,
-        };
-        opened.push(source.name(), bytes);
-    }
-    let hash = opened.hash();
-    let listening = move |address| {
-        let url = crate::open::page_url(address, &hash);
-        println!("stacklens: serving {} profile(s) until Ctrl-C at\n{url}", sources.len());
-        if !no_browser && !crate::open::browse(&url) {
-            eprintln!("stacklens: no browser found ($BROWSER, xdg-open or open): open the address above");
-        }
-    };
-    let args = crate::serve::ServeArgs::in_memory(listen, dist);
-    crate::serve::run(args, opened, listening).map_err(|e| CliError::Serve(e.to_string()))
-}
-
-/// `stacklens compact` (`reindex`: every block made again): one pass, its outcome printed.
-fn compact(store: &str, memory_budget: Option<usize>, rebuild: bool) -> Result<(), CliError> {
-    let failed = |e: &dyn std::fmt::Display| CliError::Serve(format!("compaction: {e}"));
-    let store = crate::store::Store::open(store, std::time::Duration::from_secs(60)).map_err(|e| failed(&e))?;
-    let total = memory_budget.map_or_else(crate::budget::default_total, |b| b as u64);
-    // One pass at a time: nothing waits in a queue.
-    let budget = crate::budget::Budget::new(total, total / 2, 1, std::time::Duration::from_secs(600));
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| failed(&e))?;
-    use crate::runs::compact::{Compactor, LEASE_SECS};
-    let compactor =
-        if rebuild { Compactor::rebuilding(LEASE_SECS) } else { Compactor::new(LEASE_SECS, Default::default()) };
-    let pass =
-        runtime.block_on(compactor.pass(&store, &budget, crate::records::now_millis())).map_err(|e| failed(&e))?;
-    println!(
-        "stacklens: {} blocks written holding {} profiles ({} bytes); {} hours changed meanwhile (made next pass); \
-         {} tenants compacted by another replica",
-        pass.blocks, pass.profiles, pass.bytes, pass.raced, pass.tenants_busy
-    );
-    Ok(())
-}
-
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     match args.command {
         Command::Serve(serve) => {
             crate::serve::run(serve, Opened::default(), |_| ()).map_err(|e| CliError::Serve(e.to_string()))?
         }
         Command::Open { sources, listen, no_browser, dist, symbols } => {
-            open(&sources, listen, no_browser, dist, &symbols)?
+            open::open(&sources, listen, no_browser, dist, &symbols)?
         }
         Command::Gate(gate) => return crate::gate::run(gate),
         Command::Top { files, diff_base, query, symbols, nodecount, nodefraction, cum, raw_names, format } => {
@@ -576,8 +515,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             }
             write_output(&output, &export(&query.query().prepare(&profile)?, format)?)?;
         }
-        Command::Compact { store, memory_budget } => compact(&store, memory_budget, false)?,
-        Command::Reindex { store, memory_budget } => compact(&store, memory_budget, true)?,
+        Command::Compact { store, memory_budget } => compact::compact(&store, memory_budget, false)?,
+        Command::Reindex { store, memory_budget } => compact::compact(&store, memory_budget, true)?,
         Command::Symbolize { input, output, symbols } => {
             let mut profile = load_merged(std::slice::from_ref(&input))?;
             symbols.apply(&mut profile);

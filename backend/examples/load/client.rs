@@ -61,6 +61,11 @@ pub fn per_item_ms(before: Option<f64>, after: Option<f64>, items: usize) -> Opt
 pub type Prepare = Arc<dyn Fn(usize) -> reqwest::RequestBuilder + Send + Sync>;
 pub type Check = Arc<dyn Fn(usize, u16, &[u8]) -> Outcome + Send + Sync>;
 
+/// The HTTP client of a run: loopback only (no proxy), with `clients` connections kept.
+pub fn http(clients: usize, timeout: Duration) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder().no_proxy().timeout(timeout).pool_max_idle_per_host(clients.max(1)).build()
+}
+
 /// `url` if it names 127.0.0.1, without a trailing slash.
 pub fn loopback(url: &str) -> Result<String, String> {
     let parsed = url::Url::parse(url).map_err(|e| format!("--url {url}: {e}"))?;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::client::{failure, loopback, peak_rss_mib, phase, Check, Outcome, Prepare, Watch};
+use crate::client::{self, failure, loopback, peak_rss_mib, phase, Check, Outcome, Prepare, Watch};
 use crate::history::{folded, STEP};
 use crate::report::{Report, Reporting};
 
@@ -48,22 +48,12 @@ const DAY: u64 = 24 * HOUR;
 
 pub async fn run(args: FleetArgs) -> Result<(), Box<dyn std::error::Error>> {
     let base = loopback(&args.url)?;
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(300))
-        .pool_max_idle_per_host(args.clients.max(1))
-        .build()?;
+    let http = client::http(args.clients, Duration::from_secs(300))?;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
     let tenant = format!("fleet-{now:x}");
     let newest = now / STEP * STEP;
     let watch = Watch { server: args.reporting.server_pid, store: args.reporting.store_pid };
-    let mut report = Report {
-        label: args.reporting.label.clone(),
-        url: base.clone(),
-        clients: args.clients,
-        load_before: std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_owned(),
-        ..Report::default()
-    };
+    let mut report = Report::new(&args.reporting, &base, args.clients);
     let long = (args.days * DAY / STEP) as usize;
     let short = (DAY / STEP) as usize;
     let pushes = long + args.services * short;

@@ -103,19 +103,11 @@ struct RunArgs {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let runtime = || tokio::runtime::Builder::new_multi_thread().enable_all().build();
     match Cli::parse().command {
-        Command::Run(args) => {
-            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            runtime.block_on(run(args))
-        }
-        Command::History(args) => {
-            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            runtime.block_on(history::run(args))
-        }
-        Command::Fleet(args) => {
-            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            runtime.block_on(fleet::run(args))
-        }
+        Command::Run(args) => runtime()?.block_on(run(args)),
+        Command::History(args) => runtime()?.block_on(history::run(args)),
+        Command::Fleet(args) => runtime()?.block_on(fleet::run(args)),
         Command::Table { files } => {
             let reports = files
                 .iter()
@@ -154,23 +146,12 @@ async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     };
     let (small, compare, large) =
         (read("go/base/cpu.pb.gz")?, read("go/compare/cpu.pb.gz")?, read("large/cpu.large.pb.gz")?);
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(args.request_timeout))
-        .pool_max_idle_per_host(args.clients.max(args.storm).max(1))
-        .build()?;
+    let http = client::http(args.clients.max(args.storm), Duration::from_secs(args.request_timeout))?;
     let run_tag = format!("{:x}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis());
     let tenant = format!("load-{run_tag}");
     let limit = Duration::from_secs(args.seconds);
     let watch = Watch { server: args.reporting.server_pid, store: args.reporting.store_pid };
-    let mut report = Report {
-        label: args.reporting.label.clone(),
-        url: base.clone(),
-        clients: args.clients,
-        large_clients: args.large_clients,
-        load_before: std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_owned(),
-        ..Report::default()
-    };
+    let mut report = Report { large_clients: args.large_clients, ..Report::new(&args.reporting, &base, args.clients) };
     println!("{} ({}), tenant {tenant}; load average before: {}", args.reporting.label, base, report.load_before);
 
     // Two stored CPU sessions for the diffs.

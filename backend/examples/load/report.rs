@@ -40,6 +40,19 @@ pub struct Report {
     pub peak_rss_mib_end: Option<f64>,
 }
 
+impl Report {
+    /// A report on a run against `url` by `clients` clients, with the load average now.
+    pub fn new(reporting: &Reporting, url: &str, clients: usize) -> Report {
+        Report {
+            label: reporting.label.clone(),
+            url: url.to_owned(),
+            clients,
+            load_before: std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_owned(),
+            ..Report::default()
+        }
+    }
+}
+
 pub fn ms(v: f64) -> String {
     if v >= 1000.0 {
         format!("{:.2} s", v / 1000.0)

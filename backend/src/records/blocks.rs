@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use stacklens_core::model::{Label, LabelValue, Profile, StrId};
 
 use super::selector::Selector;
-use super::series::{hour_numbers, is_closed, Entry, Series, HOUR_MS, SETTLED_MS};
+use super::series::{hour_numbers, is_closed, may_be_closed_anywhere, Entry, Series};
 use super::Result;
 use crate::store::Store;
 
@@ -100,12 +100,6 @@ impl Series {
     }
 }
 
-/// Whether an hour may have a block by now (with room for clocks that differ by up to
-/// [`SETTLED_MS`] between replicas): a change to it must then clear the block.
-pub fn may_be_compacted(hour: u64, now: u64) -> bool {
-    (hour + 1) * HOUR_MS <= now + SETTLED_MS
-}
-
 /// Clears an hour's block after a change to the hour (an entry filed or removed), and
 /// marks the hour for the compactor (`mark` names the change, so that two marks never
 /// collide and the compactor removes only those it saw).
@@ -113,13 +107,13 @@ pub async fn changed(store: &Store, series: &Series, hour: u64, mark: &str) -> R
     changed_in(store, &series.folder("blocks"), hour, mark).await
 }
 
-/// [`changed`] for the hour of the entry filed at `entry_key` (see [`Series::entry_key`]).
-pub async fn entry_changed(store: &Store, entry_key: &str, mark: &str) -> Result<()> {
-    let hour_folder = entry_key.rsplit_once('/').map(|(folder, _)| folder);
-    let Some((series_folder, hour)) = hour_folder.and_then(|f| f.rsplit_once('/')) else { return Ok(()) };
-    let Some(hour) = hour.strip_prefix('h').and_then(|n| n.parse().ok()) else { return Ok(()) };
-    // The tenant's part of the key holds no '/'.
-    changed_in(store, &series_folder.replacen("/series/", "/blocks/", 1), hour, mark).await
+/// [`changed`] for the hour of the entry filed at `entry_key` (see [`Series::entry_key`]),
+/// when that hour may have a block by now.
+pub async fn entry_changed(store: &Store, entry_key: &str, mark: &str, now: u64) -> Result<()> {
+    match Series::of_entry_key(entry_key) {
+        Some((series, hour)) if may_be_closed_anywhere(hour, now) => changed(store, &series, hour, mark).await,
+        _ => Ok(()),
+    }
 }
 
 async fn changed_in(store: &Store, blocks_folder: &str, hour: u64, mark: &str) -> Result<()> {

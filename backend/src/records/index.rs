@@ -43,7 +43,7 @@ async fn file_entry(store: &Store, series: &Series, entry: &Entry) -> Result<boo
     }
     series::write(store, &key, entry).await?;
     let hour = entry.millis / series::HOUR_MS;
-    if blocks::may_be_compacted(hour, super::now_millis()) {
+    if series::may_be_closed_anywhere(hour, super::now_millis()) {
         blocks::changed(store, series, hour, holder.name()).await?;
     }
     Ok(true)
@@ -144,7 +144,7 @@ async fn forget_entries(store: &Store, tenant: &Tenant, session: &str, filed_by:
         }
         if let Some(key) = key {
             series::remove(store, &key).await?;
-            blocks::entry_changed(store, &key, holder.name()).await?;
+            blocks::entry_changed(store, &key, holder.name(), super::now_millis()).await?;
         }
         refs::withdraw(store, tenant, session, &holder).await?;
     }

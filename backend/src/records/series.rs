@@ -148,6 +148,15 @@ pub fn is_closed(number: u64, now: u64) -> bool {
     (number + 1) * HOUR_MS + SETTLED_MS <= now
 }
 
+/// How far apart two replicas' clocks may be: one whose clock is ahead may take an hour
+/// as closed (and compact it) that is not closed yet on this one's.
+const CLOCK_SKEW_MS: u64 = 2 * SETTLED_MS;
+
+/// Whether some replica may take hour `number` as closed at `now` on this one's clock.
+pub fn may_be_closed_anywhere(number: u64, now: u64) -> bool {
+    is_closed(number, now + CLOCK_SKEW_MS)
+}
+
 impl Series {
     pub(super) fn folder(&self, under: &str) -> String {
         self.tenant.key(&format!("{under}/s{}/{}", hex::encode(&self.service), self.kind))
@@ -165,6 +174,27 @@ impl Series {
     /// session by (whose reference notes this key, so deleting the session finds it).
     pub fn entry_key(&self, millis: u64, holder: &Holder) -> String {
         format!("{}/{millis:016x}-{}", self.hour_prefix(millis / HOUR_MS), holder.name())
+    }
+
+    /// The series and hour an [`Series::entry_key`] is filed under; `None` for any other
+    /// key.
+    pub fn of_entry_key(key: &str) -> Option<(Series, u64)> {
+        let mut parts = key.split('/');
+        let (Some("tenants"), Some(tenant), Some("series"), Some(service), Some(kind), Some(hour), Some(_), None) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
+            return None;
+        };
+        let service = String::from_utf8(hex::decode(service.strip_prefix('s')?).ok()?).ok()?;
+        let series = Series { tenant: Tenant(tenant.to_owned()), service, kind: ProfileKind::parse(kind)? };
+        Some((series, hour.strip_prefix('h')?.parse().ok()?))
     }
 
     /// Hour `number`, with what it holds now.
@@ -306,4 +336,37 @@ pub async fn list(store: &Store, tenant: &Tenant) -> Result<Vec<(String, Profile
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_key_names_its_series_and_hour() {
+        let series = Series { tenant: Tenant("acme".into()), service: "api/v2 eu".into(), kind: ProfileKind::Memory };
+        let key = series.entry_key(5 * HOUR_MS + 7, &Holder::new_entry());
+        let (found, hour) = Series::of_entry_key(&key).expect("an entry key");
+        assert_eq!(
+            (found.tenant.0.as_str(), found.service.as_str(), found.kind, hour),
+            ("acme", "api/v2 eu", ProfileKind::Memory, 5)
+        );
+        for other in [
+            "tenants/acme/sessions/sess-1.json",
+            &format!("{}/h5", series.folder("series")),
+            &format!("{}/h5/a/b", series.folder("series")),
+            &key.replacen("/series/", "/blocks/", 1),
+            &key.replacen("/h5/", "/hx/", 1),
+        ] {
+            assert!(Series::of_entry_key(other).is_none(), "{other}");
+        }
+    }
+
+    #[test]
+    fn an_hour_may_be_closed_on_a_replica_whose_clock_is_ahead() {
+        let end = 3 * HOUR_MS;
+        assert!(!is_closed(2, end + SETTLED_MS - 1) && is_closed(2, end + SETTLED_MS));
+        assert!(!may_be_closed_anywhere(2, end + SETTLED_MS - CLOCK_SKEW_MS - 1));
+        assert!(may_be_closed_anywhere(2, end + SETTLED_MS - CLOCK_SKEW_MS));
+    }
 }
