@@ -14,7 +14,7 @@ use stacklens_core::export::pprof;
 use stacklens_core::Profile;
 
 use crate::budget::{Budget, ParseFailure, Reservation};
-use crate::records::blocks::{self, BlockEntry, Footer, Read, Tag};
+use crate::records::blocks::{self, BlockEntry, Footer, Read, Tag, Window, DAY_HOURS};
 use crate::records::selector::Selector;
 use crate::records::series::{self, Entry, Hour, Series};
 use crate::records::{self, load, sessions, RecordError, Tenant};
@@ -271,7 +271,7 @@ enum HourRead {
 async fn read_hour(state: &AppState, query: &RangeQuery, number: u64, now: u64) -> Result<HourRead, MergeError> {
     let store = &state.store;
     if series::is_closed(number, now) {
-        match blocks::read(store, &query.series, number).await? {
+        match blocks::read(store, &query.series.block_key(number)).await? {
             Read::Valid((footer, payload)) => return Ok(HourRead::Block(footer, payload)),
             Read::Damaged(damaged) => {
                 tracing::warn!("{damaged}; the hour is merged from its raw profiles");
@@ -283,6 +283,35 @@ async fn read_hour(state: &AppState, query: &RangeQuery, number: u64, now: u64) 
         }
     }
     Ok(HourRead::Raw(query.series.hour(store, number, now).await?))
+}
+
+/// Reads window `window` of the range: a day's block if it has a valid one, else its
+/// hours (see [`read_hour`]). A damaged day block is logged, and cleared with its first
+/// hour's for the compactor to make again.
+async fn read_window(
+    state: &AppState,
+    query: &RangeQuery,
+    window: Window,
+    now: u64,
+) -> Result<Vec<HourRead>, MergeError> {
+    if let Window::Day(day) = window {
+        match blocks::read(&state.store, &query.series.day_block_key(day)).await? {
+            Read::Valid((footer, payload)) => return Ok(vec![HourRead::Block(footer, payload)]),
+            Read::Damaged(damaged) => {
+                tracing::warn!("{damaged}; the day is merged hour by hour");
+                if query.write_caches {
+                    let mark = records::ordered_id("damaged");
+                    blocks::changed(&state.store, &query.series, day * DAY_HOURS, &mark).await?;
+                }
+            }
+            Read::Missing => {}
+        }
+    }
+    futures::stream::iter(window.hours())
+        .map(|number| read_hour(state, query, number, now))
+        .buffered(BLOCKS_AHEAD)
+        .try_collect()
+        .await
 }
 
 /// Merges the profiles of `footer`'s entries the range selects, from their block.
@@ -299,8 +328,7 @@ async fn merge_block(
     if count == 0 {
         return Ok((merging, 0));
     }
-    let start = footer.hour * series::HOUR_MS;
-    let whole = query.from <= start && start + series::HOUR_MS <= query.to;
+    let whole = footer.within(query.from, query.to);
     let mut profile = parse(&state.budget, payload).await?;
     let profile = blocking(move || {
         blocks::select(&mut profile, &footer, whole, wanted);
@@ -313,15 +341,17 @@ async fn merge_block(
 /// Blocks read ahead of the one being merged (each may be megabytes).
 const BLOCKS_AHEAD: usize = 2;
 
-/// Merges the range's stored profiles: closed hours from their blocks, the others from
-/// their raw profiles.
+/// Merges the range's stored profiles: closed days and hours from their blocks, the
+/// others from their raw profiles.
 pub async fn merge_range(state: &AppState, query: &RangeQuery, now: u64) -> Result<Merged, MergeError> {
     let store = &state.store;
     let mut merging = Merging::new();
     let mut profile_count = 0;
-    let reads = futures::stream::iter(series::hour_numbers(query.from, query.to))
-        .map(|number| read_hour(state, query, number, now))
-        .buffered(BLOCKS_AHEAD);
+    let reads = futures::stream::iter(blocks::windows(query.from, query.to, now))
+        .map(|window| read_window(state, query, window, now))
+        .buffered(BLOCKS_AHEAD)
+        .map_ok(|reads| futures::stream::iter(reads.into_iter().map(Ok::<_, MergeError>)))
+        .try_flatten();
     let mut reads = std::pin::pin!(reads);
     while let Some(read) = reads.try_next().await? {
         let count;
@@ -373,6 +403,8 @@ pub enum Compacted {
     Exists,
     /// The hour changed while its block was made: the block is gone, to be made again.
     Raced,
+    /// A day's hour has no valid block yet: the day waits for it.
+    Waiting,
 }
 
 /// Makes hour `number`'s block from its raw profiles, within the budget (see
@@ -411,7 +443,7 @@ pub async fn compact_hour(
             0 => Vec::new(),
             _ => pprof::write(&merging.merger.finish().map_err(MergeError::Incompatible)?),
         };
-        Ok(blocks::encode(&payload, number, kept)?)
+        Ok(blocks::encode(&payload, (number, 1), kept)?)
     })
     .await??;
     let bytes = block.len();
@@ -419,6 +451,80 @@ pub async fn compact_hour(
         return Ok(Compacted::Exists);
     }
     if !series.hour(store, number, now).await?.holds_the_same_as(&hour) {
+        store.delete(&key).await.map_err(RecordError::from)?;
+        return Ok(Compacted::Raced);
+    }
+    Ok(Compacted::Written { profiles, bytes })
+}
+
+/// Makes day `day`'s block from the blocks of its hours that hold profiles (`hours`, as
+/// the series' listing names them), within the budget: their label sets' samples,
+/// numbered by the day's sets, and their entries. Like an hour's, it is checked after
+/// it is written: the hours' blocks still the same and no hour come meanwhile, else it
+/// goes.
+pub async fn compact_day(
+    (store, budget): (&Store, &Budget),
+    series: &Series,
+    day: u64,
+    hours: &[u64],
+    now: u64,
+) -> Result<Compacted, MergeError> {
+    let key = series.day_block_key(day);
+    let mut merging = Merging::new();
+    let (mut kept, mut sets, mut made_of) = (Vec::<BlockEntry>::new(), Vec::new(), Vec::new());
+    for &number in hours {
+        let (footer, payload) = match blocks::read(store, &series.block_key(number)).await? {
+            Read::Valid(block) => block,
+            // An hour emptied since the listing has nothing to give.
+            Read::Missing if series.hour(store, number, now).await?.is_empty() => continue,
+            Read::Missing | Read::Damaged(_) => return Ok(Compacted::Waiting),
+        };
+        let mut numbered = Vec::new();
+        for entry in &footer.entries {
+            let set = sets.iter().position(|labels| *labels == entry.entry.labels).unwrap_or_else(|| {
+                sets.push(entry.entry.labels.clone());
+                sets.len() - 1
+            });
+            if numbered.len() <= entry.set {
+                numbered.resize(entry.set + 1, usize::MAX);
+            }
+            numbered[entry.set] = set;
+            kept.push(BlockEntry { set, ..entry.clone() });
+        }
+        made_of.push((number, footer.payload_sha256));
+        if payload.is_empty() {
+            continue;
+        }
+        let mut profile = parse(budget, payload).await?;
+        profile = blocking(move || {
+            blocks::renumber_sets(&mut profile, &numbered);
+            profile
+        })
+        .await?;
+        merging.reserve_for(budget, &profile, 1).await?;
+        merging.merger = add(merging.merger, profile).await?;
+    }
+    if kept.is_empty() {
+        store.delete(&key).await.map_err(RecordError::from)?;
+        return Ok(Compacted::Empty);
+    }
+    let profiles = kept.len();
+    let block = blocking(move || -> Result<Vec<u8>, MergeError> {
+        let payload = pprof::write(&merging.merger.finish().map_err(MergeError::Incompatible)?);
+        Ok(blocks::encode(&payload, (day * DAY_HOURS, DAY_HOURS), kept)?)
+    })
+    .await??;
+    let bytes = block.len();
+    if !store.create(&key, Bytes::from(block)).await.map_err(RecordError::from)? {
+        return Ok(Compacted::Exists);
+    }
+    let listed: Vec<u64> = series.hours_before(store, (day + 1) * DAY_HOURS * series::HOUR_MS).await?;
+    let mut same = listed.iter().filter(|&&n| n >= day * DAY_HOURS).all(|n| hours.contains(n));
+    for (number, sha256) in &made_of {
+        same &= matches!(blocks::read_footer(store, &series.block_key(*number)).await?,
+            Read::Valid(footer) if footer.payload_sha256 == *sha256);
+    }
+    if !same {
         store.delete(&key).await.map_err(RecordError::from)?;
         return Ok(Compacted::Raced);
     }

@@ -4,7 +4,8 @@
 //! on the same files), and a one-hour merge reads one object and lists nothing. A push
 //! into a compacted hour, a deleted session and a damaged block each send the hour back
 //! to its raw pushes until the next pass makes its block again; `stacklens reindex`
-//! makes every block again, and a server's own passes show in `/metrics`.
+//! makes every block again, and a server's own passes show in `/metrics`. Closed days
+//! get day blocks, made from their hours' blocks, with the same answers.
 
 mod common;
 
@@ -17,9 +18,10 @@ use reqwest::blocking::Client;
 use serde_json::Value;
 
 const HOUR: u64 = 3600;
+const DAY: u64 = 24 * HOUR;
 
 /// What a merge answered that blocks must not change.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 struct Answer {
     profile_count: u64,
     total: i64,
@@ -27,6 +29,7 @@ struct Answer {
     rows: Vec<(String, i64, i64)>,
 }
 
+#[derive(Debug, PartialEq)]
 struct Cost {
     objects: u64,
     listings: u64,
@@ -57,13 +60,52 @@ fn stacklens(args: &[&str], env: &[(&str, &str)]) -> String {
     stdout.into_owned()
 }
 
+/// The service `shop` on a running server: pushes, merges and series.
+struct Shop<'a> {
+    server: &'a Server,
+    http: Client,
+}
+
+impl Shop<'_> {
+    fn push(&self, labels: &str, at: u64, file: &Path) {
+        let url =
+            format!("{}/ingest?name=shop.cpu%7B{labels}%7D&from={at}&until={}&format=pprof", self.server.base, at + 10);
+        let r = self.http.post(url).body(std::fs::read(file).unwrap()).send().unwrap();
+        assert_eq!(r.status(), 200, "{}", r.text().unwrap());
+    }
+
+    fn merge(&self, from: u64, to: u64, extra: &str) -> (Answer, Cost) {
+        let url = format!(
+            "{}/api/v1/profiling/merge?service=shop&profileType=cpu&from={from}&to={to}&limit=1000{extra}",
+            self.server.base
+        );
+        let (status, merged) = json_of(self.http.get(url).send().unwrap());
+        assert_eq!(status, 200, "{merged}");
+        let cost =
+            Cost { objects: merged["objectsRead"].as_u64().unwrap(), listings: merged["listings"].as_u64().unwrap() };
+        (answer(&merged), cost)
+    }
+
+    /// The series of `[from, to)` by region, hour by hour.
+    fn series(&self, from: u64, to: u64) -> Value {
+        let url = format!(
+            "{}/api/v1/profiling/series?service=shop&profileType=cpu&from={from}&to={to}&step=1h&groupBy=region",
+            self.server.base
+        );
+        let (status, series) = json_of(self.http.get(url).send().unwrap());
+        assert_eq!(status, 200, "{series}");
+        series["series"].clone()
+    }
+}
+
 fn scenario(backing: &Backing, env: &[(&str, &str)]) {
     let Some(fx) = fixtures() else { return };
     let Some(go) = go() else { return };
     let store = backing.url();
     // No passes of its own (the default in tests): the test runs them.
     let server = Server::start(&store, &[], env);
-    let http = Client::new();
+    let shop = Shop { server: &server, http: Client::new() };
+    let http = &shop.http;
     let api = |path: &str| format!("{}{path}", server.base);
     let (base, compare) = (fx.join("go/base/cpu.pb.gz"), fx.join("go/compare/cpu.pb.gz"));
     let read = |p: &Path| std::fs::read(p).unwrap();
@@ -72,35 +114,15 @@ fn scenario(backing: &Backing, env: &[(&str, &str)]) {
     // and us in the third; the profiles carry sample labels of their own too.
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     let t0 = ((now - 600) / HOUR - 3) * HOUR;
-    let push = |labels: &str, at: u64, file: &Path| {
-        let url = api(&format!("/ingest?name=shop.cpu%7B{labels}%7D&from={at}&until={}&format=pprof", at + 10));
-        let r = http.post(url).body(read(file)).send().unwrap();
-        assert_eq!(r.status(), 200, "{}", r.text().unwrap());
-    };
+    let push = |labels: &str, at: u64, file: &Path| shop.push(labels, at, file);
     push("region=eu,pod=a", t0 + 60, &base);
     push("region=us,pod=b", t0 + 600, &compare);
     push("region=eu,pod=a", t0 + HOUR + 5, &compare);
     push("region=eu,pod=c", t0 + 2 * HOUR + 100, &compare);
     push("region=us,pod=b", t0 + 2 * HOUR + 200, &base);
 
-    let merge = |from: u64, to: u64, extra: &str| -> (Answer, Cost) {
-        let url =
-            api(&format!("/api/v1/profiling/merge?service=shop&profileType=cpu&from={from}&to={to}&limit=1000{extra}"));
-        let (status, merged) = json_of(http.get(url).send().unwrap());
-        assert_eq!(status, 200, "{merged}");
-        let cost =
-            Cost { objects: merged["objectsRead"].as_u64().unwrap(), listings: merged["listings"].as_u64().unwrap() };
-        (answer(&merged), cost)
-    };
-    let series = || {
-        let url = api(&format!(
-            "/api/v1/profiling/series?service=shop&profileType=cpu&from={t0}&to={}&step=1h&groupBy=region",
-            t0 + 3 * HOUR
-        ));
-        let (status, series) = json_of(http.get(url).send().unwrap());
-        assert_eq!(status, 200, "{series}");
-        series["series"].clone()
-    };
+    let merge = |from: u64, to: u64, extra: &str| shop.merge(from, to, extra);
+    let series = || shop.series(t0, t0 + 3 * HOUR);
     // Whole hours, label filters, and ranges that cut hours.
     let queries: Vec<(u64, u64, &str)> = vec![
         (t0, t0 + 3 * HOUR, ""),
@@ -196,14 +218,95 @@ fn scenario(backing: &Backing, env: &[(&str, &str)]) {
     until("the server's compactor to make the first hour's block again", Duration::from_secs(60), || {
         backing.has(&key).then_some(())
     });
-    // Its progress, in Prometheus' text format.
-    let metrics = http.get(format!("{}/metrics", server.base)).send().unwrap().text().unwrap();
-    let value = |name: &str| -> f64 {
+    // Its progress, in Prometheus' text format (counted once the pass has looked at the
+    // hour again, a moment after the block appears).
+    let value = |metrics: &str, name: &str| -> f64 {
         let line = metrics.lines().find(|l| l.starts_with(&format!("stacklens_compaction_{name} ")));
         line.unwrap_or_else(|| panic!("no {name} in {metrics}")).rsplit(' ').next().unwrap().parse().unwrap()
     };
-    assert!(value("blocks_written_total") >= 1.0 && value("profiles_compacted_total") >= 2.0, "{metrics}");
-    assert!(value("passes_total") >= 1.0 && value("pass_failures_total") == 0.0, "{metrics}");
+    let metrics = until("the pass to count its block", Duration::from_secs(30), || {
+        let metrics = http.get(format!("{}/metrics", server.base)).send().unwrap().text().unwrap();
+        (value(&metrics, "blocks_written_total") >= 1.0).then_some(metrics)
+    });
+    assert!(value(&metrics, "profiles_compacted_total") >= 2.0, "{metrics}");
+    assert!(value(&metrics, "passes_total") >= 1.0 && value(&metrics, "pass_failures_total") == 0.0, "{metrics}");
+}
+
+/// Day blocks: two closed days, compacted, answer as their raw pushes did, a whole day
+/// reading one object and a series one footer a day; a late push into an hour of a day
+/// sends the day back to its hours at once and the next pass makes it again, as does a
+/// damaged day block, and `reindex` makes the day blocks again.
+fn days(backing: &Backing, env: &[(&str, &str)]) {
+    let Some(fx) = fixtures() else { return };
+    let store = backing.url();
+    let server = Server::start(&store, &[], env);
+    let shop = Shop { server: &server, http: Client::new() };
+    let (base, compare) = (fx.join("go/base/cpu.pb.gz"), fx.join("go/compare/cpu.pb.gz"));
+    let push = |labels: &str, at: u64, file: &Path| shop.push(labels, at, file);
+    // Days d and d + 1, closed whatever the time of day.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let d = now / DAY - 3;
+    let t0 = d * DAY;
+    push("region=eu,pod=a", t0 + HOUR + 60, &base);
+    push("region=us,pod=b", t0 + 5 * HOUR + 10, &compare);
+    push("region=eu,pod=a", t0 + 23 * HOUR + 100, &compare);
+    push("region=eu,pod=c", t0 + DAY + 200, &base);
+
+    let merge = |from: u64, to: u64, extra: &str| shop.merge(from, to, extra);
+    let series = || shop.series(t0, t0 + 2 * DAY);
+    let queries: Vec<(u64, u64, &str)> = vec![
+        (t0, t0 + DAY, ""),
+        (t0, t0 + DAY, "&labels=region=eu"),
+        (t0, t0 + DAY, "&labels=region=us"),
+        (t0, t0 + 2 * DAY, "&labels=pod=a"),
+        (t0, t0 + 2 * DAY, ""),
+        (t0 + 2 * HOUR, t0 + DAY + HOUR, ""),
+    ];
+    let answers = || -> Vec<Answer> { queries.iter().map(|&(from, to, extra)| merge(from, to, extra).0).collect() };
+    let raw = answers();
+    let raw_series = series();
+    assert_eq!(raw.iter().map(|a| a.profile_count).collect::<Vec<_>>(), [3, 2, 1, 2, 4, 3]);
+
+    let summary = compact(&store, env);
+    assert!(summary.contains("4 blocks written holding 4 profiles"), "{summary}");
+    assert!(summary.contains("2 day blocks written"), "{summary}");
+    let day_key = format!("tenants/default/blocks/s{}/cpu/d{d}.block", hex("shop"));
+    assert!(backing.has(&day_key), "{day_key} after the pass");
+    assert_eq!(answers(), raw, "merged from day blocks");
+    assert_eq!(series(), raw_series, "series from day blocks");
+    // A whole day is one object, two days two, and nothing is listed.
+    let day = || merge(t0, t0 + DAY, "");
+    assert_eq!((day().1.objects, day().1.listings), (1, 0));
+    let (_, cost) = merge(t0, t0 + 2 * DAY, "&labels=region=eu");
+    assert_eq!((cost.objects, cost.listings), (2, 0));
+
+    // A late push into an hour of day d: the day goes back to its hours at once.
+    push("region=us,pod=e", t0 + 7 * HOUR, &base);
+    assert!(!backing.has(&day_key), "the day block goes with the change");
+    let (late, cost) = day();
+    assert_eq!(late.profile_count, 4, "{late:?}");
+    assert!(cost.listings >= 1, "the changed hour is listed");
+    let summary = compact(&store, env);
+    assert!(summary.contains("1 blocks written holding 1 profiles") && summary.contains("1 day blocks"), "{summary}");
+    let (again, cost) = day();
+    assert_eq!((again, cost.objects, cost.listings), (late.clone(), 1, 0));
+
+    // A damaged day block: its hours answer, and the next pass makes it again.
+    let mut damaged = backing.read(&day_key).unwrap();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0x01;
+    backing.write(&day_key, damaged);
+    let (from_hours, _) = day();
+    assert_eq!(from_hours, late, "merged from its hours");
+    assert!(!backing.has(&day_key), "the damaged day block is cleared");
+    let summary = compact(&store, env);
+    assert!(summary.contains("1 day blocks"), "{summary}");
+    assert_eq!(day(), (late.clone(), Cost { objects: 1, listings: 0 }));
+
+    // Reindexing makes both days' blocks again.
+    let summary = stacklens(&["reindex", "--store", &store], env);
+    assert!(summary.contains("5 blocks written holding 5 profiles") && summary.contains("2 day blocks"), "{summary}");
+    assert_eq!(day(), (late, Cost { objects: 1, listings: 0 }));
 }
 
 fn hex(text: &str) -> String {
@@ -219,4 +322,15 @@ fn blocks_answer_as_raw_pushes_do_on_a_local_folder() {
 fn blocks_answer_as_raw_pushes_do_on_seaweedfs() {
     let Some(_weed) = Seaweed::start() else { return };
     scenario(&Backing::Seaweed(format!("blocks-{}", free_port())), &Seaweed::env());
+}
+
+#[test]
+fn day_blocks_answer_as_raw_pushes_do_on_a_local_folder() {
+    days(&Backing::Folder(temp_dir("days")), &[]);
+}
+
+#[test]
+fn day_blocks_answer_as_raw_pushes_do_on_seaweedfs() {
+    let Some(_weed) = Seaweed::start() else { return };
+    days(&Backing::Seaweed(format!("days-{}", free_port())), &Seaweed::env());
 }

@@ -17,9 +17,9 @@ pub(super) fn compact(store: &str, memory_budget: Option<usize>, rebuild: bool) 
     let pass =
         runtime.block_on(compactor.pass(&store, &budget, crate::records::now_millis())).map_err(|e| failed(&e))?;
     println!(
-        "stacklens: {} blocks written holding {} profiles ({} bytes); {} hours changed meanwhile (made next pass); \
-         {} tenants compacted by another replica",
-        pass.blocks, pass.profiles, pass.bytes, pass.raced, pass.tenants_busy
+        "stacklens: {} blocks written holding {} profiles ({} bytes); {} day blocks written ({} bytes); \
+         {} hours or days changed meanwhile (made next pass); {} tenants compacted by another replica",
+        pass.blocks, pass.profiles, pass.bytes, pass.day_blocks, pass.day_bytes, pass.raced, pass.tenants_busy
     );
     Ok(())
 }

@@ -13,11 +13,18 @@
 //! and keeps the samples its range and labels select: the sets' when it takes the hour
 //! whole, else the entries'.
 //!
+//! A closed day's hour blocks are merged again into a day block: the label sets'
+//! samples only (a day block serves ranges that take the day whole), and the day's
+//! entries in its footer, so that a query of days reads one object a day, and a series
+//! one footer a day.
+//!
 //! Staying true to raw: the compactor lists the hour, writes the block
 //! (`PutMode::Create`), then lists the hour again and deletes the block if the listing
 //! changed. A push or removal into an hour that may have a block deletes the block after
-//! its own write and leaves a mark, so the compactor makes it again. Whichever of the
-//! two comes second sees the other: no block outlives a change to its hour.
+//! its own write (and its day's block) and leaves a mark, so the compactor makes it
+//! again. Whichever of the two comes second sees the other: no block outlives a change
+//! to its hour. A day block is made the same way from its hours' blocks, and checked
+//! against them again after it is written.
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -26,7 +33,7 @@ use sha2::{Digest, Sha256};
 use stacklens_core::model::{Label, LabelValue, Profile, StrId};
 
 use super::selector::Selector;
-use super::series::{hour_numbers, is_closed, may_be_closed_anywhere, Entry, Series};
+use super::series::{hour_numbers, is_closed, may_be_closed_anywhere, Entry, Series, HOUR_MS};
 use super::Result;
 use crate::store::Store;
 
@@ -46,6 +53,8 @@ const TAIL_GUESS: u64 = 64 << 10;
 const MAX_FOOTER: u64 = 64 << 20;
 /// Footers read at once for one series answer.
 const FOOTERS_AHEAD: usize = 16;
+/// The hours of a day block.
+pub const DAY_HOURS: u64 = 24;
 
 /// A stored profile as a block keeps it: its index entry and the header fields a merge
 /// of a part of the block needs.
@@ -64,13 +73,29 @@ pub struct BlockEntry {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Footer {
-    /// Hours since the epoch.
+    /// Its first hour (hours since the epoch).
     pub hour: u64,
+    /// How many hours it holds: 1, or [`DAY_HOURS`] for a day block (which holds its
+    /// label sets' samples only).
+    #[serde(default = "one_hour")]
+    pub hours: u64,
     /// The hour's entries whose profiles went in, oldest first.
     pub entries: Vec<BlockEntry>,
     /// The payload's length and SHA-256 (hex).
     pub payload_len: u64,
     pub payload_sha256: String,
+}
+
+fn one_hour() -> u64 {
+    1
+}
+
+impl Footer {
+    /// Whether `[from, to)` covers the block's hours whole.
+    pub fn within(&self, from: u64, to: u64) -> bool {
+        let start = self.hour * HOUR_MS;
+        from <= start && start + self.hours * HOUR_MS <= to
+    }
 }
 
 /// Why a stored block cannot be used (it is made again from raw).
@@ -89,22 +114,37 @@ pub enum Read<T> {
 }
 
 impl Series {
-    /// Where the block of `hour` is (see [`changed_in`]).
+    /// Where the block of `hour` is.
     pub fn block_key(&self, hour: u64) -> String {
         format!("{}/h{hour}.block", self.folder("blocks"))
     }
 
-    /// Where changes to hours mark them for the compactor (see [`changed_in`]).
+    /// Where the block of `day` (days since the epoch) is.
+    pub fn day_block_key(&self, day: u64) -> String {
+        format!("{}/d{day}.block", self.folder("blocks"))
+    }
+
+    /// Where changes to hours mark them for the compactor (see [`changed`]).
     pub fn changed_prefix(&self) -> String {
         format!("{}/changed", self.folder("blocks"))
     }
 }
 
-/// Clears an hour's block after a change to the hour (an entry filed or removed), and
-/// marks the hour for the compactor (`mark` names the change, so that two marks never
-/// collide and the compactor removes only those it saw).
+/// Clears an hour's block and its day's after a change to the hour (an entry filed or
+/// removed), and marks the hour for the compactor (`mark` names the change, so that two
+/// marks never collide and the compactor removes only those it saw).
 pub async fn changed(store: &Store, series: &Series, hour: u64, mark: &str) -> Result<()> {
-    changed_in(store, &series.folder("blocks"), hour, mark).await
+    store.create(&format!("{}/h{hour}-{mark}", series.changed_prefix()), Bytes::new()).await?;
+    // Looked for before they are deleted: a storm of pushes into one old hour would
+    // otherwise send as many deletes of one key at once, which an S3 server may answer
+    // slowly or not at all (SeaweedFS did). A block made after this look was made after
+    // the mark and the change, and its maker's second look sees the change.
+    for block in [series.block_key(hour), series.day_block_key(hour / DAY_HOURS)] {
+        if store.exists(&block).await? {
+            store.delete(&block).await?;
+        }
+    }
+    Ok(())
 }
 
 /// [`changed`] for the hour of the entry filed at `entry_key` (see [`Series::entry_key`]),
@@ -116,17 +156,38 @@ pub async fn entry_changed(store: &Store, entry_key: &str, mark: &str, now: u64)
     }
 }
 
-async fn changed_in(store: &Store, blocks_folder: &str, hour: u64, mark: &str) -> Result<()> {
-    store.create(&format!("{blocks_folder}/changed/h{hour}-{mark}"), Bytes::new()).await?;
-    // Looked for before it is deleted: a storm of pushes into one old hour would
-    // otherwise send as many deletes of one key at once, which an S3 server may answer
-    // slowly or not at all (SeaweedFS did). A block made after this look was made after
-    // the mark and the change, and the compactor's second listing sees the change.
-    let block = format!("{blocks_folder}/h{hour}.block");
-    if store.exists(&block).await? {
-        store.delete(&block).await?;
+/// A part of a range as blocks serve it: an hour, or a closed day the range takes whole.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Window {
+    Hour(u64),
+    Day(u64),
+}
+
+impl Window {
+    /// The hours it spans.
+    pub fn hours(self) -> std::ops::Range<u64> {
+        match self {
+            Window::Hour(n) => n..n + 1,
+            Window::Day(d) => d * DAY_HOURS..(d + 1) * DAY_HOURS,
+        }
     }
-    Ok(())
+}
+
+/// The windows of `[from, to)`, oldest first: the closed days it takes whole, and hours.
+pub fn windows(from: u64, to: u64, now: u64) -> Vec<Window> {
+    let mut out = Vec::new();
+    let mut hours = hour_numbers(from, to);
+    while let Some(n) = hours.next() {
+        let day = Window::Day(n / DAY_HOURS);
+        let span = day.hours();
+        if n == span.start && from <= span.start * HOUR_MS && span.end * HOUR_MS <= to && is_closed(span.end - 1, now) {
+            out.push(day);
+            hours.nth(DAY_HOURS as usize - 2);
+        } else {
+            out.push(Window::Hour(n));
+        }
+    }
+    out
 }
 
 /// What a sample of a block belongs to: one entry's profile (for ranges that cut the
@@ -177,6 +238,7 @@ pub fn select(profile: &mut Profile, footer: &Footer, whole: bool, wanted: impl 
         }
         sets[entry.set] |= picked;
     }
+    debug_assert!(whole || footer.hours == 1, "a day block holds label sets only");
     let (name, keep) = if whole { (SET_LABEL, &sets) } else { (ENTRY_LABEL, &picked) };
     let key = profile.strings.intern(name);
     profile.samples.retain(|sample| match sample.labels.pop() {
@@ -191,11 +253,30 @@ pub fn select(profile: &mut Profile, footer: &Footer, whole: bool, wanted: impl 
     profile.period = chosen().map(|e| e.period).max().unwrap_or(0);
 }
 
+/// Keeps the label sets' samples of an hour block's payload, numbered as `sets` maps
+/// the hour's set numbers (to its day's): what an hour gives its day block.
+pub fn renumber_sets(profile: &mut Profile, sets: &[usize]) {
+    let key = profile.strings.intern(SET_LABEL);
+    profile.samples.retain(|sample| match sample.labels.last_mut() {
+        Some(Label { key: k, value: LabelValue::Num { value, .. } }) if *k == key => {
+            match usize::try_from(*value).ok().and_then(|i| sets.get(i)) {
+                Some(&n) => {
+                    *value = n as i64;
+                    true
+                }
+                None => false,
+            }
+        }
+        _ => false,
+    });
+}
+
 /// The block's bytes: `payload` (an encoded pprof, empty when no profile went in), the
-/// footer, the trailer.
-pub fn encode(payload: &[u8], hour: u64, entries: Vec<BlockEntry>) -> Result<Vec<u8>> {
+/// footer, the trailer. It holds `hours` hours from `hour`.
+pub fn encode(payload: &[u8], (hour, hours): (u64, u64), entries: Vec<BlockEntry>) -> Result<Vec<u8>> {
     let footer = Footer {
         hour,
+        hours,
         entries,
         payload_len: payload.len() as u64,
         payload_sha256: hex::encode(Sha256::digest(payload)),
@@ -244,19 +325,25 @@ fn footer_in(tail: &[u8], block_len: Option<u64>) -> Result<Option<(Footer, u64)
     Ok(Some((footer, start)))
 }
 
-/// The footer of `hour`'s block, reading only the block's tail.
-pub async fn read_footer(store: &Store, series: &Series, hour: u64) -> Result<Read<Footer>> {
-    let key = series.block_key(hour);
-    let damaged = |reason: String| Read::Damaged(Damaged { key: key.clone(), reason });
-    let Some(tail) = store.get_tail(&key, TAIL_GUESS).await? else { return Ok(Read::Missing) };
+/// The footer of the block at `key`, reading only the block's tail (twice when the
+/// footer is longer than a first guess: then exactly its length).
+pub async fn read_footer(store: &Store, key: &str) -> Result<Read<Footer>> {
+    let damaged = |reason: String| Read::Damaged(Damaged { key: key.to_owned(), reason });
+    let Some(tail) = store.get_tail(key, TAIL_GUESS).await? else { return Ok(Read::Missing) };
     let whole = (tail.len() as u64) < TAIL_GUESS;
     match footer_in(&tail, whole.then_some(tail.len() as u64)) {
         Ok(Some((footer, _))) => Ok(Read::Valid(footer)),
-        Ok(None) => Ok(match read(store, series, hour).await? {
-            Read::Valid((footer, _)) => Read::Valid(footer),
-            Read::Missing => Read::Missing,
-            Read::Damaged(d) => Read::Damaged(d),
-        }),
+        Ok(None) => {
+            let stated = u32::from_le_bytes(tail[tail.len() - TRAILER..][..4].try_into().expect("4 bytes"));
+            let Some(tail) = store.get_tail(key, (stated as usize + TRAILER) as u64).await? else {
+                return Ok(Read::Missing);
+            };
+            Ok(match footer_in(&tail, None) {
+                Ok(Some((footer, _))) => Read::Valid(footer),
+                Ok(None) => damaged("it changed while it was read".into()),
+                Err(reason) => damaged(reason),
+            })
+        }
         Err(reason) => Ok(damaged(reason)),
     }
 }
@@ -272,31 +359,42 @@ pub async fn range(
     now: u64,
     write_cache: bool,
 ) -> Result<Vec<Entry>> {
-    let per_hour: Vec<Vec<Entry>> = futures::stream::iter(hour_numbers(from, to))
-        .map(|number| async move {
-            if is_closed(number, now) {
-                match read_footer(store, series, number).await? {
+    let hour_entries = |number: u64| async move {
+        if is_closed(number, now) {
+            match read_footer(store, &series.block_key(number)).await? {
+                Read::Valid(footer) => return Ok(footer.entries.into_iter().map(|e| e.entry).collect()),
+                Read::Damaged(damaged) => tracing::warn!("{damaged}; the hour's entries are read one by one"),
+                Read::Missing => {}
+            }
+        }
+        series.entries(store, &series.hour(store, number, now).await?, write_cache).await
+    };
+    let per_window: Vec<Vec<Entry>> = futures::stream::iter(windows(from, to, now))
+        .map(|window| async move {
+            if let Window::Day(day) = window {
+                match read_footer(store, &series.day_block_key(day)).await? {
                     Read::Valid(footer) => return Ok(footer.entries.into_iter().map(|e| e.entry).collect()),
-                    Read::Damaged(damaged) => tracing::warn!("{damaged}; the hour's entries are read one by one"),
+                    Read::Damaged(damaged) => tracing::warn!("{damaged}; the day is read hour by hour"),
                     Read::Missing => {}
                 }
             }
-            series.entries(store, &series.hour(store, number, now).await?, write_cache).await
+            let hours: Vec<Vec<Entry>> =
+                futures::stream::iter(window.hours()).map(hour_entries).buffered(FOOTERS_AHEAD).try_collect().await?;
+            Ok::<_, super::RecordError>(hours.into_iter().flatten().collect())
         })
         .buffered(FOOTERS_AHEAD)
         .try_collect()
         .await?;
-    Ok(per_hour.into_iter().flatten().filter(|e| (from..to).contains(&e.millis) && e.matches(labels)).collect())
+    Ok(per_window.into_iter().flatten().filter(|e| (from..to).contains(&e.millis) && e.matches(labels)).collect())
 }
 
-/// `hour`'s block, whole: its footer and its payload (checked against the footer's
+/// The block at `key`, whole: its footer and its payload (checked against the footer's
 /// checksum; empty when no profile went in).
-pub async fn read(store: &Store, series: &Series, hour: u64) -> Result<Read<(Footer, Bytes)>> {
-    let key = series.block_key(hour);
-    let Some(block) = store.get(&key).await? else { return Ok(Read::Missing) };
+pub async fn read(store: &Store, key: &str) -> Result<Read<(Footer, Bytes)>> {
+    let Some(block) = store.get(key).await? else { return Ok(Read::Missing) };
     Ok(match decode(&block) {
         Ok((footer, payload)) => Read::Valid((footer, block.slice(..payload))),
-        Err(reason) => Read::Damaged(Damaged { key, reason }),
+        Err(reason) => Read::Damaged(Damaged { key: key.to_owned(), reason }),
     })
 }
 
@@ -335,7 +433,7 @@ mod tests {
 
     #[test]
     fn a_block_reads_back_and_any_changed_byte_is_found() {
-        let block = encode(b"payload bytes", 7, vec![entry(1), entry(2)]).unwrap();
+        let block = encode(b"payload bytes", (7, 1), vec![entry(1), entry(2)]).unwrap();
         let (footer, payload) = decode(&block).unwrap();
         assert_eq!((footer.hour, footer.entries, payload), (7, vec![entry(1), entry(2)], 13));
         for at in 0..block.len() {
@@ -350,8 +448,23 @@ mod tests {
     }
 
     #[test]
+    fn a_range_takes_closed_days_whole_and_the_rest_by_hour() {
+        let (h, d) = (HOUR_MS, DAY_HOURS * HOUR_MS);
+        let now = 10 * d;
+        // Day 2 whole, between an hour of day 1 and two of day 3.
+        let w = windows(2 * d - h, 3 * d + 2 * h, now);
+        let hours = |from: u64, to: u64| (from..to).map(Window::Hour).collect::<Vec<_>>();
+        assert_eq!(w, [hours(47, 48), vec![Window::Day(2)], hours(72, 74)].concat());
+        // Days are never cut: a range one hour short of a day is hours.
+        assert_eq!(windows(2 * d, 3 * d - h, now), hours(48, 71));
+        // A day not closed yet (its last hour is not) is hours.
+        assert_eq!(windows(2 * d, 3 * d, 3 * d), hours(48, 72));
+        assert_eq!(windows(2 * d, 4 * d, now), [Window::Day(2), Window::Day(3)]);
+    }
+
+    #[test]
     fn a_tail_holds_the_footer_or_says_it_needs_more() {
-        let block = encode(&[9; 1000], 3, vec![entry(5)]).unwrap();
+        let block = encode(&[9; 1000], (3, 1), vec![entry(5)]).unwrap();
         let (footer, start) = footer_in(&block[900..], None).unwrap().unwrap();
         assert_eq!((footer.entries.len(), start), (1, 1000));
         assert!(footer_in(&block[block.len() - TRAILER - 3..], None).unwrap().is_none());

@@ -1,14 +1,15 @@
 //! The compactor: makes the blocks of closed hours (see [`crate::records::blocks`]) and
-//! makes again those of hours that changed. Every replica runs it; a lease per tenant
+//! of closed days (from their hours' blocks), and makes again those that changed. Every replica runs it; a lease per tenant
 //! makes one replica do a tenant's pass at a time, and blocks are created only
 //! (`PutMode::Create`), so two passes at once write one block and lose nothing.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::budget::Budget;
-use crate::merging::{compact_hour, Compacted, MergeError};
+use crate::merging::{compact_day, compact_hour, Compacted, MergeError};
+use crate::records::blocks::DAY_HOURS;
 use crate::records::series::{self, Series};
 use crate::records::{leases, now_millis, RecordError, Tenant};
 use crate::runs::progress::Progress;
@@ -22,18 +23,21 @@ pub const LEASE_SECS: u64 = 15 * 60;
 /// What one pass did.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Pass {
-    /// Blocks written, the profiles they hold and their bytes.
+    /// Hour blocks written, the profiles they hold and their bytes.
     pub blocks: usize,
     pub profiles: usize,
     pub bytes: usize,
+    /// Day blocks written, and their bytes.
+    pub day_blocks: usize,
+    pub day_bytes: usize,
     /// Hours that changed while their block was made (made again next pass).
     pub raced: usize,
     /// Tenants another replica was compacting.
     pub tenants_busy: usize,
 }
 
-/// The hours this process knows are done (their block exists, or they hold nothing),
-/// by block key, so that a pass asks the store only about the others (a change to an
+/// The hours and days this process knows are done (their block exists, or they hold
+/// nothing), by block key, so that a pass asks the store only about the others (a change to an
 /// hour leaves a mark, which a pass always looks at).
 pub struct Compactor {
     known: Mutex<HashSet<String>>,
@@ -110,11 +114,14 @@ impl Compactor {
                 marks.entry(hour).or_default().push(name);
             }
         }
-        let mut hours: Vec<u64> = series.hours_before(store, now).await?;
+        let listed: Vec<u64> = series.hours_before(store, now).await?;
+        let mut hours = listed.clone();
         hours.extend(marks.keys());
         hours.sort_unstable();
         hours.dedup();
-        for number in hours.into_iter().filter(|&n| series::is_closed(n, now)) {
+        // Days whose block must be made again: an hour of theirs was.
+        let mut remade_days = BTreeSet::new();
+        for &number in hours.iter().filter(|&&n| series::is_closed(n, now)) {
             let key = series.block_key(number);
             let marked = marks.remove(&number);
             let remake = marked.is_some() || self.rebuild;
@@ -131,6 +138,7 @@ impl Compactor {
                 // stopped before it listed the hour again): it goes.
                 store.delete(&key).await.map_err(RecordError::from)?;
             }
+            remade_days.insert(number / DAY_HOURS);
             match compact_hour((store, budget), series, number, now).await? {
                 Compacted::Written { profiles, bytes } => {
                     self.progress.written(profiles, bytes);
@@ -142,7 +150,8 @@ impl Compactor {
                 Compacted::Exists | Compacted::Empty => {
                     self.known.lock().expect("not poisoned").insert(key);
                 }
-                Compacted::Raced => {
+                // (An hour's block waits for nothing.)
+                Compacted::Raced | Compacted::Waiting => {
                     self.progress.raced();
                     pass.raced += 1;
                     continue;
@@ -152,6 +161,57 @@ impl Compactor {
             for name in marked.into_iter().flatten() {
                 store.delete(&format!("{changed_prefix}/{name}")).await.map_err(RecordError::from)?;
             }
+        }
+        let closed_days: BTreeSet<u64> = hours
+            .iter()
+            .map(|n| n / DAY_HOURS)
+            .filter(|day| series::is_closed((day + 1) * DAY_HOURS - 1, now))
+            .collect();
+        for day in closed_days {
+            let of_day: Vec<u64> = listed.iter().copied().filter(|n| n / DAY_HOURS == day).collect();
+            self.day((store, budget), series, (day, &of_day), remade_days.contains(&day), now, pass).await?;
+        }
+        Ok(())
+    }
+
+    /// Makes `day`'s block from the blocks of its hours that hold profiles, unless it is
+    /// known (or `remake`, when one of those hours' blocks was made again).
+    async fn day(
+        &self,
+        (store, budget): (&Store, &Budget),
+        series: &Series,
+        (day, hours): (u64, &[u64]),
+        remake: bool,
+        now: u64,
+        pass: &mut Pass,
+    ) -> Result<(), MergeError> {
+        let key = series.day_block_key(day);
+        let remake = remake || self.rebuild;
+        if !remake
+            && (self.known.lock().expect("not poisoned").contains(&key)
+                || store.exists(&key).await.map_err(RecordError::from)?)
+        {
+            self.known.lock().expect("not poisoned").insert(key);
+            return Ok(());
+        }
+        self.known.lock().expect("not poisoned").remove(&key);
+        if remake {
+            store.delete(&key).await.map_err(RecordError::from)?;
+        }
+        match compact_day((store, budget), series, day, hours, now).await? {
+            Compacted::Written { bytes, .. } => {
+                (pass.day_blocks, pass.day_bytes) = (pass.day_blocks + 1, pass.day_bytes + bytes);
+                self.known.lock().expect("not poisoned").insert(key);
+            }
+            Compacted::Exists | Compacted::Empty => {
+                self.known.lock().expect("not poisoned").insert(key);
+            }
+            Compacted::Raced => {
+                self.progress.raced();
+                pass.raced += 1;
+            }
+            // Made on a later pass, once its hours' blocks are.
+            Compacted::Waiting => {}
         }
         Ok(())
     }
@@ -165,11 +225,14 @@ pub async fn run_forever(state: State, tick: Duration, lease_secs: u64) {
     loop {
         ticks.tick().await;
         match compactor.counted_pass(&state.store, &state.budget, now_millis()).await {
-            Ok(pass) if pass.blocks > 0 || pass.raced > 0 => tracing::info!(
-                "compaction: {} blocks of {} profiles ({} bytes), {} hours changed meanwhile",
+            Ok(pass) if pass.blocks > 0 || pass.day_blocks > 0 || pass.raced > 0 => tracing::info!(
+                "compaction: {} blocks of {} profiles ({} bytes), {} day blocks ({} bytes), {} hours or days \
+                 changed meanwhile",
                 pass.blocks,
                 pass.profiles,
                 pass.bytes,
+                pass.day_blocks,
+                pass.day_bytes,
                 pass.raced
             ),
             Ok(_) => {}
