@@ -8,7 +8,8 @@
 # With `fleet`: pushes one service's DAYS days and SERVICES services' last day, waits
 # for the server's compactor to make every closed hour's block, then measures day to
 # month range queries over them and what the blocks take on disk (backend/examples/load/fleet.rs).
-# Usage: scripts/load.sh [clients]        (default 64; LOAD_ARGS adds options for the tool)
+# Usage: scripts/load.sh [clients]        (default 64; LOAD_ARGS adds options for the tool;
+#        LOAD_SEAWEEDFS=0 measures file:// only)
 #        scripts/load.sh history [sessions]   (default 100000)
 #        scripts/load.sh fleet [days] [services]   (default 30 and 50: 691,200 pushes)
 set -euo pipefail
@@ -89,7 +90,7 @@ if [ "$mode" = fleet ]; then
 fi
 
 reports=("$work/file.json")
-if [ -x "$weed" ]; then
+if [ -x "$weed" ] && [ "${LOAD_SEAWEEDFS:-1}" = 1 ]; then
   # One SeaweedFS at a time on this machine (fixed ports): the tests take the same lock.
   exec 9>"${TMPDIR:-/tmp}/stacklens-seaweedfs.lock"
   flock -w 600 9

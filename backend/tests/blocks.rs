@@ -306,7 +306,20 @@ fn days(backing: &Backing, env: &[(&str, &str)]) {
     // Reindexing makes both days' blocks again.
     let summary = stacklens(&["reindex", "--store", &store], env);
     assert!(summary.contains("5 blocks written holding 5 profiles") && summary.contains("2 day blocks"), "{summary}");
-    assert_eq!(day(), (late, Cost { objects: 1, listings: 0 }));
+    assert_eq!(day(), (late.clone(), Cost { objects: 1, listings: 0 }));
+
+    // A server's own passes make a changed day's block again, and count it in /metrics.
+    drop(server);
+    let server = Server::start(&store, &["--compact-tick-ms", "200"], env);
+    let shop = Shop { server: &server, http: Client::new() };
+    shop.push("region=eu,pod=f", t0 + 9 * HOUR, &compare);
+    let metrics = until("the server's compactor to make the day's block again", Duration::from_secs(60), || {
+        let metrics = shop.http.get(format!("{}/metrics", server.base)).send().unwrap().text().unwrap();
+        metrics.lines().any(|l| l.starts_with("stacklens_compaction_day_blocks_written_total 1")).then_some(metrics)
+    });
+    assert!(backing.has(&day_key), "{metrics}");
+    let (last, cost) = shop.merge(t0, t0 + DAY, "");
+    assert_eq!((last.profile_count, cost.objects, cost.listings), (late.profile_count + 1, 1, 0));
 }
 
 fn hex(text: &str) -> String {

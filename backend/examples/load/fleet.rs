@@ -136,8 +136,19 @@ pub async fn run(args: FleetArgs) -> Result<(), Box<dyn std::error::Error>> {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     }
+    // Then the newest closed day's block of the long service: its whole day reads one
+    // object.
+    let newest_day = ((last_closed + 1) * HOUR / DAY).saturating_sub(1) * DAY;
+    let whole_day =
+        format!("/api/v1/profiling/merge?service=bench&profileType=cpu&from={newest_day}&to={}", newest_day + DAY);
+    while args.days >= 2 && get(whole_day.clone()).await?["objectsRead"].as_u64() != Some(1) {
+        if waited.elapsed() > limit {
+            return Err(format!("the compactor had not made the day block of {newest_day} after {limit:?}").into());
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
     let compaction = waited.elapsed().as_secs_f64();
-    println!("every closed hour compacted {compaction:.1} s after the pushes");
+    println!("every closed hour and day compacted {compaction:.1} s after the pushes");
 
     // Range queries over the long service, each over whole closed hours ending at a
     // different hour, newest first.
@@ -220,14 +231,20 @@ pub async fn run(args: FleetArgs) -> Result<(), Box<dyn std::error::Error>> {
             report.phases.push(measured);
         }
     }
-    // What a one-day query reads.
-    let day = (last_closed + 1) * HOUR;
-    let answer =
-        get(format!("/api/v1/profiling/merge?service=bench&profileType=cpu&from={}&to={day}", day - DAY)).await?;
-    println!(
-        "one day: {} profiles from {} objects read and {} listings",
-        answer["profileCount"], answer["objectsRead"], answer["listings"]
-    );
+    // What queries read: the last 24 hours, and the last 7 and 30 days (whole closed
+    // days from their day blocks, the rest from hour blocks).
+    let end = (last_closed + 1) * HOUR;
+    for span in [DAY, 7 * DAY, 30 * DAY].into_iter().filter(|&span| span <= span_days) {
+        let path = format!("/api/v1/profiling/merge?service=bench&profileType=cpu&from={}&to={end}", end - span);
+        let answer = get(path).await?;
+        println!(
+            "{} days to {end}: {} profiles from {} objects read and {} listings",
+            span / DAY,
+            answer["profileCount"],
+            answer["objectsRead"],
+            answer["listings"]
+        );
+    }
     report.peak_rss_mib_end = args.reporting.server_pid.and_then(peak_rss_mib);
     println!("compaction took {compaction:.1} s after the pushes");
     if let Some(path) = &args.reporting.json {

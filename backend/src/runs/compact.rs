@@ -200,6 +200,7 @@ impl Compactor {
         }
         match compact_day((store, budget), series, day, hours, now).await? {
             Compacted::Written { bytes, .. } => {
+                self.progress.day_written(bytes);
                 (pass.day_blocks, pass.day_bytes) = (pass.day_blocks + 1, pass.day_bytes + bytes);
                 self.known.lock().expect("not poisoned").insert(key);
             }

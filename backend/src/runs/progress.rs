@@ -12,6 +12,8 @@ pub struct Progress {
     blocks: AtomicU64,
     profiles: AtomicU64,
     bytes: AtomicU64,
+    day_blocks: AtomicU64,
+    day_bytes: AtomicU64,
     raced: AtomicU64,
     last_pass_millis: AtomicU64,
     /// Whether a pass is running now.
@@ -25,10 +27,17 @@ impl Progress {
         let lines = [
             ("passes_total", "counter", "Compaction passes finished", get(&self.passes) as f64),
             ("pass_failures_total", "counter", "Compaction passes stopped by an error", get(&self.failures) as f64),
-            ("blocks_written_total", "counter", "Blocks written", get(&self.blocks) as f64),
+            ("blocks_written_total", "counter", "Hour blocks written", get(&self.blocks) as f64),
             ("profiles_compacted_total", "counter", "Stored profiles written into blocks", get(&self.profiles) as f64),
             ("block_bytes_written_total", "counter", "Bytes of blocks written", get(&self.bytes) as f64),
-            ("hours_raced_total", "counter", "Hours that changed while their block was made", get(&self.raced) as f64),
+            ("day_blocks_written_total", "counter", "Day blocks written", get(&self.day_blocks) as f64),
+            ("day_block_bytes_written_total", "counter", "Bytes of day blocks written", get(&self.day_bytes) as f64),
+            (
+                "hours_raced_total",
+                "counter",
+                "Hours and days that changed while their block was made",
+                get(&self.raced) as f64,
+            ),
             ("last_pass_seconds", "gauge", "How long the last pass took", get(&self.last_pass_millis) as f64 / 1000.0),
             ("running", "gauge", "1 while a pass runs", f64::from(u8::from(self.running.load(Ordering::Relaxed)))),
         ];
@@ -55,6 +64,11 @@ impl Progress {
         self.blocks.fetch_add(1, Ordering::Relaxed);
         self.profiles.fetch_add(profiles as u64, Ordering::Relaxed);
         self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    pub fn day_written(&self, bytes: usize) {
+        self.day_blocks.fetch_add(1, Ordering::Relaxed);
+        self.day_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
     pub fn raced(&self) {
