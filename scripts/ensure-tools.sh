@@ -79,11 +79,14 @@ if [ "$want" = serve ]; then
 else
   if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/swagger-ui-dist ] \
     || [ ! -d node_modules/speedscope ] || [ ! -d node_modules/@pyroscope/nodejs ] \
-    || [ ! -d node_modules/@perses-dev/pyroscope-plugin ] || [ ! -d node_modules/@connectrpc/connect-node ]; then
-    step "npm ci (binaryen, swagger-ui-dist; playwright-core, speedscope, @pyroscope/nodejs, Perses' and Connect's clients for the tests)" \
+    || [ ! -d node_modules/@perses-dev/pyroscope-plugin ] || [ ! -d node_modules/@connectrpc/connect-node ] \
+    || [ ! -d node_modules/puppeteer-core ]; then
+    step "npm ci (binaryen, swagger-ui-dist; playwright-core, puppeteer-core, speedscope, @pyroscope/nodejs, Perses' and Connect's clients for the tests)" \
       npm ci --no-audit --no-fund --loglevel=error
   fi
-  apt_install chromium chromium-driver
+  # The page's three engines (tests/e2e/engines.mjs): Chromium, Firefox ESR (driven over
+  # WebDriver BiDi) and WebKitGTK's driver and MiniBrowser, which needs an X display (Xvfb).
+  apt_install chromium chromium-driver firefox-esr webkit2gtk-driver xvfb
 fi
 
 if [ "$want" = all ]; then

@@ -3,6 +3,7 @@
 //! profile; parsing and analysis run in the analysis worker.
 
 mod api_urls;
+mod clipboard;
 mod download;
 pub mod encrypted;
 mod keys;

@@ -7,6 +7,7 @@ use leptos::task::spawn_local;
 use stacklens_core::api::{BaselineResponse, SessionResponse};
 use stacklens_core::timestamp::Timestamp;
 
+use super::clipboard::{Copied, PendingCopy};
 use super::encrypted::{self, Link};
 use super::sanitize_panel::{SanitizePanel, ShareChoice};
 use super::share::{self, Shared};
@@ -144,19 +145,27 @@ pub fn SharePanel() -> impl IntoView {
     let (label, description, tags) =
         (RwSignal::new(String::new()), RwSignal::new(String::new()), RwSignal::new(String::new()));
     let choosing = RwSignal::new(false);
+    // Whether the last link reached the clipboard (shown beside it).
+    let copied = RwSignal::new(None::<Copied>);
     let upload = Callback::new(move |choice: ShareChoice| {
         choosing.set(false);
         let Some(e) = state.current.get_untracked() else { return };
+        copied.set(None);
+        // Started in the click: WebKit refuses a copy made after the upload's await.
+        let copy = PendingCopy::start(move |outcome| {
+            copied.try_set(Some(outcome));
+        });
         spawn_local(async move {
             match share_as_chosen(state, e.id, &e.name, choice).await {
                 Ok(link) => {
-                    if let Some(w) = web_sys::window() {
-                        let _ = w.navigator().clipboard().write_text(&link.url);
-                    }
+                    copy.finish(Some(&link.url));
                     deleted.try_set(None);
                     share_link.try_set(Some(link));
                 }
-                Err(err) => state.report(format!("{}: cannot share: {err}", e.name)),
+                Err(err) => {
+                    copy.finish(None);
+                    state.report(format!("{}: cannot share: {err}", e.name))
+                }
             }
         });
     });
@@ -218,6 +227,12 @@ pub fn SharePanel() -> impl IntoView {
                 <input class="share-url" readonly aria-label="share link" data-testid="share-url" prop:value=url.clone() />
                 <a href=url target="_blank">"open"</a>
                 <span data-testid="share-expiry">{expiry}</span>
+                {move || copied.get().map(|outcome| match outcome {
+                    Ok(()) => view! { <span data-testid="share-copied">"copied"</span> }.into_any(),
+                    Err(why) => view! {
+                        <span data-testid="share-not-copied" title=why>"not copied (the browser refused): copy it from the box"</span>
+                    }.into_any(),
+                })}
                 {token}
             }
         })
