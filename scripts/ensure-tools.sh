@@ -84,9 +84,7 @@ else
     step "npm ci (binaryen, swagger-ui-dist; playwright-core, puppeteer-core, speedscope, @pyroscope/nodejs, Perses' and Connect's clients for the tests)" \
       npm ci --no-audit --no-fund --loglevel=error
   fi
-  # The page's three engines (tests/e2e/engines.mjs): Chromium, Firefox ESR (driven over
-  # WebDriver BiDi) and WebKitGTK's driver and MiniBrowser, which needs an X display (Xvfb).
-  apt_install chromium chromium-driver firefox-esr webkit2gtk-driver xvfb
+  apt_install chromium chromium-driver
 fi
 
 if [ "$want" = all ]; then
