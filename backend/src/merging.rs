@@ -4,6 +4,7 @@
 //! a thousand models. A closed hour the range covers whole is merged once and cached
 //! (see [`crate::records::series`]); repeating the query reads its cached profile.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -407,6 +408,14 @@ pub enum Compacted {
     Waiting,
 }
 
+/// The number of label set `labels` in `sets`, which it joins when new.
+fn set_number(sets: &mut Vec<BTreeMap<String, String>>, labels: &BTreeMap<String, String>) -> usize {
+    sets.iter().position(|known| known == labels).unwrap_or_else(|| {
+        sets.push(labels.clone());
+        sets.len() - 1
+    })
+}
+
 /// Makes hour `number`'s block from its raw profiles, within the budget (see
 /// [`blocks`] for why the hour is listed twice).
 pub async fn compact_hour(
@@ -427,10 +436,7 @@ pub async fn compact_hour(
     let mut sets = Vec::new();
     let mut parsed = std::pin::pin!(parsed((store, budget), &series.tenant, &entries));
     while let Some((entry, mut profile)) = parsed.try_next().await? {
-        let set = sets.iter().position(|labels| *labels == entry.labels).unwrap_or_else(|| {
-            sets.push(entry.labels.clone());
-            sets.len() - 1
-        });
+        let set = set_number(&mut sets, &entry.labels);
         let (time_nanos, duration_nanos, period) = (profile.time_nanos, profile.duration_nanos, profile.period);
         kept.push(BlockEntry { entry, set, time_nanos, duration_nanos, period });
         blocks::tag(&mut profile, Tag::Entry(kept.len() - 1));
@@ -481,10 +487,7 @@ pub async fn compact_day(
         };
         let mut numbered = Vec::new();
         for entry in &footer.entries {
-            let set = sets.iter().position(|labels| *labels == entry.entry.labels).unwrap_or_else(|| {
-                sets.push(entry.entry.labels.clone());
-                sets.len() - 1
-            });
+            let set = set_number(&mut sets, &entry.entry.labels);
             if numbered.len() <= entry.set {
                 numbered.resize(entry.set + 1, usize::MAX);
             }

@@ -1,6 +1,6 @@
 //! The compactor: makes the blocks of closed hours (see [`crate::records::blocks`]) and
-//! of closed days (from their hours' blocks), and makes again those that changed. Every replica runs it; a lease per tenant
-//! makes one replica do a tenant's pass at a time, and blocks are created only
+//! of closed days (from their hours' blocks), and makes again those that changed. Every
+//! replica runs it; a lease per tenant makes one replica do a tenant's pass at a time, and blocks are created only
 //! (`PutMode::Create`), so two passes at once write one block and lose nothing.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -37,8 +37,8 @@ pub struct Pass {
 }
 
 /// The hours and days this process knows are done (their block exists, or they hold
-/// nothing), by block key, so that a pass asks the store only about the others (a change to an
-/// hour leaves a mark, which a pass always looks at).
+/// nothing), by block key, so that a pass asks the store only about the others (a
+/// change to an hour leaves a mark, which a pass always looks at).
 pub struct Compactor {
     known: Mutex<HashSet<String>>,
     lease_secs: u64,
@@ -125,18 +125,8 @@ impl Compactor {
             let key = series.block_key(number);
             let marked = marks.remove(&number);
             let remake = marked.is_some() || self.rebuild;
-            if !remake
-                && (self.known.lock().expect("not poisoned").contains(&key)
-                    || store.exists(&key).await.map_err(RecordError::from)?)
-            {
-                self.known.lock().expect("not poisoned").insert(key);
+            if !self.to_make(store, &key, remake).await? {
                 continue;
-            }
-            self.known.lock().expect("not poisoned").remove(&key);
-            if remake {
-                // A block made before a marked change may lack it (its maker may have
-                // stopped before it listed the hour again): it goes.
-                store.delete(&key).await.map_err(RecordError::from)?;
             }
             remade_days.insert(number / DAY_HOURS);
             match compact_hour((store, budget), series, number, now).await? {
@@ -174,6 +164,24 @@ impl Compactor {
         Ok(())
     }
 
+    /// Whether the block at `key` is to be made: when `remake` (then an old one goes
+    /// first: a block made before a marked change may lack it, its maker having stopped
+    /// before it looked again), or when it is neither known nor in the store.
+    async fn to_make(&self, store: &Store, key: &str, remake: bool) -> Result<bool, MergeError> {
+        if !remake
+            && (self.known.lock().expect("not poisoned").contains(key)
+                || store.exists(key).await.map_err(RecordError::from)?)
+        {
+            self.known.lock().expect("not poisoned").insert(key.to_owned());
+            return Ok(false);
+        }
+        self.known.lock().expect("not poisoned").remove(key);
+        if remake {
+            store.delete(key).await.map_err(RecordError::from)?;
+        }
+        Ok(true)
+    }
+
     /// Makes `day`'s block from the blocks of its hours that hold profiles, unless it is
     /// known (or `remake`, when one of those hours' blocks was made again).
     async fn day(
@@ -186,17 +194,8 @@ impl Compactor {
         pass: &mut Pass,
     ) -> Result<(), MergeError> {
         let key = series.day_block_key(day);
-        let remake = remake || self.rebuild;
-        if !remake
-            && (self.known.lock().expect("not poisoned").contains(&key)
-                || store.exists(&key).await.map_err(RecordError::from)?)
-        {
-            self.known.lock().expect("not poisoned").insert(key);
+        if !self.to_make(store, &key, remake || self.rebuild).await? {
             return Ok(());
-        }
-        self.known.lock().expect("not poisoned").remove(&key);
-        if remake {
-            store.delete(&key).await.map_err(RecordError::from)?;
         }
         match compact_day((store, budget), series, day, hours, now).await? {
             Compacted::Written { bytes, .. } => {
